@@ -1,0 +1,135 @@
+#include "ir/op_registry.h"
+
+#include "ir/ops/registration.h"
+
+namespace kiln {
+
+const std::vector<DType>& FloatTypes() {
+  static const std::vector<DType> v = {f32, f64, f16, bf16};
+  return v;
+}
+const std::vector<DType>& IntegerTypes() {
+  static const std::vector<DType> v = {i8, u8, i32, i64};
+  return v;
+}
+const std::vector<DType>& NumericTypes() {
+  static const std::vector<DType> v = {f32, f64, f16, bf16, i8, u8, i32, i64};
+  return v;
+}
+const std::vector<DType>& IndexTypes() {
+  static const std::vector<DType> v = {i32, i64};
+  return v;
+}
+const std::vector<DType>& BoolTypes() {
+  static const std::vector<DType> v = {boolean};
+  return v;
+}
+
+const AttrSpec* OpDef::FindAttr(const std::string& attr) const {
+  for (const AttrSpec& a : attrs)
+    if (a.name == attr) return &a;
+  return nullptr;
+}
+
+AttrMap OpDef::WithDefaults(const AttrMap& given) const {
+  AttrMap out = given;
+  for (const AttrSpec& a : attrs)
+    if (a.default_value && !out.Has(a.name)) out.Set(a.name, *a.default_value);
+  return out;
+}
+
+OpDefBuilder::OpDefBuilder(std::string name, std::string family) {
+  def_.name = std::move(name);
+  def_.family = std::move(family);
+}
+OpDefBuilder& OpDefBuilder::Input(std::string name, std::string type_var) {
+  def_.inputs.push_back({std::move(name), std::move(type_var), false});
+  return *this;
+}
+OpDefBuilder& OpDefBuilder::VariadicInput(std::string name, std::string type_var) {
+  def_.inputs.push_back({std::move(name), std::move(type_var), true});
+  return *this;
+}
+OpDefBuilder& OpDefBuilder::Output(std::string name) {
+  def_.outputs.push_back(std::move(name));
+  return *this;
+}
+OpDefBuilder& OpDefBuilder::VariadicOutput(std::string name) {
+  def_.outputs.push_back(std::move(name));
+  def_.variadic_outputs = true;
+  return *this;
+}
+OpDefBuilder& OpDefBuilder::Types(std::string type_var, std::vector<DType> allowed) {
+  def_.type_constraints[std::move(type_var)] = std::move(allowed);
+  return *this;
+}
+OpDefBuilder& OpDefBuilder::Attr(std::string name, AttrType type, AttrValue default_value) {
+  def_.attrs.push_back({std::move(name), type, std::move(default_value)});
+  return *this;
+}
+OpDefBuilder& OpDefBuilder::RequiredAttr(std::string name, AttrType type) {
+  def_.attrs.push_back({std::move(name), type, std::nullopt});
+  return *this;
+}
+OpDefBuilder& OpDefBuilder::Infer(InferFn fn) {
+  def_.infer = std::move(fn);
+  return *this;
+}
+OpDefBuilder& OpDefBuilder::Stateful() {
+  def_.stateful = true;
+  return *this;
+}
+
+const OpRegistry& OpRegistry::Global() {
+  static const OpRegistry* registry = [] {
+    auto* r = new OpRegistry();
+    RegisterStateOps(*r);
+    RegisterMathOps(*r);
+    RegisterLinalgOps(*r);
+    RegisterNnOps(*r);
+    RegisterReduceOps(*r);
+    RegisterArrayOps(*r);
+    return r;
+  }();
+  return *registry;
+}
+
+const OpDef* OpRegistry::Find(const std::string& op) const {
+  auto it = ops_.find(op);
+  return it == ops_.end() ? nullptr : &it->second;
+}
+
+std::vector<const OpDef*> OpRegistry::All() const {
+  std::vector<const OpDef*> all;
+  for (const auto& [name, def] : ops_) all.push_back(&def);
+  return all;
+}
+
+void OpRegistry::Register(OpDef def) {
+  KILN_CHECK(def.infer != nullptr);
+  KILN_CHECK(ops_.count(def.name) == 0);
+  std::string name = def.name;
+  ops_.emplace(std::move(name), std::move(def));
+}
+
+InferFn SameAsInput(int i) {
+  return [i](InferContext& ctx) -> Status {
+    ctx.AddOutput(ctx.dtype(i), ctx.shape(i));
+    return OkStatus();
+  };
+}
+
+InferFn BroadcastInputs(std::optional<DType> dtype) {
+  return [dtype](InferContext& ctx) -> Status {
+    Shape out = ctx.shape(0);
+    for (int i = 1; i < ctx.num_inputs(); ++i) {
+      Result<Shape> b = BroadcastShapes(out, ctx.shape(i));
+      if (!b.ok()) return ctx.Fail(b.error().message());
+      out = *b;
+    }
+    ctx.AddOutput(dtype.value_or(ctx.dtype(0)), std::move(out));
+    return OkStatus();
+  };
+}
+
+}  // namespace kiln

@@ -1,0 +1,128 @@
+// The op registry: every op's schema (inputs, outputs, attributes, dtype constraints) and its type
+// and shape inference, declared once in ir/ops/<family>.cc.
+//
+// The verifier checks a node against its OpDef generically (arity, dtypes, attribute presence and
+// kinds, unknown attributes), then calls the op's InferFn to compute output types. The same InferFn
+// runs again at execution time with concrete input shapes and values, so it must accept unknown
+// (-1) dims and produce the most precise shapes it can.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/attr.h"
+#include "ir/graph.h"
+#include "ir/status.h"
+
+namespace kiln {
+
+// Dtype sets for constraints.
+const std::vector<DType>& FloatTypes();
+const std::vector<DType>& IntegerTypes();
+const std::vector<DType>& NumericTypes();
+const std::vector<DType>& IndexTypes();  // i32, i64
+const std::vector<DType>& BoolTypes();
+
+struct InputSpec {
+  std::string name;
+  std::string type_var;  // inputs naming the same variable must share a dtype
+  bool variadic = false; // only the last input may be variadic (one or more tensors)
+};
+
+struct AttrSpec {
+  std::string name;
+  AttrType type;
+  std::optional<AttrValue> default_value;  // nullopt: required
+};
+
+class InferContext {
+ public:
+  InferContext(const Node& node, const AttrMap& attrs, std::vector<TensorType> inputs,
+               std::vector<const Tensor*> input_values)
+      : node_(node), attrs_(attrs), inputs_(std::move(inputs)), values_(std::move(input_values)) {}
+
+  const Node& node() const { return node_; }
+  // Attributes with the schema's defaults filled in.
+  const AttrMap& attrs() const { return attrs_; }
+  int num_inputs() const { return static_cast<int>(inputs_.size()); }
+  const TensorType& input(int i) const { return inputs_[i]; }
+  const Shape& shape(int i) const { return inputs_[i].shape; }
+  DType dtype(int i) const { return inputs_[i].dtype; }
+  // The input's value when it is known (a Constant producer at build time; always at run time).
+  const Tensor* value(int i) const { return i < static_cast<int>(values_.size()) ? values_[i] : nullptr; }
+
+  void AddOutput(DType dtype, Shape shape) { outputs_.push_back({dtype, std::move(shape)}); }
+  std::vector<TensorType>& outputs() { return outputs_; }
+
+  // An error naming this node: "<node>: <parts...>".
+  template <typename... Args>
+  Error Fail(const Args&... parts) const { return node_.MakeNodeError(ErrorCode::kInvalidArgument, parts...); }
+
+ private:
+  const Node& node_;
+  const AttrMap& attrs_;
+  std::vector<TensorType> inputs_;
+  std::vector<const Tensor*> values_;
+  std::vector<TensorType> outputs_;
+};
+
+using InferFn = std::function<Status(InferContext&)>;
+
+struct OpDef {
+  std::string name;
+  std::string family;  // math, linalg, nn, array, reduce, state, control
+  std::vector<InputSpec> inputs;
+  std::map<std::string, std::vector<DType>> type_constraints;
+  std::vector<std::string> outputs;  // names; a variadic op's count comes from InferFn
+  bool variadic_outputs = false;
+  std::vector<AttrSpec> attrs;
+  InferFn infer;
+  bool stateful = false;  // reads or writes state (variables, RNG): never folded or merged
+
+  const AttrSpec* FindAttr(const std::string& name) const;
+  // The node's attributes with defaults filled in.
+  AttrMap WithDefaults(const AttrMap& attrs) const;
+};
+
+// Fluent construction of an OpDef: OpDefBuilder("Relu", "math").Input("x", "T")...Build().
+class OpDefBuilder {
+ public:
+  OpDefBuilder(std::string name, std::string family);
+  OpDefBuilder& Input(std::string name, std::string type_var);
+  OpDefBuilder& VariadicInput(std::string name, std::string type_var);
+  OpDefBuilder& Output(std::string name);
+  OpDefBuilder& VariadicOutput(std::string name);
+  OpDefBuilder& Types(std::string type_var, std::vector<DType> allowed);
+  OpDefBuilder& Attr(std::string name, AttrType type, AttrValue default_value);
+  OpDefBuilder& RequiredAttr(std::string name, AttrType type);
+  OpDefBuilder& Infer(InferFn fn);
+  OpDefBuilder& Stateful();
+  OpDef Build() { return std::move(def_); }
+
+ private:
+  OpDef def_;
+};
+
+class OpRegistry {
+ public:
+  // The registry of every built-in op (filled on first use).
+  static const OpRegistry& Global();
+  const OpDef* Find(const std::string& op) const;
+  // All ops, sorted by name.
+  std::vector<const OpDef*> All() const;
+  void Register(OpDef def);
+
+ private:
+  std::map<std::string, OpDef> ops_;
+};
+
+// Common inference functions.
+// Output 0 has the type of input `i`.
+InferFn SameAsInput(int i);
+// Output 0 is the numpy broadcast of all inputs, with the dtype of input 0 (or `dtype` if given).
+InferFn BroadcastInputs(std::optional<DType> dtype = std::nullopt);
+
+}  // namespace kiln

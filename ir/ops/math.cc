@@ -1,0 +1,144 @@
+#include "ir/ops/math.h"
+
+#include "ir/ops/op_helpers.h"
+#include "ir/ops/registration.h"
+
+namespace kiln {
+
+using internal::MakeOp;
+
+Value Exp(At x) { return MakeOp("Exp", {x.value}, {}, x.loc); }
+Value Log(At x) { return MakeOp("Log", {x.value}, {}, x.loc); }
+Value Sqrt(At x) { return MakeOp("Sqrt", {x.value}, {}, x.loc); }
+Value Rsqrt(At x) { return MakeOp("Rsqrt", {x.value}, {}, x.loc); }
+Value Reciprocal(At x) { return MakeOp("Reciprocal", {x.value}, {}, x.loc); }
+Value Sigmoid(At x) { return MakeOp("Sigmoid", {x.value}, {}, x.loc); }
+Value Tanh(At x) { return MakeOp("Tanh", {x.value}, {}, x.loc); }
+Value Erf(At x) { return MakeOp("Erf", {x.value}, {}, x.loc); }
+Value Sin(At x) { return MakeOp("Sin", {x.value}, {}, x.loc); }
+Value Cos(At x) { return MakeOp("Cos", {x.value}, {}, x.loc); }
+Value Floor(At x) { return MakeOp("Floor", {x.value}, {}, x.loc); }
+Value Ceil(At x) { return MakeOp("Ceil", {x.value}, {}, x.loc); }
+Value Round(At x) { return MakeOp("Round", {x.value}, {}, x.loc); }
+Value Neg(At x) { return MakeOp("Neg", {x.value}, {}, x.loc); }
+Value Abs(At x) { return MakeOp("Abs", {x.value}, {}, x.loc); }
+Value Square(At x) { return MakeOp("Square", {x.value}, {}, x.loc); }
+Value Sign(At x) { return MakeOp("Sign", {x.value}, {}, x.loc); }
+Value Relu(At x) { return MakeOp("Relu", {x.value}, {}, x.loc); }
+Value Not(At x) { return MakeOp("Not", {x.value}, {}, x.loc); }
+
+Value Elu(At x, double alpha) {
+  AttrMap a;
+  a.Set("alpha", alpha);
+  return MakeOp("Elu", {x.value}, std::move(a), x.loc);
+}
+Value Gelu(At x, const std::string& approximate) {
+  AttrMap a;
+  a.Set("approximate", approximate);
+  return MakeOp("Gelu", {x.value}, std::move(a), x.loc);
+}
+Value LeakyRelu(At x, double alpha) {
+  AttrMap a;
+  a.Set("alpha", alpha);
+  return MakeOp("LeakyRelu", {x.value}, std::move(a), x.loc);
+}
+Value Clip(At x, double min, double max) {
+  AttrMap a;
+  a.Set("min", min);
+  a.Set("max", max);
+  return MakeOp("Clip", {x.value}, std::move(a), x.loc);
+}
+Value Cast(At x, DType to) {
+  AttrMap a;
+  a.Set("to", to);
+  return MakeOp("Cast", {x.value}, std::move(a), x.loc);
+}
+
+Value Add(At a, Value b) { return MakeOp("Add", {a.value, b}, {}, a.loc); }
+Value Sub(At a, Value b) { return MakeOp("Sub", {a.value, b}, {}, a.loc); }
+Value Mul(At a, Value b) { return MakeOp("Mul", {a.value, b}, {}, a.loc); }
+Value Div(At a, Value b) { return MakeOp("Div", {a.value, b}, {}, a.loc); }
+Value Pow(At a, Value b) { return MakeOp("Pow", {a.value, b}, {}, a.loc); }
+Value Maximum(At a, Value b) { return MakeOp("Maximum", {a.value, b}, {}, a.loc); }
+Value Minimum(At a, Value b) { return MakeOp("Minimum", {a.value, b}, {}, a.loc); }
+Value Equal(At a, Value b) { return MakeOp("Equal", {a.value, b}, {}, a.loc); }
+Value Less(At a, Value b) { return MakeOp("Less", {a.value, b}, {}, a.loc); }
+Value LessEqual(At a, Value b) { return MakeOp("LessEqual", {a.value, b}, {}, a.loc); }
+Value Greater(At a, Value b) { return MakeOp("Greater", {a.value, b}, {}, a.loc); }
+Value GreaterEqual(At a, Value b) { return MakeOp("GreaterEqual", {a.value, b}, {}, a.loc); }
+Value And(At a, Value b) { return MakeOp("And", {a.value, b}, {}, a.loc); }
+Value Or(At a, Value b) { return MakeOp("Or", {a.value, b}, {}, a.loc); }
+Value Select(At c, Value x, Value y) { return MakeOp("Select", {c.value, x, y}, {}, c.loc); }
+
+namespace {
+
+Status InferClip(InferContext& ctx) {
+  KILN_ASSIGN_OR_RETURN(double lo, ctx.attrs().GetFloat("min"));
+  KILN_ASSIGN_OR_RETURN(double hi, ctx.attrs().GetFloat("max"));
+  if (lo > hi) return ctx.Fail("min (", lo, ") must not exceed max (", hi, ")");
+  ctx.AddOutput(ctx.dtype(0), ctx.shape(0));
+  return OkStatus();
+}
+
+Status InferGelu(InferContext& ctx) {
+  KILN_ASSIGN_OR_RETURN(std::string approx, ctx.attrs().GetString("approximate"));
+  if (approx != "none" && approx != "tanh")
+    return ctx.Fail("attribute 'approximate' must be \"none\" or \"tanh\", got \"", approx, "\"");
+  ctx.AddOutput(ctx.dtype(0), ctx.shape(0));
+  return OkStatus();
+}
+
+Status InferCast(InferContext& ctx) {
+  KILN_ASSIGN_OR_RETURN(DType to, ctx.attrs().GetDType("to"));
+  ctx.AddOutput(to, ctx.shape(0));
+  return OkStatus();
+}
+
+Status InferSelect(InferContext& ctx) {
+  Result<Shape> s = BroadcastShapes(ctx.shape(0), ctx.shape(1));
+  if (s.ok()) s = BroadcastShapes(*s, ctx.shape(2));
+  if (!s.ok()) return ctx.Fail(s.error().message());
+  ctx.AddOutput(ctx.dtype(1), *s);
+  return OkStatus();
+}
+
+}  // namespace
+
+void RegisterMathOps(OpRegistry& r) {
+  auto unary = [&r](const char* op, const std::vector<DType>& types) {
+    r.Register(OpDefBuilder(op, "math").Input("x", "T").Output("y").Types("T", types)
+                   .Infer(SameAsInput(0)).Build());
+  };
+  for (const char* op : {"Exp", "Log", "Sqrt", "Rsqrt", "Reciprocal", "Sigmoid", "Tanh", "Erf", "Sin",
+                         "Cos", "Floor", "Ceil", "Round"})
+    unary(op, FloatTypes());
+  for (const char* op : {"Neg", "Abs", "Square", "Sign", "Relu"}) unary(op, NumericTypes());
+  r.Register(OpDefBuilder("Elu", "math").Input("x", "T").Output("y").Types("T", FloatTypes())
+                 .Attr("alpha", AttrType::kFloat, 1.0).Infer(SameAsInput(0)).Build());
+  r.Register(OpDefBuilder("LeakyRelu", "math").Input("x", "T").Output("y").Types("T", FloatTypes())
+                 .Attr("alpha", AttrType::kFloat, 0.01).Infer(SameAsInput(0)).Build());
+  r.Register(OpDefBuilder("Gelu", "math").Input("x", "T").Output("y").Types("T", FloatTypes())
+                 .Attr("approximate", AttrType::kString, "none").Infer(InferGelu).Build());
+  r.Register(OpDefBuilder("Clip", "math").Input("x", "T").Output("y").Types("T", NumericTypes())
+                 .RequiredAttr("min", AttrType::kFloat).RequiredAttr("max", AttrType::kFloat)
+                 .Infer(InferClip).Build());
+  r.Register(OpDefBuilder("Cast", "math").Input("x", "T").Output("y").Types("T", AllDTypes())
+                 .RequiredAttr("to", AttrType::kDType).Infer(InferCast).Build());
+  r.Register(OpDefBuilder("Not", "math").Input("x", "T").Output("y").Types("T", BoolTypes())
+                 .Infer(SameAsInput(0)).Build());
+
+  auto binary = [&r](const char* op, const std::vector<DType>& types, std::optional<DType> out) {
+    r.Register(OpDefBuilder(op, "math").Input("a", "T").Input("b", "T").Output("y").Types("T", types)
+                   .Infer(BroadcastInputs(out)).Build());
+  };
+  for (const char* op : {"Add", "Sub", "Mul", "Div", "Pow", "Maximum", "Minimum"})
+    binary(op, NumericTypes(), std::nullopt);
+  binary("Equal", AllDTypes(), boolean);
+  for (const char* op : {"Less", "LessEqual", "Greater", "GreaterEqual"}) binary(op, NumericTypes(), boolean);
+  for (const char* op : {"And", "Or"}) binary(op, BoolTypes(), boolean);
+  r.Register(OpDefBuilder("Select", "math").Input("cond", "C").Input("x", "T").Input("y", "T")
+                 .Output("z").Types("C", BoolTypes()).Types("T", AllDTypes())
+                 .Infer(InferSelect).Build());
+}
+
+}  // namespace kiln

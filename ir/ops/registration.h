@@ -1,0 +1,13 @@
+// Internal: one registration function per op family, called once by OpRegistry::Global().
+// (Explicit calls rather than static initializers, which a static library's linker would drop.)
+#pragma once
+
+namespace kiln {
+class OpRegistry;
+void RegisterStateOps(OpRegistry& r);
+void RegisterMathOps(OpRegistry& r);
+void RegisterLinalgOps(OpRegistry& r);
+void RegisterNnOps(OpRegistry& r);
+void RegisterReduceOps(OpRegistry& r);
+void RegisterArrayOps(OpRegistry& r);
+}  // namespace kiln

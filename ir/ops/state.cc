@@ -1,0 +1,122 @@
+#include "ir/ops/state.h"
+
+#include <algorithm>
+
+#include "ir/ops/op_helpers.h"
+#include "ir/ops/registration.h"
+
+namespace kiln {
+
+const std::vector<std::string>& InitializerKinds() {
+  static const std::vector<std::string> kinds = {"zeros",   "ones",   "constant",      "uniform",
+                                                 "normal",  "glorot_uniform", "he_normal"};
+  return kinds;
+}
+
+Value Variable(GraphBuilder& g, const std::string& name, DType dtype, Shape shape,
+               const Initializer& init, SourceLocation loc) {
+  AttrMap a;
+  a.Set("dtype", dtype);
+  a.Set("shape", std::move(shape));
+  a.Set("initializer", init.kind);
+  if (init.kind == "constant") a.Set("init_value", init.value);
+  if (init.kind == "uniform") {
+    a.Set("init_low", init.low);
+    a.Set("init_high", init.high);
+  }
+  if (init.kind == "normal") {
+    a.Set("init_mean", init.mean);
+    a.Set("init_stddev", init.stddev);
+  }
+  if (init.seed != 0) a.Set("seed", init.seed);
+  return g.AddOp1("Variable", {}, std::move(a), loc, name);
+}
+
+Value Assign(At v, Value x) { return internal::MakeOp("Assign", {v.value, x}, {}, v.loc); }
+Value AssignAdd(At v, Value x) { return internal::MakeOp("AssignAdd", {v.value, x}, {}, v.loc); }
+Value AssignSub(At v, Value x) { return internal::MakeOp("AssignSub", {v.value, x}, {}, v.loc); }
+Value Identity(At x) { return internal::MakeOp("Identity", {x.value}, {}, x.loc); }
+Value StopGradient(At x) { return internal::MakeOp("StopGradient", {x.value}, {}, x.loc); }
+
+Value Group(const std::vector<Value>& deps, const std::string& name, SourceLocation loc) {
+  for (const Value& d : deps)
+    if (d.valid()) {
+      return d.builder()->AddOp("NoOp", {}, {}, loc, name, deps)[0];
+    }
+  return Value();
+}
+
+namespace {
+
+Status InferPlaceholder(InferContext& ctx) {
+  KILN_ASSIGN_OR_RETURN(DType dtype, ctx.attrs().GetDType("dtype"));
+  KILN_ASSIGN_OR_RETURN(Shape shape, ctx.attrs().GetShape("shape"));
+  ctx.AddOutput(dtype, shape);
+  return OkStatus();
+}
+
+Status InferConstant(InferContext& ctx) {
+  KILN_ASSIGN_OR_RETURN(Tensor value, ctx.attrs().GetTensor("value"));
+  ctx.AddOutput(value.dtype(), value.shape());
+  return OkStatus();
+}
+
+Status InferVariable(InferContext& ctx) {
+  KILN_ASSIGN_OR_RETURN(DType dtype, ctx.attrs().GetDType("dtype"));
+  KILN_ASSIGN_OR_RETURN(Shape shape, ctx.attrs().GetShape("shape"));
+  KILN_ASSIGN_OR_RETURN(std::string init, ctx.attrs().GetString("initializer"));
+  if (!shape.IsFullyKnown()) return ctx.Fail("a Variable needs a fully known shape, got ", shape.ToString());
+  const auto& kinds = InitializerKinds();
+  if (std::find(kinds.begin(), kinds.end(), init) == kinds.end())
+    return ctx.Fail("unknown initializer '", init,
+                    "' (expected zeros, ones, constant, uniform, normal, glorot_uniform or he_normal)");
+  if (init != "zeros" && init != "ones" && init != "constant" && !IsFloat(dtype))
+    return ctx.Fail("initializer '", init, "' needs a float dtype, got ", DTypeName(dtype));
+  KILN_ASSIGN_OR_RETURN(double stddev, ctx.attrs().GetFloat("init_stddev"));
+  if (stddev < 0) return ctx.Fail("init_stddev must be >= 0, got ", stddev);
+  ctx.AddOutput(dtype, shape);
+  return OkStatus();
+}
+
+Status InferAssign(InferContext& ctx) {
+  if (ctx.shape(0).rank() != ctx.shape(1).rank())
+    return ctx.Fail("cannot assign a value of shape ", ctx.shape(1).ToString(), " to a variable of shape ",
+                    ctx.shape(0).ToString());
+  for (int i = 0; i < ctx.shape(0).rank(); ++i)
+    if (ctx.shape(1)[i] >= 0 && ctx.shape(1)[i] != ctx.shape(0)[i])
+      return ctx.Fail("cannot assign a value of shape ", ctx.shape(1).ToString(),
+                      " to a variable of shape ", ctx.shape(0).ToString());
+  ctx.AddOutput(ctx.dtype(0), ctx.shape(0));
+  return OkStatus();
+}
+
+}  // namespace
+
+void RegisterStateOps(OpRegistry& r) {
+  std::vector<DType> all = AllDTypes();
+  r.Register(OpDefBuilder("Placeholder", "state").Output("y")
+                 .RequiredAttr("dtype", AttrType::kDType).RequiredAttr("shape", AttrType::kShape)
+                 .Infer(InferPlaceholder).Build());
+  r.Register(OpDefBuilder("Constant", "state").Output("y")
+                 .RequiredAttr("value", AttrType::kTensor).Infer(InferConstant).Build());
+  r.Register(OpDefBuilder("Variable", "state").Output("y")
+                 .RequiredAttr("dtype", AttrType::kDType).RequiredAttr("shape", AttrType::kShape)
+                 .Attr("initializer", AttrType::kString, "zeros")
+                 .Attr("init_value", AttrType::kFloat, 0.0)
+                 .Attr("init_low", AttrType::kFloat, -0.05).Attr("init_high", AttrType::kFloat, 0.05)
+                 .Attr("init_mean", AttrType::kFloat, 0.0).Attr("init_stddev", AttrType::kFloat, 1.0)
+                 .Attr("seed", AttrType::kInt, int64_t{0})
+                 .Infer(InferVariable).Stateful().Build());
+  r.Register(OpDefBuilder("Assign", "state").Input("variable", "T").Input("value", "T").Output("y")
+                 .Types("T", all).Infer(InferAssign).Stateful().Build());
+  for (const char* op : {"AssignAdd", "AssignSub"})
+    r.Register(OpDefBuilder(op, "state").Input("variable", "T").Input("value", "T").Output("y")
+                   .Types("T", NumericTypes()).Infer(InferAssign).Stateful().Build());
+  r.Register(OpDefBuilder("Identity", "state").Input("x", "T").Output("y").Types("T", all)
+                 .Infer(SameAsInput(0)).Build());
+  r.Register(OpDefBuilder("StopGradient", "state").Input("x", "T").Output("y").Types("T", all)
+                 .Infer(SameAsInput(0)).Build());
+  r.Register(OpDefBuilder("NoOp", "state").Infer([](InferContext&) { return OkStatus(); }).Build());
+}
+
+}  // namespace kiln

@@ -1,0 +1,56 @@
+// Op family "state": sources of values and state (Placeholder and Constant live on GraphBuilder;
+// Variable, Assign, AssignAdd, AssignSub here), plus Identity, StopGradient and NoOp.
+//
+// Semantics within one Session::Run: a Variable node's output is the variable's value when that
+// node runs; Assign* read and replace the stored value when they run and output the new value.
+// Two unordered Assigns to one variable in one Run apply in an unspecified order; order them with
+// control inputs (as in TensorFlow 1).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/builder.h"
+
+namespace kiln {
+
+// How a Variable gets its first value. Each is seeded: the same seed gives the same values on
+// every backend. Fans for glorot/he: shape [in, out] -> (in, out); [O, I, kh, kw] ->
+// (I*kh*kw, O*kh*kw); rank 1 -> (n, n).
+struct Initializer {
+  std::string kind = "zeros";  // zeros ones constant uniform normal glorot_uniform he_normal
+  double value = 0.0;          // constant
+  double low = -0.05, high = 0.05;  // uniform
+  double mean = 0.0, stddev = 1.0;  // normal
+  int64_t seed = 0;
+
+  static Initializer Zeros() { return {}; }
+  static Initializer Ones() { return {.kind = "ones"}; }
+  static Initializer Constant(double v) { return {.kind = "constant", .value = v}; }
+  static Initializer Uniform(double low, double high, int64_t seed) {
+    return {.kind = "uniform", .low = low, .high = high, .seed = seed};
+  }
+  static Initializer Normal(double mean, double stddev, int64_t seed) {
+    return {.kind = "normal", .mean = mean, .stddev = stddev, .seed = seed};
+  }
+  static Initializer GlorotUniform(int64_t seed) { return {.kind = "glorot_uniform", .seed = seed}; }
+  static Initializer HeNormal(int64_t seed) { return {.kind = "he_normal", .seed = seed}; }
+};
+
+// The names of the initializer kinds above.
+const std::vector<std::string>& InitializerKinds();
+
+// A trainable variable named exactly `name` (scopes do not apply: pass scope.Join("w")).
+Value Variable(GraphBuilder& g, const std::string& name, DType dtype, Shape shape,
+               const Initializer& init = {}, SourceLocation loc = SourceLocation::current());
+Value Assign(At variable, Value value);
+Value AssignAdd(At variable, Value value);
+Value AssignSub(At variable, Value value);
+Value Identity(At x);
+Value StopGradient(At x);
+// A node with no outputs that runs after all of `deps`: a target that groups other targets.
+Value Group(const std::vector<Value>& deps, const std::string& name = "",
+            SourceLocation loc = SourceLocation::current());
+
+}  // namespace kiln

@@ -1,0 +1,30 @@
+#include "ir/random.h"
+
+#include <cmath>
+
+namespace kiln {
+namespace {
+uint64_t SplitMix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+}  // namespace
+
+uint64_t RandomBits(uint64_t seed, uint64_t counter, uint64_t index) {
+  return SplitMix64(SplitMix64(SplitMix64(seed) ^ counter) ^ index);
+}
+
+double RandomUniform(uint64_t seed, uint64_t counter, uint64_t index) {
+  return static_cast<double>(RandomBits(seed, counter, index) >> 11) * 0x1.0p-53;
+}
+
+double RandomNormal(uint64_t seed, uint64_t counter, uint64_t index) {
+  double u1 = RandomUniform(seed, counter, 2 * index);
+  double u2 = RandomUniform(seed, counter, 2 * index + 1);
+  if (u1 <= 0.0) u1 = 0x1.0p-53;
+  return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+}
+
+}  // namespace kiln

@@ -1,0 +1,273 @@
+#include "ir/serialize.h"
+
+#include <google/protobuf/io/tokenizer.h>
+#include <google/protobuf/text_format.h>
+
+#include <cstring>
+
+#include "ir/crc32c.h"
+#include "ir/file_util.h"
+#include "ir/verifier.h"
+
+namespace kiln {
+namespace {
+
+// The trailer: tag of field 15 with wire type 5 (fixed32), then the little-endian CRC32C.
+constexpr unsigned char kChecksumTag = (15 << 3) | 5;
+constexpr size_t kTrailerBytes = 5;
+
+proto::ShapeProto ShapeToProto(const Shape& s) {
+  proto::ShapeProto p;
+  for (int64_t d : s.dims()) p.add_dims(d);
+  return p;
+}
+
+Result<Shape> ShapeFromProto(const proto::ShapeProto& p) {
+  for (int64_t d : p.dims())
+    if (d < -1) return MakeError(ErrorCode::kInvalidArgument, "shape has a negative dimension ", d);
+  return Shape(std::vector<int64_t>(p.dims().begin(), p.dims().end()));
+}
+
+proto::AttrValue AttrToProto(const AttrValue& v) {
+  proto::AttrValue p;
+  switch (v.type()) {
+    case AttrType::kInt: p.set_i(v.get<int64_t>()); break;
+    case AttrType::kFloat: p.set_f(v.get<double>()); break;
+    case AttrType::kString: p.set_s(v.get<std::string>()); break;
+    case AttrType::kBool: p.set_b(v.get<bool>()); break;
+    case AttrType::kInts:
+      for (int64_t x : v.get<std::vector<int64_t>>()) p.mutable_ints()->add_values(x);
+      break;
+    case AttrType::kFloats:
+      for (double x : v.get<std::vector<double>>()) p.mutable_floats()->add_values(x);
+      break;
+    case AttrType::kStrings:
+      for (const std::string& x : v.get<std::vector<std::string>>()) p.mutable_strings()->add_values(x);
+      break;
+    case AttrType::kShape: *p.mutable_shape() = ShapeToProto(v.get<Shape>()); break;
+    case AttrType::kDType: p.set_dtype(DTypeToProto(v.get<DType>())); break;
+    case AttrType::kTensor: *p.mutable_tensor() = TensorToProto(v.get<Tensor>()); break;
+  }
+  return p;
+}
+
+Result<AttrValue> AttrFromProto(const proto::AttrValue& p) {
+  switch (p.value_case()) {
+    case proto::AttrValue::kI: return AttrValue(p.i());
+    case proto::AttrValue::kF: return AttrValue(p.f());
+    case proto::AttrValue::kS: return AttrValue(p.s());
+    case proto::AttrValue::kB: return AttrValue(p.b());
+    case proto::AttrValue::kInts:
+      return AttrValue(std::vector<int64_t>(p.ints().values().begin(), p.ints().values().end()));
+    case proto::AttrValue::kFloats:
+      return AttrValue(std::vector<double>(p.floats().values().begin(), p.floats().values().end()));
+    case proto::AttrValue::kStrings:
+      return AttrValue(std::vector<std::string>(p.strings().values().begin(), p.strings().values().end()));
+    case proto::AttrValue::kShape: {
+      KILN_ASSIGN_OR_RETURN(Shape s, ShapeFromProto(p.shape()));
+      return AttrValue(std::move(s));
+    }
+    case proto::AttrValue::kDtype: {
+      KILN_ASSIGN_OR_RETURN(DType t, DTypeFromProto(p.dtype()));
+      return AttrValue(t);
+    }
+    case proto::AttrValue::kTensor: {
+      KILN_ASSIGN_OR_RETURN(Tensor t, TensorFromProto(p.tensor()));
+      return AttrValue(std::move(t));
+    }
+    case proto::AttrValue::VALUE_NOT_SET: break;
+  }
+  return MakeError(ErrorCode::kInvalidArgument, "attribute has no value");
+}
+
+class CollectErrors : public google::protobuf::io::ErrorCollector {
+ public:
+  void AddError(int line, int column, const std::string& message) override {
+    if (first_.empty()) first_ = "line " + std::to_string(line + 1) + ", column " +
+                                 std::to_string(column + 1) + ": " + message;
+  }
+  const std::string& first() const { return first_; }
+
+ private:
+  std::string first_;
+};
+
+Result<Graph> CheckVersionConvertVerify(const proto::GraphDef& def, const std::string& origin) {
+  if (def.format_version() > Graph::kFormatVersion)
+    return MakeError(ErrorCode::kFailedPrecondition, origin, ": graph format version ",
+                     def.format_version(), " is newer than this kiln supports (",
+                     Graph::kFormatVersion, "); upgrade kiln");
+  if (def.format_version() < 1)
+    return MakeError(ErrorCode::kInvalidArgument, origin, ": missing or invalid format_version ",
+                     def.format_version(), " (is this a kiln graph?)");
+  Result<Graph> graph = GraphFromProto(def);
+  if (!graph.ok()) return graph.error().WithContext(origin);
+  Status verified = Verify(*graph);
+  if (!verified.ok()) return verified.error().WithContext(origin);
+  return graph;
+}
+
+}  // namespace
+
+proto::DataType DTypeToProto(DType t) {
+  switch (t) {
+    case DType::kF32: return proto::DT_F32;
+    case DType::kF64: return proto::DT_F64;
+    case DType::kF16: return proto::DT_F16;
+    case DType::kBF16: return proto::DT_BF16;
+    case DType::kI8: return proto::DT_I8;
+    case DType::kU8: return proto::DT_U8;
+    case DType::kI32: return proto::DT_I32;
+    case DType::kI64: return proto::DT_I64;
+    case DType::kBool: return proto::DT_BOOL;
+    case DType::kInvalid: break;
+  }
+  return proto::DT_INVALID;
+}
+
+Result<DType> DTypeFromProto(int t) {
+  switch (t) {
+    case proto::DT_F32: return f32;
+    case proto::DT_F64: return f64;
+    case proto::DT_F16: return f16;
+    case proto::DT_BF16: return bf16;
+    case proto::DT_I8: return i8;
+    case proto::DT_U8: return u8;
+    case proto::DT_I32: return i32;
+    case proto::DT_I64: return i64;
+    case proto::DT_BOOL: return boolean;
+    default: break;
+  }
+  return MakeError(ErrorCode::kInvalidArgument, "unknown dtype code ", t);
+}
+
+proto::TensorProto TensorToProto(const Tensor& t) {
+  proto::TensorProto p;
+  p.set_dtype(DTypeToProto(t.dtype()));
+  *p.mutable_shape() = ShapeToProto(t.shape());
+  p.set_data(std::string(static_cast<const char*>(t.raw_data()), t.byte_size()));
+  return p;
+}
+
+Result<Tensor> TensorFromProto(const proto::TensorProto& p) {
+  KILN_ASSIGN_OR_RETURN(DType dtype, DTypeFromProto(p.dtype()));
+  KILN_ASSIGN_OR_RETURN(Shape shape, ShapeFromProto(p.shape()));
+  if (!shape.IsFullyKnown())
+    return MakeError(ErrorCode::kInvalidArgument, "tensor shape ", shape.ToString(), " is not fully known");
+  KILN_ASSIGN_OR_RETURN(Tensor t, Tensor::Create(dtype, shape));
+  if (static_cast<int64_t>(p.data().size()) != t.byte_size())
+    return MakeError(ErrorCode::kDataLoss, "tensor ", DTypeName(dtype), shape.ToString(), " needs ",
+                     t.byte_size(), " bytes of data, has ", p.data().size());
+  if (t.byte_size()) std::memcpy(t.raw_data(), p.data().data(), t.byte_size());
+  return t;
+}
+
+proto::GraphDef GraphToProto(const Graph& graph) {
+  proto::GraphDef def;
+  def.set_format_version(Graph::kFormatVersion);
+  for (const Node& n : graph.nodes()) {
+    proto::NodeDef* nd = def.add_nodes();
+    nd->set_name(n.name);
+    nd->set_op(n.op);
+    for (const TensorRef& in : n.inputs) nd->add_inputs(in.port == 0 ? in.node : in.ToString());
+    for (const std::string& c : n.control_inputs) nd->add_control_inputs(c);
+    for (const auto& [name, value] : n.attrs.items()) (*nd->mutable_attrs())[name] = AttrToProto(value);
+    nd->set_device(n.device);
+    nd->set_source(n.source);
+  }
+  for (const std::string& in : graph.inputs()) def.add_inputs(in);
+  for (const GraphOutput& out : graph.outputs()) {
+    proto::OutputDef* od = def.add_outputs();
+    od->set_name(out.name);
+    od->set_tensor(out.tensor.ToString());
+  }
+  return def;
+}
+
+Result<Graph> GraphFromProto(const proto::GraphDef& def) {
+  Graph graph;
+  for (const proto::NodeDef& nd : def.nodes()) {
+    Node n;
+    n.name = nd.name();
+    n.op = nd.op();
+    n.device = nd.device();
+    n.source = nd.source();
+    for (const std::string& in : nd.inputs()) {
+      Result<TensorRef> ref = TensorRef::Parse(in);
+      if (!ref.ok()) return n.MakeNodeError(ErrorCode::kInvalidArgument, ref.error().message());
+      n.inputs.push_back(*ref);
+    }
+    n.control_inputs.assign(nd.control_inputs().begin(), nd.control_inputs().end());
+    for (const auto& [name, value] : nd.attrs()) {
+      Result<AttrValue> v = AttrFromProto(value);
+      if (!v.ok()) return n.MakeNodeError(ErrorCode::kInvalidArgument, "attribute '", name, "': ", v.error().message());
+      n.attrs.Set(name, std::move(*v));
+    }
+    KILN_RETURN_IF_ERROR(graph.AddNode(std::move(n)).status());
+  }
+  graph.mutable_inputs().assign(def.inputs().begin(), def.inputs().end());
+  for (const proto::OutputDef& od : def.outputs()) {
+    Result<TensorRef> ref = TensorRef::Parse(od.tensor());
+    if (!ref.ok()) return ref.error().WithContext("graph output '" + od.name() + "'");
+    graph.mutable_outputs().push_back({od.name(), *ref});
+  }
+  return graph;
+}
+
+std::string GraphToText(const Graph& graph) {
+  google::protobuf::TextFormat::Printer printer;
+  std::string text;
+  printer.PrintToString(GraphToProto(graph), &text);
+  return text;
+}
+
+std::string GraphToBinary(const Graph& graph) {
+  std::string bytes;
+  GraphToProto(graph).SerializeToString(&bytes);
+  uint32_t crc = Crc32c(bytes);
+  bytes.push_back(static_cast<char>(kChecksumTag));
+  for (int i = 0; i < 4; ++i) bytes.push_back(static_cast<char>((crc >> (8 * i)) & 0xff));
+  return bytes;
+}
+
+Result<Graph> GraphFromText(const std::string& text, const std::string& origin) {
+  proto::GraphDef def;
+  google::protobuf::TextFormat::Parser parser;
+  CollectErrors errors;
+  parser.RecordErrorsTo(&errors);
+  if (!parser.ParseFromString(text, &def))
+    return MakeError(ErrorCode::kInvalidArgument, origin, ": not a valid kiln text graph: ",
+                     errors.first().empty() ? "parse error" : errors.first());
+  return CheckVersionConvertVerify(def, origin);
+}
+
+Result<Graph> GraphFromBinary(const std::string& bytes, const std::string& origin) {
+  if (bytes.empty()) return MakeError(ErrorCode::kDataLoss, origin, ": the file is empty");
+  if (bytes.size() < kTrailerBytes ||
+      static_cast<unsigned char>(bytes[bytes.size() - kTrailerBytes]) != kChecksumTag)
+    return MakeError(ErrorCode::kDataLoss, origin,
+                     ": not a kiln graph, or truncated (no checksum at the end of the file)");
+  size_t payload = bytes.size() - kTrailerBytes;
+  uint32_t stored = 0;
+  for (int i = 0; i < 4; ++i)
+    stored |= static_cast<uint32_t>(static_cast<unsigned char>(bytes[payload + 1 + i])) << (8 * i);
+  uint32_t actual = Crc32c(bytes.data(), payload);
+  if (stored != actual)
+    return MakeError(ErrorCode::kDataLoss, origin, ": checksum mismatch (the file is corrupt or truncated)");
+  proto::GraphDef def;
+  if (!def.ParseFromArray(bytes.data(), static_cast<int>(payload)))
+    return MakeError(ErrorCode::kDataLoss, origin, ": not a valid kiln graph (protobuf parse failed)");
+  return CheckVersionConvertVerify(def, origin);
+}
+
+Result<Graph> LoadGraph(const std::string& path) {
+  KILN_ASSIGN_OR_RETURN(std::string data, ReadFileToString(path, kMaxGraphFileBytes));
+  if (EndsWith(path, ".txt")) return GraphFromText(data, path);
+  return GraphFromBinary(data, path);
+}
+
+Status SaveGraph(const Graph& graph, const std::string& path) {
+  return WriteFileAtomically(path, EndsWith(path, ".txt") ? GraphToText(graph) : GraphToBinary(graph));
+}
+
+}  // namespace kiln

@@ -1,0 +1,97 @@
+// Tensor: a dense, row-major array of one dtype and a fully known shape.
+//
+// Storage is reference counted and 64-byte aligned; copying a Tensor shares it (use Clone() for a
+// deep copy). Element accessors by double/int64 work for every dtype and are meant for the
+// reference executor, tests and tools; fast paths use data<T>() on the native type.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "ir/dtype.h"
+#include "ir/shape.h"
+#include "ir/status.h"
+
+namespace kiln {
+
+template <typename T> constexpr DType DTypeOf();
+template <> constexpr DType DTypeOf<float>() { return f32; }
+template <> constexpr DType DTypeOf<double>() { return f64; }
+template <> constexpr DType DTypeOf<int8_t>() { return i8; }
+template <> constexpr DType DTypeOf<uint8_t>() { return u8; }
+template <> constexpr DType DTypeOf<int32_t>() { return i32; }
+template <> constexpr DType DTypeOf<int64_t>() { return i64; }
+template <> constexpr DType DTypeOf<bool>() { return boolean; }
+
+// The largest tensor kiln will allocate from a file or attribute: 16 GiB.
+inline constexpr int64_t kMaxTensorBytes = int64_t{16} << 30;
+
+class Tensor {
+ public:
+  Tensor() = default;
+  // Zero-filled. The shape must be fully known and within kMaxTensorBytes (checked: use Create
+  // when the size comes from user input).
+  Tensor(DType dtype, Shape shape);
+  static Result<Tensor> Create(DType dtype, Shape shape);
+
+  template <typename T>
+  static Tensor FromVector(Shape shape, const std::vector<T>& values);
+  template <typename T>
+  static Tensor Scalar(T value) { return FromVector<T>(Shape{}, {value}); }
+  // Converts each double to `dtype` (rounding floats, truncating toward zero for integers).
+  static Tensor FromDoubles(DType dtype, Shape shape, const std::vector<double>& values);
+
+  bool valid() const { return dtype_ != DType::kInvalid; }
+  DType dtype() const { return dtype_; }
+  const Shape& shape() const { return shape_; }
+  int rank() const { return shape_.rank(); }
+  int64_t num_elements() const { return num_elements_; }
+  int64_t byte_size() const { return num_elements_ * DTypeSize(dtype_); }
+
+  void* raw_data() { return storage_.get(); }
+  const void* raw_data() const { return storage_.get(); }
+  template <typename T> T* data() { return static_cast<T*>(raw_data()); }
+  template <typename T> const T* data() const { return static_cast<const T*>(raw_data()); }
+
+  // Element i (row-major) converted to or from double / int64, for any dtype.
+  double GetDouble(int64_t i) const;
+  void SetDouble(int64_t i, double v);
+  int64_t GetInt(int64_t i) const;
+  void SetInt(int64_t i, int64_t v);
+  std::vector<double> ToDoubles() const;
+  std::vector<int64_t> ToInts() const;
+
+  Tensor Clone() const;
+  // Same data, new shape with the same element count.
+  Result<Tensor> Reshaped(Shape shape) const;
+  // Element-wise conversion to another dtype.
+  Tensor CastTo(DType dtype) const;
+  // Same dtype, shape and bytes.
+  bool BitwiseEquals(const Tensor& other) const;
+  // "f32[2, 3] {1, 2, 3, 4, 5, 6}" with at most `max_values` values shown.
+  std::string Summary(int max_values = 8) const;
+
+ private:
+  DType dtype_ = DType::kInvalid;
+  Shape shape_;
+  int64_t num_elements_ = 0;
+  std::shared_ptr<uint8_t> storage_;
+};
+
+template <typename T>
+Tensor Tensor::FromVector(Shape shape, const std::vector<T>& values) {
+  Tensor t(DTypeOf<T>(), std::move(shape));
+  KILN_CHECK(static_cast<int64_t>(values.size()) == t.num_elements());
+  if constexpr (std::is_same_v<T, bool>) {
+    for (size_t i = 0; i < values.size(); ++i) t.data<uint8_t>()[i] = values[i] ? 1 : 0;
+  } else if (!values.empty()) {
+    std::memcpy(t.raw_data(), values.data(), values.size() * sizeof(T));
+  }
+  return t;
+}
+
+}  // namespace kiln

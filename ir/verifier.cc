@@ -1,0 +1,132 @@
+#include "ir/verifier.h"
+
+#include <algorithm>
+#include <set>
+
+namespace kiln {
+namespace {
+
+std::string DTypeList(const std::vector<DType>& types) {
+  std::string s;
+  for (DType t : types) s += (s.empty() ? "" : ", ") + std::string(DTypeName(t));
+  return "{" + s + "}";
+}
+
+Status CheckArity(const OpDef& def, const Node& node) {
+  int fixed = static_cast<int>(def.inputs.size());
+  bool variadic = !def.inputs.empty() && def.inputs.back().variadic;
+  int given = static_cast<int>(node.inputs.size());
+  if (variadic ? given < fixed : given != fixed) {
+    return node.MakeNodeError(ErrorCode::kInvalidArgument, "expects ", variadic ? "at least " : "",
+                              fixed, " input(s), got ", given);
+  }
+  return OkStatus();
+}
+
+Status CheckDTypes(const OpDef& def, const Node& node, const std::vector<TensorType>& inputs) {
+  std::map<std::string, std::pair<DType, int>> bound;  // type var -> (dtype, first input index)
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const InputSpec& spec = def.inputs[std::min(i, def.inputs.size() - 1)];
+    DType t = inputs[i].dtype;
+    auto allowed = def.type_constraints.find(spec.type_var);
+    if (allowed != def.type_constraints.end() &&
+        std::find(allowed->second.begin(), allowed->second.end(), t) == allowed->second.end()) {
+      return node.MakeNodeError(ErrorCode::kInvalidArgument, "input ", i, " ('", spec.name,
+                                "', from '", node.inputs[i].ToString(), "') has dtype ",
+                                DTypeName(t), ", expected one of ", DTypeList(allowed->second));
+    }
+    auto [it, inserted] = bound.emplace(spec.type_var, std::make_pair(t, static_cast<int>(i)));
+    if (!inserted && it->second.first != t) {
+      return node.MakeNodeError(ErrorCode::kInvalidArgument, "input ", i, " ('", spec.name,
+                                "') has dtype ", DTypeName(t), " but input ", it->second.second,
+                                " has ", DTypeName(it->second.first), "; they must match");
+    }
+  }
+  return OkStatus();
+}
+
+Status CheckAttrs(const OpDef& def, const Node& node) {
+  for (const auto& [name, value] : node.attrs.items()) {
+    const AttrSpec* spec = def.FindAttr(name);
+    if (!spec) return node.MakeNodeError(ErrorCode::kInvalidArgument, "unknown attribute '", name, "'");
+    if (spec->type != value.type())
+      return node.MakeNodeError(ErrorCode::kInvalidArgument, "attribute '", name, "' is ",
+                                AttrTypeName(value.type()), ", expected ", AttrTypeName(spec->type));
+  }
+  for (const AttrSpec& spec : def.attrs)
+    if (!spec.default_value && !node.attrs.Has(spec.name))
+      return node.MakeNodeError(ErrorCode::kInvalidArgument, "missing required attribute '",
+                                spec.name, "' (", AttrTypeName(spec.type), ")");
+  return OkStatus();
+}
+
+}  // namespace
+
+Result<std::vector<TensorType>> InferNode(const Node& node, const std::vector<TensorType>& inputs,
+                                          const std::vector<const Tensor*>& input_values) {
+  const OpDef* def = OpRegistry::Global().Find(node.op);
+  if (!def) return node.MakeNodeError(ErrorCode::kUnimplemented, "unknown op '", node.op, "'");
+  KILN_RETURN_IF_ERROR(CheckArity(*def, node));
+  KILN_RETURN_IF_ERROR(CheckDTypes(*def, node, inputs));
+  KILN_RETURN_IF_ERROR(CheckAttrs(*def, node));
+  AttrMap attrs = def->WithDefaults(node.attrs);
+  InferContext ctx(node, attrs, inputs, input_values);
+  KILN_RETURN_IF_ERROR(def->infer(ctx));
+  if (!def->variadic_outputs && ctx.outputs().size() != def->outputs.size())
+    return node.MakeNodeError(ErrorCode::kInternal, "inference produced ", ctx.outputs().size(),
+                              " outputs, the schema declares ", def->outputs.size());
+  return std::move(ctx.outputs());
+}
+
+Status Verify(Graph& graph) {
+  KILN_ASSIGN_OR_RETURN(std::vector<const Node*> order, graph.TopologicalOrder());
+  for (const Node* cnode : order) {
+    Node* node = graph.FindNode(cnode->name);
+    std::vector<TensorType> input_types;
+    std::vector<const Tensor*> input_values;
+    for (const TensorRef& in : node->inputs) {
+      const Node* producer = graph.FindNode(in.node);
+      if (!producer)
+        return node->MakeNodeError(ErrorCode::kNotFound, "input '", in.ToString(), "' does not exist");
+      if (in.port >= static_cast<int>(producer->output_types.size()))
+        return node->MakeNodeError(ErrorCode::kInvalidArgument, "input '", in.ToString(), "': ",
+                                   producer->Describe(), " has only ", producer->output_types.size(),
+                                   " output(s)");
+      input_types.push_back(producer->output_types[in.port]);
+      const Tensor* value = nullptr;
+      if (producer->op == "Constant") value = &producer->attrs.Find("value")->get<Tensor>();
+      input_values.push_back(value);
+    }
+    for (const std::string& c : node->control_inputs)
+      if (!graph.FindNode(c))
+        return node->MakeNodeError(ErrorCode::kNotFound, "control input '", c, "' does not exist");
+    KILN_ASSIGN_OR_RETURN(node->output_types, InferNode(*node, input_types, input_values));
+    const OpDef* def = OpRegistry::Global().Find(node->op);
+    if (def->family == "state" && node->op.rfind("Assign", 0) == 0) {
+      const Node* target = graph.FindNode(node->inputs[0].node);
+      if (target->op != "Variable")
+        return node->MakeNodeError(ErrorCode::kInvalidArgument, "input 0 must be a Variable, got ",
+                                   target->Describe());
+    }
+  }
+  std::set<std::string> seen_inputs;
+  for (const std::string& name : graph.inputs()) {
+    const Node* n = graph.FindNode(name);
+    if (!n) return MakeError(ErrorCode::kNotFound, "graph input '", name, "' is not a node");
+    if (n->op != "Placeholder")
+      return n->MakeNodeError(ErrorCode::kInvalidArgument, "is listed as a graph input but is not a Placeholder");
+    if (!seen_inputs.insert(name).second)
+      return MakeError(ErrorCode::kInvalidArgument, "graph input '", name, "' is listed twice");
+  }
+  std::set<std::string> seen_outputs;
+  for (const GraphOutput& out : graph.outputs()) {
+    if (out.name.empty()) return MakeError(ErrorCode::kInvalidArgument, "a graph output has an empty name");
+    if (!seen_outputs.insert(out.name).second)
+      return MakeError(ErrorCode::kInvalidArgument, "graph output '", out.name, "' is listed twice");
+    Result<TensorType> t = graph.TypeOf(out.tensor);
+    if (!t.ok()) return t.error().WithContext("graph output '" + out.name + "'");
+  }
+  return OkStatus();
+}
+
+}  // namespace kiln

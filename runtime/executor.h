@@ -1,0 +1,33 @@
+// The interface between Session and a backend. Session validates feeds, prunes the graph to what
+// the fetches and targets need and orders it; an Executor runs that plan. Backends: "reference"
+// (runtime/reference/, the oracle). Compiled backends implement the same interface.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "ir/status.h"
+#include "ir/tensor.h"
+#include "runtime/variable_store.h"
+
+namespace kiln {
+
+struct RunPlan {
+  std::vector<const Node*> nodes;          // what must run, in a valid order
+  std::map<TensorRef, Tensor> feeds;       // fed tensors (their producers are not in `nodes`)
+  std::vector<TensorRef> fetches;          // what to return, in order
+};
+
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  virtual Result<std::vector<Tensor>> Execute(const RunPlan& plan, VariableStore& variables) = 0;
+};
+
+// Creates the executor for a backend name; lists the available ones when the name is unknown.
+Result<std::unique_ptr<Executor>> CreateExecutor(const std::string& backend);
+
+}  // namespace kiln

@@ -1,0 +1,5 @@
+#include "runtime/reference/kernel.h"
+
+namespace kiln::reference {
+void RegisterArrayKernels(KernelRegistry& r) {}
+}  // namespace kiln::reference

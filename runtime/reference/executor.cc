@@ -1,0 +1,84 @@
+#include "runtime/reference/executor.h"
+
+#include "ir/op_registry.h"
+#include "ir/verifier.h"
+#include "runtime/reference/kernel.h"
+
+namespace kiln::reference {
+namespace {
+
+Status CheckOutputs(const Node& node, const std::vector<TensorType>& expected,
+                    const std::vector<Tensor>& outputs) {
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const Tensor& t = outputs[i];
+    if (!t.valid())
+      return node.MakeNodeError(ErrorCode::kInternal, "the reference kernel produced no output ", i);
+    if (t.dtype() != expected[i].dtype || !expected[i].shape.IsCompatibleWith(t.shape()))
+      return node.MakeNodeError(ErrorCode::kInternal, "the reference kernel produced ",
+                                DTypeName(t.dtype()), t.shape().ToString(), " for output ", i,
+                                ", inference says ", expected[i].ToString());
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+Result<std::vector<Tensor>> ReferenceExecutor::Execute(const RunPlan& plan, VariableStore& variables) {
+  std::map<TensorRef, Tensor> values = plan.feeds;
+  std::map<TensorRef, int> uses;  // remaining reads of each tensor; fetches are never freed
+  for (const Node* node : plan.nodes)
+    for (const TensorRef& in : node->inputs) ++uses[in];
+  for (const TensorRef& f : plan.fetches) uses[f] += 1 << 30;
+
+  for (const Node* node : plan.nodes) {
+    const OpDef* def = OpRegistry::Global().Find(node->op);
+    const KernelFn* kernel = KernelRegistry::Global().Find(node->op);
+    if (!def || !kernel)
+      return node->MakeNodeError(ErrorCode::kUnimplemented, "the reference backend has no kernel for '",
+                                 node->op, "'");
+    std::vector<Tensor> inputs;
+    std::vector<TensorType> types;
+    std::vector<const Tensor*> ptrs;
+    for (const TensorRef& in : node->inputs) {
+      auto it = values.find(in);
+      if (it == values.end())
+        return node->MakeNodeError(ErrorCode::kInternal, "input '", in.ToString(), "' was not computed");
+      inputs.push_back(it->second);
+      types.push_back({it->second.dtype(), it->second.shape()});
+    }
+    for (const Tensor& t : inputs) ptrs.push_back(&t);
+    KILN_ASSIGN_OR_RETURN(std::vector<TensorType> out_types, InferNode(*node, types, ptrs));
+    AttrMap attrs = def->WithDefaults(node->attrs);
+    KernelContext ctx(*node, attrs, std::move(inputs), out_types, RunState{&variables, &counters_});
+    for (size_t i = 0; i < out_types.size(); ++i)
+      if (out_types[i].shape.IsFullyKnown()) {
+        Result<Tensor> t = Tensor::Create(out_types[i].dtype, out_types[i].shape);
+        if (!t.ok()) return node->MakeNodeError(t.error().code(), "output ", i, ": ", t.error().message());
+        ctx.set_output(static_cast<int>(i), std::move(*t));
+      }
+    KILN_RETURN_IF_ERROR((*kernel)(ctx));
+    KILN_RETURN_IF_ERROR(CheckOutputs(*node, out_types, ctx.outputs()));
+    for (size_t i = 0; i < ctx.outputs().size(); ++i)
+      values[TensorRef{node->name, static_cast<int>(i)}] = std::move(ctx.outputs()[i]);
+    for (const TensorRef& in : node->inputs)
+      if (--uses[in] == 0) values.erase(in);
+  }
+  std::vector<Tensor> fetched;
+  for (const TensorRef& f : plan.fetches) {
+    auto it = values.find(f);
+    if (it == values.end()) return MakeError(ErrorCode::kInternal, "fetch '", f.ToString(), "' was not computed");
+    fetched.push_back(it->second);
+  }
+  return fetched;
+}
+
+}  // namespace kiln::reference
+
+namespace kiln {
+
+Result<std::unique_ptr<Executor>> CreateExecutor(const std::string& backend) {
+  if (backend == "reference") return std::unique_ptr<Executor>(new reference::ReferenceExecutor());
+  return MakeError(ErrorCode::kNotFound, "unknown backend '", backend, "' (available: reference)");
+}
+
+}  // namespace kiln

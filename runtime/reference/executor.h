@@ -1,0 +1,22 @@
+// The reference executor: interprets a RunPlan node by node with the reference kernels. Before
+// each node it re-runs type inference on the actual inputs, so run-time shape errors (a -1 dim
+// that turns out not to broadcast) are reported against the node, and checks each kernel's
+// outputs against the inferred types. Intermediate tensors are freed after their last use.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "runtime/executor.h"
+
+namespace kiln::reference {
+
+class ReferenceExecutor : public Executor {
+ public:
+  Result<std::vector<Tensor>> Execute(const RunPlan& plan, VariableStore& variables) override;
+
+ private:
+  std::map<std::string, uint64_t> counters_;  // per-node random stream counters
+};
+
+}  // namespace kiln::reference

@@ -1,0 +1,77 @@
+// Reference kernels: one function per op, plain loops, obviously right. The executor gives a
+// kernel its node, attributes (defaults filled), input tensors and the concrete output types that
+// inference computed from the actual inputs; outputs whose types are fully known are allocated
+// (zero-filled) before the call. A kernel returns an error for bad values (an index out of range),
+// never crashes on them.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "ir/status.h"
+#include "runtime/variable_store.h"
+
+namespace kiln::reference {
+
+// State a kernel may touch besides its inputs and outputs.
+struct RunState {
+  VariableStore* variables = nullptr;
+  // Per-node counters (random streams of Dropout), advanced once per run of the node.
+  std::map<std::string, uint64_t>* counters = nullptr;
+};
+
+class KernelContext {
+ public:
+  KernelContext(const Node& node, const AttrMap& attrs, std::vector<Tensor> inputs,
+                std::vector<TensorType> output_types, RunState state);
+
+  const Node& node() const { return node_; }
+  const AttrMap& attrs() const { return attrs_; }
+  int num_inputs() const { return static_cast<int>(inputs_.size()); }
+  const Tensor& input(int i) const { return inputs_[i]; }
+  int num_outputs() const { return static_cast<int>(output_types_.size()); }
+  const TensorType& output_type(int i) const { return output_types_[i]; }
+  // The preallocated output (invalid if its shape depends on values: then call set_output).
+  Tensor& output(int i) { return outputs_[i]; }
+  void set_output(int i, Tensor t) { outputs_[i] = std::move(t); }
+  std::vector<Tensor>& outputs() { return outputs_; }
+  RunState& state() { return state_; }
+
+  template <typename... Args>
+  Error Fail(const Args&... parts) const { return node_.MakeNodeError(ErrorCode::kInvalidArgument, parts...); }
+
+ private:
+  const Node& node_;
+  const AttrMap& attrs_;
+  std::vector<Tensor> inputs_;
+  std::vector<TensorType> output_types_;
+  std::vector<Tensor> outputs_;
+  RunState state_;
+};
+
+using KernelFn = std::function<Status(KernelContext&)>;
+
+class KernelRegistry {
+ public:
+  // Every reference kernel (filled on first use).
+  static const KernelRegistry& Global();
+  const KernelFn* Find(const std::string& op) const;
+  void Register(const std::string& op, KernelFn fn);
+  std::vector<std::string> Ops() const;
+
+ private:
+  std::map<std::string, KernelFn> kernels_;
+};
+
+// One registration function per op family (runtime/reference/<family>.cc).
+void RegisterStateKernels(KernelRegistry& r);
+void RegisterMathKernels(KernelRegistry& r);
+void RegisterLinalgKernels(KernelRegistry& r);
+void RegisterNnKernels(KernelRegistry& r);
+void RegisterReduceKernels(KernelRegistry& r);
+void RegisterArrayKernels(KernelRegistry& r);
+
+}  // namespace kiln::reference

@@ -1,0 +1,79 @@
+// Reference kernels of op family "state" (see ir/ops/state.h for the semantics).
+#include "runtime/reference/kernel.h"
+#include "runtime/reference/loops.h"
+#include "runtime/variable_init.h"
+
+namespace kiln::reference {
+namespace {
+
+Status ReadVariable(KernelContext& ctx) {
+  VariableStore& vars = *ctx.state().variables;
+  const Tensor* value = vars.Find(ctx.node().name);
+  if (!value) {
+    Result<Tensor> init = MakeInitialValue(ctx.attrs());
+    if (!init.ok()) return ctx.node().MakeNodeError(init.error().code(), init.error().message());
+    vars.Set(ctx.node().name, std::move(*init));
+    value = vars.Find(ctx.node().name);
+  }
+  if (value->dtype() != ctx.output_type(0).dtype || value->shape() != ctx.output_type(0).shape)
+    return ctx.Fail("stored value ", DTypeName(value->dtype()),
+                    value->shape().ToString(), " does not match the variable's type ",
+                    ctx.output_type(0).ToString());
+  ctx.set_output(0, *value);
+  return OkStatus();
+}
+
+// Assign, AssignAdd, AssignSub: sign 0 replaces, +1 adds, -1 subtracts.
+KernelFn AssignKernel(int sign) {
+  return [sign](KernelContext& ctx) -> Status {
+    VariableStore& vars = *ctx.state().variables;
+    const std::string& var = ctx.node().inputs[0].node;
+    const Tensor& value = ctx.input(1);
+    Tensor result;
+    if (sign == 0) {
+      result = value.Clone();
+    } else {
+      const Tensor* current = vars.Find(var);
+      const Tensor& base = current ? *current : ctx.input(0);
+      result = base.Clone();
+      bool integral = !IsFloat(base.dtype());
+      for (int64_t i = 0; i < result.num_elements(); ++i) {
+        if (integral)
+          result.SetInt(i, static_cast<int64_t>(static_cast<uint64_t>(base.GetInt(i)) +
+                                                static_cast<uint64_t>(sign * value.GetInt(i))));
+        else
+          result.SetDouble(i, base.GetDouble(i) + sign * value.GetDouble(i));
+      }
+    }
+    vars.Set(var, result);
+    ctx.set_output(0, result);
+    return OkStatus();
+  };
+}
+
+Status Forward(KernelContext& ctx) {
+  ctx.set_output(0, ctx.input(0));
+  return OkStatus();
+}
+
+}  // namespace
+
+void RegisterStateKernels(KernelRegistry& r) {
+  r.Register("Placeholder", [](KernelContext& ctx) -> Status {
+    return ctx.node().MakeNodeError(ErrorCode::kInvalidArgument, "needs a feed of type ",
+                                    ctx.output_type(0).ToString(), " but none was given");
+  });
+  r.Register("Constant", [](KernelContext& ctx) -> Status {
+    ctx.set_output(0, ctx.attrs().Find("value")->get<Tensor>());
+    return OkStatus();
+  });
+  r.Register("Variable", ReadVariable);
+  r.Register("Assign", AssignKernel(0));
+  r.Register("AssignAdd", AssignKernel(+1));
+  r.Register("AssignSub", AssignKernel(-1));
+  r.Register("Identity", Forward);
+  r.Register("StopGradient", Forward);
+  r.Register("NoOp", [](KernelContext&) { return OkStatus(); });
+}
+
+}  // namespace kiln::reference

@@ -1,0 +1,101 @@
+#include "runtime/session.h"
+
+#include <set>
+
+#include "ir/verifier.h"
+
+namespace kiln {
+namespace {
+
+Status CheckFeed(const std::string& name, const Node& node, const TensorType& expected, const Tensor& t) {
+  std::string what = node.op == "Placeholder" ? "placeholder '" + node.name + "'"
+                                              : "tensor '" + name + "' of " + node.Describe();
+  if (!t.valid()) return MakeError(ErrorCode::kInvalidArgument, "feed '", name, "' is an empty tensor");
+  if (t.dtype() != expected.dtype)
+    return MakeError(ErrorCode::kInvalidArgument, "feed '", name, "' has dtype ", DTypeName(t.dtype()),
+                     " but ", what, " expects ", DTypeName(expected.dtype));
+  if (!expected.shape.IsCompatibleWith(t.shape()))
+    return MakeError(ErrorCode::kInvalidArgument, "feed '", name, "' has shape ", t.shape().ToString(),
+                     " but ", what, " expects ", expected.shape.ToString());
+  return OkStatus();
+}
+
+}  // namespace
+
+Session::Session(Graph graph, SessionOptions options)
+    : graph_(std::move(graph)), options_(std::move(options)) {
+  status_ = Verify(graph_);
+  if (!status_.ok()) return;
+  Result<std::unique_ptr<Executor>> executor = CreateExecutor(options_.backend);
+  if (!executor.ok()) {
+    status_ = executor.error();
+    return;
+  }
+  executor_ = std::move(*executor);
+}
+
+Result<RunPlan> Session::Plan(const FeedList& feeds, const std::vector<TensorName>& fetches,
+                              const std::vector<TensorName>& targets) const {
+  RunPlan plan;
+  for (const auto& [name, tensor] : feeds) {
+    Result<TensorRef> ref = graph_.ResolveTensor(name.str());
+    if (!ref.ok()) return MakeError(ErrorCode::kNotFound, "feed '", name.str(), "': ", ref.error().message());
+    const Node* node = graph_.FindNode(ref->node);
+    KILN_ASSIGN_OR_RETURN(TensorType expected, graph_.TypeOf(*ref));
+    KILN_RETURN_IF_ERROR(CheckFeed(name.str(), *node, expected, tensor));
+    if (!plan.feeds.emplace(*ref, tensor).second)
+      return MakeError(ErrorCode::kInvalidArgument, "tensor '", ref->ToString(), "' is fed twice");
+  }
+  if (fetches.empty() && targets.empty())
+    return MakeError(ErrorCode::kInvalidArgument, "nothing to run: give at least one fetch or target");
+  std::vector<std::string> roots;
+  for (const TensorName& f : fetches) {
+    Result<TensorRef> ref = graph_.ResolveTensor(f.str());
+    if (!ref.ok()) return MakeError(ErrorCode::kNotFound, "fetch '", f.str(), "': ", ref.error().message());
+    KILN_RETURN_IF_ERROR(graph_.TypeOf(*ref).status());
+    plan.fetches.push_back(*ref);
+    if (!plan.feeds.count(*ref)) roots.push_back(ref->node);
+  }
+  for (const TensorName& t : targets) {
+    Result<TensorRef> ref = graph_.ResolveTensor(t.str());
+    if (!ref.ok()) return MakeError(ErrorCode::kNotFound, "target '", t.str(), "': ", ref.error().message());
+    roots.push_back(ref->node);
+  }
+
+  // Everything the roots need, stopping at fed tensors.
+  std::set<std::string> needed;
+  std::vector<std::string> stack = roots;
+  while (!stack.empty()) {
+    std::string name = std::move(stack.back());
+    stack.pop_back();
+    if (!needed.insert(name).second) continue;
+    const Node* node = graph_.FindNode(name);
+    for (const TensorRef& in : node->inputs)
+      if (!plan.feeds.count(in)) stack.push_back(in.node);
+    for (const std::string& c : node->control_inputs) stack.push_back(c);
+  }
+  KILN_ASSIGN_OR_RETURN(std::vector<const Node*> order, graph_.TopologicalOrder());
+  for (const Node* node : order) {
+    if (!needed.count(node->name)) continue;
+    if (node->op == "Placeholder" && !plan.feeds.count(TensorRef{node->name, 0})) {
+      std::string wanted;
+      for (const TensorName& f : fetches) wanted += (wanted.empty() ? "'" : ", '") + f.str() + "'";
+      for (const TensorName& t : targets) wanted += (wanted.empty() ? "'" : ", '") + t.str() + "'";
+      return MakeError(ErrorCode::kInvalidArgument, "missing feed for placeholder '", node->name,
+                       "' (", node->output_types[0].ToString(),
+                       node->source.empty() ? "" : ", built at " + node->source, "), needed to compute ",
+                       wanted);
+    }
+    plan.nodes.push_back(node);
+  }
+  return plan;
+}
+
+Result<std::vector<Tensor>> Session::Run(const FeedList& feeds, const std::vector<TensorName>& fetches,
+                                         const std::vector<TensorName>& targets) {
+  KILN_RETURN_IF_ERROR(status_);
+  KILN_ASSIGN_OR_RETURN(RunPlan plan, Plan(feeds, fetches, targets));
+  return executor_->Execute(plan, variables_);
+}
+
+}  // namespace kiln

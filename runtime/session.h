@@ -1,0 +1,67 @@
+// Session: runs a graph. `Run(feeds, fetches, targets)` executes only what the fetches and targets
+// need, keeps variables between runs, and checks every feed (unknown name, dtype, shape against
+// the placeholder) with a clear error.
+//
+//   kiln::Session session(graph);                       // backend "reference" for now
+//   auto out = session.Run({{"x", batch}}, {"logits"}); // Result<std::vector<Tensor>>
+//
+// Names accepted for feeds, fetches and targets: a graph output's name, "node:port", "node", or a
+// builder Value. Feeding a tensor that is not a placeholder overrides it (and prunes its inputs).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ir/builder.h"
+#include "ir/graph.h"
+#include "ir/tensor.h"
+#include "runtime/executor.h"
+#include "runtime/variable_store.h"
+
+namespace kiln {
+
+struct SessionOptions {
+  std::string backend = "reference";
+};
+
+// A tensor or node named by string or by builder Value.
+class TensorName {
+ public:
+  TensorName(const char* name) : name_(name) {}           // NOLINT: implicit by design
+  TensorName(std::string name) : name_(std::move(name)) {}// NOLINT
+  TensorName(const Value& v) : name_(v.valid() ? v.name() : std::string()) {}  // NOLINT
+  const std::string& str() const { return name_; }
+
+ private:
+  std::string name_;
+};
+
+using FeedList = std::vector<std::pair<TensorName, Tensor>>;
+
+class Session {
+ public:
+  // Verifies the graph; a failure is returned by every Run (and by status()).
+  explicit Session(Graph graph, SessionOptions options = {});
+
+  Result<std::vector<Tensor>> Run(const FeedList& feeds, const std::vector<TensorName>& fetches,
+                                  const std::vector<TensorName>& targets = {});
+
+  Status status() const { return status_; }
+  const Graph& graph() const { return graph_; }
+  const SessionOptions& options() const { return options_; }
+  VariableStore& variables() { return variables_; }
+
+ private:
+  Result<RunPlan> Plan(const FeedList& feeds, const std::vector<TensorName>& fetches,
+                       const std::vector<TensorName>& targets) const;
+
+  Graph graph_;
+  SessionOptions options_;
+  Status status_;
+  std::unique_ptr<Executor> executor_;
+  VariableStore variables_;
+};
+
+}  // namespace kiln
