@@ -42,15 +42,10 @@ Scope::Entered::~Entered() { builder_->set_current_prefix(std::move(saved_)); }
 
 std::string GraphBuilder::UniqueName(const std::string& base) {
   std::string stem = current_prefix_.empty() ? base : current_prefix_ + "/" + base;
-  int& count = name_counts_[stem];
-  std::string name = stem;
-  if (count > 0 || graph_.FindNode(name)) {
-    do {
-      name = stem + "_" + std::to_string(++count);
-    } while (graph_.FindNode(name));
-  } else {
-    ++count;
-  }
+  int& count = name_counts_[stem];  // names issued for this stem so far
+  std::string name = count == 0 ? stem : stem + "_" + std::to_string(count);
+  while (graph_.FindNode(name)) name = stem + "_" + std::to_string(++count);
+  ++count;
   return name;
 }
 

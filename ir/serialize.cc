@@ -1,6 +1,8 @@
 #include "ir/serialize.h"
 
+#include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/tokenizer.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <google/protobuf/text_format.h>
 
 #include <cstring>
@@ -223,7 +225,13 @@ std::string GraphToText(const Graph& graph) {
 
 std::string GraphToBinary(const Graph& graph) {
   std::string bytes;
-  GraphToProto(graph).SerializeToString(&bytes);
+  {
+    // Deterministic: attribute maps are written in key order, so equal graphs give equal bytes.
+    google::protobuf::io::StringOutputStream stream(&bytes);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    GraphToProto(graph).SerializeToCodedStream(&coded);
+  }
   uint32_t crc = Crc32c(bytes);
   bytes.push_back(static_cast<char>(kChecksumTag));
   for (int i = 0; i < 4; ++i) bytes.push_back(static_cast<char>((crc >> (8 * i)) & 0xff));

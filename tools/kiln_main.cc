@@ -1,1 +1,81 @@
-int main() { return 0; }
+// The `kiln` command line: dispatches to one subcommand per file (tools/cmd_<name>.cc).
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "tools/command.h"
+
+namespace kiln::cli {
+
+int RunRun(const Command&, const std::vector<std::string>&);
+int RunInspect(const Command&, const std::vector<std::string>&);
+int RunConvert(const Command&, const std::vector<std::string>&);
+int RunDot(const Command&, const std::vector<std::string>&);
+int RunHelp(const Command&, const std::vector<std::string>&);
+
+const std::vector<Command>& Commands() {
+  static const std::vector<Command> commands = {
+      {"run", "run a model on input files",
+       "usage: kiln run MODEL [--input NAME=FILE]... [--fetch NAME]... [--out DIR] [--backend B]\n\n"
+       "Runs MODEL (.kgraph or .kgraph.txt). Inputs are .npy or ONNX TensorProto .pb files.\n"
+       "Fetches default to the model's outputs; NAME may be an output name, \"node\" or \"node:port\".\n"
+       "With --out, each fetched tensor is written to DIR/NAME.npy (characters other than letters,\n"
+       "digits, '.', '_' and '-' become '_'); without it a summary of each is printed.\n"
+       "Backends: reference (default).\n",
+       RunRun},
+      {"inspect", "ops, inputs, outputs, parameters and FLOPs of a model",
+       "usage: kiln inspect MODEL\n\n"
+       "Prints the model's inputs and outputs with dtypes and shapes, its ops by count, the number\n"
+       "and bytes of its parameters (Variables), constant bytes and an estimate of FLOPs.\n",
+       RunInspect},
+      {"convert", "convert a model between binary and text forms",
+       "usage: kiln convert IN OUT\n\n"
+       "Reads IN and writes OUT; the form follows each file's extension: .kgraph.txt is protobuf\n"
+       "text format, anything else binary.\n",
+       RunConvert},
+      {"dot", "draw a model with Graphviz",
+       "usage: kiln dot MODEL -o FILE.svg|FILE.dot\n\n"
+       "Writes the graph in Graphviz form; .svg is rendered with Graphviz's `dot` command.\n",
+       RunDot},
+      {"help", "show help for kiln or one command", "usage: kiln help [COMMAND]\n", RunHelp},
+  };
+  return commands;
+}
+
+void PrintOverview(FILE* out) {
+  std::fprintf(out, "usage: kiln COMMAND [ARGS...]\n\ncommands:\n");
+  for (const Command& c : Commands()) std::fprintf(out, "  %-10s %s\n", c.name, c.summary);
+  std::fprintf(out, "\nRun 'kiln COMMAND --help' for the options of one command.\n");
+}
+
+int RunHelp(const Command& cmd, const std::vector<std::string>& args) {
+  if (args.empty()) {
+    PrintOverview(stdout);
+    return 0;
+  }
+  for (const Command& c : Commands())
+    if (args[0] == c.name) {
+      std::printf("%s", c.usage);
+      return 0;
+    }
+  return UsageError(cmd, "unknown command '" + args[0] + "'");
+}
+
+}  // namespace kiln::cli
+
+int main(int argc, char** argv) {
+  using namespace kiln::cli;
+  if (argc < 2) {
+    PrintOverview(stderr);
+    return kExitUsage;
+  }
+  std::string name = argv[1];
+  if (name == "--help" || name == "-h") name = "help";
+  std::vector<std::string> args(argv + 2, argv + argc);
+  for (const Command& c : Commands())
+    if (name == c.name) return c.run(c, args);
+  std::fprintf(stderr, "kiln: unknown command '%s'\n", name.c_str());
+  PrintOverview(stderr);
+  return kExitUsage;
+}

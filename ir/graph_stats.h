@@ -1,0 +1,29 @@
+// Static facts about a verified graph, reported by `kiln inspect`: ops by count, parameters
+// (Variables) and their bytes, constant bytes, and a FLOP estimate.
+//
+// FLOPs count one multiply-add as two; elementwise ops count one per output element; unknown
+// (-1) dimensions count as 1, so a graph with a dynamic batch reports FLOPs per example.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "ir/graph.h"
+
+namespace kiln {
+
+struct GraphStats {
+  std::map<std::string, int> op_counts;
+  int64_t parameter_count = 0;  // elements of all Variables
+  int64_t parameter_bytes = 0;
+  int64_t constant_bytes = 0;
+  double flops = 0;
+  bool has_unknown_dims = false;  // some FLOPs were counted with unknown dims as 1
+};
+
+GraphStats ComputeGraphStats(const Graph& graph);
+// FLOPs of one node (output_types must be filled).
+double EstimateNodeFlops(const Graph& graph, const Node& node);
+
+}  // namespace kiln

@@ -1,0 +1,123 @@
+// Text and binary graph forms round trip exactly; bad files give clear errors.
+#include <catch2/catch.hpp>
+#include <fstream>
+
+#include "ir/file_util.h"
+#include "ir/ops/math.h"
+#include "ir/ops/state.h"
+#include "ir/serialize.h"
+
+#include <google/protobuf/text_format.h>
+
+using namespace kiln;
+
+namespace {
+
+Graph SampleGraph() {
+  GraphBuilder g;
+  Value x = g.Placeholder("x", f32, {-1, 3});
+  Value w = Variable(g, "w", f32, {3}, Initializer::Normal(0, 0.1, 7));
+  Value c = g.Constant(Tensor::FromVector<int64_t>({2}, {1, -2}));
+  Value y = Select(Greater(x, Cast(Relu(x), f32)), x * w, Neg(x)).Named("y");
+  Value count = Cast(c, f32);
+  g.Output("y", y);
+  g.Output("count", count);
+  Group({Assign(w, w * 0.5)}, "update");
+  Result<Graph> graph = g.Build();
+  REQUIRE(graph.ok());
+  return *graph;
+}
+
+std::string TempPath(const std::string& name) { return "/tmp/kiln_serialize_test_" + name; }
+
+}  // namespace
+
+TEST_CASE("serialize: text form round trips exactly", "[serialize]") {
+  Graph graph = SampleGraph();
+  std::string text = GraphToText(graph);
+  Result<Graph> parsed = GraphFromText(text);
+  REQUIRE(parsed.ok());
+  CHECK(*parsed == graph);
+  CHECK(GraphToText(*parsed) == text);
+  CHECK_THAT(text, Catch::Contains("format_version: 1"));
+  CHECK_THAT(text, Catch::Contains("source: \"tests/ir/serialize_test.cc:"));
+}
+
+TEST_CASE("serialize: binary form round trips exactly, through files too", "[serialize]") {
+  Graph graph = SampleGraph();
+  std::string bytes = GraphToBinary(graph);
+  Result<Graph> parsed = GraphFromBinary(bytes);
+  REQUIRE(parsed.ok());
+  CHECK(*parsed == graph);
+  CHECK(GraphToBinary(*parsed) == bytes);
+  for (const char* ext : {".kgraph", ".kgraph.txt"}) {
+    std::string path = TempPath(std::string("roundtrip") + ext);
+    REQUIRE(SaveGraph(graph, path).ok());
+    Result<Graph> loaded = LoadGraph(path);
+    REQUIRE(loaded.ok());
+    CHECK(*loaded == graph);
+  }
+}
+
+TEST_CASE("serialize: every truncation of a binary graph is refused", "[serialize][bad-input]") {
+  std::string bytes = GraphToBinary(SampleGraph());
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    Result<Graph> g = GraphFromBinary(bytes.substr(0, n), "model.kgraph");
+    INFO("truncated to " << n << " bytes");
+    REQUIRE_FALSE(g.ok());
+    CHECK(g.error().code() == ErrorCode::kDataLoss);
+    CHECK_THAT(g.error().message(), Catch::StartsWith("model.kgraph: "));
+  }
+}
+
+TEST_CASE("serialize: corrupt, empty, garbage and oversized files are refused", "[serialize][bad-input]") {
+  std::string bytes = GraphToBinary(SampleGraph());
+  std::string flipped = bytes;
+  flipped[flipped.size() / 2] ^= 0x20;
+  CHECK_THAT(GraphFromBinary(flipped).error().message(), Catch::Contains("checksum mismatch"));
+  CHECK_THAT(GraphFromBinary("").error().message(), Catch::Contains("the file is empty"));
+  CHECK_THAT(GraphFromBinary("this is not a graph at all").error().message(),
+             Catch::Contains("not a kiln graph"));
+  CHECK_THAT(GraphFromText("nodes { name: ").error().message(), Catch::Contains("not a valid kiln text graph"));
+  CHECK_THAT(GraphFromText("").error().message(), Catch::Contains("missing or invalid format_version"));
+  CHECK_THAT(LoadGraph("/nonexistent/model.kgraph").error().message(), Catch::Contains("cannot open"));
+  Result<std::string> big = ReadFileToString("/proc/self/exe", 16);
+  REQUIRE_FALSE(big.ok());
+  CHECK(big.error().code() == ErrorCode::kResourceExhausted);
+}
+
+TEST_CASE("serialize: a newer format version is refused", "[serialize][bad-input]") {
+  proto::GraphDef def = GraphToProto(SampleGraph());
+  def.set_format_version(Graph::kFormatVersion + 1);
+  std::string text;
+  google::protobuf::TextFormat::PrintToString(def, &text);
+  Result<Graph> g = GraphFromText(text, "future.kgraph.txt");
+  REQUIRE_FALSE(g.ok());
+  CHECK_THAT(g.error().message(), Catch::Contains("format version 2 is newer than this kiln supports"));
+}
+
+TEST_CASE("serialize: structural errors in a file name the node", "[serialize][bad-input]") {
+  auto load = [](const std::string& nodes) {
+    return GraphFromText("format_version: 1\n" + nodes, "m.kgraph.txt");
+  };
+  CHECK_THAT(load("nodes { name: \"a\" op: \"Frobnicate\" }").error().message(),
+             Catch::Contains("node 'a' (Frobnicate): unknown op 'Frobnicate'"));
+  CHECK_THAT(load("nodes { name: \"a\" op: \"Relu\" inputs: \"b\" }").error().message(),
+             Catch::Contains("input 'b' does not exist"));
+  CHECK_THAT(load("nodes { name: \"a\" op: \"Identity\" inputs: \"b\" }\n"
+                  "nodes { name: \"b\" op: \"Identity\" inputs: \"a\" }")
+                 .error()
+                 .message(),
+             Catch::Contains("the graph has a cycle"));
+  CHECK_THAT(load("nodes { name: \"a\" op: \"NoOp\" }\nnodes { name: \"a\" op: \"NoOp\" }").error().message(),
+             Catch::Contains("duplicate node name 'a'"));
+  CHECK_THAT(load("nodes { name: \"p\" op: \"Placeholder\" attrs { key: \"dtype\" value { dtype: DT_F32 } } "
+                  "attrs { key: \"shape\" value { shape { dims: 2 } } } }\n"
+                  "nodes { name: \"c\" op: \"Constant\" attrs { key: \"value\" value { tensor { dtype: DT_F32 "
+                  "shape { dims: 2 } data: \"abc\" } } } }")
+                 .error()
+                 .message(),
+             Catch::Contains("needs 8 bytes of data, has 3"));
+  CHECK_THAT(load("nodes { name: \"a\" op: \"Relu\" inputs: \"b:x\" }").error().message(),
+             Catch::Contains("bad tensor reference 'b:x'"));
+}

@@ -1,0 +1,70 @@
+// kiln inspect: what a model contains: ops by count, inputs and outputs with their types,
+// parameters and their bytes, and a FLOP estimate.
+#include <algorithm>
+#include <cstdio>
+
+#include "ir/graph_stats.h"
+#include "tools/command.h"
+
+namespace kiln::cli {
+namespace {
+
+std::string HumanBytes(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 4) {
+    bytes /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u ? "%.1f %s" : "%.0f %s", bytes, units[u]);
+  return buf;
+}
+
+std::string HumanCount(double n) {
+  const char* units[] = {"", "K", "M", "G", "T", "P"};
+  int u = 0;
+  while (n >= 1000 && u < 5) {
+    n /= 1000;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u ? "%.2f %s" : "%.0f%s", n, units[u]);
+  return buf;
+}
+
+}  // namespace
+
+int RunInspect(const Command& cmd, const std::vector<std::string>& args) {
+  Flags flags;
+  flags.Positional(1, 1);
+  if (int code = ParseOrExit(cmd, flags, args); code >= 0) return code;
+  Result<Graph> graph = LoadModel(flags.positional()[0]);
+  if (!graph.ok()) return Fail(cmd, graph.error());
+  GraphStats stats = ComputeGraphStats(*graph);
+
+  std::printf("model: %s\n", flags.positional()[0].c_str());
+  std::printf("nodes: %zu\n\ninputs:\n", graph->nodes().size());
+  for (const std::string& in : graph->inputs())
+    std::printf("  %-24s %s\n", in.c_str(), graph->FindNode(in)->output_types[0].ToString().c_str());
+  if (graph->inputs().empty()) std::printf("  (none)\n");
+  std::printf("\noutputs:\n");
+  for (const GraphOutput& out : graph->outputs())
+    std::printf("  %-24s %s  (%s)\n", out.name.c_str(), graph->TypeOf(out.tensor)->ToString().c_str(),
+                out.tensor.ToString().c_str());
+  if (graph->outputs().empty()) std::printf("  (none)\n");
+
+  std::vector<std::pair<std::string, int>> ops(stats.op_counts.begin(), stats.op_counts.end());
+  std::stable_sort(ops.begin(), ops.end(), [](auto& a, auto& b) { return a.second > b.second; });
+  std::printf("\nops by count:\n");
+  for (auto& [op, count] : ops) std::printf("  %-24s %d\n", op.c_str(), count);
+
+  std::printf("\nparameters: %lld (%s)\n", static_cast<long long>(stats.parameter_count),
+              HumanBytes(static_cast<double>(stats.parameter_bytes)).c_str());
+  std::printf("constants: %s\n", HumanBytes(static_cast<double>(stats.constant_bytes)).c_str());
+  std::printf("FLOPs (estimate): %s%s\n", HumanCount(stats.flops).c_str(),
+              stats.has_unknown_dims ? " (unknown dims counted as 1, e.g. per example)" : "");
+  return 0;
+}
+
+}  // namespace kiln::cli
