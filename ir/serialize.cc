@@ -37,15 +37,22 @@ proto::AttrValue AttrToProto(const AttrValue& v) {
     case AttrType::kFloat: p.set_f(v.get<double>()); break;
     case AttrType::kString: p.set_s(v.get<std::string>()); break;
     case AttrType::kBool: p.set_b(v.get<bool>()); break;
-    case AttrType::kInts:
-      for (int64_t x : v.get<std::vector<int64_t>>()) p.mutable_ints()->add_values(x);
+    // mutable_*() first: an empty list must still set the oneof.
+    case AttrType::kInts: {
+      auto* list = p.mutable_ints();
+      for (int64_t x : v.get<std::vector<int64_t>>()) list->add_values(x);
       break;
-    case AttrType::kFloats:
-      for (double x : v.get<std::vector<double>>()) p.mutable_floats()->add_values(x);
+    }
+    case AttrType::kFloats: {
+      auto* list = p.mutable_floats();
+      for (double x : v.get<std::vector<double>>()) list->add_values(x);
       break;
-    case AttrType::kStrings:
-      for (const std::string& x : v.get<std::vector<std::string>>()) p.mutable_strings()->add_values(x);
+    }
+    case AttrType::kStrings: {
+      auto* list = p.mutable_strings();
+      for (const std::string& x : v.get<std::vector<std::string>>()) list->add_values(x);
       break;
+    }
     case AttrType::kShape: *p.mutable_shape() = ShapeToProto(v.get<Shape>()); break;
     case AttrType::kDType: p.set_dtype(DTypeToProto(v.get<DType>())); break;
     case AttrType::kTensor: *p.mutable_tensor() = TensorToProto(v.get<Tensor>()); break;

@@ -172,7 +172,9 @@ bool Tensor::BitwiseEquals(const Tensor& other) const {
 std::string Tensor::Summary(int max_values) const {
   if (!valid()) return "<empty>";
   std::ostringstream os;
-  os << DTypeName(dtype_) << shape_.ToString() << " {";
+  os << DTypeName(dtype_) << shape_.ToString();
+  if (max_values <= 0) return os.str();
+  os << " {";
   int64_t shown = std::min<int64_t>(num_elements_, max_values);
   for (int64_t i = 0; i < shown; ++i) {
     if (i) os << ", ";

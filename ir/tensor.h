@@ -72,7 +72,7 @@ class Tensor {
   Tensor CastTo(DType dtype) const;
   // Same dtype, shape and bytes.
   bool BitwiseEquals(const Tensor& other) const;
-  // "f32[2, 3] {1, 2, 3, 4, 5, 6}" with at most `max_values` values shown.
+  // "f32[2, 3] {1, 2, 3, 4, 5, 6}" with at most `max_values` values shown ("f32[2, 3]" for 0).
   std::string Summary(int max_values = 8) const;
 
  private:

@@ -75,7 +75,6 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 2, argv + argc);
   for (const Command& c : Commands())
     if (name == c.name) return c.run(c, args);
-  std::fprintf(stderr, "kiln: unknown command '%s'\n", name.c_str());
-  PrintOverview(stderr);
+  std::fprintf(stderr, "kiln: unknown command '%s' (see 'kiln help')\n", name.c_str());
   return kExitUsage;
 }

@@ -1,6 +1,292 @@
+#include "ir/ops/nn.h"
+
+#include "ir/ops/op_helpers.h"
 #include "ir/ops/registration.h"
-#include "ir/op_registry.h"
 
 namespace kiln {
-void RegisterNnOps(OpRegistry& r) {}
+
+using internal::MakeOp;
+using internal::MakeOpN;
+
+namespace {
+
+AttrMap PoolAttrs(const Pool2DOptions& o) {
+  AttrMap a;
+  a.Set("kernel", o.kernel);
+  a.Set("strides", o.strides);
+  a.Set("pads", o.pads);
+  a.Set("ceil_mode", o.ceil_mode);
+  return a;
+}
+
+// A multi-output op's Values, padded with invalid ones when the op could not be added.
+std::vector<Value> Outputs(std::vector<Value> values, size_t n) {
+  values.resize(n);
+  return values;
+}
+
+}  // namespace
+
+Value MaxPool2D(At x, const Pool2DOptions& o) {
+  return MakeOp("MaxPool2D", {x.value}, PoolAttrs(o), x.loc);
+}
+Value AvgPool2D(At x, const Pool2DOptions& o) {
+  AttrMap a = PoolAttrs(o);
+  a.Set("count_include_pad", o.count_include_pad);
+  return MakeOp("AvgPool2D", {x.value}, std::move(a), x.loc);
+}
+Value GlobalAvgPool(At x) { return MakeOp("GlobalAvgPool", {x.value}, {}, x.loc); }
+
+std::vector<Value> BatchNorm(At x, Value scale, Value bias, Value mean, Value var, double epsilon,
+                             bool training) {
+  AttrMap a;
+  a.Set("epsilon", epsilon);
+  a.Set("training", training);
+  return Outputs(MakeOpN("BatchNorm", {x.value, scale, bias, mean, var}, std::move(a), x.loc), 3);
+}
+
+Value LayerNorm(At x, Value scale, Value bias, int64_t axis, double epsilon) {
+  AttrMap a;
+  a.Set("axis", axis);
+  a.Set("epsilon", epsilon);
+  return MakeOp("LayerNorm", {x.value, scale, bias}, std::move(a), x.loc);
+}
+
+Value Softmax(At x, int64_t axis) {
+  AttrMap a;
+  a.Set("axis", axis);
+  return MakeOp("Softmax", {x.value}, std::move(a), x.loc);
+}
+Value LogSoftmax(At x, int64_t axis) {
+  AttrMap a;
+  a.Set("axis", axis);
+  return MakeOp("LogSoftmax", {x.value}, std::move(a), x.loc);
+}
+
+Value SoftmaxCrossEntropy(At logits, Value labels) {
+  return MakeOp("SoftmaxCrossEntropy", {logits.value, labels}, {}, logits.loc);
+}
+
+std::vector<Value> Dropout(At x, double rate, int64_t seed, bool training) {
+  AttrMap a;
+  a.Set("rate", rate);
+  a.Set("seed", seed);
+  a.Set("training", training);
+  return Outputs(MakeOpN("Dropout", {x.value}, std::move(a), x.loc), 2);
+}
+
+namespace {
+
+struct PoolWindow {
+  std::vector<int64_t> kernel;   // [kH, kW]
+  std::vector<int64_t> strides;  // [sH, sW]
+  std::vector<int64_t> pads;     // [top, left, bottom, right]
+  bool ceil_mode = false;
+};
+
+std::string List(const std::vector<int64_t>& v) { return Shape(v).ToString(); }
+
+Result<PoolWindow> ReadPoolWindow(const InferContext& ctx) {
+  PoolWindow w;
+  KILN_ASSIGN_OR_RETURN(w.kernel, ctx.attrs().GetInts("kernel"));
+  if (w.kernel.size() != 2)
+    return ctx.Fail("attribute 'kernel' must have 2 values [kH, kW], got ", List(w.kernel));
+  if (w.kernel[0] < 1 || w.kernel[1] < 1)
+    return ctx.Fail("attribute 'kernel' values must be >= 1, got ", List(w.kernel));
+  KILN_ASSIGN_OR_RETURN(w.strides, ctx.attrs().GetInts("strides"));
+  if (w.strides.empty()) w.strides = w.kernel;
+  if (w.strides.size() != 2)
+    return ctx.Fail("attribute 'strides' must have 2 values [sH, sW] (or none: the kernel), got ",
+                    List(w.strides));
+  if (w.strides[0] < 1 || w.strides[1] < 1)
+    return ctx.Fail("attribute 'strides' values must be >= 1, got ", List(w.strides));
+  KILN_ASSIGN_OR_RETURN(w.pads, internal::IntsOfLength(ctx, "pads", 4, 0));
+  for (int i = 0; i < 4; ++i) {
+    if (w.pads[i] < 0)
+      return ctx.Fail("attribute 'pads' [top, left, bottom, right] values must be >= 0, got ",
+                      List(w.pads));
+    if (w.pads[i] >= w.kernel[i % 2])
+      return ctx.Fail("attribute 'pads' [top, left, bottom, right] = ", List(w.pads),
+                      " must each be smaller than the kernel [kH, kW] = ", List(w.kernel));
+  }
+  KILN_ASSIGN_OR_RETURN(w.ceil_mode, ctx.attrs().GetBool("ceil_mode"));
+  return w;
+}
+
+// The pooled size of one spatial dimension (-1 when `in` is unknown).
+Result<int64_t> PooledSize(const InferContext& ctx, const char* what, int64_t in, int64_t k,
+                           int64_t s, int64_t pad_begin, int64_t pad_end, bool ceil_mode) {
+  if (in == kUnknownDim) return kUnknownDim;
+  if (in == 0) return ctx.Fail("cannot pool an empty input: its ", what, " is 0");
+  int64_t span = in + pad_begin + pad_end - k;
+  if (span < 0)
+    return ctx.Fail("input ", what, " ", in, " plus padding ", pad_begin + pad_end,
+                    " is smaller than the kernel ", what, " ", k);
+  int64_t out = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
+  // A last window that would start in the end padding is dropped (ONNX, PyTorch).
+  if (ceil_mode && (out - 1) * s >= in + pad_begin) --out;
+  return out;
+}
+
+Status InferPool2D(InferContext& ctx) {
+  const Shape& x = ctx.shape(0);
+  if (x.rank() != 4) return ctx.Fail("expects a 4-D [N, C, H, W] input, got shape ", x.ToString());
+  KILN_ASSIGN_OR_RETURN(PoolWindow w, ReadPoolWindow(ctx));
+  KILN_ASSIGN_OR_RETURN(int64_t h, PooledSize(ctx, "height", x[2], w.kernel[0], w.strides[0],
+                                              w.pads[0], w.pads[2], w.ceil_mode));
+  KILN_ASSIGN_OR_RETURN(int64_t wd, PooledSize(ctx, "width", x[3], w.kernel[1], w.strides[1],
+                                               w.pads[1], w.pads[3], w.ceil_mode));
+  ctx.AddOutput(ctx.dtype(0), Shape{x[0], x[1], h, wd});
+  return OkStatus();
+}
+
+Status InferGlobalAvgPool(InferContext& ctx) {
+  const Shape& x = ctx.shape(0);
+  if (x.rank() < 3)
+    return ctx.Fail("expects an input of rank >= 3 ([N, C, spatial...]), got shape ", x.ToString());
+  Shape y = x;
+  for (int i = 2; i < x.rank(); ++i) {
+    if (x[i] == 0)
+      return ctx.Fail("cannot average over an empty spatial dimension: shape ", x.ToString());
+    y.set_dim(i, 1);
+  }
+  ctx.AddOutput(ctx.dtype(0), y);
+  return OkStatus();
+}
+
+Status CheckEpsilon(const InferContext& ctx) {
+  KILN_ASSIGN_OR_RETURN(double eps, ctx.attrs().GetFloat("epsilon"));
+  if (!(eps >= 0)) return ctx.Fail("attribute 'epsilon' must be >= 0, got ", eps);
+  return OkStatus();
+}
+
+Status InferBatchNorm(InferContext& ctx) {
+  KILN_RETURN_IF_ERROR(CheckEpsilon(ctx));
+  KILN_ASSIGN_OR_RETURN(bool training, ctx.attrs().GetBool("training"));
+  Shape y = ctx.shape(0);
+  if (y.rank() < 2)
+    return ctx.Fail("x must have rank >= 2 (channels on axis 1), got shape ", y.ToString());
+  int64_t c = y[1];
+  std::string c_from = "x.shape[1]";
+  static const char* const kNames[] = {"x", "scale", "bias", "mean", "var"};
+  for (int i = 1; i <= 4; ++i) {
+    const Shape& s = ctx.shape(i);
+    if (s.rank() != 1)
+      return ctx.Fail("'", kNames[i], "' must be 1-D of length C (x.shape[1]), got shape ",
+                      s.ToString());
+    if (c != kUnknownDim && s[0] != kUnknownDim && s[0] != c)
+      return ctx.Fail("'", kNames[i], "' has length ", s[0], " but ", c_from, " is ", c,
+                      " (x shape ", y.ToString(), ")");
+    if (c == kUnknownDim && s[0] != kUnknownDim) {
+      c = s[0];
+      c_from = std::string("the length of '") + kNames[i] + "'";
+    }
+  }
+  y.set_dim(1, c);
+  if (training) {
+    Shape rest = y;
+    rest.set_dim(1, 1);
+    if (rest.NumElements() == 0)
+      return ctx.Fail("training needs at least one value per channel, x has shape ", y.ToString());
+  }
+  ctx.AddOutput(ctx.dtype(0), y);
+  ctx.AddOutput(ctx.dtype(0), Shape{c});
+  ctx.AddOutput(ctx.dtype(0), Shape{c});
+  return OkStatus();
+}
+
+Status InferLayerNorm(InferContext& ctx) {
+  KILN_RETURN_IF_ERROR(CheckEpsilon(ctx));
+  Shape y = ctx.shape(0);
+  if (y.rank() < 1) return ctx.Fail("x must have rank >= 1, got a scalar");
+  KILN_ASSIGN_OR_RETURN(int64_t attr_axis, ctx.attrs().GetInt("axis"));
+  Result<int> axis = NormalizeAxis(attr_axis, y.rank());
+  if (!axis.ok()) return ctx.Fail("attribute 'axis': ", axis.error().message());
+  for (int i = 1; i <= 2; ++i) {
+    const Shape& s = ctx.shape(i);
+    const char* name = i == 1 ? "scale" : "bias";
+    Shape expected(std::vector<int64_t>(y.dims().begin() + *axis, y.dims().end()));
+    bool ok = s.rank() == expected.rank();
+    for (int d = 0; ok && d < s.rank(); ++d) {
+      int64_t want = y[*axis + d];
+      if (want != kUnknownDim && s[d] != kUnknownDim && s[d] != want) ok = false;
+      if (ok && want == kUnknownDim) y.set_dim(*axis + d, s[d]);
+    }
+    if (!ok)
+      return ctx.Fail("'", name, "' must have shape x.shape[", *axis, ":] = ", expected.ToString(),
+                      ", got ", s.ToString());
+  }
+  ctx.AddOutput(ctx.dtype(0), y);
+  return OkStatus();
+}
+
+Status InferSoftmax(InferContext& ctx) {
+  const Shape& x = ctx.shape(0);
+  if (x.rank() < 1) return ctx.Fail("x must have rank >= 1, got a scalar");
+  KILN_ASSIGN_OR_RETURN(int64_t attr_axis, ctx.attrs().GetInt("axis"));
+  Result<int> axis = NormalizeAxis(attr_axis, x.rank());
+  if (!axis.ok()) return ctx.Fail("attribute 'axis': ", axis.error().message());
+  ctx.AddOutput(ctx.dtype(0), x);
+  return OkStatus();
+}
+
+Status InferSoftmaxCrossEntropy(InferContext& ctx) {
+  const Shape& logits = ctx.shape(0);
+  const Shape& labels = ctx.shape(1);
+  if (logits.rank() != 2)
+    return ctx.Fail("logits must be 2-D [N, C], got shape ", logits.ToString());
+  if (labels.rank() != 1) return ctx.Fail("labels must be 1-D [N], got shape ", labels.ToString());
+  if (logits[0] != kUnknownDim && labels[0] != kUnknownDim && logits[0] != labels[0])
+    return ctx.Fail("logits have ", logits[0], " rows (shape ", logits.ToString(),
+                    ") but labels have ", labels[0], " (shape ", labels.ToString(), ")");
+  ctx.AddOutput(ctx.dtype(0), Shape{});
+  return OkStatus();
+}
+
+Status InferDropout(InferContext& ctx) {
+  KILN_ASSIGN_OR_RETURN(double rate, ctx.attrs().GetFloat("rate"));
+  if (!(rate >= 0 && rate < 1)) return ctx.Fail("attribute 'rate' must be in [0, 1), got ", rate);
+  ctx.AddOutput(ctx.dtype(0), ctx.shape(0));
+  ctx.AddOutput(boolean, ctx.shape(0));
+  return OkStatus();
+}
+
+}  // namespace
+
+void RegisterNnOps(OpRegistry& r) {
+  for (const char* op : {"MaxPool2D", "AvgPool2D"}) {
+    OpDefBuilder b(op, "nn");
+    b.Input("x", "T").Output("y").Types("T", FloatTypes())
+        .RequiredAttr("kernel", AttrType::kInts)
+        .Attr("strides", AttrType::kInts, std::vector<int64_t>{})
+        .Attr("pads", AttrType::kInts, std::vector<int64_t>{0, 0, 0, 0})
+        .Attr("ceil_mode", AttrType::kBool, false)
+        .Infer(InferPool2D);
+    if (std::string(op) == "AvgPool2D") b.Attr("count_include_pad", AttrType::kBool, false);
+    r.Register(b.Build());
+  }
+  r.Register(OpDefBuilder("GlobalAvgPool", "nn").Input("x", "T").Output("y")
+                 .Types("T", FloatTypes()).Infer(InferGlobalAvgPool).Build());
+  r.Register(OpDefBuilder("BatchNorm", "nn").Input("x", "T").Input("scale", "T")
+                 .Input("bias", "T").Input("mean", "T").Input("var", "T")
+                 .Output("y").Output("batch_mean").Output("batch_var").Types("T", FloatTypes())
+                 .Attr("epsilon", AttrType::kFloat, 1e-5).Attr("training", AttrType::kBool, false)
+                 .Infer(InferBatchNorm).Build());
+  r.Register(OpDefBuilder("LayerNorm", "nn").Input("x", "T").Input("scale", "T")
+                 .Input("bias", "T").Output("y").Types("T", FloatTypes())
+                 .Attr("axis", AttrType::kInt, -1).Attr("epsilon", AttrType::kFloat, 1e-5)
+                 .Infer(InferLayerNorm).Build());
+  for (const char* op : {"Softmax", "LogSoftmax"})
+    r.Register(OpDefBuilder(op, "nn").Input("x", "T").Output("y").Types("T", FloatTypes())
+                   .Attr("axis", AttrType::kInt, -1).Infer(InferSoftmax).Build());
+  r.Register(OpDefBuilder("SoftmaxCrossEntropy", "nn").Input("logits", "T").Input("labels", "I")
+                 .Output("loss").Types("T", FloatTypes()).Types("I", IndexTypes())
+                 .Infer(InferSoftmaxCrossEntropy).Build());
+  r.Register(OpDefBuilder("Dropout", "nn").Input("x", "T").Output("y").Output("mask")
+                 .Types("T", FloatTypes())
+                 .Attr("rate", AttrType::kFloat, 0.5).Attr("seed", AttrType::kInt, 0)
+                 .Attr("training", AttrType::kBool, false)
+                 .Infer(InferDropout).Stateful().Build());
+}
+
 }  // namespace kiln

@@ -1,5 +1,214 @@
+// Reference kernels of op family "nn" (see ir/ops/nn.h for the semantics). Inference has already
+// validated every attribute and shape; the kernels only check values (labels).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "ir/random.h"
 #include "runtime/reference/kernel.h"
 
 namespace kiln::reference {
-void RegisterNnKernels(KernelRegistry& r) {}
+namespace {
+
+const std::vector<int64_t>& Ints(const KernelContext& ctx, const char* name) {
+  return ctx.attrs().Find(name)->get<std::vector<int64_t>>();
+}
+double Float(const KernelContext& ctx, const char* name) {
+  return ctx.attrs().Find(name)->get<double>();
+}
+bool Bool(const KernelContext& ctx, const char* name) {
+  return ctx.attrs().Find(name)->get<bool>();
+}
+
+// Product of dims [begin, end) of a fully known shape.
+int64_t Product(const Shape& s, int begin, int end) {
+  int64_t n = 1;
+  for (int i = begin; i < end; ++i) n *= s[i];
+  return n;
+}
+
+// The normalized `axis` attribute (inference has checked it).
+int Axis(const KernelContext& ctx) {
+  int64_t axis = ctx.attrs().Find("axis")->get<int64_t>();
+  return static_cast<int>(axis < 0 ? axis + ctx.input(0).rank() : axis);
+}
+
+Status Pool2DKernel(KernelContext& ctx, bool is_max) {
+  const Tensor& x = ctx.input(0);
+  Tensor& y = ctx.output(0);
+  const std::vector<int64_t>& k = Ints(ctx, "kernel");
+  std::vector<int64_t> s = Ints(ctx, "strides"), p = Ints(ctx, "pads");
+  if (s.empty()) s = k;
+  if (p.empty()) p = {0, 0, 0, 0};
+  bool include_pad = !is_max && Bool(ctx, "count_include_pad");
+  const int64_t planes = x.shape()[0] * x.shape()[1], H = x.shape()[2], W = x.shape()[3];
+  const int64_t OH = y.shape()[2], OW = y.shape()[3];
+  for (int64_t plane = 0; plane < planes; ++plane) {
+    for (int64_t oh = 0; oh < OH; ++oh) {
+      for (int64_t ow = 0; ow < OW; ++ow) {
+        // The window in input coordinates, clipped to the input and to the padded input.
+        int64_t h0 = oh * s[0] - p[0], w0 = ow * s[1] - p[1];
+        int64_t padded =
+            (std::min(h0 + k[0], H + p[2]) - h0) * (std::min(w0 + k[1], W + p[3]) - w0);
+        double acc = is_max ? -std::numeric_limits<double>::infinity() : 0.0;
+        int64_t count = 0;
+        for (int64_t h = std::max<int64_t>(h0, 0); h < std::min(h0 + k[0], H); ++h) {
+          for (int64_t w = std::max<int64_t>(w0, 0); w < std::min(w0 + k[1], W); ++w) {
+            double v = x.GetDouble((plane * H + h) * W + w);
+            if (!is_max) {
+              acc += v;
+            } else if (v > acc || std::isnan(v)) {
+              acc = v;  // NaN propagates
+            }
+            ++count;
+          }
+        }
+        if (!is_max) acc /= static_cast<double>(include_pad ? padded : count);
+        y.SetDouble((plane * OH + oh) * OW + ow, acc);
+      }
+    }
+  }
+  return OkStatus();
+}
+
+Status GlobalAvgPoolKernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  Tensor& y = ctx.output(0);
+  int64_t inner = Product(x.shape(), 2, x.rank());
+  for (int64_t i = 0; i < y.num_elements(); ++i) {
+    double sum = 0;
+    for (int64_t j = 0; j < inner; ++j) sum += x.GetDouble(i * inner + j);
+    y.SetDouble(i, sum / static_cast<double>(inner));
+  }
+  return OkStatus();
+}
+
+Status BatchNormKernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor &scale = ctx.input(1), &bias = ctx.input(2);
+  const double eps = Float(ctx, "epsilon");
+  const bool training = Bool(ctx, "training");
+  const int64_t N = x.shape()[0], C = x.shape()[1], inner = Product(x.shape(), 2, x.rank());
+  auto at = [&](int64_t n, int64_t c, int64_t i) { return (n * C + c) * inner + i; };
+  std::vector<double> mean(C), var(C);
+  for (int64_t c = 0; c < C; ++c) {
+    if (!training) {
+      mean[c] = ctx.input(3).GetDouble(c);
+      var[c] = ctx.input(4).GetDouble(c);
+      continue;
+    }
+    const double count = static_cast<double>(N * inner);
+    double sum = 0, sq = 0;
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t i = 0; i < inner; ++i) sum += x.GetDouble(at(n, c, i));
+    mean[c] = sum / count;
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t i = 0; i < inner; ++i) sq += std::pow(x.GetDouble(at(n, c, i)) - mean[c], 2);
+    var[c] = sq / count;  // biased
+  }
+  for (int64_t c = 0; c < C; ++c) {
+    double mul = scale.GetDouble(c) / std::sqrt(var[c] + eps);
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t i = 0; i < inner; ++i)
+        ctx.output(0).SetDouble(at(n, c, i),
+                                (x.GetDouble(at(n, c, i)) - mean[c]) * mul + bias.GetDouble(c));
+    ctx.output(1).SetDouble(c, mean[c]);
+    ctx.output(2).SetDouble(c, var[c]);
+  }
+  return OkStatus();
+}
+
+Status LayerNormKernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor &scale = ctx.input(1), &bias = ctx.input(2);
+  const double eps = Float(ctx, "epsilon");
+  const int axis = Axis(ctx);
+  const int64_t outer = Product(x.shape(), 0, axis), inner = Product(x.shape(), axis, x.rank());
+  for (int64_t o = 0; o < outer; ++o) {
+    double sum = 0, sq = 0;
+    for (int64_t j = 0; j < inner; ++j) sum += x.GetDouble(o * inner + j);
+    const double mean = sum / static_cast<double>(inner);
+    for (int64_t j = 0; j < inner; ++j) sq += std::pow(x.GetDouble(o * inner + j) - mean, 2);
+    const double rstd = 1.0 / std::sqrt(sq / static_cast<double>(inner) + eps);
+    for (int64_t j = 0; j < inner; ++j)
+      ctx.output(0).SetDouble(
+          o * inner + j,
+          (x.GetDouble(o * inner + j) - mean) * rstd * scale.GetDouble(j) + bias.GetDouble(j));
+  }
+  return OkStatus();
+}
+
+Status SoftmaxKernel(KernelContext& ctx, bool log) {
+  const Tensor& x = ctx.input(0);
+  Tensor& y = ctx.output(0);
+  const int axis = Axis(ctx);
+  const int64_t outer = Product(x.shape(), 0, axis), n = x.shape()[axis];
+  const int64_t inner = Product(x.shape(), axis + 1, x.rank());
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t i = 0; i < inner; ++i) {
+      auto at = [&](int64_t j) { return (o * n + j) * inner + i; };
+      double max = -std::numeric_limits<double>::infinity();
+      for (int64_t j = 0; j < n; ++j) max = std::max(max, x.GetDouble(at(j)));
+      double sum = 0;
+      for (int64_t j = 0; j < n; ++j) sum += std::exp(x.GetDouble(at(j)) - max);
+      for (int64_t j = 0; j < n; ++j) {
+        double shifted = x.GetDouble(at(j)) - max;
+        y.SetDouble(at(j), log ? shifted - std::log(sum) : std::exp(shifted) / sum);
+      }
+    }
+  }
+  return OkStatus();
+}
+
+Status SoftmaxCrossEntropyKernel(KernelContext& ctx) {
+  const Tensor &logits = ctx.input(0), &labels = ctx.input(1);
+  const int64_t N = logits.shape()[0], C = logits.shape()[1];
+  double total = 0;
+  for (int64_t n = 0; n < N; ++n) {
+    int64_t label = labels.GetInt(n);
+    if (label < 0 || label >= C)
+      return ctx.Fail("label ", label, " at index ", n, " is out of range [0, ", C, ")");
+    double max = -std::numeric_limits<double>::infinity();
+    for (int64_t c = 0; c < C; ++c) max = std::max(max, logits.GetDouble(n * C + c));
+    double sum = 0;
+    for (int64_t c = 0; c < C; ++c) sum += std::exp(logits.GetDouble(n * C + c) - max);
+    total += max + std::log(sum) - logits.GetDouble(n * C + label);
+  }
+  ctx.output(0).SetDouble(0, total / static_cast<double>(N));  // N = 0: NaN, as PyTorch
+  return OkStatus();
+}
+
+Status DropoutKernel(KernelContext& ctx) {
+  if (ctx.state().counters == nullptr)
+    return ctx.node().MakeNodeError(ErrorCode::kInternal, "Dropout ran without a counter store");
+  uint64_t& c = (*ctx.state().counters)[ctx.node().name];
+  const uint64_t counter = c++;
+  const double rate = Float(ctx, "rate");
+  const bool drop = Bool(ctx, "training") && rate > 0;
+  const uint64_t seed = static_cast<uint64_t>(ctx.attrs().Find("seed")->get<int64_t>());
+  const Tensor& x = ctx.input(0);
+  for (int64_t i = 0; i < x.num_elements(); ++i) {
+    bool keep = !drop || RandomUniform(seed, counter, static_cast<uint64_t>(i)) >= rate;
+    double v = x.GetDouble(i);
+    ctx.output(0).SetDouble(i, !drop ? v : keep ? v / (1.0 - rate) : 0.0);
+    ctx.output(1).SetInt(i, keep ? 1 : 0);
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+void RegisterNnKernels(KernelRegistry& r) {
+  r.Register("MaxPool2D", [](KernelContext& ctx) { return Pool2DKernel(ctx, /*is_max=*/true); });
+  r.Register("AvgPool2D", [](KernelContext& ctx) { return Pool2DKernel(ctx, /*is_max=*/false); });
+  r.Register("GlobalAvgPool", GlobalAvgPoolKernel);
+  r.Register("BatchNorm", BatchNormKernel);
+  r.Register("LayerNorm", LayerNormKernel);
+  r.Register("Softmax", [](KernelContext& ctx) { return SoftmaxKernel(ctx, /*log=*/false); });
+  r.Register("LogSoftmax", [](KernelContext& ctx) { return SoftmaxKernel(ctx, /*log=*/true); });
+  r.Register("SoftmaxCrossEntropy", SoftmaxCrossEntropyKernel);
+  r.Register("Dropout", DropoutKernel);
+}
+
 }  // namespace kiln::reference

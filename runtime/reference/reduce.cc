@@ -1,5 +1,155 @@
+// Reference kernels of op family "reduce" (see ir/ops/reduce.h for the semantics).
+#include "ir/ops/reduce.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <vector>
+
 #include "runtime/reference/kernel.h"
 
 namespace kiln::reference {
-void RegisterReduceKernels(KernelRegistry& r) {}
+namespace {
+
+// Called once per output element `out` (row-major) with the flat input indices that reduce into
+// it, in row-major order of the reduced coordinates (for one axis: position k along the axis).
+using ReductionFn = std::function<Status(int64_t out, const std::vector<int64_t>& in)>;
+
+// The shared "reduce over axes" loop: splits the input's dims into kept and reduced ones (`axes`
+// sorted, in range) and visits every output element with its reduced input elements. The output's
+// row-major order is that of the kept dims, with or without keepdims.
+Status ForEachReduction(const Shape& in, const std::vector<int>& axes, const ReductionFn& fn) {
+  std::vector<int64_t> strides = RowMajorStrides(in);
+  std::vector<int64_t> kept_dims, kept_strides, red_dims, red_strides;
+  int64_t num_out = 1, num_red = 1;
+  for (int i = 0; i < in.rank(); ++i) {
+    bool reduced = std::find(axes.begin(), axes.end(), i) != axes.end();
+    (reduced ? red_dims : kept_dims).push_back(in[i]);
+    (reduced ? red_strides : kept_strides).push_back(strides[i]);
+    (reduced ? num_red : num_out) *= in[i];
+  }
+  // Flat index over `dims` -> input offset through `dim_strides` (last dim fastest).
+  auto offset = [](int64_t flat, const std::vector<int64_t>& dims,
+                   const std::vector<int64_t>& dim_strides) {
+    int64_t off = 0;
+    for (int i = static_cast<int>(dims.size()) - 1; i >= 0; --i) {
+      off += (flat % dims[i]) * dim_strides[i];
+      flat /= dims[i];
+    }
+    return off;
+  };
+  std::vector<int64_t> indices(num_red);
+  for (int64_t o = 0; o < num_out; ++o) {
+    int64_t base = offset(o, kept_dims, kept_strides);
+    for (int64_t r = 0; r < num_red; ++r) indices[r] = base + offset(r, red_dims, red_strides);
+    KILN_RETURN_IF_ERROR(fn(o, indices));
+  }
+  return OkStatus();
+}
+
+std::vector<int> ReducedAxes(const KernelContext& ctx) {
+  const AttrValue* axis = ctx.attrs().Find("axis");
+  std::vector<int64_t> attr = axis ? std::vector<int64_t>{axis->get<int64_t>()}
+                                   : ctx.attrs().Find("axes")->get<std::vector<int64_t>>();
+  Result<std::vector<int>> axes = NormalizeReduceAxes(attr, ctx.input(0).rank());
+  KILN_CHECK(axes.ok());  // inference validated the attribute
+  return *axes;
+}
+
+// One reduction: a fold from an identity, in double for floats and int64 for integers.
+struct Fold {
+  double float_init;
+  std::function<double(double, double)> float_fn;
+  int64_t int_init;
+  std::function<int64_t(int64_t, int64_t)> int_fn;
+  bool needs_element;  // no value over zero elements
+  bool mean;           // divide by the count
+};
+
+KernelFn FoldKernel(Fold f) {
+  return [f](KernelContext& ctx) -> Status {
+    const Tensor& x = ctx.input(0);
+    Tensor& y = ctx.output(0);
+    bool integral = !IsFloat(x.dtype());
+    return ForEachReduction(
+        x.shape(), ReducedAxes(ctx), [&](int64_t o, const std::vector<int64_t>& in) -> Status {
+          int64_t n = static_cast<int64_t>(in.size());
+          if (n == 0 && (f.needs_element || (f.mean && integral)))
+            return ctx.Fail("reduces over zero elements (input ", x.shape().ToString(), ")");
+          if (integral) {
+            int64_t acc = f.int_init;
+            for (int64_t i : in) acc = f.int_fn(acc, x.GetInt(i));
+            y.SetInt(o, f.mean ? acc / n : acc);
+          } else {
+            double acc = f.float_init;
+            for (int64_t i : in) acc = f.float_fn(acc, x.GetDouble(i));
+            y.SetDouble(o, f.mean ? acc / static_cast<double>(n) : acc);
+          }
+          return OkStatus();
+        });
+  };
+}
+
+// ArgMax (sign +1) or ArgMin (sign -1). NaN counts as the extreme, as in numpy.
+KernelFn ArgKernel(int sign) {
+  return [sign](KernelContext& ctx) -> Status {
+    const Tensor& x = ctx.input(0);
+    Tensor& y = ctx.output(0);
+    bool last = ctx.attrs().Find("select_last_index")->get<bool>();
+    bool integral = !IsFloat(x.dtype());
+    return ForEachReduction(
+        x.shape(), ReducedAxes(ctx), [&](int64_t o, const std::vector<int64_t>& in) -> Status {
+          if (in.empty())
+            return ctx.Fail("reduces over zero elements (input ", x.shape().ToString(), ")");
+          int64_t best = 0;
+          for (int64_t k = 1; k < static_cast<int64_t>(in.size()); ++k) {
+            bool better, equal;
+            if (integral) {
+              int64_t a = x.GetInt(in[k]), b = x.GetInt(in[best]);
+              better = sign > 0 ? a > b : a < b;
+              equal = a == b;
+            } else {
+              double a = x.GetDouble(in[k]), b = x.GetDouble(in[best]);
+              bool a_nan = std::isnan(a), b_nan = std::isnan(b);
+              better = b_nan ? false : a_nan || (sign > 0 ? a > b : a < b);
+              equal = (a_nan && b_nan) || a == b;
+            }
+            if (better || (last && equal)) best = k;
+          }
+          y.SetInt(o, best);
+          return OkStatus();
+        });
+  };
+}
+
+int64_t WrappingAdd(int64_t a, int64_t b) {
+  return static_cast<int64_t>(uint64_t(a) + uint64_t(b));
+}
+int64_t WrappingMul(int64_t a, int64_t b) {
+  return static_cast<int64_t>(uint64_t(a) * uint64_t(b));
+}
+double NanMax(double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b); }
+double NanMin(double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b); }
+
+}  // namespace
+
+void RegisterReduceKernels(KernelRegistry& r) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  constexpr int64_t kMinInt = std::numeric_limits<int64_t>::min();
+  constexpr int64_t kMaxInt = std::numeric_limits<int64_t>::max();
+  auto add = [](double a, double b) { return a + b; };
+  auto mul = [](double a, double b) { return a * b; };
+  auto imax = [](int64_t a, int64_t b) { return std::max(a, b); };
+  auto imin = [](int64_t a, int64_t b) { return std::min(a, b); };
+  r.Register("Sum", FoldKernel({0.0, add, 0, WrappingAdd, false, false}));
+  r.Register("Mean", FoldKernel({0.0, add, 0, WrappingAdd, false, true}));
+  r.Register("Prod", FoldKernel({1.0, mul, 1, WrappingMul, false, false}));
+  r.Register("Max", FoldKernel({-kInf, NanMax, kMinInt, imax, true, false}));
+  r.Register("Min", FoldKernel({kInf, NanMin, kMaxInt, imin, true, false}));
+  r.Register("ArgMax", ArgKernel(+1));
+  r.Register("ArgMin", ArgKernel(-1));
+}
+
 }  // namespace kiln::reference

@@ -1,0 +1,33 @@
+// Converting ONNX TensorProto messages (and .pb files holding one, as in the ONNX node test data)
+// to kiln Tensors.
+//
+// Data types: FLOAT, DOUBLE, FLOAT16, BFLOAT16, INT8, UINT8, INT32, INT64, BOOL, from raw_data
+// (little-endian) or from the typed fields: float_data (FLOAT), double_data (DOUBLE), int64_data
+// (INT64), int32_data (INT32, INT8, UINT8, BOOL, and FLOAT16/BFLOAT16 holding each value's 16
+// bits). Other data types (STRING, UINT16, INT16, UINT32, UINT64, complex, float8, 4-bit) and
+// external data are kUnimplemented errors naming the type; a data length that does not match the
+// dims is kDataLoss; a negative or oversized shape is an error. Nothing a file contains crashes the
+// reader.
+#pragma once
+
+#include <string>
+
+#include "ir/status.h"
+#include "ir/tensor.h"
+
+namespace onnx {
+class TensorProto;
+}  // namespace onnx
+
+namespace kiln {
+
+// Reads a file holding one serialized onnx.TensorProto.
+Result<Tensor> ReadOnnxTensor(const std::string& path);
+// Converts a TensorProto; `origin` (a path, or an initializer's name) names it in errors.
+Result<Tensor> OnnxTensorFromProto(const onnx::TensorProto& p, const std::string& origin);
+// Fills `p` with `t` in the raw_data form (little-endian), named `name`.
+void OnnxTensorToProto(const Tensor& t, const std::string& name, onnx::TensorProto* p);
+// Writes `t` as a TensorProto with raw_data (atomically); `name` goes into the proto's name field.
+Status WriteOnnxTensor(const std::string& path, const Tensor& t, const std::string& name = "");
+
+}  // namespace kiln

@@ -1,0 +1,62 @@
+// Op family "nn": pooling, normalization, softmax, cross-entropy and dropout. Floats only; images
+// are NCHW and the channel axis is 1.
+//
+// Pooling (MaxPool2D, AvgPool2D): attrs kernel [kH, kW] (required), strides [sH, sW] (empty: the
+// kernel), pads [top, left, bottom, right] (ONNX order, each smaller than the kernel), ceil_mode,
+// and for AvgPool2D count_include_pad. Output size floor((H + top + bottom - kH) / sH) + 1, or ceil
+// with ceil_mode, where a last window that would start in the bottom/right padding is dropped
+// (as PyTorch). Max pooling ignores padded positions. Average pooling divides by the number of
+// real elements in the window, or with count_include_pad by the number of window positions inside
+// the padded input (so a ceil_mode window hanging past the padding is not averaged with zeros
+// beyond it, as PyTorch).
+//
+// BatchNorm(x, scale, bias, mean, var) -> (y, batch_mean, batch_var): statistics per channel
+// (axis 1). Inference mode normalizes with the given mean/var and passes them through as outputs 1
+// and 2; training mode normalizes with the batch mean and biased batch variance over every axis
+// but 1 and outputs those. Running averages are the caller's job (Assign ops).
+// LayerNorm(x, scale, bias): normalizes over dims [axis, rank) with the biased variance; scale and
+// bias have shape x.shape[axis:].
+// Softmax / LogSoftmax along `axis`, computed stably (the max is subtracted first).
+// SoftmaxCrossEntropy(logits [N, C], labels [N] i32/i64) -> scalar mean over N of
+// -log_softmax(logits)[n, label_n]; a label outside [0, C) is a run-time error. N = 0 gives NaN
+// (the mean of nothing, as PyTorch).
+// Dropout(x) -> (y, mask): in training with rate > 0, element i is kept iff
+// RandomUniform(seed, counter, i) >= rate (ir/random.h) and kept values are scaled by 1/(1-rate);
+// `counter` advances once per run of the node (so each Run draws a new mask, reproducibly from a
+// fresh session). Otherwise y = x and the mask is all true. Dropout is stateful.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "ir/builder.h"
+
+namespace kiln {
+
+struct Pool2DOptions {
+  std::vector<int64_t> kernel;               // [kH, kW], required
+  std::vector<int64_t> strides;              // [sH, sW]; empty: the kernel
+  std::vector<int64_t> pads = {0, 0, 0, 0};  // [top, left, bottom, right]
+  bool ceil_mode = false;
+  bool count_include_pad = false;  // AvgPool2D only (ignored by MaxPool2D)
+};
+
+Value MaxPool2D(At x, const Pool2DOptions& options);
+Value AvgPool2D(At x, const Pool2DOptions& options);
+// [N, C, d1, ..., dk] -> [N, C, 1, ..., 1] (rank >= 3).
+Value GlobalAvgPool(At x);
+
+// Returns {y, batch_mean, batch_var} (always three Values; invalid ones on error).
+std::vector<Value> BatchNorm(At x, Value scale, Value bias, Value mean, Value var,
+                             double epsilon = 1e-5, bool training = false);
+Value LayerNorm(At x, Value scale, Value bias, int64_t axis = -1, double epsilon = 1e-5);
+
+Value Softmax(At x, int64_t axis = -1);
+Value LogSoftmax(At x, int64_t axis = -1);
+// Mean cross-entropy of integer labels against logits: a scalar.
+Value SoftmaxCrossEntropy(At logits, Value labels);
+
+// Returns {y, mask} (always two Values; invalid ones on error). rate in [0, 1).
+std::vector<Value> Dropout(At x, double rate, int64_t seed = 0, bool training = true);
+
+}  // namespace kiln
