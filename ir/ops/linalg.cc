@@ -1,6 +1,210 @@
+#include "ir/ops/linalg.h"
+
+#include <algorithm>
+#include <limits>
+#include <string>
+#include <utility>
+
+#include "ir/ops/op_helpers.h"
 #include "ir/ops/registration.h"
-#include "ir/op_registry.h"
 
 namespace kiln {
-void RegisterLinalgOps(OpRegistry& r) {}
+
+using internal::MakeOp;
+
+Value MatMul(At a, Value b, bool transpose_a, bool transpose_b) {
+  AttrMap attrs;
+  attrs.Set("transpose_a", transpose_a);
+  attrs.Set("transpose_b", transpose_b);
+  return MakeOp("MatMul", {a.value, b}, std::move(attrs), a.loc);
+}
+
+Value BiasAdd(At x, Value bias, int64_t axis) {
+  AttrMap attrs;
+  attrs.Set("axis", axis);
+  return MakeOp("BiasAdd", {x.value, bias}, std::move(attrs), x.loc);
+}
+
+Value Conv2D(At x, Value w, const Conv2DOptions& options) {
+  AttrMap attrs;
+  attrs.Set("strides", options.strides);
+  attrs.Set("pads", options.pads);
+  attrs.Set("dilations", options.dilations);
+  attrs.Set("groups", options.groups);
+  return MakeOp("Conv2D", {x.value, w}, std::move(attrs), x.loc);
+}
+
+namespace {
+
+// An operand of MatMul seen as a stack of matrices, after numpy's 1-D promotion and the transpose.
+struct Matrices {
+  std::vector<int64_t> batch;
+  int64_t rows = 1;
+  int64_t cols = 1;
+};
+
+Matrices AsMatrices(const Shape& s, bool is_rhs, bool transpose) {
+  Matrices m;
+  if (s.rank() == 1) {
+    (is_rhs ? m.rows : m.cols) = s[0];
+    return m;
+  }
+  m.batch.assign(s.dims().begin(), s.dims().end() - 2);
+  m.rows = s[s.rank() - 2];
+  m.cols = s[s.rank() - 1];
+  if (transpose) std::swap(m.rows, m.cols);
+  return m;
+}
+
+Status InferMatMul(InferContext& ctx) {
+  KILN_ASSIGN_OR_RETURN(bool ta, ctx.attrs().GetBool("transpose_a"));
+  KILN_ASSIGN_OR_RETURN(bool tb, ctx.attrs().GetBool("transpose_b"));
+  const Shape& sa = ctx.shape(0);
+  const Shape& sb = ctx.shape(1);
+  std::string operands = "a " + sa.ToString() + " (transpose_a=" + (ta ? "true" : "false") +
+                         ") and b " + sb.ToString() + " (transpose_b=" + (tb ? "true" : "false") +
+                         ")";
+  if (sa.rank() < 1 || sb.rank() < 1)
+    return ctx.Fail("operands must have rank >= 1, got ", operands);
+  Matrices ma = AsMatrices(sa, false, ta);
+  Matrices mb = AsMatrices(sb, true, tb);
+  if (ma.cols >= 0 && mb.rows >= 0 && ma.cols != mb.rows)
+    return ctx.Fail("inner dimensions do not match (", ma.cols, " vs ", mb.rows, "): ", operands);
+  Result<Shape> batch = BroadcastShapes(Shape(ma.batch), Shape(mb.batch));
+  if (!batch.ok())
+    return ctx.Fail("batch dimensions do not broadcast: ", operands, " (", batch.error().message(),
+                    ")");
+  std::vector<int64_t> out = batch->dims();
+  if (sa.rank() > 1) out.push_back(ma.rows);
+  if (sb.rank() > 1) out.push_back(mb.cols);
+  ctx.AddOutput(ctx.dtype(0), Shape(std::move(out)));
+  return OkStatus();
+}
+
+Status InferBiasAdd(InferContext& ctx) {
+  KILN_ASSIGN_OR_RETURN(int64_t axis_attr, ctx.attrs().GetInt("axis"));
+  const Shape& x = ctx.shape(0);
+  const Shape& bias = ctx.shape(1);
+  if (x.rank() < 2) return ctx.Fail("x must have rank >= 2, got shape ", x.ToString());
+  Result<int> axis = NormalizeAxis(axis_attr, x.rank());
+  if (!axis.ok()) return ctx.Fail("attribute 'axis': ", axis.error().message());
+  if (bias.rank() != 1) return ctx.Fail("bias must be 1-D, got shape ", bias.ToString());
+  int64_t channels = x[*axis];
+  if (channels >= 0 && bias[0] >= 0 && channels != bias[0])
+    return ctx.Fail("bias has ", bias[0], " elements but x ", x.ToString(), " has ", channels,
+                    " along axis ", *axis);
+  Shape out = x;
+  if (channels < 0) out.set_dim(*axis, bias[0]);
+  ctx.AddOutput(ctx.dtype(0), std::move(out));
+  return OkStatus();
+}
+
+// Conv2D's attributes, read and validated.
+struct ConvAttrs {
+  std::vector<int64_t> strides, pads, dilations;
+  int64_t groups = 1;
+};
+
+Result<ConvAttrs> ReadConvAttrs(const InferContext& ctx) {
+  ConvAttrs c;
+  KILN_ASSIGN_OR_RETURN(c.strides, internal::IntsOfLength(ctx, "strides", 2, 1));
+  KILN_ASSIGN_OR_RETURN(c.pads, internal::IntsOfLength(ctx, "pads", 4, 0));
+  KILN_ASSIGN_OR_RETURN(c.dilations, internal::IntsOfLength(ctx, "dilations", 2, 1));
+  KILN_ASSIGN_OR_RETURN(c.groups, ctx.attrs().GetInt("groups"));
+  auto all = [](const std::vector<int64_t>& v, int64_t min) {
+    return std::all_of(v.begin(), v.end(), [min](int64_t d) { return d >= min; });
+  };
+  if (!all(c.strides, 1))
+    return ctx.Fail("attribute 'strides' must be >= 1, got ", Shape(c.strides).ToString());
+  if (!all(c.dilations, 1))
+    return ctx.Fail("attribute 'dilations' must be >= 1, got ", Shape(c.dilations).ToString());
+  if (!all(c.pads, 0))
+    return ctx.Fail("attribute 'pads' ([top, left, bottom, right]) must be >= 0, got ",
+                    Shape(c.pads).ToString());
+  if (c.groups < 1) return ctx.Fail("attribute 'groups' must be >= 1, got ", c.groups);
+  return c;
+}
+
+// One spatial output size (-1 when the input or kernel size is unknown). Computed in 128 bits so
+// that huge attribute values give an error rather than overflow.
+Result<int64_t> ConvOutputDim(const InferContext& ctx, const char* what, int64_t in, int64_t kernel,
+                              int64_t pad_lo, int64_t pad_hi, int64_t stride, int64_t dilation) {
+  if (kernel == 0) return ctx.Fail("kernel ", what, " must be >= 1, got 0");
+  if (in < 0 || kernel < 0) return kUnknownDim;
+  __int128 padded = static_cast<__int128>(in) + pad_lo + pad_hi;
+  __int128 extent = static_cast<__int128>(dilation) * (kernel - 1) + 1;
+  if (padded < extent)
+    return ctx.Fail("output ", what, " would be < 1: input ", what, " ", in, " padded by ", pad_lo,
+                    "+", pad_hi, " is smaller than kernel ", what, " ", kernel, " dilated by ",
+                    dilation);
+  __int128 out = (padded - extent) / stride + 1;
+  if (out > std::numeric_limits<int64_t>::max()) return ctx.Fail("output ", what, " is too large");
+  return static_cast<int64_t>(out);
+}
+
+Status InferConv2D(InferContext& ctx) {
+  KILN_ASSIGN_OR_RETURN(ConvAttrs a, ReadConvAttrs(ctx));
+  const Shape& x = ctx.shape(0);
+  const Shape& w = ctx.shape(1);
+  if (x.rank() != 4) return ctx.Fail("x must have rank 4 [N, C, H, W], got shape ", x.ToString());
+  if (w.rank() != 4)
+    return ctx.Fail("w must have rank 4 [O, C/groups, kH, kW], got shape ", w.ToString());
+  int64_t c = x[1], c_per_group = w[1], o = w[0];
+  if (c >= 0 && c % a.groups != 0)
+    return ctx.Fail("input channels ", c, " (x ", x.ToString(),
+                    ") are not divisible by groups=", a.groups);
+  if (c >= 0 && c_per_group >= 0 && c / a.groups != c_per_group)
+    return ctx.Fail("x ", x.ToString(), " has ", c, " channels but w ", w.ToString(),
+                    " with groups=", a.groups, " expects w.shape[1] * groups = ", c_per_group,
+                    " * ", a.groups);
+  if (o >= 0 && o % a.groups != 0)
+    return ctx.Fail("output channels ", o, " (w ", w.ToString(),
+                    ") are not divisible by groups=", a.groups);
+  KILN_ASSIGN_OR_RETURN(int64_t h, ConvOutputDim(ctx, "height", x[2], w[2], a.pads[0], a.pads[2],
+                                                 a.strides[0], a.dilations[0]));
+  KILN_ASSIGN_OR_RETURN(int64_t wd, ConvOutputDim(ctx, "width", x[3], w[3], a.pads[1], a.pads[3],
+                                                  a.strides[1], a.dilations[1]));
+  ctx.AddOutput(ctx.dtype(0), Shape{x[0], o, h, wd});
+  return OkStatus();
+}
+
+std::vector<DType> MatMulTypes() {
+  std::vector<DType> types = FloatTypes();
+  types.insert(types.end(), IndexTypes().begin(), IndexTypes().end());
+  return types;
+}
+
+}  // namespace
+
+void RegisterLinalgOps(OpRegistry& r) {
+  r.Register(OpDefBuilder("MatMul", "linalg")
+                 .Input("a", "T")
+                 .Input("b", "T")
+                 .Output("y")
+                 .Types("T", MatMulTypes())
+                 .Attr("transpose_a", AttrType::kBool, false)
+                 .Attr("transpose_b", AttrType::kBool, false)
+                 .Infer(InferMatMul)
+                 .Build());
+  r.Register(OpDefBuilder("BiasAdd", "linalg")
+                 .Input("x", "T")
+                 .Input("bias", "T")
+                 .Output("y")
+                 .Types("T", FloatTypes())
+                 .Attr("axis", AttrType::kInt, int64_t{1})
+                 .Infer(InferBiasAdd)
+                 .Build());
+  r.Register(OpDefBuilder("Conv2D", "linalg")
+                 .Input("x", "T")
+                 .Input("w", "T")
+                 .Output("y")
+                 .Types("T", FloatTypes())
+                 .Attr("strides", AttrType::kInts, std::vector<int64_t>{1, 1})
+                 .Attr("pads", AttrType::kInts, std::vector<int64_t>{0, 0, 0, 0})
+                 .Attr("dilations", AttrType::kInts, std::vector<int64_t>{1, 1})
+                 .Attr("groups", AttrType::kInt, int64_t{1})
+                 .Infer(InferConv2D)
+                 .Build());
+}
+
 }  // namespace kiln

@@ -1,0 +1,39 @@
+// Op family "linalg": MatMul, BiasAdd and Conv2D.
+//
+// MatMul follows numpy.matmul: operands of rank >= 2 are stacks of matrices whose leading (batch)
+// dims broadcast; a 1-D `a` is a row vector (a 1 is prepended, then removed from the result) and a
+// 1-D `b` a column vector (a 1 is appended, then removed). transpose_a / transpose_b swap the last
+// two dims of an operand of rank >= 2 and are ignored for 1-D operands. The contracted dims must
+// be equal; an unknown (-1) dim passes at build time and is checked when the graph runs. Floats
+// and i32/i64; integer products and sums wrap (two's complement).
+//
+// BiasAdd adds a 1-D `bias` of length x.shape[axis] along `axis` of `x` (rank >= 2, floats).
+//
+// Conv2D is a 2-D cross-correlation (no kernel flip) in NCHW layout: x [N, C, H, W], w [O,
+// C/groups, kH, kW] -> [N, O, Hout, Wout] with Hout = floor((H + top + bottom - dilation_h*(kH-1) -
+// 1) / stride_h) + 1 (Wout likewise). pads are in ONNX order [top, left, bottom, right] and pad
+// with zeros. Input channel block g (of C/groups) feeds output channel block g (of O/groups).
+// Floats.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "ir/builder.h"
+
+namespace kiln {
+
+Value MatMul(At a, Value b, bool transpose_a = false, bool transpose_b = false);
+
+Value BiasAdd(At x, Value bias, int64_t axis = 1);
+
+struct Conv2DOptions {
+  std::vector<int64_t> strides = {1, 1};     // [stride_h, stride_w], each >= 1
+  std::vector<int64_t> pads = {0, 0, 0, 0};  // [top, left, bottom, right], each >= 0
+  std::vector<int64_t> dilations = {1, 1};   // [dilation_h, dilation_w], each >= 1
+  int64_t groups = 1;                        // divides both C and O
+};
+
+Value Conv2D(At x, Value w, const Conv2DOptions& options = {});
+
+}  // namespace kiln

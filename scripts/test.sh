@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Sets up the machine, builds kiln and runs the whole test suite:
+#   1. the unit, op and CLI tests (g++ build),
+#   2. the same tests under AddressSanitizer + UndefinedBehaviorSanitizer (clang build),
+#   3. a short seeded run of every libFuzzer target (clang build).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+jobs=$(nproc)
+
+echo "== build (g++)"
+scripts/build.sh build
+echo "== tests"
+ctest --test-dir build --output-on-failure -j "$jobs"
+
+echo "== build (clang, ASan+UBSan, libFuzzer)"
+CC=clang-14 CXX=clang++-14 scripts/build.sh build-asan -DCMAKE_BUILD_TYPE=Debug -DKILN_SANITIZE=ON -DKILN_FUZZ=ON
+echo "== tests under ASan+UBSan, and fuzzing"
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  ctest --test-dir build-asan --output-on-failure -j "$jobs"

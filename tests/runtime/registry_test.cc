@@ -1,0 +1,45 @@
+// Completeness: every op in the registry has a reference kernel and a known family, and every
+// reference kernel belongs to a registered op. (Lowerings and gradients join this list when the
+// compiler and autodiff land.)
+#include <catch2/catch.hpp>
+#include <set>
+
+#include "ir/op_registry.h"
+#include "runtime/reference/kernel.h"
+
+using namespace kiln;
+
+TEST_CASE("registry: every op has a reference kernel and a family", "[registry]") {
+  const std::set<std::string> families = {"math", "linalg", "nn", "array", "reduce", "state", "control"};
+  std::set<std::string> kernels;
+  for (const std::string& op : reference::KernelRegistry::Global().Ops()) kernels.insert(op);
+  std::set<std::string> ops;
+  for (const OpDef* def : OpRegistry::Global().All()) {
+    INFO("op " << def->name);
+    ops.insert(def->name);
+    CHECK(kernels.count(def->name) == 1);
+    CHECK(families.count(def->family) == 1);
+    CHECK(def->infer != nullptr);
+  }
+  for (const std::string& k : kernels) {
+    INFO("kernel " << k);
+    CHECK(ops.count(k) == 1);
+  }
+}
+
+TEST_CASE("registry: op set v1 is complete", "[registry]") {
+  const char* v1[] = {
+      "Placeholder", "Constant", "Variable", "Assign", "AssignAdd", "AssignSub", "Identity",
+      "StopGradient", "NoOp", "Neg", "Abs", "Exp", "Log", "Sqrt", "Rsqrt", "Reciprocal", "Square",
+      "Sigmoid", "Tanh", "Relu", "LeakyRelu", "Elu", "Gelu", "Erf", "Sin", "Cos", "Floor", "Ceil",
+      "Round", "Sign", "Clip", "Cast", "Add", "Sub", "Mul", "Div", "Pow", "Maximum", "Minimum",
+      "Equal", "Less", "LessEqual", "Greater", "GreaterEqual", "And", "Or", "Not", "Select",
+      "MatMul", "BiasAdd", "Conv2D", "MaxPool2D", "AvgPool2D", "GlobalAvgPool", "BatchNorm",
+      "LayerNorm", "Softmax", "LogSoftmax", "SoftmaxCrossEntropy", "Dropout", "Sum", "Mean", "Max",
+      "Min", "Prod", "ArgMax", "ArgMin", "Reshape", "Transpose", "Concat", "Split", "Slice", "Gather",
+      "Pad", "Tile", "BroadcastTo", "Squeeze", "Unsqueeze", "Flatten", "Shape", "OneHot", "Range"};
+  for (const char* op : v1) {
+    INFO("op " << op);
+    CHECK(OpRegistry::Global().Find(op) != nullptr);
+  }
+}

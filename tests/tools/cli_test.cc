@@ -1,0 +1,208 @@
+// The `kiln` command line, run as a user would: exit codes (0 ok, 1 failure, 2 usage), one clear
+// line on stderr for every failure, never a death by signal, and the files it writes.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <sstream>
+
+#include "ir/io/npy.h"
+#include "ir/ops/math.h"
+#include "ir/ops/state.h"
+#include "ir/serialize.h"
+
+using namespace kiln;
+
+namespace {
+
+struct CommandResult {
+  int exit_code = -1;
+  bool signaled = false;
+  std::string out, err;
+};
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+std::string Dir() {
+  static std::string dir = [] {
+    char tmpl[] = "/tmp/kiln_cli_test_XXXXXX";
+    return std::string(mkdtemp(tmpl));
+  }();
+  return dir;
+}
+
+CommandResult Kiln(const std::vector<std::string>& args) {
+  std::string out_path = Dir() + "/stdout", err_path = Dir() + "/stderr";
+  pid_t pid = fork();
+  if (pid == 0) {
+    int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(out, 1);
+    dup2(err, 2);
+    std::vector<char*> argv;
+    std::string bin = KILN_BINARY;
+    argv.push_back(bin.data());
+    std::vector<std::string> copy = args;
+    for (std::string& a : copy) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(bin.c_str(), argv.data());
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  CommandResult r;
+  r.signaled = WIFSIGNALED(status);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = ReadAll(out_path);
+  r.err = ReadAll(err_path);
+  return r;
+}
+
+// A failure: exit 1, no signal, exactly one line on stderr containing `text`.
+void CheckFails(const CommandResult& r, const std::string& text, int code = 1) {
+  INFO("stdout: " << r.out << "\nstderr: " << r.err);
+  CHECK_FALSE(r.signaled);
+  CHECK(r.exit_code == code);
+  CHECK_THAT(r.err, Catch::Contains(text));
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+}
+
+std::string Write(const std::string& name, const std::string& bytes) {
+  std::string path = Dir() + "/" + name;
+  std::ofstream(path, std::ios::binary) << bytes;
+  return path;
+}
+
+// y = relu(x * w + b) with w = 2, b = -1; x is [-1, 3].
+std::string SampleModel(const std::string& name = "model.kgraph") {
+  GraphBuilder g;
+  Value x = g.Placeholder("x", f32, {-1, 3});
+  Value w = Variable(g, "w", f32, {3}, Initializer::Constant(2));
+  Value y = Relu(x * w - 1.0).Named("y");
+  g.Output("y", y);
+  g.Output("scaled/x", x * 10.0);
+  std::string path = Dir() + "/" + name;
+  REQUIRE(SaveGraph(*g.Build(), path).ok());
+  return path;
+}
+
+std::string SampleInput() {
+  std::string path = Dir() + "/x.npy";
+  REQUIRE(WriteNpy(path, Tensor::FromVector<float>({2, 3}, {1, 2, 3, -1, 0, 1})).ok());
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("cli: help and usage errors", "[cli]") {
+  CommandResult help = Kiln({"help"});
+  CHECK(help.exit_code == 0);
+  CHECK_THAT(help.out, Catch::Contains("run") && Catch::Contains("inspect") && Catch::Contains("dot"));
+  CommandResult run_help = Kiln({"run", "--help"});
+  CHECK(run_help.exit_code == 0);
+  CHECK_THAT(run_help.out, Catch::StartsWith("usage: kiln run MODEL"));
+  CHECK(Kiln({"help", "inspect"}).exit_code == 0);
+  CHECK(Kiln({}).exit_code == 2);
+  CheckFails(Kiln({"frobnicate"}), "unknown command 'frobnicate'", 2);
+  CheckFails(Kiln({"run"}), "expected 1 argument(s), got 0", 2);
+  CheckFails(Kiln({"run", "m.kgraph", "--bogus"}), "unknown option --bogus", 2);
+  CheckFails(Kiln({"run", "m.kgraph", "--input"}), "--input needs a value", 2);
+  CheckFails(Kiln({"dot", "m.kgraph", "-o", "x.png"}), "must end with .svg or .dot", 2);
+}
+
+TEST_CASE("cli: run prints outputs or writes .npy files with safe names", "[cli]") {
+  std::string model = SampleModel(), x = SampleInput();
+  CommandResult printed = Kiln({"run", model, "--input", "x=" + x});
+  INFO(printed.err);
+  REQUIRE(printed.exit_code == 0);
+  CHECK_THAT(printed.out, Catch::Contains("y: f32[2, 3] {1, 3, 5, 0, 0, 1}"));
+  std::string out_dir = Dir() + "/out/nested";
+  CommandResult wrote = Kiln({"run", model, "--input=x=" + x, "--out", out_dir, "--fetch", "y", "--fetch",
+                              "scaled/x", "--fetch", "w:0"});
+  INFO(wrote.err);
+  REQUIRE(wrote.exit_code == 0);
+  Result<Tensor> y = ReadNpy(out_dir + "/y.npy");
+  REQUIRE(y.ok());
+  CHECK(y->ToDoubles() == std::vector<double>{1, 3, 5, 0, 0, 1});
+  CHECK(ReadNpy(out_dir + "/scaled_x.npy")->ToDoubles() == std::vector<double>{10, 20, 30, -10, 0, 10});
+  CHECK(ReadNpy(out_dir + "/w_0.npy")->ToDoubles() == std::vector<double>{2, 2, 2});
+}
+
+TEST_CASE("cli: inspect, convert and dot", "[cli]") {
+  std::string model = SampleModel();
+  CommandResult inspect = Kiln({"inspect", model});
+  INFO(inspect.err);
+  REQUIRE(inspect.exit_code == 0);
+  CHECK_THAT(inspect.out, Catch::Contains("f32[-1, 3]"));
+  CHECK_THAT(inspect.out, Catch::Contains("parameters: 3 (12 B)"));
+  CHECK_THAT(inspect.out, Catch::Contains("FLOPs (estimate): 12"));
+  CHECK_THAT(inspect.out, Catch::Contains("Relu"));
+  std::string text = Dir() + "/model.kgraph.txt", back = Dir() + "/back.kgraph";
+  REQUIRE(Kiln({"convert", model, text}).exit_code == 0);
+  REQUIRE(Kiln({"convert", text, back}).exit_code == 0);
+  CHECK(ReadAll(back) == ReadAll(model));
+  CHECK_THAT(ReadAll(text), Catch::Contains("op: \"Relu\""));
+  REQUIRE(Kiln({"dot", model, "-o", Dir() + "/g.dot"}).exit_code == 0);
+  CHECK_THAT(ReadAll(Dir() + "/g.dot"), Catch::Contains("\"x\" -> \"Mul\" [label=\"f32[-1, 3]\"]"));
+  if (system("command -v dot >/dev/null 2>&1") == 0) {
+    CommandResult svg = Kiln({"dot", model, "-o", Dir() + "/g.svg"});
+    INFO(svg.err);
+    REQUIRE(svg.exit_code == 0);
+    CHECK_THAT(ReadAll(Dir() + "/g.svg"), Catch::Contains("<svg"));
+  } else {
+    WARN("Graphviz is not installed: skipping the .svg rendering check");
+  }
+}
+
+TEST_CASE("cli: bad model files fail cleanly", "[cli][bad-input]") {
+  std::string good = ReadAll(SampleModel());
+  CheckFails(Kiln({"run", Dir() + "/missing.kgraph"}), "cannot open");
+  CheckFails(Kiln({"inspect", Write("empty.kgraph", "")}), "the file is empty");
+  CheckFails(Kiln({"inspect", Write("trunc.kgraph", good.substr(0, good.size() / 2))}), "truncated");
+  std::string garbage;
+  for (int i = 0; i < 4096; ++i) garbage.push_back(static_cast<char>((i * 7919 + 13) % 256));
+  CheckFails(Kiln({"inspect", Write("random.kgraph", garbage)}), "not a kiln graph");
+  CheckFails(Kiln({"inspect", Write("random.kgraph.txt", garbage)}), "not a valid kiln text graph");
+  std::string huge = Dir() + "/huge.kgraph";
+  {
+    int fd = open(huge.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    REQUIRE(ftruncate(fd, kMaxGraphFileBytes + 1) == 0);  // sparse: costs no disk
+    close(fd);
+  }
+  CheckFails(Kiln({"inspect", huge}), "over the limit");
+  unlink(huge.c_str());
+  std::string cycle = Write("cycle.kgraph.txt",
+                            "format_version: 1\n"
+                            "nodes { name: \"a\" op: \"Identity\" inputs: \"b\" }\n"
+                            "nodes { name: \"b\" op: \"Identity\" inputs: \"a\" }\n");
+  CheckFails(Kiln({"run", cycle, "--fetch", "a"}), "the graph has a cycle");
+  CheckFails(Kiln({"inspect", Write("dir.kgraph", good), "--bogus"}), "unknown option", 2);
+  CheckFails(Kiln({"inspect", Dir()}), "is not a regular file");
+}
+
+TEST_CASE("cli: bad feeds fail cleanly", "[cli][bad-input]") {
+  std::string model = SampleModel();
+  std::string wrong_shape = Dir() + "/wrong.npy";
+  REQUIRE(WriteNpy(wrong_shape, Tensor::FromVector<float>({2, 2}, {1, 2, 3, 4})).ok());
+  CheckFails(Kiln({"run", model, "--input", "x=" + wrong_shape}),
+             "feed 'x' has shape [2, 2] but placeholder 'x' expects [-1, 3]");
+  std::string wrong_dtype = Dir() + "/wrong_dtype.npy";
+  REQUIRE(WriteNpy(wrong_dtype, Tensor::FromVector<int64_t>({1, 3}, {1, 2, 3})).ok());
+  CheckFails(Kiln({"run", model, "--input", "x=" + wrong_dtype}), "has dtype i64 but placeholder 'x' expects f32");
+  CheckFails(Kiln({"run", model}), "missing feed for placeholder 'x'");
+  CheckFails(Kiln({"run", model, "--input", "x"}), "--input expects NAME=VALUE", 1);
+  CheckFails(Kiln({"run", model, "--input", "x=" + Write("bad.npy", "\x93NUMPY garbage")}), "input 'x'");
+  CheckFails(Kiln({"run", model, "--input", "x=" + SampleInput(), "--fetch", "nope"}),
+             "fetch 'nope': no graph output or node named 'nope'");
+  CheckFails(Kiln({"run", model, "--input", "x=" + SampleInput(), "--backend", "tpu"}), "unknown backend 'tpu'");
+  CheckFails(Kiln({"run", model, "--input", "x=" + SampleInput(), "--out", Write("file", "x") + "/sub"}),
+             "cannot create directory");
+}
