@@ -4,15 +4,10 @@
 
 #include "runtime/reference/kernel.h"
 #include "runtime/reference/loops.h"
+#include "runtime/reference/scalar_math.h"
 
 namespace kiln::reference {
 namespace {
-
-// Integer arithmetic wraps (two's complement) instead of overflowing into undefined behaviour.
-int64_t WrapAdd(int64_t a, int64_t b) { return static_cast<int64_t>(uint64_t(a) + uint64_t(b)); }
-int64_t WrapSub(int64_t a, int64_t b) { return static_cast<int64_t>(uint64_t(a) - uint64_t(b)); }
-int64_t WrapMul(int64_t a, int64_t b) { return static_cast<int64_t>(uint64_t(a) * uint64_t(b)); }
-int64_t WrapNeg(int64_t a) { return static_cast<int64_t>(0 - uint64_t(a)); }
 
 int64_t IntPow(int64_t base, int64_t exp) {
   if (exp < 0) return base == 1 ? 1 : base == -1 ? (exp % 2 ? -1 : 1) : 0;
@@ -24,9 +19,6 @@ int64_t IntPow(int64_t base, int64_t exp) {
   }
   return result;
 }
-
-double NanMax(double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b); }
-double NanMin(double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b); }
 
 KernelFn Unary(UnaryFloatFn ff, UnaryIntFn fi = nullptr) {
   return [ff, fi](KernelContext& ctx) { return MapUnary(ctx, ff, fi); };

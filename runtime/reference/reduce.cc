@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "runtime/reference/kernel.h"
+#include "runtime/reference/scalar_math.h"
 
 namespace kiln::reference {
 namespace {
@@ -124,15 +125,6 @@ KernelFn ArgKernel(int sign) {
   };
 }
 
-int64_t WrappingAdd(int64_t a, int64_t b) {
-  return static_cast<int64_t>(uint64_t(a) + uint64_t(b));
-}
-int64_t WrappingMul(int64_t a, int64_t b) {
-  return static_cast<int64_t>(uint64_t(a) * uint64_t(b));
-}
-double NanMax(double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b); }
-double NanMin(double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b); }
-
 }  // namespace
 
 void RegisterReduceKernels(KernelRegistry& r) {
@@ -143,9 +135,9 @@ void RegisterReduceKernels(KernelRegistry& r) {
   auto mul = [](double a, double b) { return a * b; };
   auto imax = [](int64_t a, int64_t b) { return std::max(a, b); };
   auto imin = [](int64_t a, int64_t b) { return std::min(a, b); };
-  r.Register("Sum", FoldKernel({0.0, add, 0, WrappingAdd, false, false}));
-  r.Register("Mean", FoldKernel({0.0, add, 0, WrappingAdd, false, true}));
-  r.Register("Prod", FoldKernel({1.0, mul, 1, WrappingMul, false, false}));
+  r.Register("Sum", FoldKernel({0.0, add, 0, WrapAdd, false, false}));
+  r.Register("Mean", FoldKernel({0.0, add, 0, WrapAdd, false, true}));
+  r.Register("Prod", FoldKernel({1.0, mul, 1, WrapMul, false, false}));
   r.Register("Max", FoldKernel({-kInf, NanMax, kMinInt, imax, true, false}));
   r.Register("Min", FoldKernel({kInf, NanMin, kMaxInt, imin, true, false}));
   r.Register("ArgMax", ArgKernel(+1));

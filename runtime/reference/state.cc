@@ -1,6 +1,6 @@
 // Reference kernels of op family "state" (see ir/ops/state.h for the semantics).
 #include "runtime/reference/kernel.h"
-#include "runtime/reference/loops.h"
+#include "runtime/reference/scalar_math.h"
 #include "runtime/variable_init.h"
 
 namespace kiln::reference {
@@ -39,8 +39,8 @@ KernelFn AssignKernel(int sign) {
       bool integral = !IsFloat(base.dtype());
       for (int64_t i = 0; i < result.num_elements(); ++i) {
         if (integral)
-          result.SetInt(i, static_cast<int64_t>(static_cast<uint64_t>(base.GetInt(i)) +
-                                                static_cast<uint64_t>(sign * value.GetInt(i))));
+          result.SetInt(i, sign > 0 ? WrapAdd(base.GetInt(i), value.GetInt(i))
+                                    : WrapSub(base.GetInt(i), value.GetInt(i)));
         else
           result.SetDouble(i, base.GetDouble(i) + sign * value.GetDouble(i));
       }
