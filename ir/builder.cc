@@ -60,7 +60,7 @@ std::vector<Value> GraphBuilder::AddOp(const std::string& op, const std::vector<
   std::vector<const Tensor*> input_values;
   Node node;
   node.op = op;
-  node.source = loc.ToString();
+  node.source = source_override_.empty() ? loc.ToString() : source_override_;
   for (const Value& v : inputs) {
     if (!v.valid()) return {Value()};  // an earlier error was recorded already
     if (v.builder() != this) {
@@ -143,6 +143,20 @@ Result<Graph> GraphBuilder::Build() const {
   Graph graph = graph_;
   KILN_RETURN_IF_ERROR(Verify(graph));
   return graph;
+}
+
+Result<std::unique_ptr<GraphBuilder>> GraphBuilder::FromGraph(Graph graph) {
+  KILN_RETURN_IF_ERROR(Verify(graph));
+  auto builder = std::make_unique<GraphBuilder>();
+  builder->graph_ = std::move(graph);
+  return builder;
+}
+
+Result<Value> GraphBuilder::Find(const std::string& tensor_name) {
+  KILN_ASSIGN_OR_RETURN(TensorRef ref, graph_.ResolveTensor(tensor_name));
+  KILN_RETURN_IF_ERROR(graph_.TypeOf(ref).status());
+  const Node* node = graph_.FindNode(ref.node);
+  return Value(this, static_cast<size_t>(node - graph_.nodes().data()), ref.port);
 }
 
 namespace {

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -122,6 +123,28 @@ class GraphBuilder {
 
   // Verifies and returns the graph, or every error recorded while building.
   Result<Graph> Build() const;
+  // A builder that continues an existing graph (e.g. one loaded from a file): verified first.
+  static Result<std::unique_ptr<GraphBuilder>> FromGraph(Graph graph);
+  // The Value for a graph output name, "node:port" or "node".
+  Result<Value> Find(const std::string& tensor_name);
+  // The graph built so far (unverified).
+  const Graph& graph() const { return graph_; }
+
+  // While alive, new nodes record `source` instead of their C++ call site (gradient nodes are
+  // attributed to the forward node they differentiate).
+  class SourceOverride {
+   public:
+    SourceOverride(GraphBuilder* b, std::string source) : builder_(b), saved_(b->source_override_) {
+      builder_->source_override_ = std::move(source);
+    }
+    ~SourceOverride() { builder_->source_override_ = std::move(saved_); }
+    SourceOverride(const SourceOverride&) = delete;
+    SourceOverride& operator=(const SourceOverride&) = delete;
+
+   private:
+    GraphBuilder* builder_;
+    std::string saved_;
+  };
   const std::vector<Error>& errors() const { return errors_; }
   void RecordError(Error e) { errors_.push_back(std::move(e)); }
 
@@ -137,6 +160,7 @@ class GraphBuilder {
   std::vector<Error> errors_;
   std::map<std::string, int> name_counts_;
   std::string current_prefix_;
+  std::string source_override_;
 };
 
 // Arithmetic on Values (elementwise, numpy broadcasting). A double operand becomes a scalar

@@ -80,6 +80,20 @@ OpDefBuilder& OpDefBuilder::Stateful() {
   return *this;
 }
 
+OpDefBuilder& OpDefBuilder::Grad(GradFn fn) {
+  def_.grad = std::move(fn);
+  return *this;
+}
+OpDefBuilder& OpDefBuilder::NotDifferentiable() {
+  def_.not_differentiable = true;
+  return *this;
+}
+
+Value GradContext::grad_or_zeros(int i) {
+  if (grads_[i].valid()) return grads_[i];
+  return g_.AddOp1("ZerosLike", {outputs_[i]}, {}, SourceLocation::current());
+}
+
 const OpRegistry& OpRegistry::Global() {
   static const OpRegistry* registry = [] {
     auto* r = new OpRegistry();

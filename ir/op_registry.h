@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "ir/attr.h"
+#include "ir/builder.h"
 #include "ir/graph.h"
 #include "ir/status.h"
 
@@ -71,6 +72,39 @@ class InferContext {
 
 using InferFn = std::function<Status(InferContext&)>;
 
+// What a gradient function sees: the forward node, its inputs and outputs as builder Values, and
+// the gradient flowing into each output. It builds the gradient of each input with ordinary op
+// functions (nodes it creates are named under "gradients/<node>" and attributed to the forward
+// node's source line) and reports them with SetInputGrad; inputs left unset get no gradient.
+class GradContext {
+ public:
+  GradContext(GraphBuilder& g, const Node& node, const AttrMap& attrs, std::vector<Value> inputs,
+              std::vector<Value> outputs, std::vector<Value> output_grads)
+      : g_(g), node_(node), attrs_(attrs), inputs_(std::move(inputs)), outputs_(std::move(outputs)),
+        grads_(std::move(output_grads)), input_grads_(inputs_.size()) {}
+
+  GraphBuilder& builder() { return g_; }
+  const Node& node() const { return node_; }
+  const AttrMap& attrs() const { return attrs_; }
+  int num_inputs() const { return static_cast<int>(inputs_.size()); }
+  const Value& input(int i) const { return inputs_[i]; }
+  const Value& output(int i) const { return outputs_[i]; }
+  // The gradient flowing into output i; invalid when none flows (see grad_or_zeros).
+  const Value& grad(int i) const { return grads_[i]; }
+  // The gradient into output i, or zeros of its type when none flows.
+  Value grad_or_zeros(int i);
+  void SetInputGrad(int i, Value grad) { input_grads_[i] = grad; }
+  const std::vector<Value>& input_grads() const { return input_grads_; }
+
+ private:
+  GraphBuilder& g_;
+  const Node& node_;
+  const AttrMap& attrs_;
+  std::vector<Value> inputs_, outputs_, grads_, input_grads_;
+};
+
+using GradFn = std::function<Status(GradContext&)>;
+
 struct OpDef {
   std::string name;
   std::string family;  // math, linalg, nn, array, reduce, state, control
@@ -81,6 +115,8 @@ struct OpDef {
   std::vector<AttrSpec> attrs;
   InferFn infer;
   bool stateful = false;  // reads or writes state (variables, RNG): never folded or merged
+  GradFn grad;            // how to differentiate it (see passes/autodiff.h)
+  bool not_differentiable = false;  // explicitly has no gradient (comparisons, ArgMax, Shape, ...)
 
   const AttrSpec* FindAttr(const std::string& name) const;
   // The node's attributes with defaults filled in.
@@ -100,6 +136,8 @@ class OpDefBuilder {
   OpDefBuilder& RequiredAttr(std::string name, AttrType type);
   OpDefBuilder& Infer(InferFn fn);
   OpDefBuilder& Stateful();
+  OpDefBuilder& Grad(GradFn fn);
+  OpDefBuilder& NotDifferentiable();
   OpDef Build() { return std::move(def_); }
 
  private:

@@ -1,5 +1,6 @@
 #include "ir/ops/math.h"
 
+#include "ir/ops/math_grad.h"
 #include "ir/ops/op_helpers.h"
 #include "ir/ops/registration.h"
 
@@ -26,6 +27,8 @@ Value Square(At x) { return MakeOp("Square", {x.value}, {}, x.loc); }
 Value Sign(At x) { return MakeOp("Sign", {x.value}, {}, x.loc); }
 Value Relu(At x) { return MakeOp("Relu", {x.value}, {}, x.loc); }
 Value Not(At x) { return MakeOp("Not", {x.value}, {}, x.loc); }
+Value ZerosLike(At x) { return MakeOp("ZerosLike", {x.value}, {}, x.loc); }
+Value OnesLike(At x) { return MakeOp("OnesLike", {x.value}, {}, x.loc); }
 
 Value Elu(At x, double alpha) {
   AttrMap a;
@@ -104,7 +107,13 @@ Status InferSelect(InferContext& ctx) {
 
 }  // namespace
 
-void RegisterMathOps(OpRegistry& r) {
+void RegisterMathOps(OpRegistry& registry) {
+  // Ops without an entry in MathGradients() are not differentiable (comparisons, logic, rounding,
+  // sign: their gradient is zero or undefined wherever it exists).
+  struct WithGradients {
+    OpRegistry& registry;
+    void Register(OpDef def) { internal::RegisterWithGradient(registry, std::move(def), internal::MathGradients()); }
+  } r{registry};
   auto unary = [&r](const char* op, const std::vector<DType>& types) {
     r.Register(OpDefBuilder(op, "math").Input("x", "T").Output("y").Types("T", types)
                    .Infer(SameAsInput(0)).Build());
@@ -126,6 +135,9 @@ void RegisterMathOps(OpRegistry& r) {
                  .RequiredAttr("to", AttrType::kDType).Infer(InferCast).Build());
   r.Register(OpDefBuilder("Not", "math").Input("x", "T").Output("y").Types("T", BoolTypes())
                  .Infer(SameAsInput(0)).Build());
+  for (const char* op : {"ZerosLike", "OnesLike"})
+    r.Register(OpDefBuilder(op, "math").Input("x", "T").Output("y").Types("T", AllDTypes())
+                   .Infer(SameAsInput(0)).NotDifferentiable().Build());
 
   auto binary = [&r](const char* op, const std::vector<DType>& types, std::optional<DType> out) {
     r.Register(OpDefBuilder(op, "math").Input("a", "T").Input("b", "T").Output("y").Types("T", types)

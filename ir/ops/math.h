@@ -59,4 +59,8 @@ Value Not(At a);
 // cond ? x : y, elementwise with broadcasting of all three.
 Value Select(At cond, Value x, Value y);
 
+// Zeros / ones of x's dtype and (run-time) shape.
+Value ZerosLike(At x);
+Value OnesLike(At x);
+
 }  // namespace kiln

@@ -14,6 +14,30 @@ Value MakeOp(const char* op, const std::vector<Value>& inputs, AttrMap attrs, So
   return outs.empty() ? Value() : outs[0];
 }
 
+Value SumToShapeOf(Value grad, Value like) {
+  if (!grad.valid() || !like.valid()) return Value();
+  if (grad.shape() == like.shape() && like.shape().IsFullyKnown()) return grad;
+  return MakeOp("SumLike", {grad, like}, {}, SourceLocation::current());
+}
+
+Value ScalarLike(Value like, double value) {
+  if (!like.valid()) return Value();
+  return like.builder()->Scalar(value, like.dtype());
+}
+
+Value MaskLike(Value cond, Value like) {
+  AttrMap a;
+  a.Set("to", like.valid() ? like.dtype() : f32);
+  return MakeOp("Cast", {cond}, std::move(a), SourceLocation::current());
+}
+
+void RegisterWithGradient(OpRegistry& r, OpDef def, const std::map<std::string, GradFn>& grads) {
+  auto it = grads.find(def.name);
+  if (it != grads.end()) def.grad = it->second;
+  else def.not_differentiable = true;
+  r.Register(std::move(def));
+}
+
 Result<std::vector<int64_t>> IntsOfLength(const InferContext& ctx, const std::string& attr, size_t n,
                                           int64_t fill) {
   KILN_ASSIGN_OR_RETURN(std::vector<int64_t> v, ctx.attrs().GetInts(attr));

@@ -2,6 +2,8 @@
 // inference utilities. Not part of the public API.
 #pragma once
 
+#include <map>
+#include <string>
 #include <vector>
 
 #include "ir/builder.h"
@@ -14,6 +16,18 @@ Value MakeOp(const char* op, const std::vector<Value>& inputs, AttrMap attrs, So
 // Adds an op and returns all its outputs.
 std::vector<Value> MakeOpN(const char* op, const std::vector<Value>& inputs, AttrMap attrs,
                            SourceLocation loc);
+
+// For gradients: `grad` summed down to the shape of `like` (undoing broadcasting); no node is
+// added when both shapes are fully known and equal.
+Value SumToShapeOf(Value grad, Value like);
+// A scalar constant with `like`'s dtype.
+Value ScalarLike(Value like, double value);
+// 1 where cond is true, else 0, in `like`'s dtype.
+Value MaskLike(Value cond, Value like);
+
+// Registers `def` with its gradient from `grads` (by op name), or marks it not differentiable
+// when the table has none: a family lists every differentiable op's gradient in one table.
+void RegisterWithGradient(OpRegistry& r, OpDef def, const std::map<std::string, GradFn>& grads);
 
 // Reads an int-list attribute that must have `n` entries (or be empty: then filled with `fill`).
 Result<std::vector<int64_t>> IntsOfLength(const InferContext& ctx, const std::string& attr, size_t n,

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "ir/ops/op_helpers.h"
+#include "ir/ops/reduce_grad.h"
 #include "ir/ops/registration.h"
 
 namespace kiln {
@@ -137,7 +138,31 @@ Result<std::vector<int>> NormalizeReduceAxes(const std::vector<int64_t>& axes, i
   return out;
 }
 
-void RegisterReduceOps(OpRegistry& r) {
+Value SumLike(At x, Value like) { return internal::MakeOp("SumLike", {x.value, like}, {}, x.loc); }
+
+namespace {
+Status InferSumLike(InferContext& ctx) {
+  const Shape& x = ctx.shape(0);
+  const Shape& like = ctx.shape(1);
+  Result<Shape> b = BroadcastShapes(like, x);
+  if (!b.ok() || b->rank() != x.rank() || (x.IsFullyKnown() && *b != x))
+    return ctx.Fail("cannot sum ", x.ToString(), " down to ", like.ToString(), ": ", like.ToString(),
+                    " does not broadcast to ", x.ToString());
+  ctx.AddOutput(ctx.dtype(0), like);
+  return OkStatus();
+}
+}  // namespace
+
+void RegisterReduceOps(OpRegistry& registry) {
+  // Ops without an entry in ReduceGradients() (ArgMax, ArgMin) are not differentiable.
+  struct WithGradients {
+    OpRegistry& registry;
+    void Register(OpDef def) {
+      internal::RegisterWithGradient(registry, std::move(def), internal::ReduceGradients());
+    }
+  } r{registry};
+  r.Register(OpDefBuilder("SumLike", "reduce").Input("x", "T").Input("like", "L").Output("y")
+                 .Types("T", NumericTypes()).Infer(InferSumLike).Build());
   auto reduce = [&r](const char* op, EmptyRule rule) {
     r.Register(OpDefBuilder(op, "reduce")
                    .Input("x", "T")

@@ -24,6 +24,9 @@
 namespace kiln {
 
 Value Sum(At x, std::vector<int64_t> axes = {}, bool keepdims = false);
+// Sums x down to the run-time shape of `like`, which must broadcast to x's shape: the reduction
+// that undoes numpy broadcasting (gradients of broadcasting ops use it).
+Value SumLike(At x, Value like);
 Value Mean(At x, std::vector<int64_t> axes = {}, bool keepdims = false);
 Value Max(At x, std::vector<int64_t> axes = {}, bool keepdims = false);
 Value Min(At x, std::vector<int64_t> axes = {}, bool keepdims = false);

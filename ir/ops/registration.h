@@ -10,4 +10,5 @@ void RegisterLinalgOps(OpRegistry& r);
 void RegisterNnOps(OpRegistry& r);
 void RegisterReduceOps(OpRegistry& r);
 void RegisterArrayOps(OpRegistry& r);
+void RegisterArrayLikeOps(OpRegistry& r);  // called by RegisterArrayOps
 }  // namespace kiln

@@ -96,9 +96,9 @@ void RegisterStateOps(OpRegistry& r) {
   std::vector<DType> all = AllDTypes();
   r.Register(OpDefBuilder("Placeholder", "state").Output("y")
                  .RequiredAttr("dtype", AttrType::kDType).RequiredAttr("shape", AttrType::kShape)
-                 .Infer(InferPlaceholder).Build());
+                 .Infer(InferPlaceholder).NotDifferentiable().Build());
   r.Register(OpDefBuilder("Constant", "state").Output("y")
-                 .RequiredAttr("value", AttrType::kTensor).Infer(InferConstant).Build());
+                 .RequiredAttr("value", AttrType::kTensor).Infer(InferConstant).NotDifferentiable().Build());
   r.Register(OpDefBuilder("Variable", "state").Output("y")
                  .RequiredAttr("dtype", AttrType::kDType).RequiredAttr("shape", AttrType::kShape)
                  .Attr("initializer", AttrType::kString, "zeros")
@@ -106,17 +106,23 @@ void RegisterStateOps(OpRegistry& r) {
                  .Attr("init_low", AttrType::kFloat, -0.05).Attr("init_high", AttrType::kFloat, 0.05)
                  .Attr("init_mean", AttrType::kFloat, 0.0).Attr("init_stddev", AttrType::kFloat, 1.0)
                  .Attr("seed", AttrType::kInt, int64_t{0})
-                 .Infer(InferVariable).Stateful().Build());
+                 .Infer(InferVariable).Stateful().NotDifferentiable().Build());
   r.Register(OpDefBuilder("Assign", "state").Input("variable", "T").Input("value", "T").Output("y")
-                 .Types("T", all).Infer(InferAssign).Stateful().Build());
+                 .Types("T", all).Infer(InferAssign).Stateful().NotDifferentiable().Build());
   for (const char* op : {"AssignAdd", "AssignSub"})
     r.Register(OpDefBuilder(op, "state").Input("variable", "T").Input("value", "T").Output("y")
-                   .Types("T", NumericTypes()).Infer(InferAssign).Stateful().Build());
+                   .Types("T", NumericTypes()).Infer(InferAssign).Stateful().NotDifferentiable().Build());
   r.Register(OpDefBuilder("Identity", "state").Input("x", "T").Output("y").Types("T", all)
-                 .Infer(SameAsInput(0)).Build());
+                 .Infer(SameAsInput(0))
+                 .Grad([](GradContext& ctx) {
+                   ctx.SetInputGrad(0, ctx.grad(0));
+                   return OkStatus();
+                 })
+                 .Build());
   r.Register(OpDefBuilder("StopGradient", "state").Input("x", "T").Output("y").Types("T", all)
-                 .Infer(SameAsInput(0)).Build());
-  r.Register(OpDefBuilder("NoOp", "state").Infer([](InferContext&) { return OkStatus(); }).Build());
+                 .Infer(SameAsInput(0)).NotDifferentiable().Build());
+  r.Register(OpDefBuilder("NoOp", "state").Infer([](InferContext&) { return OkStatus(); })
+                 .NotDifferentiable().Build());
 }
 
 }  // namespace kiln

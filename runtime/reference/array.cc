@@ -1,5 +1,114 @@
+// Reference kernels of op family "array" (see ir/ops/array.h for the semantics). Kernels move
+// elements as raw bytes, so every dtype works unchanged. Slice, Gather, Pad, OneHot and Range are
+// in array_index.cc.
+#include "ir/ops/array_internal.h"
+#include "runtime/reference/array_internal.h"
 #include "runtime/reference/kernel.h"
+#include "runtime/reference/loops.h"
 
 namespace kiln::reference {
-void RegisterArrayKernels(KernelRegistry& r) {}
+namespace {
+
+using array_internal::CopyElements;
+using array_internal::CopyFromSource;
+using array_internal::DimsProduct;
+
+int AxisAttr(const KernelContext& ctx, int rank) {
+  // Inference has validated the axis against this rank.
+  return *NormalizeAxis(ctx.attrs().Find("axis")->get<int64_t>(), rank);
+}
+
+// Reshape, Squeeze, Unsqueeze, Flatten: the same elements in the same order.
+Status CopyKernel(KernelContext& ctx) {
+  CopyElements(ctx.input(0), 0, ctx.output(0), 0, ctx.input(0).num_elements());
+  return OkStatus();
+}
+
+Status TransposeKernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  std::vector<int64_t> perm = internal::TransposePermutation(ctx.attrs(), x.rank());
+  CopyFromSource(x, ctx.output(0),
+                 [&](const std::vector<int64_t>& c, const std::vector<int64_t>& s) {
+                   int64_t j = 0;
+                   for (size_t d = 0; d < c.size(); ++d) j += c[d] * s[perm[d]];
+                   return j;
+                 });
+  return OkStatus();
+}
+
+Status TileKernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  CopyFromSource(x, ctx.output(0),
+                 [&](const std::vector<int64_t>& c, const std::vector<int64_t>& s) {
+                   int64_t j = 0;
+                   for (size_t d = 0; d < c.size(); ++d) j += (c[d] % x.shape()[d]) * s[d];
+                   return j;
+                 });
+  return OkStatus();
+}
+
+Status BroadcastToKernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  Tensor& y = ctx.output(0);
+  if (y.num_elements() == 0) return OkStatus();
+  BroadcastIndex index(y.shape(), x.shape());
+  for (int64_t i = 0; i < y.num_elements(); ++i) CopyElements(x, index(i), y, i);
+  return OkStatus();
+}
+
+Status ShapeKernel(KernelContext& ctx) {
+  const Shape& s = ctx.input(0).shape();
+  for (int i = 0; i < s.rank(); ++i) ctx.output(0).SetInt(i, s[i]);
+  return OkStatus();
+}
+
+// Output row o along the axis is the concatenation of every input's row o.
+Status ConcatKernel(KernelContext& ctx) {
+  Tensor& y = ctx.output(0);
+  if (y.num_elements() == 0) return OkStatus();
+  int64_t outer = DimsProduct(y.shape(), 0, AxisAttr(ctx, y.rank()));
+  int64_t at = 0;
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int k = 0; k < ctx.num_inputs(); ++k) {
+      int64_t chunk = ctx.input(k).num_elements() / outer;
+      CopyElements(ctx.input(k), o * chunk, y, at, chunk);
+      at += chunk;
+    }
+  }
+  return OkStatus();
+}
+
+Status SplitKernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  if (x.num_elements() == 0) return OkStatus();
+  int64_t outer = DimsProduct(x.shape(), 0, AxisAttr(ctx, x.rank()));
+  int64_t at = 0;
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int k = 0; k < ctx.num_outputs(); ++k) {
+      int64_t chunk = ctx.output(k).num_elements() / outer;
+      CopyElements(x, at, ctx.output(k), o * chunk, chunk);
+      at += chunk;
+    }
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+void RegisterArrayKernels(KernelRegistry& r) {
+  RegisterArrayLikeKernels(r);
+  for (const char* op : {"Reshape", "Squeeze", "Unsqueeze", "Flatten"}) r.Register(op, CopyKernel);
+  r.Register("Transpose", TransposeKernel);
+  r.Register("Tile", TileKernel);
+  r.Register("BroadcastTo", BroadcastToKernel);
+  r.Register("Shape", ShapeKernel);
+  r.Register("Concat", ConcatKernel);
+  r.Register("Split", SplitKernel);
+  r.Register("Slice", array_internal::SliceKernel);
+  r.Register("Gather", array_internal::GatherKernel);
+  r.Register("Pad", array_internal::PadKernel);
+  r.Register("OneHot", array_internal::OneHotKernel);
+  r.Register("Range", array_internal::RangeKernel);
+}
+
 }  // namespace kiln::reference

@@ -73,5 +73,6 @@ void RegisterLinalgKernels(KernelRegistry& r);
 void RegisterNnKernels(KernelRegistry& r);
 void RegisterReduceKernels(KernelRegistry& r);
 void RegisterArrayKernels(KernelRegistry& r);
+void RegisterArrayLikeKernels(KernelRegistry& r);  // called by RegisterArrayKernels
 
 }  // namespace kiln::reference

@@ -134,6 +134,11 @@ void RegisterMathKernels(KernelRegistry& r) {
   r.Register("Or", Binary([](double a, double b) { return double(a != 0 || b != 0); },
                           [](int64_t a, int64_t b) { return int64_t(a != 0 || b != 0); }));
   r.Register("Select", SelectKernel);
+  r.Register("ZerosLike", [](KernelContext&) { return OkStatus(); });  // outputs start zeroed
+  r.Register("OnesLike", [](KernelContext& ctx) {
+    for (int64_t i = 0; i < ctx.output(0).num_elements(); ++i) ctx.output(0).SetInt(i, 1);
+    return OkStatus();
+  });
 }
 
 }  // namespace kiln::reference

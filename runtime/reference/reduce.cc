@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "runtime/reference/kernel.h"
+#include "runtime/reference/loops.h"
 #include "runtime/reference/scalar_math.h"
 
 namespace kiln::reference {
@@ -125,9 +126,31 @@ KernelFn ArgKernel(int sign) {
   };
 }
 
+// Sums x into y (already zeroed, shape of `like`) through the broadcast index map.
+Status SumLikeKernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  Tensor& y = ctx.output(0);
+  if (BroadcastShapes(y.shape(), x.shape()).value() != x.shape())
+    return ctx.Fail("cannot sum ", x.shape().ToString(), " down to ", y.shape().ToString());
+  BroadcastIndex to_y(x.shape(), y.shape());
+  bool integral = !IsFloat(x.dtype());
+  std::vector<double> fsum(integral ? 0 : y.num_elements(), 0.0);
+  std::vector<int64_t> isum(integral ? y.num_elements() : 0, 0);
+  for (int64_t i = 0; i < x.num_elements(); ++i) {
+    if (integral) isum[to_y(i)] = WrapAdd(isum[to_y(i)], x.GetInt(i));
+    else fsum[to_y(i)] += x.GetDouble(i);
+  }
+  for (int64_t j = 0; j < y.num_elements(); ++j) {
+    if (integral) y.SetInt(j, isum[j]);
+    else y.SetDouble(j, fsum[j]);
+  }
+  return OkStatus();
+}
+
 }  // namespace
 
 void RegisterReduceKernels(KernelRegistry& r) {
+  r.Register("SumLike", SumLikeKernel);
   constexpr double kInf = std::numeric_limits<double>::infinity();
   constexpr int64_t kMinInt = std::numeric_limits<int64_t>::min();
   constexpr int64_t kMaxInt = std::numeric_limits<int64_t>::max();

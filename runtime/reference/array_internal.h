@@ -1,0 +1,52 @@
+// Internal to the "array" reference kernels (runtime/reference/array.cc registers them all; the
+// selecting ones are defined in array_index.cc): element copies that work on raw bytes, so that
+// every dtype moves without conversion. Not part of the public API.
+#pragma once
+
+#include <cstring>
+#include <vector>
+
+#include "ir/shape.h"
+#include "ir/tensor.h"
+#include "runtime/reference/kernel.h"
+#include "runtime/reference/loops.h"
+
+namespace kiln::reference::array_internal {
+
+// Copies `count` elements of `src` starting at element `src_at` to `dst` at `dst_at` (same dtype).
+inline void CopyElements(const Tensor& src, int64_t src_at, Tensor& dst, int64_t dst_at,
+                         int64_t count = 1) {
+  if (count <= 0) return;
+  int64_t size = DTypeSize(src.dtype());
+  std::memcpy(static_cast<uint8_t*>(dst.raw_data()) + dst_at * size,
+              static_cast<const uint8_t*>(src.raw_data()) + src_at * size, count * size);
+}
+
+// Product of the dims [begin, end) of a shape whose tensor is not empty.
+inline int64_t DimsProduct(const Shape& s, int begin, int end) {
+  int64_t n = 1;
+  for (int i = begin; i < end; ++i) n *= s[i];
+  return n;
+}
+
+// For each element of `y`, copies the element of `x` at the flat index
+// source(coordinates in y, row-major strides of x), or leaves it when that index is -1.
+// Does nothing when `x` or `y` is empty.
+template <typename SourceFn>
+void CopyFromSource(const Tensor& x, Tensor& y, SourceFn source) {
+  if (x.num_elements() == 0 || y.num_elements() == 0) return;
+  std::vector<int64_t> strides = RowMajorStrides(x.shape());
+  for (int64_t i = 0; i < y.num_elements(); ++i) {
+    int64_t j = source(Unravel(i, y.shape()), strides);
+    if (j >= 0) CopyElements(x, j, y, i);
+  }
+}
+
+// Kernels defined in array_index.cc.
+Status SliceKernel(KernelContext& ctx);
+Status GatherKernel(KernelContext& ctx);
+Status PadKernel(KernelContext& ctx);
+Status OneHotKernel(KernelContext& ctx);
+Status RangeKernel(KernelContext& ctx);
+
+}  // namespace kiln::reference::array_internal
