@@ -134,6 +134,10 @@ void GraphBuilder::Output(const std::string& name, Value value, SourceLocation l
   graph_.mutable_outputs().push_back({name, value.ref()});
 }
 
+void GraphBuilder::AddUpdateOp(Value op) {
+  if (op.valid()) graph_.mutable_update_ops().push_back(op.node_name());
+}
+
 Result<Graph> GraphBuilder::Build() const {
   if (!errors_.empty()) {
     std::string message = std::to_string(errors_.size()) + " error(s) while building the graph:";

@@ -108,6 +108,8 @@ class GraphBuilder {
   Value Scalar(double value, DType dtype = f32, SourceLocation loc = SourceLocation::current());
   // Marks `value` as a named graph output.
   void Output(const std::string& name, Value value, SourceLocation loc = SourceLocation::current());
+  // Records a node that must run with every training step (e.g. a running-statistics update).
+  void AddUpdateOp(Value op);
   kiln::Scope Scope(const std::string& name) { return kiln::Scope(this, name); }
   kiln::Scope RootScope() { return kiln::Scope(this, current_prefix_); }
 

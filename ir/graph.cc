@@ -67,6 +67,8 @@ Status Graph::RenameNode(const std::string& old_name, const std::string& new_nam
     if (in == old_name) in = new_name;
   for (GraphOutput& out : outputs_)
     if (out.tensor.node == old_name) out.tensor.node = new_name;
+  for (std::string& u : update_ops_)
+    if (u == old_name) u = new_name;
   Reindex();
   return OkStatus();
 }
@@ -151,7 +153,8 @@ Result<std::vector<const Node*>> Graph::TopologicalOrder() const {
 }
 
 bool Graph::operator==(const Graph& o) const {
-  if (nodes_.size() != o.nodes_.size() || inputs_ != o.inputs_ || outputs_.size() != o.outputs_.size())
+  if (nodes_.size() != o.nodes_.size() || inputs_ != o.inputs_ || outputs_.size() != o.outputs_.size() ||
+      update_ops_ != o.update_ops_)
     return false;
   for (size_t i = 0; i < outputs_.size(); ++i)
     if (outputs_[i].name != o.outputs_[i].name || !(outputs_[i].tensor == o.outputs_[i].tensor))

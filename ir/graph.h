@@ -82,6 +82,9 @@ class Graph {
   std::vector<std::string>& mutable_inputs() { return inputs_; }
   const std::vector<GraphOutput>& outputs() const { return outputs_; }
   std::vector<GraphOutput>& mutable_outputs() { return outputs_; }
+  // Nodes to run with every training step (see proto GraphDef.update_ops).
+  const std::vector<std::string>& update_ops() const { return update_ops_; }
+  std::vector<std::string>& mutable_update_ops() { return update_ops_; }
 
   // Resolves a user-facing tensor name: a graph output's name, "node:port", or "node" (port 0).
   Result<TensorRef> ResolveTensor(std::string_view name) const;
@@ -99,6 +102,7 @@ class Graph {
   std::unordered_map<std::string, size_t> index_;
   std::vector<std::string> inputs_;
   std::vector<GraphOutput> outputs_;
+  std::vector<std::string> update_ops_;
 };
 
 template <typename Pred>

@@ -1,22 +1,16 @@
 #include "ir/serialize.h"
 
-#include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/tokenizer.h>
-#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <google/protobuf/text_format.h>
 
 #include <cstring>
 
-#include "ir/crc32c.h"
+#include "ir/checksummed_proto.h"
 #include "ir/file_util.h"
 #include "ir/verifier.h"
 
 namespace kiln {
 namespace {
-
-// The trailer: tag of field 15 with wire type 5 (fixed32), then the little-endian CRC32C.
-constexpr unsigned char kChecksumTag = (15 << 3) | 5;
-constexpr size_t kTrailerBytes = 5;
 
 proto::ShapeProto ShapeToProto(const Shape& s) {
   proto::ShapeProto p;
@@ -185,6 +179,7 @@ proto::GraphDef GraphToProto(const Graph& graph) {
     nd->set_source(n.source);
   }
   for (const std::string& in : graph.inputs()) def.add_inputs(in);
+  for (const std::string& u : graph.update_ops()) def.add_update_ops(u);
   for (const GraphOutput& out : graph.outputs()) {
     proto::OutputDef* od = def.add_outputs();
     od->set_name(out.name);
@@ -215,6 +210,7 @@ Result<Graph> GraphFromProto(const proto::GraphDef& def) {
     KILN_RETURN_IF_ERROR(graph.AddNode(std::move(n)).status());
   }
   graph.mutable_inputs().assign(def.inputs().begin(), def.inputs().end());
+  graph.mutable_update_ops().assign(def.update_ops().begin(), def.update_ops().end());
   for (const proto::OutputDef& od : def.outputs()) {
     Result<TensorRef> ref = TensorRef::Parse(od.tensor());
     if (!ref.ok()) return ref.error().WithContext("graph output '" + od.name() + "'");
@@ -230,20 +226,7 @@ std::string GraphToText(const Graph& graph) {
   return text;
 }
 
-std::string GraphToBinary(const Graph& graph) {
-  std::string bytes;
-  {
-    // Deterministic: attribute maps are written in key order, so equal graphs give equal bytes.
-    google::protobuf::io::StringOutputStream stream(&bytes);
-    google::protobuf::io::CodedOutputStream coded(&stream);
-    coded.SetSerializationDeterministic(true);
-    GraphToProto(graph).SerializeToCodedStream(&coded);
-  }
-  uint32_t crc = Crc32c(bytes);
-  bytes.push_back(static_cast<char>(kChecksumTag));
-  for (int i = 0; i < 4; ++i) bytes.push_back(static_cast<char>((crc >> (8 * i)) & 0xff));
-  return bytes;
-}
+std::string GraphToBinary(const Graph& graph) { return SerializeWithChecksum(GraphToProto(graph)); }
 
 Result<Graph> GraphFromText(const std::string& text, const std::string& origin) {
   proto::GraphDef def;
@@ -257,21 +240,8 @@ Result<Graph> GraphFromText(const std::string& text, const std::string& origin) 
 }
 
 Result<Graph> GraphFromBinary(const std::string& bytes, const std::string& origin) {
-  if (bytes.empty()) return MakeError(ErrorCode::kDataLoss, origin, ": the file is empty");
-  if (bytes.size() < kTrailerBytes ||
-      static_cast<unsigned char>(bytes[bytes.size() - kTrailerBytes]) != kChecksumTag)
-    return MakeError(ErrorCode::kDataLoss, origin,
-                     ": not a kiln graph, or truncated (no checksum at the end of the file)");
-  size_t payload = bytes.size() - kTrailerBytes;
-  uint32_t stored = 0;
-  for (int i = 0; i < 4; ++i)
-    stored |= static_cast<uint32_t>(static_cast<unsigned char>(bytes[payload + 1 + i])) << (8 * i);
-  uint32_t actual = Crc32c(bytes.data(), payload);
-  if (stored != actual)
-    return MakeError(ErrorCode::kDataLoss, origin, ": checksum mismatch (the file is corrupt or truncated)");
   proto::GraphDef def;
-  if (!def.ParseFromArray(bytes.data(), static_cast<int>(payload)))
-    return MakeError(ErrorCode::kDataLoss, origin, ": not a valid kiln graph (protobuf parse failed)");
+  KILN_RETURN_IF_ERROR(ParseWithChecksum(bytes, origin, "kiln graph", &def));
   return CheckVersionConvertVerify(def, origin);
 }
 

@@ -118,6 +118,8 @@ Status Verify(Graph& graph) {
     if (!seen_inputs.insert(name).second)
       return MakeError(ErrorCode::kInvalidArgument, "graph input '", name, "' is listed twice");
   }
+  for (const std::string& u : graph.update_ops())
+    if (!graph.FindNode(u)) return MakeError(ErrorCode::kNotFound, "update op '", u, "' is not a node");
   std::set<std::string> seen_outputs;
   for (const GraphOutput& out : graph.outputs()) {
     if (out.name.empty()) return MakeError(ErrorCode::kInvalidArgument, "a graph output has an empty name");

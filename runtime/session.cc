@@ -3,6 +3,7 @@
 #include <set>
 
 #include "ir/verifier.h"
+#include "runtime/checkpoint.h"
 
 namespace kiln {
 namespace {
@@ -96,6 +97,43 @@ Result<std::vector<Tensor>> Session::Run(const FeedList& feeds, const std::vecto
   KILN_RETURN_IF_ERROR(status_);
   KILN_ASSIGN_OR_RETURN(RunPlan plan, Plan(feeds, fetches, targets));
   return executor_->Execute(plan, variables_);
+}
+
+}  // namespace kiln
+
+namespace kiln {
+
+Status Session::InitializeVariables() {
+  std::vector<TensorName> variables;
+  for (const Node& node : graph_.nodes())
+    if (node.op == "Variable") variables.emplace_back(node.name);
+  if (variables.empty()) return OkStatus();
+  return Run({}, variables).status();
+}
+
+Status Session::SaveCheckpoint(const std::string& path) {
+  KILN_RETURN_IF_ERROR(InitializeVariables());
+  return WriteCheckpoint(path, variables_.values());
+}
+
+Status Session::RestoreCheckpoint(const std::string& path) {
+  KILN_RETURN_IF_ERROR(status_);
+  KILN_ASSIGN_OR_RETURN(auto values, ReadCheckpoint(path));
+  std::vector<std::pair<std::string, Tensor>> restored;
+  for (const Node& node : graph_.nodes()) {
+    if (node.op != "Variable") continue;
+    auto it = values.find(node.name);
+    if (it == values.end())
+      return MakeError(ErrorCode::kNotFound, path, ": no value for variable '", node.name, "' (",
+                       node.output_types[0].ToString(), ")");
+    if (it->second.dtype() != node.output_types[0].dtype || it->second.shape() != node.output_types[0].shape)
+      return MakeError(ErrorCode::kInvalidArgument, path, ": variable '", node.name, "' is ",
+                       DTypeName(it->second.dtype()), it->second.shape().ToString(), " in the checkpoint but ",
+                       node.output_types[0].ToString(), " in the graph");
+    restored.emplace_back(node.name, it->second);
+  }
+  for (auto& [name, tensor] : restored) variables_.Set(name, std::move(tensor));
+  return OkStatus();
 }
 
 }  // namespace kiln

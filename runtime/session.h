@@ -48,6 +48,15 @@ class Session {
   Result<std::vector<Tensor>> Run(const FeedList& feeds, const std::vector<TensorName>& fetches,
                                   const std::vector<TensorName>& targets = {});
 
+  // Runs every Variable node once so that all variables hold a value.
+  Status InitializeVariables();
+  // Writes every variable (after initializing any not yet read) to a checkpoint file.
+  Status SaveCheckpoint(const std::string& path);
+  // Loads every variable of the graph from a checkpoint. All or nothing: a missing variable, a
+  // dtype or shape mismatch or a bad file is refused and the variables stay as they were.
+  // Entries the graph has no variable for are ignored (e.g. optimizer slots in an inference graph).
+  Status RestoreCheckpoint(const std::string& path);
+
   Status status() const { return status_; }
   const Graph& graph() const { return graph_; }
   const SessionOptions& options() const { return options_; }

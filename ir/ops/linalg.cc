@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "ir/ops/linalg_grad.h"
 #include "ir/ops/op_helpers.h"
 #include "ir/ops/registration.h"
 
@@ -25,13 +26,29 @@ Value BiasAdd(At x, Value bias, int64_t axis) {
   return MakeOp("BiasAdd", {x.value, bias}, std::move(attrs), x.loc);
 }
 
-Value Conv2D(At x, Value w, const Conv2DOptions& options) {
+namespace {
+
+AttrMap ConvAttrMap(const Conv2DOptions& options) {
   AttrMap attrs;
   attrs.Set("strides", options.strides);
   attrs.Set("pads", options.pads);
   attrs.Set("dilations", options.dilations);
   attrs.Set("groups", options.groups);
-  return MakeOp("Conv2D", {x.value, w}, std::move(attrs), x.loc);
+  return attrs;
+}
+
+}  // namespace
+
+Value Conv2D(At x, Value w, const Conv2DOptions& options) {
+  return MakeOp("Conv2D", {x.value, w}, ConvAttrMap(options), x.loc);
+}
+
+Value Conv2DBackpropInput(At dy, Value w, Value x_like, const Conv2DOptions& options) {
+  return MakeOp("Conv2DBackpropInput", {dy.value, w, x_like}, ConvAttrMap(options), dy.loc);
+}
+
+Value Conv2DBackpropFilter(At x, Value dy, Value w_like, const Conv2DOptions& options) {
+  return MakeOp("Conv2DBackpropFilter", {x.value, dy, w_like}, ConvAttrMap(options), x.loc);
 }
 
 namespace {
@@ -142,29 +159,78 @@ Result<int64_t> ConvOutputDim(const InferContext& ctx, const char* what, int64_t
   return static_cast<int64_t>(out);
 }
 
-Status InferConv2D(InferContext& ctx) {
-  KILN_ASSIGN_OR_RETURN(ConvAttrs a, ReadConvAttrs(ctx));
-  const Shape& x = ctx.shape(0);
-  const Shape& w = ctx.shape(1);
-  if (x.rank() != 4) return ctx.Fail("x must have rank 4 [N, C, H, W], got shape ", x.ToString());
+// Conv2D's output shape for input `x` and filter `w` (named x_name and w_name in errors), with -1
+// where it depends on unknown dims.
+Result<Shape> ConvOutputShape(const InferContext& ctx, const ConvAttrs& a, const Shape& x,
+                              const Shape& w, const char* x_name, const char* w_name) {
+  if (x.rank() != 4)
+    return ctx.Fail(x_name, " must have rank 4 [N, C, H, W], got shape ", x.ToString());
   if (w.rank() != 4)
-    return ctx.Fail("w must have rank 4 [O, C/groups, kH, kW], got shape ", w.ToString());
+    return ctx.Fail(w_name, " must have rank 4 [O, C/groups, kH, kW], got shape ", w.ToString());
   int64_t c = x[1], c_per_group = w[1], o = w[0];
   if (c >= 0 && c % a.groups != 0)
-    return ctx.Fail("input channels ", c, " (x ", x.ToString(),
+    return ctx.Fail("input channels ", c, " (", x_name, " ", x.ToString(),
                     ") are not divisible by groups=", a.groups);
   if (c >= 0 && c_per_group >= 0 && c / a.groups != c_per_group)
-    return ctx.Fail("x ", x.ToString(), " has ", c, " channels but w ", w.ToString(),
-                    " with groups=", a.groups, " expects w.shape[1] * groups = ", c_per_group,
-                    " * ", a.groups);
+    return ctx.Fail(x_name, " ", x.ToString(), " has ", c, " channels but ", w_name, " ",
+                    w.ToString(), " with groups=", a.groups,
+                    " expects w.shape[1] * groups = ", c_per_group, " * ", a.groups);
   if (o >= 0 && o % a.groups != 0)
-    return ctx.Fail("output channels ", o, " (w ", w.ToString(),
+    return ctx.Fail("output channels ", o, " (", w_name, " ", w.ToString(),
                     ") are not divisible by groups=", a.groups);
   KILN_ASSIGN_OR_RETURN(int64_t h, ConvOutputDim(ctx, "height", x[2], w[2], a.pads[0], a.pads[2],
                                                  a.strides[0], a.dilations[0]));
   KILN_ASSIGN_OR_RETURN(int64_t wd, ConvOutputDim(ctx, "width", x[3], w[3], a.pads[1], a.pads[3],
                                                   a.strides[1], a.dilations[1]));
-  ctx.AddOutput(ctx.dtype(0), Shape{x[0], o, h, wd});
+  return Shape{x[0], o, h, wd};
+}
+
+Status InferConv2D(InferContext& ctx) {
+  KILN_ASSIGN_OR_RETURN(ConvAttrs a, ReadConvAttrs(ctx));
+  KILN_ASSIGN_OR_RETURN(Shape y, ConvOutputShape(ctx, a, ctx.shape(0), ctx.shape(1), "x", "w"));
+  ctx.AddOutput(ctx.dtype(0), std::move(y));
+  return OkStatus();
+}
+
+// Checks that `dy` can be the gradient of Conv2D's output `y` (equal where both are known).
+Status CheckConvOutputGrad(const InferContext& ctx, const Shape& dy, const Shape& y,
+                           const std::string& operands) {
+  bool ok = dy.rank() == 4;
+  for (int i = 0; ok && i < 4; ++i) ok = dy[i] < 0 || y[i] < 0 || dy[i] == y[i];
+  if (!ok)
+    return ctx.Fail("dy has shape ", dy.ToString(), " but Conv2D of ", operands, " gives ",
+                    y.ToString());
+  return OkStatus();
+}
+
+// `like` with each unknown dim i taken from known[i] (when that is known).
+Shape FillUnknown(Shape like, const std::vector<int64_t>& known) {
+  for (int i = 0; i < like.rank(); ++i)
+    if (like[i] < 0 && known[i] >= 0) like.set_dim(i, known[i]);
+  return like;
+}
+
+// Conv2DBackpropInput(dy, w, x_like) -> dx shaped like x_like.
+Status InferConv2DBackpropInput(InferContext& ctx) {
+  KILN_ASSIGN_OR_RETURN(ConvAttrs a, ReadConvAttrs(ctx));
+  const Shape &dy = ctx.shape(0), &w = ctx.shape(1), &x = ctx.shape(2);
+  KILN_ASSIGN_OR_RETURN(Shape y, ConvOutputShape(ctx, a, x, w, "x_like", "w"));
+  KILN_RETURN_IF_ERROR(
+      CheckConvOutputGrad(ctx, dy, y, "x_like " + x.ToString() + " and w " + w.ToString()));
+  int64_t c = w[1] >= 0 ? w[1] * a.groups : kUnknownDim;
+  ctx.AddOutput(ctx.dtype(0), FillUnknown(x, {dy[0], c, kUnknownDim, kUnknownDim}));
+  return OkStatus();
+}
+
+// Conv2DBackpropFilter(x, dy, w_like) -> dw shaped like w_like.
+Status InferConv2DBackpropFilter(InferContext& ctx) {
+  KILN_ASSIGN_OR_RETURN(ConvAttrs a, ReadConvAttrs(ctx));
+  const Shape &x = ctx.shape(0), &dy = ctx.shape(1), &w = ctx.shape(2);
+  KILN_ASSIGN_OR_RETURN(Shape y, ConvOutputShape(ctx, a, x, w, "x", "w_like"));
+  KILN_RETURN_IF_ERROR(
+      CheckConvOutputGrad(ctx, dy, y, "x " + x.ToString() + " and w_like " + w.ToString()));
+  int64_t c = x[1] >= 0 ? x[1] / a.groups : kUnknownDim;
+  ctx.AddOutput(ctx.dtype(0), FillUnknown(w, {dy[1], c, kUnknownDim, kUnknownDim}));
   return OkStatus();
 }
 
@@ -176,7 +242,14 @@ std::vector<DType> MatMulTypes() {
 
 }  // namespace
 
-void RegisterLinalgOps(OpRegistry& r) {
+void RegisterLinalgOps(OpRegistry& registry) {
+  // Ops without an entry in LinalgGradients() are not differentiable (the backward ops).
+  struct WithGradients {
+    OpRegistry& registry;
+    void Register(OpDef def) {
+      internal::RegisterWithGradient(registry, std::move(def), internal::LinalgGradients());
+    }
+  } r{registry};
   r.Register(OpDefBuilder("MatMul", "linalg")
                  .Input("a", "T")
                  .Input("b", "T")
@@ -194,17 +267,23 @@ void RegisterLinalgOps(OpRegistry& r) {
                  .Attr("axis", AttrType::kInt, int64_t{1})
                  .Infer(InferBiasAdd)
                  .Build());
-  r.Register(OpDefBuilder("Conv2D", "linalg")
-                 .Input("x", "T")
-                 .Input("w", "T")
-                 .Output("y")
-                 .Types("T", FloatTypes())
-                 .Attr("strides", AttrType::kInts, std::vector<int64_t>{1, 1})
-                 .Attr("pads", AttrType::kInts, std::vector<int64_t>{0, 0, 0, 0})
-                 .Attr("dilations", AttrType::kInts, std::vector<int64_t>{1, 1})
-                 .Attr("groups", AttrType::kInt, int64_t{1})
-                 .Infer(InferConv2D)
-                 .Build());
+  // Conv2D and its backward passes share the attributes.
+  auto conv = [&r](const char* op, std::vector<const char*> inputs, const char* output,
+                   InferFn infer) {
+    OpDefBuilder def(op, "linalg");
+    for (const char* input : inputs) def.Input(input, "T");
+    r.Register(def.Output(output)
+                   .Types("T", FloatTypes())
+                   .Attr("strides", AttrType::kInts, std::vector<int64_t>{1, 1})
+                   .Attr("pads", AttrType::kInts, std::vector<int64_t>{0, 0, 0, 0})
+                   .Attr("dilations", AttrType::kInts, std::vector<int64_t>{1, 1})
+                   .Attr("groups", AttrType::kInt, int64_t{1})
+                   .Infer(std::move(infer))
+                   .Build());
+  };
+  conv("Conv2D", {"x", "w"}, "y", InferConv2D);
+  conv("Conv2DBackpropInput", {"dy", "w", "x_like"}, "dx", InferConv2DBackpropInput);
+  conv("Conv2DBackpropFilter", {"x", "dy", "w_like"}, "dw", InferConv2DBackpropFilter);
 }
 
 }  // namespace kiln

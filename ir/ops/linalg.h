@@ -14,6 +14,19 @@
 // 1) / stride_h) + 1 (Wout likewise). pads are in ONNX order [top, left, bottom, right] and pad
 // with zeros. Input channel block g (of C/groups) feeds output channel block g (of O/groups).
 // Floats.
+//
+// Gradients (ir/ops/linalg_grad.cc): MatMul (float operands; batch dims are summed back to each
+// operand's, 1-D operands get 1-D gradients), BiasAdd and Conv2D (through the two ops below).
+//
+// Conv2D's backward passes, as ops whose attributes mirror Conv2D's (strides, pads, dilations,
+// groups, same defaults) so that backends can map them to backward-convolution primitives:
+//   Conv2DBackpropInput(dy, w, x_like) -> dx: the gradient of a Conv2D(x, w) with respect to x,
+//     given dy [N, O, Hout, Wout] (the gradient of its output); x_like is that forward input, used
+//     only for its (run-time) shape, which dx takes.
+//   Conv2DBackpropFilter(x, dy, w_like) -> dw: the gradient with respect to w; w_like is the
+//     forward filter, used only for its shape.
+// dy's shape must be Conv2D's output shape for x and w. Floats; not differentiable (yet).
+// Input positions never read by the forward pass (cut off by the stride) get a zero gradient.
 #pragma once
 
 #include <cstdint>
@@ -35,5 +48,7 @@ struct Conv2DOptions {
 };
 
 Value Conv2D(At x, Value w, const Conv2DOptions& options = {});
+Value Conv2DBackpropInput(At dy, Value w, Value x_like, const Conv2DOptions& options = {});
+Value Conv2DBackpropFilter(At x, Value dy, Value w_like, const Conv2DOptions& options = {});
 
 }  // namespace kiln

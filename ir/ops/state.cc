@@ -15,7 +15,13 @@ const std::vector<std::string>& InitializerKinds() {
 
 Value Variable(GraphBuilder& g, const std::string& name, DType dtype, Shape shape,
                const Initializer& init, SourceLocation loc) {
+  return Variable(g, name, dtype, std::move(shape), init, true, loc);
+}
+
+Value Variable(GraphBuilder& g, const std::string& name, DType dtype, Shape shape,
+               const Initializer& init, bool trainable, SourceLocation loc) {
   AttrMap a;
+  if (!trainable) a.Set("trainable", false);
   a.Set("dtype", dtype);
   a.Set("shape", std::move(shape));
   a.Set("initializer", init.kind);
@@ -106,6 +112,7 @@ void RegisterStateOps(OpRegistry& r) {
                  .Attr("init_low", AttrType::kFloat, -0.05).Attr("init_high", AttrType::kFloat, 0.05)
                  .Attr("init_mean", AttrType::kFloat, 0.0).Attr("init_stddev", AttrType::kFloat, 1.0)
                  .Attr("seed", AttrType::kInt, int64_t{0})
+                 .Attr("trainable", AttrType::kBool, true)
                  .Infer(InferVariable).Stateful().NotDifferentiable().Build());
   r.Register(OpDefBuilder("Assign", "state").Input("variable", "T").Input("value", "T").Output("y")
                  .Types("T", all).Infer(InferAssign).Stateful().NotDifferentiable().Build());

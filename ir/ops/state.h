@@ -44,6 +44,10 @@ const std::vector<std::string>& InitializerKinds();
 // A trainable variable named exactly `name` (scopes do not apply: pass scope.Join("w")).
 Value Variable(GraphBuilder& g, const std::string& name, DType dtype, Shape shape,
                const Initializer& init = {}, SourceLocation loc = SourceLocation::current());
+// The same with an explicit `trainable` flag (false: optimizers leave it alone, e.g. running
+// statistics and optimizer slots).
+Value Variable(GraphBuilder& g, const std::string& name, DType dtype, Shape shape,
+               const Initializer& init, bool trainable, SourceLocation loc = SourceLocation::current());
 Value Assign(At variable, Value value);
 Value AssignAdd(At variable, Value value);
 Value AssignSub(At variable, Value value);

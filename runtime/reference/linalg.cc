@@ -79,48 +79,102 @@ std::vector<int64_t> IntsOr(const KernelContext& ctx, const char* name, size_t n
   return v;
 }
 
-Status Conv2DKernel(KernelContext& ctx) {
-  const Tensor& x = ctx.input(0);
-  const Tensor& w = ctx.input(1);
-  Tensor& y = ctx.output(0);
-  std::vector<int64_t> strides = IntsOr(ctx, "strides", 2, 1);
-  std::vector<int64_t> pads = IntsOr(ctx, "pads", 4, 0);  // top, left, bottom, right
-  std::vector<int64_t> dilations = IntsOr(ctx, "dilations", 2, 1);
-  int64_t groups = ctx.attrs().Find("groups")->get<int64_t>();
-  int64_t batch = x.shape()[0], c_in = x.shape()[1], h_in = x.shape()[2], w_in = x.shape()[3];
-  int64_t c_out = w.shape()[0], c_group = w.shape()[1], kh = w.shape()[2], kw = w.shape()[3];
-  int64_t h_out = y.shape()[2], w_out = y.shape()[3];
-  int64_t out_per_group = c_out / groups;
+// A Conv2D's sizes and attributes, from its input x, filter w and output y shapes.
+struct ConvGeometry {
+  int64_t batch, c_in, h_in, w_in;  // x
+  int64_t c_out, c_group, kh, kw;   // w
+  int64_t h_out, w_out;             // y
+  std::vector<int64_t> strides, pads, dilations;  // pads: top, left, bottom, right
+  int64_t groups;
+};
+
+ConvGeometry ReadConvGeometry(const KernelContext& ctx, const Shape& x, const Shape& w,
+                              const Shape& y) {
+  return ConvGeometry{x[0], x[1], x[2], x[3], w[0], w[1], w[2], w[3], y[2], y[3],
+                      IntsOr(ctx, "strides", 2, 1), IntsOr(ctx, "pads", 4, 0),
+                      IntsOr(ctx, "dilations", 2, 1), ctx.attrs().Find("groups")->get<int64_t>()};
+}
+
+// Calls f(xi, wi, yi) for every product x[xi] * w[wi] that Conv2D adds into y[yi] (flat row-major
+// indices), in the forward order: per output element, by input channel, kernel row, kernel column.
+// The backward passes are the same loop with the roles of the three tensors swapped.
+template <typename F>
+void ForEachConvTap(const ConvGeometry& g, F f) {
+  int64_t out_per_group = g.c_out / g.groups;
   // Input coordinate read by output coordinate `o` at kernel tap `t` (128-bit: attributes may be
   // huge; a result outside [0, size) is padding).
   auto in_pos = [](int64_t o, int64_t t, int64_t stride, int64_t pad, int64_t dilation) {
     return static_cast<__int128>(o) * stride - pad + static_cast<__int128>(t) * dilation;
   };
-  for (int64_t nb = 0; nb < batch; ++nb) {
-    for (int64_t oc = 0; oc < c_out; ++oc) {
-      int64_t first_in_channel = (oc / out_per_group) * c_group;
-      for (int64_t oh = 0; oh < h_out; ++oh) {
-        for (int64_t ow = 0; ow < w_out; ++ow) {
-          double acc = 0;
-          for (int64_t c = 0; c < c_group; ++c) {
-            for (int64_t i = 0; i < kh; ++i) {
-              __int128 ih = in_pos(oh, i, strides[0], pads[0], dilations[0]);
-              if (ih < 0 || ih >= h_in) continue;
-              for (int64_t j = 0; j < kw; ++j) {
-                __int128 iw = in_pos(ow, j, strides[1], pads[1], dilations[1]);
-                if (iw < 0 || iw >= w_in) continue;
-                int64_t xi =
-                    ((nb * c_in + first_in_channel + c) * h_in + int64_t(ih)) * w_in + int64_t(iw);
-                int64_t wi = ((oc * c_group + c) * kh + i) * kw + j;
-                acc += x.GetDouble(xi) * w.GetDouble(wi);
+  for (int64_t nb = 0; nb < g.batch; ++nb) {
+    for (int64_t oc = 0; oc < g.c_out; ++oc) {
+      int64_t first_in_channel = (oc / out_per_group) * g.c_group;
+      for (int64_t oh = 0; oh < g.h_out; ++oh) {
+        for (int64_t ow = 0; ow < g.w_out; ++ow) {
+          int64_t yi = ((nb * g.c_out + oc) * g.h_out + oh) * g.w_out + ow;
+          for (int64_t c = 0; c < g.c_group; ++c) {
+            for (int64_t i = 0; i < g.kh; ++i) {
+              __int128 ih = in_pos(oh, i, g.strides[0], g.pads[0], g.dilations[0]);
+              if (ih < 0 || ih >= g.h_in) continue;
+              for (int64_t j = 0; j < g.kw; ++j) {
+                __int128 iw = in_pos(ow, j, g.strides[1], g.pads[1], g.dilations[1]);
+                if (iw < 0 || iw >= g.w_in) continue;
+                int64_t xi = ((nb * g.c_in + first_in_channel + c) * g.h_in + int64_t(ih)) *
+                                 g.w_in + int64_t(iw);
+                int64_t wi = ((oc * g.c_group + c) * g.kh + i) * g.kw + j;
+                f(xi, wi, yi);
               }
             }
           }
-          y.SetDouble(((nb * c_out + oc) * h_out + oh) * w_out + ow, acc);
         }
       }
     }
   }
+}
+
+// Writes sums accumulated in double into `out`.
+void Store(const std::vector<double>& sums, Tensor& out) {
+  for (int64_t i = 0; i < out.num_elements(); ++i) out.SetDouble(i, sums[i]);
+}
+
+Status Conv2DKernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& w = ctx.input(1);
+  Tensor& y = ctx.output(0);
+  std::vector<double> sums(y.num_elements(), 0.0);
+  ForEachConvTap(ReadConvGeometry(ctx, x.shape(), w.shape(), y.shape()),
+                 [&](int64_t xi, int64_t wi, int64_t yi) {
+                   sums[yi] += x.GetDouble(xi) * w.GetDouble(wi);
+                 });
+  Store(sums, y);
+  return OkStatus();
+}
+
+// dx[xi] = sum of dy[yi] * w[wi] over the taps where Conv2D read x[xi].
+Status Conv2DBackpropInputKernel(KernelContext& ctx) {
+  const Tensor& dy = ctx.input(0);
+  const Tensor& w = ctx.input(1);
+  Tensor& dx = ctx.output(0);  // shaped like x_like
+  std::vector<double> sums(dx.num_elements(), 0.0);
+  ForEachConvTap(ReadConvGeometry(ctx, dx.shape(), w.shape(), dy.shape()),
+                 [&](int64_t xi, int64_t wi, int64_t yi) {
+                   sums[xi] += dy.GetDouble(yi) * w.GetDouble(wi);
+                 });
+  Store(sums, dx);
+  return OkStatus();
+}
+
+// dw[wi] = sum of x[xi] * dy[yi] over the taps where Conv2D used w[wi].
+Status Conv2DBackpropFilterKernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& dy = ctx.input(1);
+  Tensor& dw = ctx.output(0);  // shaped like w_like
+  std::vector<double> sums(dw.num_elements(), 0.0);
+  ForEachConvTap(ReadConvGeometry(ctx, x.shape(), dw.shape(), dy.shape()),
+                 [&](int64_t xi, int64_t wi, int64_t yi) {
+                   sums[wi] += x.GetDouble(xi) * dy.GetDouble(yi);
+                 });
+  Store(sums, dw);
   return OkStatus();
 }
 
@@ -130,6 +184,8 @@ void RegisterLinalgKernels(KernelRegistry& r) {
   r.Register("MatMul", MatMulKernel);
   r.Register("BiasAdd", BiasAddKernel);
   r.Register("Conv2D", Conv2DKernel);
+  r.Register("Conv2DBackpropInput", Conv2DBackpropInputKernel);
+  r.Register("Conv2DBackpropFilter", Conv2DBackpropFilterKernel);
 }
 
 }  // namespace kiln::reference

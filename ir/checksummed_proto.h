@@ -1,0 +1,21 @@
+// Binary protobuf files that end with a CRC32C of everything before it, written as field 15
+// (fixed32) so the file is still a valid message of its type. A file truncated anywhere, even at
+// a field boundary, or with any flipped bit, is refused. Used by .kgraph and .kckpt files.
+#pragma once
+
+#include <string>
+
+#include <google/protobuf/message_lite.h>
+
+#include "ir/status.h"
+
+namespace kiln {
+
+// Deterministic serialization (map entries in key order) plus the checksum trailer. The message
+// must not set field 15 itself.
+std::string SerializeWithChecksum(const google::protobuf::MessageLite& message);
+// Verifies the trailer and parses. Errors name `origin` and `what` ("kiln graph", "checkpoint").
+Status ParseWithChecksum(const std::string& bytes, const std::string& origin, const std::string& what,
+                         google::protobuf::MessageLite* message);
+
+}  // namespace kiln

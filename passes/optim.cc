@@ -1,0 +1,140 @@
+#include "passes/optim.h"
+
+#include <set>
+
+#include "ir/ops/math.h"
+#include "ir/ops/reduce.h"
+#include "ir/ops/state.h"
+#include "passes/autodiff.h"
+
+namespace kiln::optim {
+namespace {
+
+constexpr const char* kGlobalStep = "global_step";
+
+Value Slot(GraphBuilder& g, const Value& var, const char* slot) {
+  return Variable(g, var.node_name() + "/" + slot, var.dtype(), var.shape(), Initializer::Zeros(), false);
+}
+
+// Every trainable float Variable that `loss` depends on, in graph order.
+std::vector<Value> TrainableVariables(GraphBuilder& g, const Value& loss) {
+  const Graph& graph = g.graph();
+  std::set<std::string> needed;
+  std::vector<std::string> stack = {loss.node_name()};
+  while (!stack.empty()) {
+    std::string name = stack.back();
+    stack.pop_back();
+    if (!needed.insert(name).second) continue;
+    for (const TensorRef& in : graph.FindNode(name)->inputs) stack.push_back(in.node);
+  }
+  std::vector<Value> vars;
+  for (size_t i = 0; i < graph.nodes().size(); ++i) {
+    const Node& n = graph.nodes()[i];
+    const AttrValue* trainable = n.attrs.Find("trainable");
+    if (n.op == "Variable" && needed.count(n.name) && IsFloat(n.output_types[0].dtype) &&
+        !(trainable && trainable->type() == AttrType::kBool && !trainable->get<bool>()))
+      vars.emplace_back(&g, i, 0);
+  }
+  return vars;
+}
+
+}  // namespace
+
+Value GlobalStep(GraphBuilder& g) {
+  Result<Value> existing = g.Find(kGlobalStep);
+  if (existing.ok()) return *existing;
+  return Variable(g, kGlobalStep, i64, {}, Initializer::Zeros(), false);
+}
+
+Value StepAsFloat(GraphBuilder& g) { return Cast(GlobalStep(g), f32); }
+
+Value StepDecay(GraphBuilder& g, double lr, int64_t step_size, double gamma) {
+  Value epochs = Floor(StepAsFloat(g) / static_cast<double>(step_size));
+  return lr * Pow(g.Scalar(gamma), epochs);
+}
+
+Value CosineDecay(GraphBuilder& g, double lr, int64_t total_steps, double lr_min) {
+  Value progress = Minimum(StepAsFloat(g), g.Scalar(static_cast<double>(total_steps))) /
+                   static_cast<double>(total_steps);
+  return lr_min + (lr - lr_min) * 0.5 * (1.0 + Cos(3.141592653589793 * progress));
+}
+
+Result<Optimizer> ByName(const std::string& name, Options o) {
+  if (name == "sgd") return SGD(o);
+  if (name == "momentum") return Momentum(o);
+  if (name == "adam") return Optimizer(Optimizer::Kind::kAdam, o);
+  if (name == "adamw") return Optimizer(Optimizer::Kind::kAdamW, o);
+  return MakeError(ErrorCode::kInvalidArgument, "unknown optimizer '", name,
+                   "' (expected sgd, momentum, adam or adamw)");
+}
+
+Value Optimizer::Minimize(At loss_at, std::vector<Value> var_list) {
+  Value loss = loss_at.value;
+  if (!loss.valid()) return Value();
+  GraphBuilder& g = *loss.builder();
+  auto fail = [&](const std::string& message) {
+    g.RecordError(MakeError(ErrorCode::kInvalidArgument, "at ", loss_at.loc.ToString(), ": Minimize: ", message));
+    return Value();
+  };
+  if (loss.rank() != 0 || !IsFloat(loss.dtype()))
+    return fail("the loss must be a float scalar, got " + loss.type().ToString());
+  if (var_list.empty()) var_list = TrainableVariables(g, loss);
+  if (var_list.empty()) return fail("the loss depends on no trainable variable");
+  auto scope = g.Scope("optimizer").Enter();
+  Result<std::vector<Value>> grads_or = Gradients({loss}, var_list);
+  if (!grads_or.ok()) return fail(grads_or.error().message());
+  std::vector<Value> grads = *grads_or;
+
+  if (options_.clip_norm > 0) {
+    Value sum_sq;
+    for (const Value& grad : grads) {
+      Value s = Cast(Sum(Square(grad)), f32);
+      sum_sq = sum_sq.valid() ? sum_sq + s : s;
+    }
+    Value norm = Sqrt(sum_sq);
+    Value scale = options_.clip_norm / Maximum(norm, g.Scalar(options_.clip_norm));
+    for (Value& grad : grads) grad = grad * Cast(scale, grad.dtype());
+  }
+
+  Value step = AssignAdd(GlobalStep(g), g.Scalar(1, i64));  // this step's number, from 1
+  Value lr = options_.lr_schedule.valid() ? options_.lr_schedule : g.Scalar(options_.lr);
+  std::vector<Value> updates = {step};
+  for (size_t i = 0; i < var_list.size(); ++i) {
+    const Value& w = var_list[i];
+    Value grad = grads[i];
+    Value lr_w = Cast(lr, w.dtype());
+    switch (kind_) {
+      case Kind::kSGD:
+        updates.push_back(AssignSub(w, lr_w * grad));
+        break;
+      case Kind::kMomentum: {
+        Value buffer = Slot(g, w, "momentum");
+        Value v = Assign(buffer, options_.momentum * buffer + grad);
+        Value direction = options_.nesterov ? grad + options_.momentum * v : v;
+        updates.push_back(AssignSub(w, lr_w * direction));
+        break;
+      }
+      case Kind::kAdam:
+      case Kind::kAdamW: {
+        Value t = Cast(step, w.dtype());
+        Value m_slot = Slot(g, w, "adam_m"), v_slot = Slot(g, w, "adam_v");
+        Value m = Assign(m_slot, options_.beta1 * m_slot + (1.0 - options_.beta1) * grad);
+        Value v = Assign(v_slot, options_.beta2 * v_slot + (1.0 - options_.beta2) * Square(grad));
+        Value m_hat = m / (1.0 - Pow(g.Scalar(options_.beta1, w.dtype()), t));
+        Value v_hat = v / (1.0 - Pow(g.Scalar(options_.beta2, w.dtype()), t));
+        Value delta = lr_w * m_hat / (Sqrt(v_hat) + options_.epsilon);
+        if (kind_ == Kind::kAdamW && options_.weight_decay > 0)
+          delta = delta + lr_w * options_.weight_decay * w;
+        updates.push_back(AssignSub(w, delta));
+        break;
+      }
+    }
+  }
+  for (const std::string& name : g.graph().update_ops()) {
+    Result<Value> u = g.Find(name);
+    if (u.ok()) updates.push_back(*u);
+  }
+  return Group(updates, g.UniqueName("train"));
+}
+
+}  // namespace kiln::optim

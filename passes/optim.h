@@ -1,0 +1,72 @@
+// Optimizers and learning-rate schedules, built into the graph: `Minimize(loss)` adds the
+// gradients (passes/autodiff) and the variable updates, and returns one train target, so a whole
+// training step is one Session::Run.
+//
+//   auto train = kiln::optim::Adam({.lr = 1e-3}).Minimize(loss);
+//   session.Run({{"images", x}, {"labels", y}}, {loss}, {train});
+//
+// Updates follow PyTorch's formulas (torch.optim.SGD / Adam / AdamW):
+//   SGD       w -= lr * g
+//   Momentum  v = momentum * v + g;  w -= lr * (nesterov ? g + momentum * v : v)
+//   Adam      t += 1; m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
+//             w -= lr * (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps)
+//   AdamW     as Adam, and first w -= lr * weight_decay * w (decoupled decay)
+// With clip_norm > 0, all gradients are first scaled by clip_norm / max(global_norm, clip_norm).
+// Slots (momentum buffers, Adam moments) are non-trainable variables "<var>/<slot>"; the step count
+// is the i64 variable "global_step", incremented once per Minimize target run. The graph's update
+// ops (GraphBuilder::AddUpdateOp, e.g. BatchNorm running statistics) run with the train target.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ir/builder.h"
+#include "ir/status.h"
+
+namespace kiln::optim {
+
+// The global step variable (i64 scalar, created on first use).
+Value GlobalStep(GraphBuilder& g);
+// The current step as f32 (for schedules): the value before this step's increment.
+Value StepAsFloat(GraphBuilder& g);
+
+// lr * gamma^floor(step / step_size).
+Value StepDecay(GraphBuilder& g, double lr, int64_t step_size, double gamma);
+// lr_min + (lr - lr_min) * (1 + cos(pi * min(step, total_steps) / total_steps)) / 2.
+Value CosineDecay(GraphBuilder& g, double lr, int64_t total_steps, double lr_min = 0.0);
+
+struct Options {
+  double lr = 0.01;
+  Value lr_schedule;       // if valid, used instead of `lr` (a scalar f32 graph value)
+  double clip_norm = 0.0;  // 0: no clipping
+  // Momentum
+  double momentum = 0.9;
+  bool nesterov = false;
+  // Adam / AdamW
+  double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;
+  double weight_decay = 0.0;  // AdamW only
+};
+
+class Optimizer {
+ public:
+  enum class Kind { kSGD, kMomentum, kAdam, kAdamW };
+  Optimizer(Kind kind, Options options) : kind_(kind), options_(options) {}
+  // The train target. var_list empty: every trainable float variable the loss depends on.
+  // Errors (a non-scalar loss, no variables, a missing gradient) are recorded on the builder.
+  Value Minimize(At loss, std::vector<Value> var_list = {});
+
+ private:
+  Kind kind_;
+  Options options_;
+};
+
+inline Optimizer SGD(Options o = {}) { return Optimizer(Optimizer::Kind::kSGD, o); }
+inline Optimizer Momentum(Options o = {}) { return Optimizer(Optimizer::Kind::kMomentum, o); }
+inline Optimizer Adam(Options o = {.lr = 1e-3}) { return Optimizer(Optimizer::Kind::kAdam, o); }
+inline Optimizer AdamW(Options o = {.lr = 1e-3, .weight_decay = 1e-2}) {
+  return Optimizer(Optimizer::Kind::kAdamW, o);
+}
+// By name: "sgd", "momentum", "adam", "adamw".
+Result<Optimizer> ByName(const std::string& name, Options options);
+
+}  // namespace kiln::optim

@@ -1,0 +1,43 @@
+#include "runtime/checkpoint.h"
+
+#include "ir/checksummed_proto.h"
+#include "ir/crc32c.h"
+#include "ir/file_util.h"
+#include "ir/serialize.h"
+
+namespace kiln {
+
+Status WriteCheckpoint(const std::string& path, const std::map<std::string, Tensor>& variables) {
+  proto::CheckpointProto ckpt;
+  ckpt.set_format_version(kCheckpointFormatVersion);
+  for (const auto& [name, tensor] : variables) {
+    proto::CheckpointProto::Entry* e = ckpt.add_variables();
+    e->set_name(name);
+    *e->mutable_tensor() = TensorToProto(tensor);
+    e->set_crc32c(Crc32c(tensor.raw_data(), static_cast<size_t>(tensor.byte_size())));
+  }
+  return WriteFileAtomically(path, SerializeWithChecksum(ckpt));
+}
+
+Result<std::map<std::string, Tensor>> ReadCheckpoint(const std::string& path) {
+  KILN_ASSIGN_OR_RETURN(std::string bytes, ReadFileToString(path, kMaxCheckpointBytes));
+  proto::CheckpointProto ckpt;
+  KILN_RETURN_IF_ERROR(ParseWithChecksum(bytes, path, "kiln checkpoint", &ckpt));
+  if (ckpt.format_version() > kCheckpointFormatVersion)
+    return MakeError(ErrorCode::kFailedPrecondition, path, ": checkpoint format version ", ckpt.format_version(),
+                     " is newer than this kiln supports (", kCheckpointFormatVersion, ")");
+  if (ckpt.format_version() < 1)
+    return MakeError(ErrorCode::kInvalidArgument, path, ": missing checkpoint format version");
+  std::map<std::string, Tensor> variables;
+  for (const proto::CheckpointProto::Entry& e : ckpt.variables()) {
+    Result<Tensor> t = TensorFromProto(e.tensor());
+    if (!t.ok()) return t.error().WithContext(path + ": variable '" + e.name() + "'");
+    if (Crc32c(t->raw_data(), static_cast<size_t>(t->byte_size())) != e.crc32c())
+      return MakeError(ErrorCode::kDataLoss, path, ": variable '", e.name(), "' fails its checksum");
+    if (!variables.emplace(e.name(), std::move(*t)).second)
+      return MakeError(ErrorCode::kDataLoss, path, ": variable '", e.name(), "' appears twice");
+  }
+  return variables;
+}
+
+}  // namespace kiln
