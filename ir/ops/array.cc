@@ -2,6 +2,7 @@
 // array_index.cc (declared in array_internal.h).
 #include "ir/ops/array.h"
 
+#include "ir/ops/array_grad.h"
 #include "ir/ops/array_internal.h"
 #include "ir/ops/op_helpers.h"
 #include "ir/ops/registration.h"
@@ -14,10 +15,28 @@ using internal::MakeOpN;
 namespace {
 using Ints = std::vector<int64_t>;
 
-Value OneAttrOp(const char* op, const At& x, const char* attr, AttrValue value) {
+AttrMap OneAttr(const char* attr, AttrValue value) {
   AttrMap a;
   a.Set(attr, std::move(value));
-  return MakeOp(op, {x.value}, std::move(a), x.loc);
+  return a;
+}
+Value OneAttrOp(const char* op, const At& x, const char* attr, AttrValue value) {
+  return MakeOp(op, {x.value}, OneAttr(attr, std::move(value)), x.loc);
+}
+AttrMap SliceAttrs(Ints begins, Ints ends, Ints axes, Ints steps) {
+  AttrMap a;
+  a.Set("begins", std::move(begins));
+  a.Set("ends", std::move(ends));
+  a.Set("axes", std::move(axes));
+  a.Set("steps", std::move(steps));
+  return a;
+}
+AttrMap PadAttrs(Ints pads, const std::string& mode, double value) {
+  AttrMap a;
+  a.Set("pads", std::move(pads));
+  a.Set("mode", mode);
+  a.Set("value", value);
+  return a;
 }
 }  // namespace
 
@@ -53,12 +72,7 @@ std::vector<Value> SplitEven(At x, int64_t axis, int64_t num_outputs) {
 }
 
 Value Slice(At x, Ints begins, Ints ends, Ints axes, Ints steps) {
-  AttrMap a;
-  a.Set("begins", std::move(begins));
-  a.Set("ends", std::move(ends));
-  a.Set("axes", std::move(axes));
-  a.Set("steps", std::move(steps));
-  return MakeOp("Slice", {x.value}, std::move(a), x.loc);
+  return MakeOp("Slice", {x.value}, SliceAttrs(begins, ends, axes, steps), x.loc);
 }
 
 Value Gather(At data, Value indices, int64_t axis) {
@@ -68,11 +82,7 @@ Value Gather(At data, Value indices, int64_t axis) {
 }
 
 Value Pad(At x, Ints pads, const std::string& mode, double value) {
-  AttrMap a;
-  a.Set("pads", std::move(pads));
-  a.Set("mode", mode);
-  a.Set("value", value);
-  return MakeOp("Pad", {x.value}, std::move(a), x.loc);
+  return MakeOp("Pad", {x.value}, PadAttrs(std::move(pads), mode, value), x.loc);
 }
 
 Value OneHot(At indices, int64_t depth, DType dtype, double on_value, double off_value,
@@ -90,90 +100,123 @@ Value Range(At start, Value limit, Value delta) {
   return MakeOp("Range", {start.value, limit, delta}, {}, start.loc);
 }
 
+Value TileGrad(At dy, Value x_like, Ints multiples) {
+  return MakeOp("TileGrad", {dy.value, x_like}, OneAttr("multiples", std::move(multiples)), dy.loc);
+}
+
+Value SliceGrad(At dy, Value x_like, Ints begins, Ints ends, Ints axes, Ints steps) {
+  return MakeOp("SliceGrad", {dy.value, x_like}, SliceAttrs(begins, ends, axes, steps), dy.loc);
+}
+
+Value PadGrad(At dy, Value x_like, Ints pads, const std::string& mode, double value) {
+  return MakeOp("PadGrad", {dy.value, x_like}, PadAttrs(std::move(pads), mode, value), dy.loc);
+}
+
+Value GatherGrad(At dy, Value indices, Value data_like, int64_t axis) {
+  return MakeOp("GatherGrad", {dy.value, indices, data_like}, OneAttr("axis", axis), dy.loc);
+}
+
+std::vector<Value> ConcatGrad(At dy, const std::vector<Value>& values_like, int64_t axis) {
+  std::vector<Value> inputs = {dy.value};
+  inputs.insert(inputs.end(), values_like.begin(), values_like.end());
+  return MakeOpN("ConcatGrad", inputs, OneAttr("axis", axis), dy.loc);
+}
+
 void RegisterArrayOps(OpRegistry& r) {
   RegisterArrayLikeOps(r);
   using namespace internal;  // NOLINT: the Infer* functions
+  // Ops missing from the gradient table (Shape, OneHot, Range, the backward ops) are registered
+  // as not differentiable.
+  auto reg = [&](OpDefBuilder& b) { RegisterWithGradient(r, b.Build(), ArrayGradients()); };
   const std::vector<DType>& any = AllDTypes();
   auto one_input = [&](const char* op) {
     return OpDefBuilder(op, "array").Input("x", "T").Output("y").Types("T", any);
   };
+  // Backward ops: dy, then the forward input(s) whose run-time shape they follow.
+  auto backward = [&](const char* op) {
+    return OpDefBuilder(op, "array").Input("dy", "T").Output("dx").Types("T", FloatTypes());
+  };
   const Ints none;
-  r.Register(
-      one_input("Reshape").RequiredAttr("shape", AttrType::kInts).Infer(InferReshape).Build());
-  r.Register(
-      one_input("Transpose").Attr("perm", AttrType::kInts, none).Infer(InferTranspose).Build());
-  r.Register(one_input("Squeeze").Attr("axes", AttrType::kInts, none).Infer(InferSqueeze).Build());
-  r.Register(
-      one_input("Unsqueeze").RequiredAttr("axes", AttrType::kInts).Infer(InferUnsqueeze).Build());
-  r.Register(one_input("Flatten").Attr("axis", AttrType::kInt, 1).Infer(InferFlatten).Build());
-  r.Register(one_input("BroadcastTo")
-                 .RequiredAttr("shape", AttrType::kInts)
-                 .Infer(InferBroadcastTo)
-                 .Build());
-  r.Register(one_input("Tile").RequiredAttr("multiples", AttrType::kInts).Infer(InferTile).Build());
-  r.Register(one_input("Slice")
-                 .RequiredAttr("begins", AttrType::kInts)
-                 .RequiredAttr("ends", AttrType::kInts)
-                 .Attr("axes", AttrType::kInts, none)
-                 .Attr("steps", AttrType::kInts, none)
-                 .Infer(InferSlice)
-                 .Build());
-  r.Register(one_input("Pad")
-                 .RequiredAttr("pads", AttrType::kInts)
-                 .Attr("mode", AttrType::kString, "constant")
-                 .Attr("value", AttrType::kFloat, 0.0)
-                 .Infer(InferPad)
-                 .Build());
-  r.Register(OpDefBuilder("Shape", "array")
-                 .Input("x", "T")
-                 .Output("shape")
-                 .Types("T", any)
-                 .Infer(InferShape)
-                 .Build());
-  r.Register(OpDefBuilder("Concat", "array")
-                 .VariadicInput("values", "T")
-                 .Output("y")
-                 .Types("T", any)
-                 .RequiredAttr("axis", AttrType::kInt)
-                 .Infer(InferConcat)
-                 .Build());
-  r.Register(OpDefBuilder("Split", "array")
-                 .Input("x", "T")
-                 .VariadicOutput("y")
-                 .Types("T", any)
-                 .Attr("axis", AttrType::kInt, 0)
-                 .Attr("sizes", AttrType::kInts, none)
-                 .Attr("num_outputs", AttrType::kInt, 0)
-                 .Infer(InferSplit)
-                 .Build());
-  r.Register(OpDefBuilder("Gather", "array")
-                 .Input("data", "T")
-                 .Input("indices", "I")
-                 .Output("y")
-                 .Types("T", any)
-                 .Types("I", IndexTypes())
-                 .Attr("axis", AttrType::kInt, 0)
-                 .Infer(InferGather)
-                 .Build());
-  r.Register(OpDefBuilder("OneHot", "array")
-                 .Input("indices", "I")
-                 .Output("y")
-                 .Types("I", IndexTypes())
-                 .RequiredAttr("depth", AttrType::kInt)
-                 .Attr("on_value", AttrType::kFloat, 1.0)
-                 .Attr("off_value", AttrType::kFloat, 0.0)
-                 .Attr("axis", AttrType::kInt, -1)
-                 .Attr("dtype", AttrType::kDType, f32)
-                 .Infer(InferOneHot)
-                 .Build());
-  r.Register(OpDefBuilder("Range", "array")
-                 .Input("start", "T")
-                 .Input("limit", "T")
-                 .Input("delta", "T")
-                 .Output("y")
-                 .Types("T", NumericTypes())
-                 .Infer(InferRange)
-                 .Build());
+  reg(one_input("Reshape").RequiredAttr("shape", AttrType::kInts).Infer(InferReshape));
+  reg(one_input("Transpose").Attr("perm", AttrType::kInts, none).Infer(InferTranspose));
+  reg(one_input("Squeeze").Attr("axes", AttrType::kInts, none).Infer(InferSqueeze));
+  reg(one_input("Unsqueeze").RequiredAttr("axes", AttrType::kInts).Infer(InferUnsqueeze));
+  reg(one_input("Flatten").Attr("axis", AttrType::kInt, 1).Infer(InferFlatten));
+  reg(one_input("BroadcastTo").RequiredAttr("shape", AttrType::kInts).Infer(InferBroadcastTo));
+  reg(one_input("Tile").RequiredAttr("multiples", AttrType::kInts).Infer(InferTile));
+  auto slice_attrs = [&](OpDefBuilder b) {
+    return b.RequiredAttr("begins", AttrType::kInts)
+        .RequiredAttr("ends", AttrType::kInts)
+        .Attr("axes", AttrType::kInts, none)
+        .Attr("steps", AttrType::kInts, none);
+  };
+  auto pad_attrs = [&](OpDefBuilder b) {
+    return b.RequiredAttr("pads", AttrType::kInts)
+        .Attr("mode", AttrType::kString, "constant")
+        .Attr("value", AttrType::kFloat, 0.0);
+  };
+  reg(slice_attrs(one_input("Slice")).Infer(InferSlice));
+  reg(pad_attrs(one_input("Pad")).Infer(InferPad));
+  reg(OpDefBuilder("Shape", "array").Input("x", "T").Output("shape").Types("T", any).Infer(
+      InferShape));
+  reg(OpDefBuilder("Concat", "array")
+          .VariadicInput("values", "T")
+          .Output("y")
+          .Types("T", any)
+          .RequiredAttr("axis", AttrType::kInt)
+          .Infer(InferConcat));
+  reg(OpDefBuilder("Split", "array")
+          .Input("x", "T")
+          .VariadicOutput("y")
+          .Types("T", any)
+          .Attr("axis", AttrType::kInt, 0)
+          .Attr("sizes", AttrType::kInts, none)
+          .Attr("num_outputs", AttrType::kInt, 0)
+          .Infer(InferSplit));
+  reg(OpDefBuilder("Gather", "array")
+          .Input("data", "T")
+          .Input("indices", "I")
+          .Output("y")
+          .Types("T", any)
+          .Types("I", IndexTypes())
+          .Attr("axis", AttrType::kInt, 0)
+          .Infer(InferGather));
+  reg(OpDefBuilder("OneHot", "array")
+          .Input("indices", "I")
+          .Output("y")
+          .Types("I", IndexTypes())
+          .RequiredAttr("depth", AttrType::kInt)
+          .Attr("on_value", AttrType::kFloat, 1.0)
+          .Attr("off_value", AttrType::kFloat, 0.0)
+          .Attr("axis", AttrType::kInt, -1)
+          .Attr("dtype", AttrType::kDType, f32)
+          .Infer(InferOneHot));
+  reg(OpDefBuilder("Range", "array")
+          .Input("start", "T")
+          .Input("limit", "T")
+          .Input("delta", "T")
+          .Output("y")
+          .Types("T", NumericTypes())
+          .Infer(InferRange));
+  reg(backward("TileGrad")
+          .Input("x_like", "L")
+          .RequiredAttr("multiples", AttrType::kInts)
+          .Infer(InferTileGrad));
+  reg(slice_attrs(backward("SliceGrad").Input("x_like", "L")).Infer(InferSliceGrad));
+  reg(pad_attrs(backward("PadGrad").Input("x_like", "L")).Infer(InferPadGrad));
+  reg(backward("GatherGrad")
+          .Input("indices", "I")
+          .Input("data_like", "L")
+          .Types("I", IndexTypes())
+          .Attr("axis", AttrType::kInt, 0)
+          .Infer(InferGatherGrad));
+  reg(OpDefBuilder("ConcatGrad", "array")
+          .Input("dy", "T")
+          .VariadicInput("values_like", "T")
+          .VariadicOutput("dx")
+          .Types("T", any)
+          .RequiredAttr("axis", AttrType::kInt)
+          .Infer(InferConcatGrad));
 }
 
 }  // namespace kiln

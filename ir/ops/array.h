@@ -16,6 +16,10 @@
 //   error; negative indices count from the end.
 // - Range: length max(0, ceil((limit - start) / delta)), computed exactly for integer dtypes;
 //   element i is start + i * delta. delta == 0 is an error.
+// Gradients: every op but Shape, OneHot and Range is differentiable (ir/ops/array_grad.cc). The
+// backward ops TileGrad, SliceGrad, PadGrad, GatherGrad and ConcatGrad (not differentiable
+// themselves) take the forward op's attributes and, as `*_like`, the forward op's input, whose
+// run-time shape their result takes; they add (scatter) dy back into zeros of that shape.
 // Invalid input Values give invalid Values (the builder recorded the first error); bad attributes
 // are reported by GraphBuilder::Build() with the node and the C++ line that built it.
 #pragma once
@@ -66,5 +70,19 @@ Value OneHot(At indices, int64_t depth, DType dtype = f32, double on_value = 1.0
              double off_value = 0.0, int64_t axis = -1);
 // 1-D [start, start + delta, ...) up to `limit`, from three numeric scalars of one dtype.
 Value Range(At start, Value limit, Value delta);
+
+// Backward ops (float dtypes; `dy` must have the forward output's shape).
+// Sums the tiles of dy: dx[i] = sum of dy over the copies of x[i].
+Value TileGrad(At dy, Value x_like, std::vector<int64_t> multiples);
+// dy written into zeros shaped like x at the positions Slice took.
+Value SliceGrad(At dy, Value x_like, std::vector<int64_t> begins, std::vector<int64_t> ends,
+                std::vector<int64_t> axes = {}, std::vector<int64_t> steps = {});
+// Each dy element added to the x element Pad copied it from (dropped for constant padding).
+Value PadGrad(At dy, Value x_like, std::vector<int64_t> pads, const std::string& mode = "constant",
+              double value = 0.0);
+// dy scatter-added along `axis` into zeros shaped like data; repeated indices accumulate.
+Value GatherGrad(At dy, Value indices, Value data_like, int64_t axis = 0);
+// dy split along `axis` into pieces shaped like each of `values_like` (any dtype).
+std::vector<Value> ConcatGrad(At dy, const std::vector<Value>& values_like, int64_t axis);
 
 }  // namespace kiln

@@ -24,13 +24,13 @@ Result<int> AxisAttr(const InferContext& ctx, const Shape& s, const char* attr =
 
 }  // namespace
 
-Status InferConcat(InferContext& ctx) {
-  const Shape& first = ctx.shape(0);
+Result<Shape> ConcatenatedShape(const InferContext& ctx, const std::vector<Shape>& in) {
+  const Shape& first = in[0];
   if (first.rank() == 0) return ctx.Fail("cannot concatenate scalars; reshape them to [1] first");
   KILN_ASSIGN_OR_RETURN(int axis, AxisAttr(ctx, first));
   std::vector<int64_t> out = first.dims();
-  for (int i = 1; i < ctx.num_inputs(); ++i) {
-    const Shape& s = ctx.shape(i);
+  for (size_t i = 1; i < in.size(); ++i) {
+    const Shape& s = in[i];
     if (s.rank() != first.rank())
       return ctx.Fail("input ", i, " has shape ", s.ToString(), " but input 0 has ",
                       first.ToString(), "; all inputs must have the same rank");
@@ -49,7 +49,14 @@ Status InferConcat(InferContext& ctx) {
       }
     }
   }
-  ctx.AddOutput(ctx.dtype(0), Shape(std::move(out)));
+  return Shape(std::move(out));
+}
+
+Status InferConcat(InferContext& ctx) {
+  std::vector<Shape> in;
+  for (int i = 0; i < ctx.num_inputs(); ++i) in.push_back(ctx.shape(i));
+  KILN_ASSIGN_OR_RETURN(Shape out, ConcatenatedShape(ctx, in));
+  ctx.AddOutput(ctx.dtype(0), std::move(out));
   return OkStatus();
 }
 
@@ -138,31 +145,37 @@ SliceExtent ClampSlice(const SliceDim& s, int64_t dim) {
   return {start, count};
 }
 
-Status InferSlice(InferContext& ctx) {
-  const Shape& in = ctx.shape(0);
+Result<Shape> SlicedShape(const InferContext& ctx, const Shape& in) {
   Result<std::vector<SliceDim>> dims = SliceDims(ctx.attrs(), in.rank());
   if (!dims.ok()) return ctx.Fail(dims.error().message());
   std::vector<int64_t> out(in.rank());
   for (int i = 0; i < in.rank(); ++i)
     out[i] = in[i] < 0 ? kUnknownDim : ClampSlice((*dims)[i], in[i]).count;
-  ctx.AddOutput(ctx.dtype(0), Shape(std::move(out)));
+  return Shape(std::move(out));
+}
+
+Status InferSlice(InferContext& ctx) {
+  KILN_ASSIGN_OR_RETURN(Shape out, SlicedShape(ctx, ctx.shape(0)));
+  ctx.AddOutput(ctx.dtype(0), std::move(out));
   return OkStatus();
 }
 
-Status InferGather(InferContext& ctx) {
-  const Shape& data = ctx.shape(0);
+Result<Shape> GatheredShape(const InferContext& ctx, const Shape& data, const Shape& indices) {
   if (data.rank() == 0) return ctx.Fail("cannot gather from a scalar; 'data' must have rank >= 1");
   KILN_ASSIGN_OR_RETURN(int axis, AxisAttr(ctx, data));
   std::vector<int64_t> out(data.dims().begin(), data.dims().begin() + axis);
-  const std::vector<int64_t>& idx = ctx.shape(1).dims();
-  out.insert(out.end(), idx.begin(), idx.end());
+  out.insert(out.end(), indices.dims().begin(), indices.dims().end());
   out.insert(out.end(), data.dims().begin() + axis + 1, data.dims().end());
-  ctx.AddOutput(ctx.dtype(0), Shape(std::move(out)));
+  return Shape(std::move(out));
+}
+
+Status InferGather(InferContext& ctx) {
+  KILN_ASSIGN_OR_RETURN(Shape out, GatheredShape(ctx, ctx.shape(0), ctx.shape(1)));
+  ctx.AddOutput(ctx.dtype(0), std::move(out));
   return OkStatus();
 }
 
-Status InferPad(InferContext& ctx) {
-  const Shape& in = ctx.shape(0);
+Result<Shape> PaddedShape(const InferContext& ctx, const Shape& in) {
   KILN_ASSIGN_OR_RETURN(std::vector<int64_t> pads, ctx.attrs().GetInts("pads"));
   KILN_ASSIGN_OR_RETURN(std::string mode, ctx.attrs().GetString("mode"));
   if (mode != "constant" && mode != "reflect" && mode != "edge")
@@ -194,7 +207,12 @@ Status InferPad(InferContext& ctx) {
                       " is empty");
     out[i] = *sum;
   }
-  ctx.AddOutput(ctx.dtype(0), Shape(std::move(out)));
+  return Shape(std::move(out));
+}
+
+Status InferPad(InferContext& ctx) {
+  KILN_ASSIGN_OR_RETURN(Shape out, PaddedShape(ctx, ctx.shape(0)));
+  ctx.AddOutput(ctx.dtype(0), std::move(out));
   return OkStatus();
 }
 

@@ -33,6 +33,21 @@ Status InferGather(InferContext& ctx);
 Status InferPad(InferContext& ctx);
 Status InferOneHot(InferContext& ctx);
 Status InferRange(InferContext& ctx);
+// Inference (array_grad.cc): the backward ops, whose output has the run-time shape of their
+// "like" input (the forward op's input) and whose incoming gradient must fit the forward output.
+Status InferTileGrad(InferContext& ctx);
+Status InferSliceGrad(InferContext& ctx);
+Status InferPadGrad(InferContext& ctx);
+Status InferGatherGrad(InferContext& ctx);
+Status InferConcatGrad(InferContext& ctx);
+
+// Forward output shapes from given input shapes and the node's attributes (the forward ops'
+// inference, shared with the backward ops'); errors name the bad attribute or shape.
+Result<Shape> TiledShape(const InferContext& ctx, const Shape& in);         // array_layout.cc
+Result<Shape> ConcatenatedShape(const InferContext& ctx, const std::vector<Shape>& in);
+Result<Shape> SlicedShape(const InferContext& ctx, const Shape& in);
+Result<Shape> GatheredShape(const InferContext& ctx, const Shape& data, const Shape& indices);
+Result<Shape> PaddedShape(const InferContext& ctx, const Shape& in);
 
 // "[1, -1, 0]": an int-list attribute for error messages.
 inline std::string IntsToString(const std::vector<int64_t>& v) { return Shape(v).ToString(); }

@@ -198,9 +198,8 @@ Status InferBroadcastTo(InferContext& ctx) {
   return OkStatus();
 }
 
-Status InferTile(InferContext& ctx) {
+Result<Shape> TiledShape(const InferContext& ctx, const Shape& in) {
   KILN_ASSIGN_OR_RETURN(std::vector<int64_t> multiples, ctx.attrs().GetInts("multiples"));
-  const Shape& in = ctx.shape(0);
   if (static_cast<int>(multiples.size()) != in.rank())
     return ctx.Fail("attribute 'multiples' ", IntsToString(multiples), " must have one entry per",
                     " input dim (", in.rank(), " for ", in.ToString(), ")");
@@ -218,7 +217,12 @@ Status InferTile(InferContext& ctx) {
       return ctx.Fail("tiling dim ", i, " of ", in.ToString(), " ", m, " times overflows int64");
     out[i] = *d;
   }
-  ctx.AddOutput(ctx.dtype(0), Shape(std::move(out)));
+  return Shape(std::move(out));
+}
+
+Status InferTile(InferContext& ctx) {
+  KILN_ASSIGN_OR_RETURN(Shape out, TiledShape(ctx, ctx.shape(0)));
+  ctx.AddOutput(ctx.dtype(0), std::move(out));
   return OkStatus();
 }
 

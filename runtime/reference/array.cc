@@ -37,13 +37,7 @@ Status TransposeKernel(KernelContext& ctx) {
 }
 
 Status TileKernel(KernelContext& ctx) {
-  const Tensor& x = ctx.input(0);
-  CopyFromSource(x, ctx.output(0),
-                 [&](const std::vector<int64_t>& c, const std::vector<int64_t>& s) {
-                   int64_t j = 0;
-                   for (size_t d = 0; d < c.size(); ++d) j += (c[d] % x.shape()[d]) * s[d];
-                   return j;
-                 });
+  CopyFromSource(ctx.input(0), ctx.output(0), array_internal::TileSource(ctx.input(0).shape()));
   return OkStatus();
 }
 
@@ -95,6 +89,16 @@ Status SplitKernel(KernelContext& ctx) {
 
 }  // namespace
 
+namespace array_internal {
+SourceFn TileSource(const Shape& x) {
+  return [x](const Coords& c, const Coords& s) {
+    int64_t j = 0;
+    for (size_t d = 0; d < c.size(); ++d) j += (c[d] % x[d]) * s[d];
+    return j;
+  };
+}
+}  // namespace array_internal
+
 void RegisterArrayKernels(KernelRegistry& r) {
   RegisterArrayLikeKernels(r);
   for (const char* op : {"Reshape", "Squeeze", "Unsqueeze", "Flatten"}) r.Register(op, CopyKernel);
@@ -109,6 +113,11 @@ void RegisterArrayKernels(KernelRegistry& r) {
   r.Register("Pad", array_internal::PadKernel);
   r.Register("OneHot", array_internal::OneHotKernel);
   r.Register("Range", array_internal::RangeKernel);
+  r.Register("TileGrad", array_internal::TileGradKernel);
+  r.Register("SliceGrad", array_internal::SliceGradKernel);
+  r.Register("PadGrad", array_internal::PadGradKernel);
+  r.Register("GatherGrad", array_internal::GatherGradKernel);
+  r.Register("ConcatGrad", SplitKernel);  // dy split into outputs shaped like the inputs
 }
 
 }  // namespace kiln::reference

@@ -8,20 +8,36 @@
 
 namespace kiln::reference::array_internal {
 
-using Coords = std::vector<int64_t>;
-
-Status SliceKernel(KernelContext& ctx) {
-  const Tensor& x = ctx.input(0);
-  Result<std::vector<internal::SliceDim>> dims = internal::SliceDims(ctx.attrs(), x.rank());
-  if (!dims.ok()) return ctx.Fail(dims.error().message());
-  std::vector<internal::SliceExtent> extents;
-  for (int d = 0; d < x.rank(); ++d)
-    extents.push_back(internal::ClampSlice((*dims)[d], x.shape()[d]));
-  CopyFromSource(x, ctx.output(0), [&](const Coords& c, const Coords& s) {
+Result<SourceFn> SliceSource(const AttrMap& attrs, const Shape& x) {
+  KILN_ASSIGN_OR_RETURN(std::vector<internal::SliceDim> dims, internal::SliceDims(attrs, x.rank()));
+  std::vector<int64_t> start, step;
+  for (int d = 0; d < x.rank(); ++d) {
+    start.push_back(internal::ClampSlice(dims[d], x[d]).start);
+    step.push_back(dims[d].step);
+  }
+  return SourceFn([start, step](const Coords& c, const Coords& s) {
     int64_t j = 0;
-    for (size_t d = 0; d < c.size(); ++d) j += (extents[d].start + c[d] * (*dims)[d].step) * s[d];
+    for (size_t d = 0; d < c.size(); ++d) j += (start[d] + c[d] * step[d]) * s[d];
     return j;
   });
+}
+
+Status SliceKernel(KernelContext& ctx) {
+  Result<SourceFn> source = SliceSource(ctx.attrs(), ctx.input(0).shape());
+  if (!source.ok()) return ctx.Fail(source.error().message());
+  CopyFromSource(ctx.input(0), ctx.output(0), *source);
+  return OkStatus();
+}
+
+Status CheckGatherIndices(const KernelContext& ctx, const Tensor& indices, const Shape& data,
+                          int axis) {
+  int64_t n = data[axis];
+  for (int64_t k = 0; k < indices.num_elements(); ++k) {
+    int64_t v = indices.GetInt(k);
+    if (v < -n || v >= n)
+      return ctx.Fail("index ", v, " is out of range for axis ", axis, " of size ", n, " (data ",
+                      data.ToString(), ", indices element ", k, ")");
+  }
   return OkStatus();
 }
 
@@ -31,12 +47,7 @@ Status GatherKernel(KernelContext& ctx) {
   Tensor& y = ctx.output(0);
   int axis = *NormalizeAxis(ctx.attrs().Find("axis")->get<int64_t>(), data.rank());
   int64_t n = data.shape()[axis], count = indices.num_elements();
-  for (int64_t k = 0; k < count; ++k) {
-    int64_t v = indices.GetInt(k);
-    if (v < -n || v >= n)
-      return ctx.Fail("index ", v, " is out of range for axis ", axis, " of size ", n, " (data ",
-                      data.shape().ToString(), ", indices element ", k, ")");
-  }
+  KILN_RETURN_IF_ERROR(CheckGatherIndices(ctx, indices, data.shape(), axis));
   if (y.num_elements() == 0) return OkStatus();
   int64_t outer = DimsProduct(data.shape(), 0, axis);
   int64_t inner = DimsProduct(data.shape(), axis + 1, data.rank());
@@ -50,20 +61,14 @@ Status GatherKernel(KernelContext& ctx) {
   return OkStatus();
 }
 
-Status PadKernel(KernelContext& ctx) {
-  const Tensor& x = ctx.input(0);
-  Tensor& y = ctx.output(0);
-  const auto& pads = ctx.attrs().Find("pads")->get<std::vector<int64_t>>();
-  const std::string& mode = ctx.attrs().Find("mode")->get<std::string>();
-  if (mode == "constant") {
-    double value = ctx.attrs().Find("value")->get<double>();
-    for (int64_t i = 0; i < y.num_elements(); ++i) y.SetDouble(i, value);
-  }
+SourceFn PadSource(const AttrMap& attrs, const Shape& x) {
+  std::vector<int64_t> pads = attrs.Find("pads")->get<std::vector<int64_t>>();
+  std::string mode = attrs.Find("mode")->get<std::string>();
   // Inference guarantees reflect pads < dim and edge dims non-empty, so every index maps inside x.
-  CopyFromSource(x, y, [&](const Coords& c, const Coords& s) -> int64_t {
+  return [x, pads, mode](const Coords& c, const Coords& s) -> int64_t {
     int64_t j = 0;
     for (size_t d = 0; d < c.size(); ++d) {
-      int64_t n = x.shape()[d], i = c[d] - pads[d];
+      int64_t n = x[d], i = c[d] - pads[d];
       if (i < 0 || i >= n) {
         if (mode == "constant") return -1;
         if (mode == "edge")
@@ -74,7 +79,17 @@ Status PadKernel(KernelContext& ctx) {
       j += i * s[d];
     }
     return j;
-  });
+  };
+}
+
+Status PadKernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  Tensor& y = ctx.output(0);
+  if (ctx.attrs().Find("mode")->get<std::string>() == "constant") {
+    double value = ctx.attrs().Find("value")->get<double>();
+    for (int64_t i = 0; i < y.num_elements(); ++i) y.SetDouble(i, value);
+  }
+  CopyFromSource(x, y, PadSource(ctx.attrs(), x.shape()));
   return OkStatus();
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstring>
+#include <functional>
 #include <vector>
 
 #include "ir/shape.h"
@@ -42,11 +43,34 @@ void CopyFromSource(const Tensor& x, Tensor& y, SourceFn source) {
   }
 }
 
+using Coords = std::vector<int64_t>;
+// Where an element of a forward op's output comes from: the flat index in x of the element that
+// the op copies to output coordinates `c`, given x's row-major strides `s`; -1 for none (constant
+// padding). Shared by a forward kernel (CopyFromSource) and its backward kernel (AddToSource).
+using SourceFn = std::function<int64_t(const Coords& c, const Coords& s)>;
+SourceFn TileSource(const Shape& x);                                 // array.cc
+Result<SourceFn> SliceSource(const AttrMap& attrs, const Shape& x);  // array_index.cc
+SourceFn PadSource(const AttrMap& attrs, const Shape& x);            // array_index.cc
+
+// The adjoint of CopyFromSource: for each element of `dy`, adds it (in double) to the element of
+// `dx` at source(coordinates in dy, row-major strides of dx), or drops it when that is -1. `dx`
+// holds zeros (or partial sums) already.
+void AddToSource(const Tensor& dy, Tensor& dx, const SourceFn& source);
+
+// Fails naming the first of Gather's `indices` outside [-n, n), n = data dim `axis`.
+Status CheckGatherIndices(const KernelContext& ctx, const Tensor& indices, const Shape& data,
+                          int axis);
+
 // Kernels defined in array_index.cc.
 Status SliceKernel(KernelContext& ctx);
 Status GatherKernel(KernelContext& ctx);
 Status PadKernel(KernelContext& ctx);
 Status OneHotKernel(KernelContext& ctx);
 Status RangeKernel(KernelContext& ctx);
+// Backward kernels, defined in array_grad.cc (ConcatGrad is Split's kernel).
+Status TileGradKernel(KernelContext& ctx);
+Status SliceGradKernel(KernelContext& ctx);
+Status PadGradKernel(KernelContext& ctx);
+Status GatherGradKernel(KernelContext& ctx);
 
 }  // namespace kiln::reference::array_internal

@@ -1,0 +1,92 @@
+// Checkpoints: bitwise round trips, and every bad file refused with the variables left as they were.
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <sstream>
+
+#include "ir/file_util.h"
+#include "ir/ops/math.h"
+#include "ir/ops/reduce.h"
+#include "ir/ops/state.h"
+#include "ir/checksummed_proto.h"
+#include "proto/kiln.pb.h"
+#include "runtime/checkpoint.h"
+#include "runtime/session.h"
+
+using namespace kiln;
+
+namespace {
+Graph Model(Shape w_shape = {2, 3}) {
+  GraphBuilder g;
+  Value w = Variable(g, "w", f32, w_shape, Initializer::Normal(0, 1, 3));
+  Value b = Variable(g, "b", f64, {3}, Initializer::Uniform(-1, 1, 4));
+  Value x = g.Placeholder("x", f32, {2, 3});
+  g.Output("y", Sum(x * w, {0}) + Cast(b, f32));
+  Group({AssignAdd(w, x)}, "step");
+  return *g.Build();
+}
+std::string Path(const std::string& name) { return "/tmp/kiln_checkpoint_test_" + name; }
+std::string ReadAll(const std::string& path) { return *ReadFileToString(path, 1 << 20); }
+Tensor X() { return Tensor::FromVector<float>({2, 3}, {1, 2, 3, 4, 5, 6}); }
+}  // namespace
+
+TEST_CASE("checkpoint: a restored session gives bitwise-identical outputs", "[checkpoint]") {
+  Session a(Model());
+  REQUIRE(a.Run({{"x", X()}}, {}, {"step"}).ok());
+  REQUIRE(a.SaveCheckpoint(Path("a.kckpt")).ok());
+  Session b(Model());
+  REQUIRE(b.RestoreCheckpoint(Path("a.kckpt")).ok());
+  auto ya = a.Run({{"x", X()}}, {"y"});
+  auto yb = b.Run({{"x", X()}}, {"y"});
+  REQUIRE(ya.ok());
+  REQUIRE(yb.ok());
+  CHECK(ya->at(0).BitwiseEquals(yb->at(0)));
+  auto values = ReadCheckpoint(Path("a.kckpt"));
+  REQUIRE(values.ok());
+  CHECK(values->size() == 2);
+  CHECK(values->at("b").dtype() == f64);
+}
+
+TEST_CASE("checkpoint: bad files are refused and variables stay as they were", "[checkpoint][bad-input]") {
+  Session a(Model());
+  REQUIRE(a.SaveCheckpoint(Path("good.kckpt")).ok());
+  std::string good = ReadAll(Path("good.kckpt"));
+  Session s(Model());
+  REQUIRE(s.Run({{"x", X()}}, {}, {"step"}).ok());
+  Tensor before = s.Run({}, {"w"})->at(0);
+  auto refused = [&](const std::string& bytes, const std::string& message) {
+    REQUIRE(WriteFileAtomically(Path("bad.kckpt"), bytes).ok());
+    Status st = s.RestoreCheckpoint(Path("bad.kckpt"));
+    INFO(message);
+    REQUIRE_FALSE(st.ok());
+    CHECK_THAT(st.error().message(), Catch::Contains(message));
+    CHECK(s.Run({}, {"w"})->at(0).BitwiseEquals(before));
+  };
+  refused("", "the file is empty");
+  for (size_t n : {size_t{1}, good.size() / 3, good.size() - 1}) refused(good.substr(0, n), "");
+  std::string flipped = good;
+  flipped[good.size() / 2] ^= 1;
+  refused(flipped, "checksum mismatch");
+  // A mismatched model: w has another shape in the checkpoint.
+  Session other(Model({1, 3}));
+  REQUIRE(other.SaveCheckpoint(Path("other.kckpt")).ok());
+  refused(ReadAll(Path("other.kckpt")), "variable 'w' is f32[1, 3] in the checkpoint but f32[2, 3] in the graph");
+  // A checkpoint missing a variable.
+  REQUIRE(WriteCheckpoint(Path("partial.kckpt"), {{"w", before}}).ok());
+  refused(ReadAll(Path("partial.kckpt")), "no value for variable 'b'");
+  CHECK_THAT(s.RestoreCheckpoint(Path("missing.kckpt")).error().message(), Catch::Contains("cannot open"));
+}
+
+TEST_CASE("checkpoint: a corrupt tensor is caught by its own checksum", "[checkpoint][bad-input]") {
+  // Rewrite a valid file with one tensor byte changed but a recomputed file checksum: only the
+  // per-tensor CRC32C can catch it.
+  Tensor w = Tensor::FromVector<float>({2}, {1, 2});
+  REQUIRE(WriteCheckpoint(Path("t.kckpt"), {{"w", w}}).ok());
+  auto values = ReadCheckpoint(Path("t.kckpt"));
+  REQUIRE(values.ok());
+  proto::CheckpointProto ckpt;
+  std::string bytes = ReadAll(Path("t.kckpt"));
+  REQUIRE(ckpt.ParseFromArray(bytes.data(), static_cast<int>(bytes.size() - 5)));
+  (*ckpt.mutable_variables(0)->mutable_tensor()->mutable_data())[0] ^= 1;
+  REQUIRE(WriteFileAtomically(Path("t2.kckpt"), SerializeWithChecksum(ckpt)).ok());
+  CHECK_THAT(ReadCheckpoint(Path("t2.kckpt")).error().message(), Catch::Contains("variable 'w' fails its checksum"));
+}
