@@ -13,6 +13,9 @@ int RunInspect(const Command&, const std::vector<std::string>&);
 int RunConvert(const Command&, const std::vector<std::string>&);
 int RunDot(const Command&, const std::vector<std::string>&);
 int RunHelp(const Command&, const std::vector<std::string>&);
+int RunGrad(const Command&, const std::vector<std::string>&);
+int RunGradcheck(const Command&, const std::vector<std::string>&);
+int RunFreeze(const Command&, const std::vector<std::string>&);
 
 const std::vector<Command>& Commands() {
   static const std::vector<Command> commands = {
@@ -38,6 +41,25 @@ const std::vector<Command>& Commands() {
        "usage: kiln dot MODEL -o FILE.svg|FILE.dot\n\n"
        "Writes the graph in Graphviz form; .svg is rendered with Graphviz's `dot` command.\n",
        RunDot},
+      {"grad", "write gradients computed by symbolic differentiation",
+       "usage: kiln grad MODEL --of NAME --wrt NAME[,NAME]... [--input NAME=FILE]... --out DIR\n"
+       "                 [--grad-of-sum] [--checkpoint CKPT] [--backend B]\n\n"
+       "Writes d(NAME)/d(each --wrt) to DIR/grad_<NAME>.npy (same name rule as kiln run). --wrt may\n"
+       "name a variable, a placeholder or any node output. --of must be a scalar unless --grad-of-sum.\n"
+       "Variables start from their initializers, or from --checkpoint.\n",
+       RunGrad},
+      {"gradcheck", "compare symbolic gradients with float64 finite differences",
+       "usage: kiln gradcheck MODEL --of NAME --wrt NAME[,NAME]... [--input NAME=FILE]...\n"
+       "                      [--grad-of-sum] [--tolerance 1e-4] [--step 1e-6]\n\n"
+       "Evaluates the model in float64 and prints, per --wrt tensor, the worst absolute and relative\n"
+       "(to max(1, |numeric|)) difference between kiln's gradient and central differences. Exits 1\n"
+       "when one exceeds --tolerance.\n",
+       RunGradcheck},
+      {"freeze", "variables -> constants: the deployable inference graph",
+       "usage: kiln freeze MODEL --checkpoint CKPT [--fetch NAME]... -o OUT\n\n"
+       "Keeps only what the fetches (default: the model's outputs) need, replaces each variable by\n"
+       "its checkpoint value, switches BatchNorm and Dropout to inference, and writes OUT.\n",
+       RunFreeze},
       {"help", "show help for kiln or one command", "usage: kiln help [COMMAND]\n", RunHelp},
   };
   return commands;

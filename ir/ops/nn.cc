@@ -1,5 +1,6 @@
 #include "ir/ops/nn.h"
 
+#include "ir/ops/nn_grad.h"
 #include "ir/ops/op_helpers.h"
 #include "ir/ops/registration.h"
 
@@ -10,12 +11,13 @@ using internal::MakeOpN;
 
 namespace {
 
-AttrMap PoolAttrs(const Pool2DOptions& o) {
+AttrMap PoolAttrs(const Pool2DOptions& o, bool avg) {
   AttrMap a;
   a.Set("kernel", o.kernel);
   a.Set("strides", o.strides);
   a.Set("pads", o.pads);
   a.Set("ceil_mode", o.ceil_mode);
+  if (avg) a.Set("count_include_pad", o.count_include_pad);
   return a;
 }
 
@@ -28,12 +30,16 @@ std::vector<Value> Outputs(std::vector<Value> values, size_t n) {
 }  // namespace
 
 Value MaxPool2D(At x, const Pool2DOptions& o) {
-  return MakeOp("MaxPool2D", {x.value}, PoolAttrs(o), x.loc);
+  return MakeOp("MaxPool2D", {x.value}, PoolAttrs(o, false), x.loc);
 }
 Value AvgPool2D(At x, const Pool2DOptions& o) {
-  AttrMap a = PoolAttrs(o);
-  a.Set("count_include_pad", o.count_include_pad);
-  return MakeOp("AvgPool2D", {x.value}, std::move(a), x.loc);
+  return MakeOp("AvgPool2D", {x.value}, PoolAttrs(o, true), x.loc);
+}
+Value MaxPool2DGrad(At x, Value dy, const Pool2DOptions& o) {
+  return MakeOp("MaxPool2DGrad", {x.value, dy}, PoolAttrs(o, false), x.loc);
+}
+Value AvgPool2DGrad(At dy, Value x_like, const Pool2DOptions& o) {
+  return MakeOp("AvgPool2DGrad", {dy.value, x_like}, PoolAttrs(o, true), dy.loc);
 }
 Value GlobalAvgPool(At x) { return MakeOp("GlobalAvgPool", {x.value}, {}, x.loc); }
 
@@ -137,6 +143,33 @@ Status InferPool2D(InferContext& ctx) {
   KILN_ASSIGN_OR_RETURN(int64_t wd, PooledSize(ctx, "width", x[3], w.kernel[1], w.strides[1],
                                                w.pads[1], w.pads[3], w.ceil_mode));
   ctx.AddOutput(ctx.dtype(0), Shape{x[0], x[1], h, wd});
+  return OkStatus();
+}
+
+// MaxPool2DGrad (x, dy) and AvgPool2DGrad (dy, x_like): dy must have the shape pooling x gives;
+// the output has x's shape (N and C taken from dy where x's are unknown).
+Status InferPool2DGrad(InferContext& ctx, int x_index, int dy_index) {
+  const char* x_name = x_index == 0 ? "x" : "x_like";
+  const Shape& x = ctx.shape(x_index);
+  const Shape& dy = ctx.shape(dy_index);
+  if (x.rank() != 4)
+    return ctx.Fail("expects a 4-D [N, C, H, W] ", x_name, ", got shape ", x.ToString());
+  if (dy.rank() != 4)
+    return ctx.Fail("expects a 4-D [N, C, OH, OW] dy, got shape ", dy.ToString());
+  KILN_ASSIGN_OR_RETURN(PoolWindow w, ReadPoolWindow(ctx));
+  KILN_ASSIGN_OR_RETURN(int64_t h, PooledSize(ctx, "height", x[2], w.kernel[0], w.strides[0],
+                                              w.pads[0], w.pads[2], w.ceil_mode));
+  KILN_ASSIGN_OR_RETURN(int64_t wd, PooledSize(ctx, "width", x[3], w.kernel[1], w.strides[1],
+                                               w.pads[1], w.pads[3], w.ceil_mode));
+  const int64_t pooled[4] = {x[0], x[1], h, wd};
+  Shape dx = x;
+  for (int d = 0; d < 4; ++d) {
+    if (pooled[d] != kUnknownDim && dy[d] != kUnknownDim && pooled[d] != dy[d])
+      return ctx.Fail("dy has shape ", dy.ToString(), " but pooling ", x_name, " of shape ",
+                      x.ToString(), " gives ", Shape{x[0], x[1], h, wd}.ToString());
+    if (d < 2 && x[d] == kUnknownDim) dx.set_dim(d, dy[d]);
+  }
+  ctx.AddOutput(ctx.dtype(0), dx);
   return OkStatus();
 }
 
@@ -253,18 +286,33 @@ Status InferDropout(InferContext& ctx) {
 
 }  // namespace
 
-void RegisterNnOps(OpRegistry& r) {
-  for (const char* op : {"MaxPool2D", "AvgPool2D"}) {
+void RegisterNnOps(OpRegistry& registry) {
+  // Ops without an entry in NnGradients() are not differentiable (the pooling backward ops).
+  struct WithGradients {
+    OpRegistry& registry;
+    void Register(OpDef def) {
+      internal::RegisterWithGradient(registry, std::move(def), internal::NnGradients());
+    }
+  } r{registry};
+  // Pooling and its backward ops share the attributes.
+  auto pool = [&r](const char* op, bool avg, std::vector<const char*> inputs, InferFn infer) {
     OpDefBuilder b(op, "nn");
-    b.Input("x", "T").Output("y").Types("T", FloatTypes())
+    for (const char* in : inputs) b.Input(in, "T");
+    b.Output(inputs.size() == 1 ? "y" : "dx").Types("T", FloatTypes())
         .RequiredAttr("kernel", AttrType::kInts)
         .Attr("strides", AttrType::kInts, std::vector<int64_t>{})
         .Attr("pads", AttrType::kInts, std::vector<int64_t>{0, 0, 0, 0})
         .Attr("ceil_mode", AttrType::kBool, false)
-        .Infer(InferPool2D);
-    if (std::string(op) == "AvgPool2D") b.Attr("count_include_pad", AttrType::kBool, false);
+        .Infer(std::move(infer));
+    if (avg) b.Attr("count_include_pad", AttrType::kBool, false);
     r.Register(b.Build());
-  }
+  };
+  pool("MaxPool2D", false, {"x"}, InferPool2D);
+  pool("AvgPool2D", true, {"x"}, InferPool2D);
+  pool("MaxPool2DGrad", false, {"x", "dy"},
+       [](InferContext& ctx) { return InferPool2DGrad(ctx, 0, 1); });
+  pool("AvgPool2DGrad", true, {"dy", "x_like"},
+       [](InferContext& ctx) { return InferPool2DGrad(ctx, 1, 0); });
   r.Register(OpDefBuilder("GlobalAvgPool", "nn").Input("x", "T").Output("y")
                  .Types("T", FloatTypes()).Infer(InferGlobalAvgPool).Build());
   r.Register(OpDefBuilder("BatchNorm", "nn").Input("x", "T").Input("scale", "T")

@@ -24,6 +24,20 @@
 // RandomUniform(seed, counter, i) >= rate (ir/random.h) and kept values are scaled by 1/(1-rate);
 // `counter` advances once per run of the node (so each Run draws a new mask, reproducibly from a
 // fresh session). Otherwise y = x and the mask is all true. Dropout is stateful.
+//
+// Gradients (ir/ops/nn_grad.cc): every op above but SoftmaxCrossEntropy's labels and Dropout's
+// mask is differentiable. Pooling uses the backward ops below; the rest are composed of other ops.
+// - MaxPool2DGrad(x, dy) -> dx: each window's dy goes to the first largest real element of the
+//   window in row-major order (as PyTorch; a NaN counts as the largest); padding gets nothing.
+// - AvgPool2DGrad(dy, x_like) -> dx: each window's dy divided by the forward divisor goes to the
+//   real elements of the window; x_like (the forward input) gives dx's run-time shape.
+//   Both take the forward op's attributes (same names and defaults) and are not differentiable.
+// - BatchNorm in training mode differentiates through the batch statistics (mean and variance
+//   depend on x), including gradients flowing into batch_mean and batch_var; the mean/var inputs
+//   are unused then and get none. In inference mode mean and var get gradients too (outputs 1
+//   and 2 are those inputs passed through).
+// - SoftmaxCrossEntropy: d logits = (softmax(logits) - onehot(labels)) * dloss / N.
+// - Dropout: dx = dy * mask / (1 - rate) in training, else dy.
 #pragma once
 
 #include <cstdint>
@@ -45,6 +59,10 @@ Value MaxPool2D(At x, const Pool2DOptions& options);
 Value AvgPool2D(At x, const Pool2DOptions& options);
 // [N, C, d1, ..., dk] -> [N, C, 1, ..., 1] (rank >= 3).
 Value GlobalAvgPool(At x);
+// Backward passes of MaxPool2D(x, options) and AvgPool2D(x_like, options): dy has the pooled
+// shape, the result x's shape.
+Value MaxPool2DGrad(At x, Value dy, const Pool2DOptions& options);
+Value AvgPool2DGrad(At dy, Value x_like, const Pool2DOptions& options);
 
 // Returns {y, batch_mean, batch_var} (always three Values; invalid ones on error).
 std::vector<Value> BatchNorm(At x, Value scale, Value bias, Value mean, Value var,

@@ -31,6 +31,24 @@ Value MaskLike(Value cond, Value like) {
   return MakeOp("Cast", {cond}, std::move(a), SourceLocation::current());
 }
 
+Value CountOverAxes(Value x, const std::vector<int64_t>& axes) {
+  double known = 1;
+  bool all_known = true;
+  for (int64_t a : axes) {
+    if (x.shape()[a] < 0) all_known = false;
+    else known *= static_cast<double>(x.shape()[a]);
+  }
+  if (all_known) return ScalarLike(x, known);
+  GraphBuilder& g = *x.builder();
+  Value indices = g.Constant(Tensor::FromVector<int64_t>({static_cast<int64_t>(axes.size())}, axes));
+  Value dims = MakeOp("Gather", {MakeOp("Shape", {x}, {}, SourceLocation::current()), indices}, {},
+                      SourceLocation::current());
+  AttrMap to;
+  to.Set("to", x.dtype());
+  return MakeOp("Cast", {MakeOp("Prod", {dims}, {}, SourceLocation::current())}, std::move(to),
+                SourceLocation::current());
+}
+
 void RegisterWithGradient(OpRegistry& r, OpDef def, const std::map<std::string, GradFn>& grads) {
   auto it = grads.find(def.name);
   if (it != grads.end()) def.grad = it->second;

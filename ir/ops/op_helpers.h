@@ -25,6 +25,10 @@ Value ScalarLike(Value like, double value);
 // 1 where cond is true, else 0, in `like`'s dtype.
 Value MaskLike(Value cond, Value like);
 
+// The number of elements of x over `axes` (non-negative), in x's dtype: a constant when those
+// dims are known, else computed from x's run-time shape.
+Value CountOverAxes(Value x, const std::vector<int64_t>& axes);
+
 // Registers `def` with its gradient from `grads` (by op name), or marks it not differentiable
 // when the table has none: a family lists every differentiable op's gradient in one table.
 void RegisterWithGradient(OpRegistry& r, OpDef def, const std::map<std::string, GradFn>& grads);

@@ -33,19 +33,6 @@ Value KeepDims(Value v, const Reduced& r) {
   return Unsqueeze(v, r.axes);
 }
 
-// The number of elements reduced into each output element, in x's dtype.
-Value ReducedCount(Value x, const Reduced& r) {
-  double known = 1;
-  bool all_known = true;
-  for (int64_t a : r.axes) {
-    if (x.shape()[a] < 0) all_known = false;
-    else known *= static_cast<double>(x.shape()[a]);
-  }
-  if (all_known) return ScalarLike(x, known);
-  Value dims = Gather(ShapeOf(x), x.builder()->Constant(Tensor::FromVector<int64_t>(
-                                      {static_cast<int64_t>(r.axes.size())}, r.axes)));
-  return Cast(Prod(dims), x.dtype());
-}
 
 Status SumGrad(GradContext& ctx) {
   KILN_ASSIGN_OR_RETURN(Reduced r, ReducedAxes(ctx));
@@ -56,7 +43,7 @@ Status SumGrad(GradContext& ctx) {
 Status MeanGrad(GradContext& ctx) {
   KILN_ASSIGN_OR_RETURN(Reduced r, ReducedAxes(ctx));
   Value x = ctx.input(0);
-  ctx.SetInputGrad(0, BroadcastLike(KeepDims(ctx.grad(0), r), x) / ReducedCount(x, r));
+  ctx.SetInputGrad(0, BroadcastLike(KeepDims(ctx.grad(0), r), x) / CountOverAxes(x, r.axes));
   return OkStatus();
 }
 

@@ -34,41 +34,117 @@ int Axis(const KernelContext& ctx) {
   return static_cast<int>(axis < 0 ? axis + ctx.input(0).rank() : axis);
 }
 
-Status Pool2DKernel(KernelContext& ctx, bool is_max) {
-  const Tensor& x = ctx.input(0);
-  Tensor& y = ctx.output(0);
-  const std::vector<int64_t>& k = Ints(ctx, "kernel");
-  std::vector<int64_t> s = Ints(ctx, "strides"), p = Ints(ctx, "pads");
-  if (s.empty()) s = k;
-  if (p.empty()) p = {0, 0, 0, 0};
-  bool include_pad = !is_max && Bool(ctx, "count_include_pad");
-  const int64_t planes = x.shape()[0] * x.shape()[1], H = x.shape()[2], W = x.shape()[3];
-  const int64_t OH = y.shape()[2], OW = y.shape()[3];
-  for (int64_t plane = 0; plane < planes; ++plane) {
-    for (int64_t oh = 0; oh < OH; ++oh) {
-      for (int64_t ow = 0; ow < OW; ++ow) {
-        // The window in input coordinates, clipped to the input and to the padded input.
-        int64_t h0 = oh * s[0] - p[0], w0 = ow * s[1] - p[1];
-        int64_t padded =
-            (std::min(h0 + k[0], H + p[2]) - h0) * (std::min(w0 + k[1], W + p[3]) - w0);
-        double acc = is_max ? -std::numeric_limits<double>::infinity() : 0.0;
-        int64_t count = 0;
-        for (int64_t h = std::max<int64_t>(h0, 0); h < std::min(h0 + k[0], H); ++h) {
-          for (int64_t w = std::max<int64_t>(w0, 0); w < std::min(w0 + k[1], W); ++w) {
-            double v = x.GetDouble((plane * H + h) * W + w);
-            if (!is_max) {
-              acc += v;
-            } else if (v > acc || std::isnan(v)) {
-              acc = v;  // NaN propagates
-            }
-            ++count;
-          }
-        }
-        if (!is_max) acc /= static_cast<double>(include_pad ? padded : count);
-        y.SetDouble((plane * OH + oh) * OW + ow, acc);
+// Pooling geometry from the attributes (validated by inference), the input shape [N, C, H, W] and
+// the pooled shape [N, C, OH, OW].
+struct PoolGeometry {
+  std::vector<int64_t> k, s, p;  // kernel, strides, pads [top, left, bottom, right]
+  int64_t planes, H, W, OH, OW;
+};
+
+PoolGeometry Geometry(const KernelContext& ctx, const Shape& x, const Shape& pooled) {
+  PoolGeometry g{Ints(ctx, "kernel"),
+                 Ints(ctx, "strides"),
+                 Ints(ctx, "pads"),
+                 x[0] * x[1],
+                 x[2],
+                 x[3],
+                 pooled[2],
+                 pooled[3]};
+  if (g.s.empty()) g.s = g.k;
+  if (g.p.empty()) g.p = {0, 0, 0, 0};
+  return g;
+}
+
+// One window: its output index, its bounds clipped to the input, and the number of its positions
+// inside the padded input (the count_include_pad divisor).
+struct Window {
+  int64_t out, h_begin, h_end, w_begin, w_end, padded;
+  int64_t count() const { return (h_end - h_begin) * (w_end - w_begin); }
+};
+
+// Calls fn(plane, window) for every window, in output order.
+template <typename Fn>
+void ForEachWindow(const PoolGeometry& g, Fn fn) {
+  for (int64_t plane = 0; plane < g.planes; ++plane) {
+    for (int64_t oh = 0; oh < g.OH; ++oh) {
+      for (int64_t ow = 0; ow < g.OW; ++ow) {
+        const int64_t h0 = oh * g.s[0] - g.p[0], w0 = ow * g.s[1] - g.p[1];
+        Window win{(plane * g.OH + oh) * g.OW + ow,
+                   std::max<int64_t>(h0, 0),
+                   std::min(h0 + g.k[0], g.H),
+                   std::max<int64_t>(w0, 0),
+                   std::min(w0 + g.k[1], g.W),
+                   (std::min(h0 + g.k[0], g.H + g.p[2]) - h0) *
+                       (std::min(w0 + g.k[1], g.W + g.p[3]) - w0)};
+        fn(plane, win);
       }
     }
   }
+}
+
+// The flat index of the first largest element of a window of plane `plane` of x (a NaN counts as
+// the largest, as in the forward pass where it propagates). Windows always hold a real element.
+int64_t ArgMaxOfWindow(const Tensor& x, const PoolGeometry& g, int64_t plane, const Window& win) {
+  int64_t best = -1;
+  double max = 0;
+  for (int64_t h = win.h_begin; h < win.h_end; ++h) {
+    for (int64_t w = win.w_begin; w < win.w_end; ++w) {
+      const int64_t i = (plane * g.H + h) * g.W + w;
+      const double v = x.GetDouble(i);
+      if (best < 0 || v > max || (std::isnan(v) && !std::isnan(max))) {
+        best = i;
+        max = v;
+      }
+    }
+  }
+  return best;
+}
+
+Status Pool2DKernel(KernelContext& ctx, bool is_max) {
+  const Tensor& x = ctx.input(0);
+  Tensor& y = ctx.output(0);
+  const PoolGeometry g = Geometry(ctx, x.shape(), y.shape());
+  const bool include_pad = !is_max && Bool(ctx, "count_include_pad");
+  ForEachWindow(g, [&](int64_t plane, const Window& win) {
+    if (is_max) {
+      y.SetDouble(win.out, x.GetDouble(ArgMaxOfWindow(x, g, plane, win)));
+      return;
+    }
+    double sum = 0;
+    for (int64_t h = win.h_begin; h < win.h_end; ++h)
+      for (int64_t w = win.w_begin; w < win.w_end; ++w)
+        sum += x.GetDouble((plane * g.H + h) * g.W + w);
+    y.SetDouble(win.out, sum / static_cast<double>(include_pad ? win.padded : win.count()));
+  });
+  return OkStatus();
+}
+
+// MaxPool2DGrad(x, dy): each window's dy goes to the window's first largest element.
+Status MaxPool2DGradKernel(KernelContext& ctx) {
+  const Tensor &x = ctx.input(0), &dy = ctx.input(1);
+  const PoolGeometry g = Geometry(ctx, x.shape(), dy.shape());
+  std::vector<double> dx(static_cast<size_t>(x.num_elements()), 0.0);
+  ForEachWindow(g, [&](int64_t plane, const Window& win) {
+    dx[static_cast<size_t>(ArgMaxOfWindow(x, g, plane, win))] += dy.GetDouble(win.out);
+  });
+  for (size_t i = 0; i < dx.size(); ++i) ctx.output(0).SetDouble(static_cast<int64_t>(i), dx[i]);
+  return OkStatus();
+}
+
+// AvgPool2DGrad(dy, x_like): each window's dy / divisor goes to the window's real elements.
+Status AvgPool2DGradKernel(KernelContext& ctx) {
+  const Tensor &dy = ctx.input(0), &x = ctx.input(1);
+  const PoolGeometry g = Geometry(ctx, x.shape(), dy.shape());
+  const bool include_pad = Bool(ctx, "count_include_pad");
+  std::vector<double> dx(static_cast<size_t>(x.num_elements()), 0.0);
+  ForEachWindow(g, [&](int64_t plane, const Window& win) {
+    const double share =
+        dy.GetDouble(win.out) / static_cast<double>(include_pad ? win.padded : win.count());
+    for (int64_t h = win.h_begin; h < win.h_end; ++h)
+      for (int64_t w = win.w_begin; w < win.w_end; ++w)
+        dx[static_cast<size_t>((plane * g.H + h) * g.W + w)] += share;
+  });
+  for (size_t i = 0; i < dx.size(); ++i) ctx.output(0).SetDouble(static_cast<int64_t>(i), dx[i]);
   return OkStatus();
 }
 
@@ -202,6 +278,8 @@ Status DropoutKernel(KernelContext& ctx) {
 void RegisterNnKernels(KernelRegistry& r) {
   r.Register("MaxPool2D", [](KernelContext& ctx) { return Pool2DKernel(ctx, /*is_max=*/true); });
   r.Register("AvgPool2D", [](KernelContext& ctx) { return Pool2DKernel(ctx, /*is_max=*/false); });
+  r.Register("MaxPool2DGrad", MaxPool2DGradKernel);
+  r.Register("AvgPool2DGrad", AvgPool2DGradKernel);
   r.Register("GlobalAvgPool", GlobalAvgPoolKernel);
   r.Register("BatchNorm", BatchNormKernel);
   r.Register("LayerNorm", LayerNormKernel);

@@ -461,3 +461,107 @@ TEST_CASE("nn: Dropout", "[nn]") {
     CHECK_THAT(gb.Build().error().message(), Contains("attribute 'rate' must be in [0, 1), got"));
   }
 }
+
+// MaxPool2DGrad(x, dy) / AvgPool2DGrad(dy, x_like): hand-checked backward passes of pooling.
+namespace {
+Tensor MaxPoolGrad(const Tensor& x, const Tensor& dy, const Pool2DOptions& o) {
+  return RunOp({x, dy}, [&o](GraphBuilder&, auto& v) { return MaxPool2DGrad(v[0], v[1], o); });
+}
+Tensor AvgPoolGrad(const Tensor& dy, const Tensor& x, const Pool2DOptions& o) {
+  return RunOp({dy, x}, [&o](GraphBuilder&, auto& v) { return AvgPool2DGrad(v[0], v[1], o); });
+}
+}  // namespace
+
+TEST_CASE("nn: MaxPool2DGrad routes dy to the first maximum of each window", "[nn]") {
+  Tensor x = Iota({1, 1, 4, 4});
+  Tensor dy4 = TN<float>({1, 1, 2, 2}, {1, 2, 3, 4});
+  Tensor dx = MaxPoolGrad(x, dy4, Pool({2, 2}));  // maxima 6, 8, 14, 16
+  CHECK(dx.shape() == x.shape());
+  CheckClose(dx, {0, 0, 0, 0, 0, 1, 0, 2, 0, 0, 0, 0, 0, 3, 0, 4});
+  CheckClose(MaxPoolGrad(x, dy4, Pool({3, 3}, {1, 1})),  // maxima 11, 12, 15, 16
+             {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 0, 0, 3, 4});
+  // Padding never receives gradient: the maxima of -x are -1, -2, -5, -6 (the padded zeros lose).
+  std::vector<float> negated;
+  for (double v : x.ToDoubles()) negated.push_back(static_cast<float>(-v));
+  CheckClose(MaxPoolGrad(TN<float>({1, 1, 4, 4}, negated), dy4, Pool({3, 3}, {2, 2}, {1, 1, 1, 1})),
+             {1, 2, 0, 0, 3, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0});
+  // Overlapping windows accumulate: windows (1, 3), (3, 2), (2, 0) have maxima at 1, 1, 2.
+  Tensor row = TN<float>({1, 1, 1, 4}, {1, 3, 2, 0});
+  CheckClose(MaxPoolGrad(row, TN<float>({1, 1, 1, 3}, {1, 10, 100}), Pool({1, 2}, {1, 1})),
+             {0, 11, 100, 0});
+  // Ties go to the first element; a NaN counts as the maximum.
+  Tensor ties = TN<float>({1, 1, 1, 4}, {5, 5, 5, 5});
+  CheckClose(MaxPoolGrad(ties, TN<float>({1, 1, 1, 2}, {1, 2}), Pool({1, 2})), {1, 0, 2, 0});
+  Tensor nan = TN<float>({1, 1, 1, 4}, {1, NAN, 3, NAN});
+  CheckClose(MaxPoolGrad(nan, TN<float>({1, 1, 1, 1}, {7}), Pool({1, 4})), {0, 7, 0, 0});
+  // ceil_mode: 5 wide, kernel 2: windows at 0, 2, 4 (the last one holds only element 4).
+  Tensor x5 = TN<float>({1, 1, 1, 5}, {1, 2, 4, 3, 0});
+  CheckClose(
+      MaxPoolGrad(x5, TN<float>({1, 1, 1, 3}, {1, 2, 3}), Pool({1, 2}, {}, {0, 0, 0, 0}, true)),
+      {0, 1, 2, 0, 3});
+}
+
+TEST_CASE("nn: AvgPool2DGrad spreads dy over each window", "[nn]") {
+  Tensor x = Iota({1, 1, 4, 4});  // only its shape matters
+  CheckClose(AvgPoolGrad(TN<float>({1, 1, 2, 2}, {1, 2, 3, 4}), x, Pool({2, 2})),
+             {.25, .25, .5, .5, .25, .25, .5, .5, .75, .75, 1, 1, .75, .75, 1, 1});
+  // Kernel 3, stride 2, pads 1: windows start at -1 and 1; real elements 4, 6, 6, 9, so each
+  // window hands on 1, 1, 2, 2 to every real element it covers.
+  Pool2DOptions o = Pool({3, 3}, {2, 2}, {1, 1, 1, 1});
+  CheckClose(AvgPoolGrad(TN<float>({1, 1, 2, 2}, {4, 6, 12, 18}), x, o),
+             {1, 2, 1, 1, 3, 6, 3, 3, 2, 4, 2, 2, 2, 4, 2, 2});
+  o.count_include_pad = true;  // every divisor is 9: shares 1, 2, 3, 4
+  CheckClose(AvgPoolGrad(TN<float>({1, 1, 2, 2}, {9, 18, 27, 36}), x, o),
+             {1, 3, 2, 2, 4, 10, 6, 6, 3, 7, 4, 4, 3, 7, 4, 4});
+  // ceil_mode: the last window holds element 4 only (divisor 1, with or without count_include_pad).
+  Tensor x5 = Iota({1, 1, 1, 5});
+  for (bool include : {false, true})
+    CheckClose(AvgPoolGrad(TN<float>({1, 1, 1, 3}, {2, 4, 6}), x5,
+                           Pool({1, 2}, {}, {0, 0, 0, 0}, true, include)),
+               {1, 1, 2, 2, 6});
+}
+
+TEST_CASE("nn: pooling backward ops inference and errors", "[nn]") {
+  GraphBuilder g;
+  Value x = g.Placeholder("x", f32, {-1, 3, -1, 8});
+  Value dy = g.Placeholder("dy", f32, {2, -1, -1, 4});
+  CHECK(MaxPool2DGrad(x, dy, Pool({2, 2})).type() == TensorType{f32, Shape{2, 3, -1, 8}});
+  CHECK(AvgPool2DGrad(dy, x, Pool({2, 2})).type() == TensorType{f32, Shape{2, 3, -1, 8}});
+  for (const char* op : {"MaxPool2DGrad", "AvgPool2DGrad"})
+    CHECK(OpRegistry::Global().Find(op)->not_differentiable);
+  CHECK(OpRegistry::Global().Find("AvgPool2DGrad")->FindAttr("count_include_pad") != nullptr);
+
+  auto error = [](Shape xs, Shape dys, const Pool2DOptions& o, bool max) {
+    GraphBuilder gb;
+    Value xv = gb.Placeholder("x", f32, std::move(xs)),
+          dyv = gb.Placeholder("dy", f32, std::move(dys));
+    if (max)
+      MaxPool2DGrad(xv, dyv, o);
+    else
+      AvgPool2DGrad(dyv, xv, o);
+    Result<Graph> r = gb.Build();
+    return r.ok() ? std::string() : r.error().message();
+  };
+  CHECK_THAT(
+      error({1, 1, 4, 4}, {1, 1, 3, 3}, Pool({2, 2}), true),
+      Contains("dy has shape [1, 1, 3, 3] but pooling x of shape [1, 1, 4, 4] gives [1, 1, 2, 2]"));
+  CHECK_THAT(error({1, 2, 4, 4}, {1, 3, 2, 2}, Pool({2, 2}), false),
+             Contains("but pooling x_like of shape [1, 2, 4, 4] gives"));
+  CHECK_THAT(error({1, 4, 4}, {1, 1, 2, 2}, Pool({2, 2}), true),
+             Contains("expects a 4-D [N, C, H, W] x, got shape [1, 4, 4]"));
+  CHECK_THAT(error({1, 1, 4, 4}, {1, 2, 2}, Pool({2, 2}), false),
+             Contains("expects a 4-D [N, C, OH, OW] dy, got shape [1, 2, 2]"));
+  CHECK_THAT(error({1, 1, 4, 4}, {1, 1, 2, 2}, Pool({2}), true),
+             Contains("attribute 'kernel' must have 2 values"));
+  CHECK_THAT(error({1, 1, 4, 4}, {1, 1, 2, 2}, Pool({2, 2}, {}, {2, 0, 0, 0}), false),
+             Contains("must each be smaller than the kernel"));
+
+  // A dy that does not match the run-time shape of x fails when the session runs.
+  GraphBuilder g2;
+  Value dx = MaxPool2DGrad(g2.Placeholder("x", f32, {1, 1, -1, 4}),
+                           g2.Placeholder("dy", f32, {1, 1, 2, 2}), Pool({2, 2}));
+  Session session(*g2.Build());
+  auto bad = session.Run({{"x", Iota({1, 1, 6, 4})}, {"dy", Iota({1, 1, 2, 2})}}, {dx});
+  REQUIRE(!bad.ok());
+  CHECK_THAT(bad.error().message(), Contains("dy has shape [1, 1, 2, 2] but pooling x"));
+}

@@ -1,6 +1,6 @@
-// Completeness: every op in the registry has a reference kernel and a known family, and every
-// reference kernel belongs to a registered op. (Lowerings and gradients join this list when the
-// compiler and autodiff land.)
+// Completeness: every op in the registry has a reference kernel, a known family and either a
+// gradient or an explicit "not differentiable" mark, and every reference kernel belongs to a
+// registered op. (Lowerings join this list when the compiler lands.)
 #include <catch2/catch.hpp>
 #include <set>
 
@@ -20,6 +20,8 @@ TEST_CASE("registry: every op has a reference kernel and a family", "[registry]"
     CHECK(kernels.count(def->name) == 1);
     CHECK(families.count(def->family) == 1);
     CHECK(def->infer != nullptr);
+    // Differentiable (a gradient is registered) or explicitly not, never neither.
+    CHECK((def->grad != nullptr) != def->not_differentiable);
   }
   for (const std::string& k : kernels) {
     INFO("kernel " << k);

@@ -13,6 +13,7 @@
 #include "ir/ops/math.h"
 #include "ir/ops/state.h"
 #include "ir/serialize.h"
+#include "runtime/checkpoint.h"
 
 using namespace kiln;
 
@@ -205,4 +206,37 @@ TEST_CASE("cli: bad feeds fail cleanly", "[cli][bad-input]") {
   CheckFails(Kiln({"run", model, "--input", "x=" + SampleInput(), "--backend", "tpu"}), "unknown backend 'tpu'");
   CheckFails(Kiln({"run", model, "--input", "x=" + SampleInput(), "--out", Write("file", "x") + "/sub"}),
              "cannot create directory");
+}
+
+TEST_CASE("cli: grad, gradcheck and freeze", "[cli]") {
+  std::string model = SampleModel(), x = SampleInput();
+  std::string dir = Dir() + "/grads";
+  // y = relu(x * w - 1) with w = 2; d sum(y) / dw_j = sum_i x_ij [x_ij * 2 - 1 > 0].
+  CommandResult grad = Kiln({"grad", model, "--of", "y", "--grad-of-sum", "--wrt", "w,x", "--input",
+                             "x=" + x, "--out", dir});
+  INFO(grad.err);
+  REQUIRE(grad.exit_code == 0);
+  CHECK(ReadNpy(dir + "/grad_w.npy")->ToDoubles() == std::vector<double>{1, 2, 4});
+  CHECK(ReadNpy(dir + "/grad_x.npy")->ToDoubles() == std::vector<double>{2, 2, 2, 0, 0, 2});
+  CheckFails(Kiln({"grad", model, "--of", "y", "--wrt", "w", "--input", "x=" + x, "--out", dir}),
+             "not a scalar; pass --grad-of-sum");
+  CheckFails(Kiln({"grad", model, "--of", "y"}), "needs --of NAME", 2);
+  CommandResult check = Kiln({"gradcheck", model, "--of", "y", "--grad-of-sum", "--wrt", "w", "--input", "x=" + x});
+  INFO(check.err);
+  CHECK(check.exit_code == 0);
+  CHECK_THAT(check.out, Catch::Contains("all gradients within"));
+  // Freeze with a checkpoint holding w = 1: w becomes a constant of that value.
+  std::string ckpt = Dir() + "/m.kckpt";
+  REQUIRE(WriteCheckpoint(ckpt, {{"w", Tensor::FromVector<float>({3}, {1, 1, 1})}}).ok());
+  std::string frozen = Dir() + "/frozen.kgraph";
+  CommandResult freeze = Kiln({"freeze", model, "--checkpoint", ckpt, "-o", frozen});
+  INFO(freeze.err);
+  REQUIRE(freeze.exit_code == 0);
+  CommandResult inspect = Kiln({"inspect", frozen});
+  CHECK_THAT(inspect.out, Catch::Contains("parameters: 0"));
+  CommandResult run = Kiln({"run", frozen, "--input", "x=" + x, "--fetch", "y"});
+  CHECK_THAT(run.out, Catch::Contains("y: f32[2, 3] {0, 1, 2, 0, 0, 0}"));
+  REQUIRE(WriteCheckpoint(ckpt, {{"v", Tensor::FromVector<float>({3}, {1, 1, 1})}}).ok());
+  CheckFails(Kiln({"freeze", model, "--checkpoint", ckpt, "-o", frozen}), "has no value in the checkpoint");
+  CheckFails(Kiln({"freeze", model, "--checkpoint", Write("bad.kckpt", "junk"), "-o", frozen}), "not a kiln checkpoint");
 }
