@@ -1,6 +1,7 @@
 #include "ir/layers.h"
 
 #include "ir/ops/linalg.h"
+#include "ir/ops/math.h"
 #include "ir/ops/nn.h"
 #include "ir/ops/state.h"
 
@@ -62,9 +63,16 @@ Value BatchNorm(const Scope& scope, At x, const BatchNormOptions& options) {
   DType t = x.value.dtype();
   Value gamma = Variable(g, scope.Join("gamma"), t, {channels}, Initializer::Ones(), x.loc);
   Value beta = Variable(g, scope.Join("beta"), t, {channels}, Initializer::Zeros(), x.loc);
-  Value mean = Variable(g, scope.Join("moving_mean"), t, {channels}, Initializer::Zeros(), x.loc);
-  Value var = Variable(g, scope.Join("moving_var"), t, {channels}, Initializer::Ones(), x.loc);
-  return kiln::BatchNorm(At(x.value, x.loc), gamma, beta, mean, var, options.epsilon, false)[0];
+  Value mean = Variable(g, scope.Join("moving_mean"), t, {channels}, Initializer::Zeros(), false, x.loc);
+  Value var = Variable(g, scope.Join("moving_var"), t, {channels}, Initializer::Ones(), false, x.loc);
+  std::vector<Value> outs =
+      kiln::BatchNorm(At(x.value, x.loc), gamma, beta, mean, var, options.epsilon, options.training);
+  if (options.training) {
+    double m = options.momentum;
+    g.AddUpdateOp(Assign(At(mean, x.loc), m * mean + (1.0 - m) * outs[1]));
+    g.AddUpdateOp(Assign(At(var, x.loc), m * var + (1.0 - m) * outs[2]));
+  }
+  return outs[0];
 }
 
 }  // namespace kiln::nn

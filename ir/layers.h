@@ -36,10 +36,14 @@ Value Conv2D(const Scope& scope, At x, int64_t filters, int64_t kernel, const Co
 
 struct BatchNormOptions {
   double epsilon = 1e-5;
+  bool training = false;  // normalize with batch statistics and update the running ones
+  double momentum = 0.9;  // running = momentum * running + (1 - momentum) * batch
 };
-// Inference-mode batch normalization over axis 1 with learned scale/offset (gamma = 1, beta = 0)
-// and running statistics (mean 0, variance 1) as variables. Training-mode statistics updates come
-// with the training support (optimizers and update ops).
+// Batch normalization over axis 1 with learned scale/offset (gamma = 1, beta = 0) and running
+// statistics (mean 0, variance 1; not trainable). In training mode the running-statistics updates
+// are graph update ops (GraphBuilder::AddUpdateOp), run with every optimizer step; the batch
+// variance used for them is the biased one (as the normalization itself). `kiln freeze` switches
+// the layer to inference, where the running statistics are used.
 Value BatchNorm(const Scope& scope, At x, const BatchNormOptions& options = {});
 
 }  // namespace kiln::nn

@@ -1,24 +1,30 @@
 #!/usr/bin/env bash
 # kiln's main job, end to end on a fresh machine: set up, build, then
-#   1. build the digits CNN with the C++ API, save it, load it back and run it (kiln_example);
-#   2. the same model through the command line: inspect, run, draw.
-# Everything it writes goes to out/.
+#   1. the C++ API: build the digits CNN, save it, load it back, run it (kiln_example);
+#   2. the CLI on that model: inspect, run, draw;
+#   3. train the digits CNN (training graph + seeded 80/20 split, Adam, checkpoint every epoch),
+#      freeze it with the checkpoint, and evaluate the frozen graph on the held-out 20%.
+# Everything it writes goes to out/. The last line is "test accuracy: 0.NNNN".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-scripts/build.sh build -- kiln kiln_example
+scripts/build.sh build -- kiln kiln_example kiln_digits
 mkdir -p out
 kiln=build/tools/kiln
+step() { echo; echo "== $*"; }
 
-echo; echo "== 1. C++ API: build, save, load, run"
+step "1. C++ API: build, save, load, run"
 build/models/kiln_example out data/digits.csv.gz
 
-echo; echo "== 2. kiln inspect out/digits_cnn.kgraph"
+step "2. kiln inspect / run / dot on out/digits_cnn.kgraph"
 $kiln inspect out/digits_cnn.kgraph
-
-echo; echo "== 3. kiln run out/digits_cnn.kgraph --input images=out/digits_images.npy --out out/run"
 $kiln run out/digits_cnn.kgraph --input images=out/digits_images.npy --out out/run
-
-echo; echo "== 4. kiln dot out/digits_cnn.kgraph -o out/digits_cnn.svg"
 $kiln dot out/digits_cnn.kgraph -o out/digits_cnn.svg
-echo; echo "main job done: see out/"
+
+step "3. train, checkpoint, freeze, evaluate"
+build/models/kiln_digits prepare out data/digits.csv.gz
+$kiln train out/digits_train.kgraph --loss loss --data images=out/train_images.npy \
+  --data labels=out/train_labels.npy --optimizer adam --lr 0.003 --batch 32 --epochs 10 \
+  --checkpoint out/digits.kckpt
+$kiln freeze out/digits_train.kgraph --checkpoint out/digits.kckpt --fetch logits -o out/digits_infer.kgraph
+build/models/kiln_digits evaluate out/digits_infer.kgraph out/test_images.npy out/test_labels.npy

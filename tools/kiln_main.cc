@@ -16,6 +16,7 @@ int RunHelp(const Command&, const std::vector<std::string>&);
 int RunGrad(const Command&, const std::vector<std::string>&);
 int RunGradcheck(const Command&, const std::vector<std::string>&);
 int RunFreeze(const Command&, const std::vector<std::string>&);
+int RunTrain(const Command&, const std::vector<std::string>&);
 
 const std::vector<Command>& Commands() {
   static const std::vector<Command> commands = {
@@ -55,6 +56,15 @@ const std::vector<Command>& Commands() {
        "(to max(1, |numeric|)) difference between kiln's gradient and central differences. Exits 1\n"
        "when one exceeds --tolerance.\n",
        RunGradcheck},
+      {"train", "train a model on arrays with an optimizer",
+       "usage: kiln train MODEL --loss NAME --data NAME=FILE... [--optimizer sgd|momentum|adam|adamw]\n"
+       "                  [--lr 0.001] [--batch 32] [--epochs 1] [--checkpoint FILE] [--resume]\n"
+       "                  [--seed 1] [--backend B]\n\n"
+       "Adds the optimizer's update to MODEL, slices every --data array along its first axis into\n"
+       "shuffled mini-batches (seeded), runs one training step per batch, prints each epoch's mean\n"
+       "loss and examples per second, and writes --checkpoint after every epoch (atomically).\n"
+       "--resume starts from the checkpoint's variables.\n",
+       RunTrain},
       {"freeze", "variables -> constants: the deployable inference graph",
        "usage: kiln freeze MODEL --checkpoint CKPT [--fetch NAME]... -o OUT\n\n"
        "Keeps only what the fetches (default: the model's outputs) need, replaces each variable by\n"

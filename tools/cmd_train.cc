@@ -1,0 +1,126 @@
+// kiln train: adds an optimizer to a model and trains it on arrays sliced into shuffled
+// mini-batches; prints each epoch's mean loss and examples per second; checkpoints after every
+// epoch (atomically, so an interrupted run leaves the last good checkpoint).
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <numeric>
+
+#include "ir/random.h"
+#include "passes/optim.h"
+#include "runtime/session.h"
+#include "tools/command.h"
+
+namespace kiln::cli {
+namespace {
+
+// Rows `order[begin, end)` of `t` (along axis 0) as a new tensor.
+Tensor GatherRows(const Tensor& t, const std::vector<int64_t>& order, int64_t begin, int64_t end) {
+  Shape shape = t.shape();
+  shape.set_dim(0, end - begin);
+  Tensor out(t.dtype(), shape);
+  int64_t row_bytes = t.shape()[0] ? t.byte_size() / t.shape()[0] : 0;
+  for (int64_t i = begin; i < end; ++i)
+    std::memcpy(static_cast<uint8_t*>(out.raw_data()) + (i - begin) * row_bytes,
+                static_cast<const uint8_t*>(t.raw_data()) + order[i] * row_bytes, row_bytes);
+  return out;
+}
+
+Result<double> ParsePositive(const std::string& flag, const std::string& text) {
+  char* end = nullptr;
+  double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end || !(v > 0))
+    return MakeError(ErrorCode::kInvalidArgument, "--", flag, " must be a positive number, got '", text, "'");
+  return v;
+}
+
+void Progress(int epoch, int64_t done, int64_t total, double loss) {
+  if (!isatty(2)) return;
+  int width = 30, filled = total ? static_cast<int>(width * done / total) : width;
+  std::fprintf(stderr, "\repoch %d [%.*s%*s] %lld/%lld loss %.4f", epoch, filled, "##############################",
+               width - filled, "", static_cast<long long>(done), static_cast<long long>(total), loss);
+  if (done == total) std::fprintf(stderr, "\r%*s\r", 80, "");
+}
+
+}  // namespace
+
+int RunTrain(const Command& cmd, const std::vector<std::string>& args) {
+  Flags flags;
+  flags.Option("loss").Repeated("data").Option("optimizer").Option("lr").Option("batch").Option("epochs")
+      .Option("checkpoint").Option("backend").Option("seed").Switch("resume").Positional(1, 1);
+  if (int code = ParseOrExit(cmd, flags, args); code >= 0) return code;
+  if (!flags.Has("loss") || !flags.Has("data")) return UsageError(cmd, "needs --loss NAME and --data NAME=FILE");
+  Result<double> lr = ParsePositive("lr", flags.Get("lr", "0.001"));
+  Result<double> batch = ParsePositive("batch", flags.Get("batch", "32"));
+  Result<double> epochs = ParsePositive("epochs", flags.Get("epochs", "1"));
+  for (const Result<double>* r : {&lr, &batch, &epochs})
+    if (!r->ok()) return UsageError(cmd, r->error().message());
+  if (flags.On("resume") && !flags.Has("checkpoint")) return UsageError(cmd, "--resume needs --checkpoint");
+
+  Result<Graph> graph = LoadModel(flags.positional()[0]);
+  if (!graph.ok()) return Fail(cmd, graph.error());
+  Result<std::vector<std::pair<std::string, Tensor>>> data = LoadInputs(flags.GetAll("data"));
+  if (!data.ok()) return Fail(cmd, data.error());
+  int64_t examples = -1;
+  for (const auto& [name, t] : *data) {
+    if (t.rank() == 0)
+      return Fail(cmd, MakeError(ErrorCode::kInvalidArgument, "--data '", name, "' is a scalar; it needs a first (example) axis"));
+    if (examples >= 0 && t.shape()[0] != examples)
+      return Fail(cmd, MakeError(ErrorCode::kInvalidArgument, "--data '", name, "' has ", t.shape()[0],
+                                 " examples, the others ", examples));
+    examples = t.shape()[0];
+  }
+
+  Result<std::unique_ptr<GraphBuilder>> g = GraphBuilder::FromGraph(std::move(*graph));
+  if (!g.ok()) return Fail(cmd, g.error());
+  Result<Value> loss = (*g)->Find(flags.Get("loss"));
+  if (!loss.ok()) return Fail(cmd, loss.error().WithContext("--loss"));
+  Result<optim::Optimizer> optimizer = optim::ByName(flags.Get("optimizer", "adam"), {.lr = *lr});
+  if (!optimizer.ok()) return UsageError(cmd, optimizer.error().message());
+  Value train = optimizer->Minimize(*loss);
+  Result<Graph> built = (*g)->Build();
+  if (!built.ok()) return Fail(cmd, built.error());
+  Session session(std::move(*built), SessionOptions{.backend = flags.Get("backend", "reference")});
+  std::string checkpoint = flags.Get("checkpoint");
+  if (flags.On("resume")) {
+    if (Status s = session.RestoreCheckpoint(checkpoint); !s.ok()) return Fail(cmd, s.error());
+    std::printf("resumed from %s\n", checkpoint.c_str());
+  }
+
+  int64_t batch_size = static_cast<int64_t>(*batch);
+  uint64_t seed = static_cast<uint64_t>(std::strtoull(flags.Get("seed", "1").c_str(), nullptr, 10));
+  std::vector<int64_t> order(examples);
+  for (int epoch = 1; epoch <= static_cast<int>(*epochs); ++epoch) {
+    std::iota(order.begin(), order.end(), 0);
+    for (int64_t i = examples - 1; i > 0; --i)  // Fisher-Yates with kiln's counter-based RNG
+      std::swap(order[i], order[RandomBits(seed, epoch, i) % static_cast<uint64_t>(i + 1)]);
+    auto start = std::chrono::steady_clock::now();
+    double loss_sum = 0;
+    for (int64_t begin = 0; begin < examples; begin += batch_size) {
+      int64_t end = std::min(examples, begin + batch_size);
+      FeedList feeds;
+      for (const auto& [name, t] : *data) feeds.emplace_back(name, GatherRows(t, order, begin, end));
+      Result<std::vector<Tensor>> out = session.Run(feeds, {*loss}, {train});
+      if (!out.ok()) return Fail(cmd, out.error().WithContext("epoch " + std::to_string(epoch)));
+      double value = (*out)[0].GetDouble(0);
+      if (!std::isfinite(value))
+        return Fail(cmd, MakeError(ErrorCode::kInvalidArgument, "epoch ", epoch, ": the loss became ", value,
+                                   "; try a smaller --lr"));
+      loss_sum += value * static_cast<double>(end - begin);
+      Progress(epoch, end, examples, value);
+    }
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::printf("epoch %d: mean loss %.5f, %.0f examples/s\n", epoch, loss_sum / static_cast<double>(examples),
+                static_cast<double>(examples) / seconds);
+    std::fflush(stdout);
+    if (!checkpoint.empty())
+      if (Status s = session.SaveCheckpoint(checkpoint); !s.ok()) return Fail(cmd, s.error());
+  }
+  if (!checkpoint.empty()) std::printf("wrote %s\n", checkpoint.c_str());
+  return 0;
+}
+
+}  // namespace kiln::cli
