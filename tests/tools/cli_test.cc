@@ -1,6 +1,7 @@
 // The `kiln` command line, run as a user would: exit codes (0 ok, 1 failure, 2 usage), one clear
 // line on stderr for every failure, never a death by signal, and the files it writes.
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 
 #include "ir/io/npy.h"
 #include "ir/ops/math.h"
+#include "ir/ops/reduce.h"
 #include "ir/ops/state.h"
 #include "ir/serialize.h"
 #include "runtime/checkpoint.h"
@@ -239,4 +241,99 @@ TEST_CASE("cli: grad, gradcheck and freeze", "[cli]") {
   REQUIRE(WriteCheckpoint(ckpt, {{"v", Tensor::FromVector<float>({3}, {1, 1, 1})}}).ok());
   CheckFails(Kiln({"freeze", model, "--checkpoint", ckpt, "-o", frozen}), "has no value in the checkpoint");
   CheckFails(Kiln({"freeze", model, "--checkpoint", Write("bad.kckpt", "junk"), "-o", frozen}), "not a kiln checkpoint");
+}
+
+namespace {
+// loss = mean((x * w - t)^2) with w starting at 0 and t = 3 x: w should approach 3.
+std::string RegressionModel() {
+  GraphBuilder g;
+  Value x = g.Placeholder("x", f32, {-1, 1});
+  Value t = g.Placeholder("t", f32, {-1, 1});
+  Value w = Variable(g, "w", f32, {1});
+  Value err = x * w - t;
+  g.Output("loss", Mean(err * err));
+  std::string path = Dir() + "/regression.kgraph";
+  REQUIRE(SaveGraph(*g.Build(), path).ok());
+  std::vector<float> xs, ts;
+  for (int i = 0; i < 64; ++i) {
+    xs.push_back(static_cast<float>(i % 8) / 8.0f);
+    ts.push_back(3.0f * xs.back());
+  }
+  REQUIRE(WriteNpy(Dir() + "/rx.npy", Tensor::FromVector<float>({64, 1}, xs)).ok());
+  REQUIRE(WriteNpy(Dir() + "/rt.npy", Tensor::FromVector<float>({64, 1}, ts)).ok());
+  return path;
+}
+std::vector<double> EpochLosses(const std::string& out) {
+  std::vector<double> losses;
+  std::istringstream lines(out);
+  std::string line;
+  while (std::getline(lines, line))
+    if (auto at = line.find("mean loss "); at != std::string::npos) losses.push_back(std::stod(line.substr(at + 10)));
+  return losses;
+}
+}  // namespace
+
+TEST_CASE("cli: train lowers the loss, checkpoints, resumes", "[cli][train]") {
+  std::string model = RegressionModel(), ckpt = Dir() + "/reg.kckpt";
+  std::vector<std::string> common = {"train", model, "--loss", "loss", "--data", "x=" + Dir() + "/rx.npy",
+                                     "--data", "t=" + Dir() + "/rt.npy", "--optimizer", "sgd", "--lr", "0.5",
+                                     "--batch", "8", "--checkpoint", ckpt};
+  std::vector<std::string> first = common;
+  first.insert(first.end(), {"--epochs", "3"});
+  CommandResult r = Kiln(first);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  std::vector<double> losses = EpochLosses(r.out);
+  REQUIRE(losses.size() == 3);
+  CHECK(losses[1] < losses[0]);
+  CHECK(losses[2] < losses[1]);
+  CHECK_THAT(r.out, Catch::Contains("examples/s"));
+  auto w = ReadCheckpoint(ckpt);
+  REQUIRE(w.ok());
+  CHECK(w->at("w").GetDouble(0) > 1.0);
+  std::vector<std::string> resume = common;
+  resume.insert(resume.end(), {"--epochs", "1", "--resume"});
+  CommandResult r2 = Kiln(resume);
+  INFO(r2.out << r2.err);
+  REQUIRE(r2.exit_code == 0);
+  CHECK_THAT(r2.out, Catch::Contains("resumed from"));
+  CHECK(EpochLosses(r2.out).at(0) < losses[2]);
+  CheckFails(Kiln({"train", model, "--loss", "loss", "--data", "x=" + Dir() + "/rx.npy", "--data",
+                   "t=" + SampleInput()}),
+             "has 2 examples, the others 64");
+  CheckFails(Kiln({"train", model, "--loss", "loss", "--data", "x=" + Dir() + "/rx.npy", "--lr", "-1"}),
+             "--lr must be a positive number", 2);
+  CheckFails(Kiln({"train", model, "--loss", "loss", "--data", "x=" + Dir() + "/rx.npy", "--optimizer", "lbfgs"}),
+             "unknown optimizer 'lbfgs'", 2);
+}
+
+TEST_CASE("cli: a killed kiln train leaves the last good checkpoint intact", "[cli][train]") {
+  std::string model = RegressionModel(), ckpt = Dir() + "/killed.kckpt";
+  pid_t pid = fork();
+  if (pid == 0) {
+    int devnull = open("/dev/null", O_WRONLY);
+    dup2(devnull, 1);
+    dup2(devnull, 2);
+    std::string bin = KILN_BINARY;
+    std::vector<std::string> args = {bin, "train", model, "--loss", "loss", "--data", "x=" + Dir() + "/rx.npy",
+                                     "--data", "t=" + Dir() + "/rt.npy", "--batch", "1", "--epochs", "100000",
+                                     "--checkpoint", ckpt};
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(bin.c_str(), argv.data());
+    _exit(127);
+  }
+  // Wait for the first checkpoints, then kill it mid-run, several checkpoints in.
+  for (int i = 0; i < 400 && access(ckpt.c_str(), F_OK) != 0; ++i) usleep(50000);
+  usleep(300000);
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  REQUIRE(WIFSIGNALED(status));
+  Result<std::map<std::string, Tensor>> values = ReadCheckpoint(ckpt);
+  INFO((values.ok() ? "" : values.error().ToString()));
+  REQUIRE(values.ok());
+  CHECK(values->count("w") == 1);
+  CHECK(values->count("global_step") == 1);
 }
