@@ -2,6 +2,8 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 
+#include "ir/layers.h"
+#include "ir/ops/array.h"
 #include "ir/ops/math.h"
 #include "ir/ops/reduce.h"
 #include "ir/ops/state.h"
@@ -148,4 +150,23 @@ TEST_CASE("optim: errors are reported by Build", "[optim]") {
   optim::SGD().Minimize(w);
   CHECK_THAT(g2.Build().error().message(), Catch::Contains("the loss must be a float scalar"));
   CHECK_FALSE(optim::ByName("rmsprop", {}).ok());
+}
+
+TEST_CASE("optim: the train target runs BatchNorm's running-statistics updates", "[optim]") {
+  GraphBuilder g;
+  Value x = g.Placeholder("x", f32, {-1, 2});
+  Value y = nn::BatchNorm(g.Scope("bn"), Reshape(x, {-1, 2, 1, 1}), {.training = true, .momentum = 0.5});
+  Value w = Variable(g, "w", f32, {1, 2, 1, 1}, Initializer::Ones());
+  Value loss = Mean(y * w).Named("loss");
+  Value train = optim::SGD({.lr = 0.1}).Minimize(loss);
+  Result<Graph> graph = g.Build();
+  REQUIRE(graph.ok());
+  CHECK(graph->update_ops().size() == 2);
+  Session s(*graph);
+  // Channel 0 holds 1 and 3 (mean 2, biased variance 1); channel 1 holds 2 and 2 (mean 2, var 0).
+  REQUIRE(s.Run({{"x", Tensor::FromVector<float>({2, 2}, {1, 2, 3, 2})}}, {}, {train}).ok());
+  auto stats = s.Run({}, {"bn/moving_mean", "bn/moving_var"});
+  REQUIRE(stats.ok());
+  CHECK(stats->at(0).ToDoubles() == std::vector<double>{1, 1});      // 0.5 * 0 + 0.5 * 2
+  CHECK(stats->at(1).ToDoubles() == std::vector<double>{1, 0.5});    // 0.5 * 1 + 0.5 * {1, 0}
 }
