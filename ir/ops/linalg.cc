@@ -244,12 +244,7 @@ std::vector<DType> MatMulTypes() {
 
 void RegisterLinalgOps(OpRegistry& registry) {
   // Ops without an entry in LinalgGradients() are not differentiable (the backward ops).
-  struct WithGradients {
-    OpRegistry& registry;
-    void Register(OpDef def) {
-      internal::RegisterWithGradient(registry, std::move(def), internal::LinalgGradients());
-    }
-  } r{registry};
+  internal::RegistryWithGradients r(registry, internal::LinalgGradients());
   r.Register(OpDefBuilder("MatMul", "linalg")
                  .Input("a", "T")
                  .Input("b", "T")

@@ -110,10 +110,7 @@ Status InferSelect(InferContext& ctx) {
 void RegisterMathOps(OpRegistry& registry) {
   // Ops without an entry in MathGradients() are not differentiable (comparisons, logic, rounding,
   // sign: their gradient is zero or undefined wherever it exists).
-  struct WithGradients {
-    OpRegistry& registry;
-    void Register(OpDef def) { internal::RegisterWithGradient(registry, std::move(def), internal::MathGradients()); }
-  } r{registry};
+  internal::RegistryWithGradients r(registry, internal::MathGradients());
   auto unary = [&r](const char* op, const std::vector<DType>& types) {
     r.Register(OpDefBuilder(op, "math").Input("x", "T").Output("y").Types("T", types)
                    .Infer(SameAsInput(0)).Build());

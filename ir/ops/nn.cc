@@ -288,12 +288,7 @@ Status InferDropout(InferContext& ctx) {
 
 void RegisterNnOps(OpRegistry& registry) {
   // Ops without an entry in NnGradients() are not differentiable (the pooling backward ops).
-  struct WithGradients {
-    OpRegistry& registry;
-    void Register(OpDef def) {
-      internal::RegisterWithGradient(registry, std::move(def), internal::NnGradients());
-    }
-  } r{registry};
+  internal::RegistryWithGradients r(registry, internal::NnGradients());
   // Pooling and its backward ops share the attributes.
   auto pool = [&r](const char* op, bool avg, std::vector<const char*> inputs, InferFn infer) {
     OpDefBuilder b(op, "nn");

@@ -33,6 +33,18 @@ Value CountOverAxes(Value x, const std::vector<int64_t>& axes);
 // when the table has none: a family lists every differentiable op's gradient in one table.
 void RegisterWithGradient(OpRegistry& r, OpDef def, const std::map<std::string, GradFn>& grads);
 
+// A registry front for one family: Register(def) attaches the family's gradient table.
+class RegistryWithGradients {
+ public:
+  RegistryWithGradients(OpRegistry& registry, const std::map<std::string, GradFn>& grads)
+      : registry_(registry), grads_(grads) {}
+  void Register(OpDef def) { RegisterWithGradient(registry_, std::move(def), grads_); }
+
+ private:
+  OpRegistry& registry_;
+  const std::map<std::string, GradFn>& grads_;
+};
+
 // Reads an int-list attribute that must have `n` entries (or be empty: then filled with `fill`).
 Result<std::vector<int64_t>> IntsOfLength(const InferContext& ctx, const std::string& attr, size_t n,
                                           int64_t fill);

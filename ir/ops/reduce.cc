@@ -155,12 +155,7 @@ Status InferSumLike(InferContext& ctx) {
 
 void RegisterReduceOps(OpRegistry& registry) {
   // Ops without an entry in ReduceGradients() (ArgMax, ArgMin) are not differentiable.
-  struct WithGradients {
-    OpRegistry& registry;
-    void Register(OpDef def) {
-      internal::RegisterWithGradient(registry, std::move(def), internal::ReduceGradients());
-    }
-  } r{registry};
+  internal::RegistryWithGradients r(registry, internal::ReduceGradients());
   r.Register(OpDefBuilder("SumLike", "reduce").Input("x", "T").Input("like", "L").Output("y")
                  .Types("T", NumericTypes()).Infer(InferSumLike).Build());
   auto reduce = [&r](const char* op, EmptyRule rule) {

@@ -5,49 +5,17 @@
 
 #include "ir/ops/array.h"
 #include "runtime/session.h"
+#include "tests/testing/eval.h"
 
 using namespace kiln;
 using Catch::Matchers::Contains;
 using Doubles = std::vector<double>;
+using kiln::testing::BuildError;
+using kiln::testing::Eval;
+using kiln::testing::EvalAll;
+using kiln::testing::Iota;
+using kiln::testing::RunError;
 
-namespace {
-
-// Builds the graph and runs it, returning the values of `fetches`.
-std::vector<Tensor> EvalAll(const GraphBuilder& g, const std::vector<TensorName>& fetches,
-                            const FeedList& feeds = {}) {
-  Result<Graph> graph = g.Build();
-  INFO(graph.status().ToString());
-  REQUIRE(graph.ok());
-  Session session(*graph);
-  Result<std::vector<Tensor>> out = session.Run(feeds, fetches);
-  INFO(out.status().ToString());
-  REQUIRE(out.ok());
-  return *out;
-}
-Tensor Eval(const GraphBuilder& g, Value y, const FeedList& feeds = {}) {
-  return EvalAll(g, {y}, feeds)[0];
-}
-std::string BuildError(const GraphBuilder& g) {
-  Result<Graph> graph = g.Build();
-  REQUIRE_FALSE(graph.ok());
-  return graph.error().message();
-}
-std::string RunError(const GraphBuilder& g, Value y, const FeedList& feeds) {
-  Result<Graph> graph = g.Build();
-  REQUIRE(graph.ok());
-  Session session(*graph);
-  Result<std::vector<Tensor>> out = session.Run(feeds, {y});
-  REQUIRE_FALSE(out.ok());
-  return out.error().message();
-}
-// f32 tensor of `shape` holding 0, 1, 2, ...
-Tensor Iota(Shape shape) {
-  std::vector<double> v(shape.NumElements());
-  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>(i);
-  return Tensor::FromDoubles(f32, shape, v);
-}
-
-}  // namespace
 
 TEST_CASE("array: Reshape with -1 and 0", "[array]") {
   GraphBuilder g;
