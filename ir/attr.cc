@@ -6,16 +6,26 @@ namespace kiln {
 
 const char* AttrTypeName(AttrType t) {
   switch (t) {
-    case AttrType::kInt: return "int";
-    case AttrType::kFloat: return "float";
-    case AttrType::kString: return "string";
-    case AttrType::kBool: return "bool";
-    case AttrType::kInts: return "list(int)";
-    case AttrType::kFloats: return "list(float)";
-    case AttrType::kStrings: return "list(string)";
-    case AttrType::kShape: return "shape";
-    case AttrType::kDType: return "dtype";
-    case AttrType::kTensor: return "tensor";
+    case AttrType::kInt:
+      return "int";
+    case AttrType::kFloat:
+      return "float";
+    case AttrType::kString:
+      return "string";
+    case AttrType::kBool:
+      return "bool";
+    case AttrType::kInts:
+      return "list(int)";
+    case AttrType::kFloats:
+      return "list(float)";
+    case AttrType::kStrings:
+      return "list(string)";
+    case AttrType::kShape:
+      return "shape";
+    case AttrType::kDType:
+      return "dtype";
+    case AttrType::kTensor:
+      return "tensor";
   }
   return "?";
 }
@@ -34,16 +44,36 @@ std::string JoinList(const std::vector<T>& v) {
 std::string AttrValue::ToString() const {
   std::ostringstream os;
   switch (type()) {
-    case AttrType::kInt: os << get<int64_t>(); break;
-    case AttrType::kFloat: os << get<double>(); break;
-    case AttrType::kString: os << '"' << get<std::string>() << '"'; break;
-    case AttrType::kBool: os << (get<bool>() ? "true" : "false"); break;
-    case AttrType::kInts: os << JoinList(get<std::vector<int64_t>>()); break;
-    case AttrType::kFloats: os << JoinList(get<std::vector<double>>()); break;
-    case AttrType::kStrings: os << JoinList(get<std::vector<std::string>>()); break;
-    case AttrType::kShape: os << get<Shape>().ToString(); break;
-    case AttrType::kDType: os << DTypeName(get<DType>()); break;
-    case AttrType::kTensor: os << get<Tensor>().Summary(4); break;
+    case AttrType::kInt:
+      os << get<int64_t>();
+      break;
+    case AttrType::kFloat:
+      os << get<double>();
+      break;
+    case AttrType::kString:
+      os << '"' << get<std::string>() << '"';
+      break;
+    case AttrType::kBool:
+      os << (get<bool>() ? "true" : "false");
+      break;
+    case AttrType::kInts:
+      os << JoinList(get<std::vector<int64_t>>());
+      break;
+    case AttrType::kFloats:
+      os << JoinList(get<std::vector<double>>());
+      break;
+    case AttrType::kStrings:
+      os << JoinList(get<std::vector<std::string>>());
+      break;
+    case AttrType::kShape:
+      os << get<Shape>().ToString();
+      break;
+    case AttrType::kDType:
+      os << DTypeName(get<DType>());
+      break;
+    case AttrType::kTensor:
+      os << get<Tensor>().Summary(4);
+      break;
   }
   return os.str();
 }
@@ -53,8 +83,10 @@ bool AttrValue::operator==(const AttrValue& o) const {
   return std::visit(
       [&o](const auto& mine) {
         using T = std::decay_t<decltype(mine)>;
-        if constexpr (std::is_same_v<T, Tensor>) return mine.BitwiseEquals(o.get<Tensor>());
-        else return mine == o.get<T>();
+        if constexpr (std::is_same_v<T, Tensor>)
+          return mine.BitwiseEquals(o.get<Tensor>());
+        else
+          return mine == o.get<T>();
       },
       v_);
 }
@@ -74,8 +106,12 @@ Result<T> AttrMap::Get(const std::string& name, AttrType type) const {
   return v->get<T>();
 }
 
-Result<int64_t> AttrMap::GetInt(const std::string& n) const { return Get<int64_t>(n, AttrType::kInt); }
-Result<double> AttrMap::GetFloat(const std::string& n) const { return Get<double>(n, AttrType::kFloat); }
+Result<int64_t> AttrMap::GetInt(const std::string& n) const {
+  return Get<int64_t>(n, AttrType::kInt);
+}
+Result<double> AttrMap::GetFloat(const std::string& n) const {
+  return Get<double>(n, AttrType::kFloat);
+}
 Result<std::string> AttrMap::GetString(const std::string& n) const {
   return Get<std::string>(n, AttrType::kString);
 }
@@ -89,8 +125,14 @@ Result<std::vector<double>> AttrMap::GetFloats(const std::string& n) const {
 Result<std::vector<std::string>> AttrMap::GetStrings(const std::string& n) const {
   return Get<std::vector<std::string>>(n, AttrType::kStrings);
 }
-Result<Shape> AttrMap::GetShape(const std::string& n) const { return Get<Shape>(n, AttrType::kShape); }
-Result<DType> AttrMap::GetDType(const std::string& n) const { return Get<DType>(n, AttrType::kDType); }
-Result<Tensor> AttrMap::GetTensor(const std::string& n) const { return Get<Tensor>(n, AttrType::kTensor); }
+Result<Shape> AttrMap::GetShape(const std::string& n) const {
+  return Get<Shape>(n, AttrType::kShape);
+}
+Result<DType> AttrMap::GetDType(const std::string& n) const {
+  return Get<DType>(n, AttrType::kDType);
+}
+Result<Tensor> AttrMap::GetTensor(const std::string& n) const {
+  return Get<Tensor>(n, AttrType::kTensor);
+}
 
 }  // namespace kiln

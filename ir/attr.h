@@ -15,7 +15,18 @@
 
 namespace kiln {
 
-enum class AttrType { kInt, kFloat, kString, kBool, kInts, kFloats, kStrings, kShape, kDType, kTensor };
+enum class AttrType {
+  kInt,
+  kFloat,
+  kString,
+  kBool,
+  kInts,
+  kFloats,
+  kStrings,
+  kShape,
+  kDType,
+  kTensor
+};
 const char* AttrTypeName(AttrType t);
 
 class AttrValue {
@@ -23,22 +34,25 @@ class AttrValue {
   using Storage = std::variant<int64_t, double, std::string, bool, std::vector<int64_t>,
                                std::vector<double>, std::vector<std::string>, Shape, DType, Tensor>;
   AttrValue() : v_(int64_t{0}) {}
-  AttrValue(int v) : v_(int64_t{v}) {}                       // NOLINT: implicit by design
-  AttrValue(int64_t v) : v_(v) {}                            // NOLINT
-  AttrValue(double v) : v_(v) {}                             // NOLINT
-  AttrValue(float v) : v_(double{v}) {}                      // NOLINT
-  AttrValue(const char* v) : v_(std::string(v)) {}           // NOLINT
-  AttrValue(std::string v) : v_(std::move(v)) {}             // NOLINT
-  AttrValue(bool v) : v_(v) {}                               // NOLINT
-  AttrValue(std::vector<int64_t> v) : v_(std::move(v)) {}    // NOLINT
-  AttrValue(std::vector<double> v) : v_(std::move(v)) {}     // NOLINT
-  AttrValue(std::vector<std::string> v) : v_(std::move(v)) {}// NOLINT
-  AttrValue(Shape v) : v_(std::move(v)) {}                   // NOLINT
-  AttrValue(DType v) : v_(v) {}                              // NOLINT
-  AttrValue(Tensor v) : v_(std::move(v)) {}                  // NOLINT
+  AttrValue(int v) : v_(int64_t{v}) {}                         // NOLINT: implicit by design
+  AttrValue(int64_t v) : v_(v) {}                              // NOLINT
+  AttrValue(double v) : v_(v) {}                               // NOLINT
+  AttrValue(float v) : v_(double{v}) {}                        // NOLINT
+  AttrValue(const char* v) : v_(std::string(v)) {}             // NOLINT
+  AttrValue(std::string v) : v_(std::move(v)) {}               // NOLINT
+  AttrValue(bool v) : v_(v) {}                                 // NOLINT
+  AttrValue(std::vector<int64_t> v) : v_(std::move(v)) {}      // NOLINT
+  AttrValue(std::vector<double> v) : v_(std::move(v)) {}       // NOLINT
+  AttrValue(std::vector<std::string> v) : v_(std::move(v)) {}  // NOLINT
+  AttrValue(Shape v) : v_(std::move(v)) {}                     // NOLINT
+  AttrValue(DType v) : v_(v) {}                                // NOLINT
+  AttrValue(Tensor v) : v_(std::move(v)) {}                    // NOLINT
 
   AttrType type() const { return static_cast<AttrType>(v_.index()); }
-  template <typename T> const T& get() const { return std::get<T>(v_); }
+  template <typename T>
+  const T& get() const {
+    return std::get<T>(v_);
+  }
   // Human-readable form used in dumps and error messages.
   std::string ToString() const;
   bool operator==(const AttrValue& o) const;
@@ -70,7 +84,8 @@ class AttrMap {
   bool operator==(const AttrMap& o) const { return values_ == o.values_; }
 
  private:
-  template <typename T> Result<T> Get(const std::string& name, AttrType type) const;
+  template <typename T>
+  Result<T> Get(const std::string& name, AttrType type) const;
   std::map<std::string, AttrValue> values_;
 };
 

@@ -35,7 +35,8 @@ std::string Scope::Join(const std::string& name) const {
   return prefix_.empty() ? name : prefix_ + "/" + name;
 }
 
-Scope::Entered::Entered(GraphBuilder* b, std::string prefix) : builder_(b), saved_(b->current_prefix()) {
+Scope::Entered::Entered(GraphBuilder* b, std::string prefix)
+    : builder_(b), saved_(b->current_prefix()) {
   builder_->set_current_prefix(std::move(prefix));
 }
 Scope::Entered::~Entered() { builder_->set_current_prefix(std::move(saved_)); }
@@ -104,7 +105,8 @@ Value GraphBuilder::AddOp1(const std::string& op, const std::vector<Value>& inpu
   return outs.empty() ? Value() : outs[0];
 }
 
-Value GraphBuilder::Placeholder(const std::string& name, DType dtype, Shape shape, SourceLocation loc) {
+Value GraphBuilder::Placeholder(const std::string& name, DType dtype, Shape shape,
+                                SourceLocation loc) {
   AttrMap attrs;
   attrs.Set("dtype", dtype);
   attrs.Set("shape", std::move(shape));
@@ -179,14 +181,30 @@ Value operator+(At a, Value b) { return Binary("Add", a.value, b, a.loc); }
 Value operator-(At a, Value b) { return Binary("Sub", a.value, b, a.loc); }
 Value operator*(At a, Value b) { return Binary("Mul", a.value, b, a.loc); }
 Value operator/(At a, Value b) { return Binary("Div", a.value, b, a.loc); }
-Value operator+(At a, double b) { return Binary("Add", a.value, ScalarLike(a.value, b, a.loc), a.loc); }
-Value operator-(At a, double b) { return Binary("Sub", a.value, ScalarLike(a.value, b, a.loc), a.loc); }
-Value operator*(At a, double b) { return Binary("Mul", a.value, ScalarLike(a.value, b, a.loc), a.loc); }
-Value operator/(At a, double b) { return Binary("Div", a.value, ScalarLike(a.value, b, a.loc), a.loc); }
-Value operator+(double a, At b) { return Binary("Add", ScalarLike(b.value, a, b.loc), b.value, b.loc); }
-Value operator-(double a, At b) { return Binary("Sub", ScalarLike(b.value, a, b.loc), b.value, b.loc); }
-Value operator*(double a, At b) { return Binary("Mul", ScalarLike(b.value, a, b.loc), b.value, b.loc); }
-Value operator/(double a, At b) { return Binary("Div", ScalarLike(b.value, a, b.loc), b.value, b.loc); }
+Value operator+(At a, double b) {
+  return Binary("Add", a.value, ScalarLike(a.value, b, a.loc), a.loc);
+}
+Value operator-(At a, double b) {
+  return Binary("Sub", a.value, ScalarLike(a.value, b, a.loc), a.loc);
+}
+Value operator*(At a, double b) {
+  return Binary("Mul", a.value, ScalarLike(a.value, b, a.loc), a.loc);
+}
+Value operator/(At a, double b) {
+  return Binary("Div", a.value, ScalarLike(a.value, b, a.loc), a.loc);
+}
+Value operator+(double a, At b) {
+  return Binary("Add", ScalarLike(b.value, a, b.loc), b.value, b.loc);
+}
+Value operator-(double a, At b) {
+  return Binary("Sub", ScalarLike(b.value, a, b.loc), b.value, b.loc);
+}
+Value operator*(double a, At b) {
+  return Binary("Mul", ScalarLike(b.value, a, b.loc), b.value, b.loc);
+}
+Value operator/(double a, At b) {
+  return Binary("Div", ScalarLike(b.value, a, b.loc), b.value, b.loc);
+}
 Value operator-(At a) {
   if (!a.value.valid()) return Value();
   return a.value.builder()->AddOp1("Neg", {a.value}, {}, a.loc);

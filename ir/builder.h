@@ -68,7 +68,8 @@ struct At {
 // A name prefix, e.g. "conv1". Layers take a Scope and create their variables and nodes under it.
 class Scope {
  public:
-  Scope(GraphBuilder* builder, std::string prefix) : builder_(builder), prefix_(std::move(prefix)) {}
+  Scope(GraphBuilder* builder, std::string prefix)
+      : builder_(builder), prefix_(std::move(prefix)) {}
   Scope Sub(const std::string& name) const;
   const std::string& prefix() const { return prefix_; }
   GraphBuilder& builder() const { return *builder_; }

@@ -26,8 +26,8 @@ std::string SerializeWithChecksum(const google::protobuf::MessageLite& message) 
   return bytes;
 }
 
-Status ParseWithChecksum(const std::string& bytes, const std::string& origin, const std::string& what,
-                         google::protobuf::MessageLite* message) {
+Status ParseWithChecksum(const std::string& bytes, const std::string& origin,
+                         const std::string& what, google::protobuf::MessageLite* message) {
   if (bytes.empty()) return MakeError(ErrorCode::kDataLoss, origin, ": the file is empty");
   if (bytes.size() < kTrailerBytes ||
       static_cast<unsigned char>(bytes[bytes.size() - kTrailerBytes]) != kChecksumTag)
@@ -38,9 +38,11 @@ Status ParseWithChecksum(const std::string& bytes, const std::string& origin, co
   for (int i = 0; i < 4; ++i)
     stored |= static_cast<uint32_t>(static_cast<unsigned char>(bytes[payload + 1 + i])) << (8 * i);
   if (stored != Crc32c(bytes.data(), payload))
-    return MakeError(ErrorCode::kDataLoss, origin, ": checksum mismatch (the file is corrupt or truncated)");
+    return MakeError(ErrorCode::kDataLoss, origin,
+                     ": checksum mismatch (the file is corrupt or truncated)");
   if (!message->ParseFromArray(bytes.data(), static_cast<int>(payload)))
-    return MakeError(ErrorCode::kDataLoss, origin, ": not a valid ", what, " (protobuf parse failed)");
+    return MakeError(ErrorCode::kDataLoss, origin, ": not a valid ", what,
+                     " (protobuf parse failed)");
   return OkStatus();
 }
 

@@ -3,9 +3,9 @@
 // a field boundary, or with any flipped bit, is refused. Used by .kgraph and .kckpt files.
 #pragma once
 
-#include <string>
-
 #include <google/protobuf/message_lite.h>
+
+#include <string>
 
 #include "ir/status.h"
 
@@ -15,7 +15,7 @@ namespace kiln {
 // must not set field 15 itself.
 std::string SerializeWithChecksum(const google::protobuf::MessageLite& message);
 // Verifies the trailer and parses. Errors name `origin` and `what` ("kiln graph", "checkpoint").
-Status ParseWithChecksum(const std::string& bytes, const std::string& origin, const std::string& what,
-                         google::protobuf::MessageLite* message);
+Status ParseWithChecksum(const std::string& bytes, const std::string& origin,
+                         const std::string& what, google::protobuf::MessageLite* message);
 
 }  // namespace kiln

@@ -41,7 +41,9 @@ Result<std::string> ReadFileToString(const std::string& path, int64_t max_bytes)
 Status WriteFileAtomically(const std::string& path, const std::string& contents) {
   std::string tmp = path + ".tmp." + std::to_string(::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return MakeError(ErrorCode::kInvalidArgument, "cannot write '", tmp, "': ", std::strerror(errno));
+  if (fd < 0)
+    return MakeError(ErrorCode::kInvalidArgument, "cannot write '", tmp,
+                     "': ", std::strerror(errno));
   size_t done = 0;
   while (done < contents.size()) {
     ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
@@ -50,7 +52,8 @@ Status WriteFileAtomically(const std::string& path, const std::string& contents)
       int err = errno;
       ::close(fd);
       ::unlink(tmp.c_str());
-      return MakeError(ErrorCode::kResourceExhausted, "writing '", tmp, "' failed: ", std::strerror(err));
+      return MakeError(ErrorCode::kResourceExhausted, "writing '", tmp,
+                       "' failed: ", std::strerror(err));
     }
     done += static_cast<size_t>(n);
   }
@@ -62,13 +65,15 @@ Status WriteFileAtomically(const std::string& path, const std::string& contents)
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     int err = errno;
     ::unlink(tmp.c_str());
-    return MakeError(ErrorCode::kInvalidArgument, "renaming to '", path, "' failed: ", std::strerror(err));
+    return MakeError(ErrorCode::kInvalidArgument, "renaming to '", path,
+                     "' failed: ", std::strerror(err));
   }
   return OkStatus();
 }
 
 bool EndsWith(const std::string& text, const std::string& suffix) {
-  return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return text.size() >= suffix.size() &&
+         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 }  // namespace kiln

@@ -18,7 +18,8 @@ Result<TensorRef> TensorRef::Parse(std::string_view text) {
                        "': expected \"node\" or \"node:port\"");
   }
   if (ref.node.empty())
-    return MakeError(ErrorCode::kInvalidArgument, "bad tensor reference '", text, "': empty node name");
+    return MakeError(ErrorCode::kInvalidArgument, "bad tensor reference '", text,
+                     "': empty node name");
   return ref;
 }
 
@@ -50,7 +51,8 @@ Node* Graph::FindNode(std::string_view name) {
 
 Status Graph::RenameNode(const std::string& old_name, const std::string& new_name) {
   if (old_name == new_name) return OkStatus();
-  if (new_name.empty()) return MakeError(ErrorCode::kInvalidArgument, "a node name cannot be empty");
+  if (new_name.empty())
+    return MakeError(ErrorCode::kInvalidArgument, "a node name cannot be empty");
   if (index_.count(new_name))
     return MakeError(ErrorCode::kAlreadyExists, "cannot rename '", old_name, "' to '", new_name,
                      "': the name is taken");
@@ -153,8 +155,8 @@ Result<std::vector<const Node*>> Graph::TopologicalOrder() const {
 }
 
 bool Graph::operator==(const Graph& o) const {
-  if (nodes_.size() != o.nodes_.size() || inputs_ != o.inputs_ || outputs_.size() != o.outputs_.size() ||
-      update_ops_ != o.update_ops_)
+  if (nodes_.size() != o.nodes_.size() || inputs_ != o.inputs_ ||
+      outputs_.size() != o.outputs_.size() || update_ops_ != o.update_ops_)
     return false;
   for (size_t i = 0; i < outputs_.size(); ++i)
     if (outputs_[i].name != o.outputs_[i].name || !(outputs_[i].tensor == o.outputs_[i].tensor))

@@ -76,7 +76,8 @@ class Graph {
   // Renames a node and every reference to it (inputs, control inputs, graph inputs and outputs).
   Status RenameNode(const std::string& old_name, const std::string& new_name);
   // Removes the nodes for which remove(node) is true (graph inputs/outputs are not updated).
-  template <typename Pred> void RemoveNodesIf(Pred remove);
+  template <typename Pred>
+  void RemoveNodesIf(Pred remove);
 
   const std::vector<std::string>& inputs() const { return inputs_; }
   std::vector<std::string>& mutable_inputs() { return inputs_; }

@@ -32,7 +32,8 @@ struct Conv2DOptions {
   int64_t seed = 1;  // he_normal weights, zero bias
 };
 // x is NCHW; returns [N, filters, H', W'].
-Value Conv2D(const Scope& scope, At x, int64_t filters, int64_t kernel, const Conv2DOptions& options = {});
+Value Conv2D(const Scope& scope, At x, int64_t filters, int64_t kernel,
+             const Conv2DOptions& options = {});
 
 struct BatchNormOptions {
   double epsilon = 1e-5;

@@ -29,8 +29,8 @@ const std::vector<DType>& BoolTypes();
 
 struct InputSpec {
   std::string name;
-  std::string type_var;  // inputs naming the same variable must share a dtype
-  bool variadic = false; // only the last input may be variadic (one or more tensors)
+  std::string type_var;   // inputs naming the same variable must share a dtype
+  bool variadic = false;  // only the last input may be variadic (one or more tensors)
 };
 
 struct AttrSpec {
@@ -53,14 +53,18 @@ class InferContext {
   const Shape& shape(int i) const { return inputs_[i].shape; }
   DType dtype(int i) const { return inputs_[i].dtype; }
   // The input's value when it is known (a Constant producer at build time; always at run time).
-  const Tensor* value(int i) const { return i < static_cast<int>(values_.size()) ? values_[i] : nullptr; }
+  const Tensor* value(int i) const {
+    return i < static_cast<int>(values_.size()) ? values_[i] : nullptr;
+  }
 
   void AddOutput(DType dtype, Shape shape) { outputs_.push_back({dtype, std::move(shape)}); }
   std::vector<TensorType>& outputs() { return outputs_; }
 
   // An error naming this node: "<node>: <parts...>".
   template <typename... Args>
-  Error Fail(const Args&... parts) const { return node_.MakeNodeError(ErrorCode::kInvalidArgument, parts...); }
+  Error Fail(const Args&... parts) const {
+    return node_.MakeNodeError(ErrorCode::kInvalidArgument, parts...);
+  }
 
  private:
   const Node& node_;
@@ -80,8 +84,13 @@ class GradContext {
  public:
   GradContext(GraphBuilder& g, const Node& node, const AttrMap& attrs, std::vector<Value> inputs,
               std::vector<Value> outputs, std::vector<Value> output_grads)
-      : g_(g), node_(node), attrs_(attrs), inputs_(std::move(inputs)), outputs_(std::move(outputs)),
-        grads_(std::move(output_grads)), input_grads_(inputs_.size()) {}
+      : g_(g),
+        node_(node),
+        attrs_(attrs),
+        inputs_(std::move(inputs)),
+        outputs_(std::move(outputs)),
+        grads_(std::move(output_grads)),
+        input_grads_(inputs_.size()) {}
 
   GraphBuilder& builder() { return g_; }
   const Node& node() const { return node_; }

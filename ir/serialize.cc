@@ -27,10 +27,18 @@ Result<Shape> ShapeFromProto(const proto::ShapeProto& p) {
 proto::AttrValue AttrToProto(const AttrValue& v) {
   proto::AttrValue p;
   switch (v.type()) {
-    case AttrType::kInt: p.set_i(v.get<int64_t>()); break;
-    case AttrType::kFloat: p.set_f(v.get<double>()); break;
-    case AttrType::kString: p.set_s(v.get<std::string>()); break;
-    case AttrType::kBool: p.set_b(v.get<bool>()); break;
+    case AttrType::kInt:
+      p.set_i(v.get<int64_t>());
+      break;
+    case AttrType::kFloat:
+      p.set_f(v.get<double>());
+      break;
+    case AttrType::kString:
+      p.set_s(v.get<std::string>());
+      break;
+    case AttrType::kBool:
+      p.set_b(v.get<bool>());
+      break;
     // mutable_*() first: an empty list must still set the oneof.
     case AttrType::kInts: {
       auto* list = p.mutable_ints();
@@ -47,25 +55,36 @@ proto::AttrValue AttrToProto(const AttrValue& v) {
       for (const std::string& x : v.get<std::vector<std::string>>()) list->add_values(x);
       break;
     }
-    case AttrType::kShape: *p.mutable_shape() = ShapeToProto(v.get<Shape>()); break;
-    case AttrType::kDType: p.set_dtype(DTypeToProto(v.get<DType>())); break;
-    case AttrType::kTensor: *p.mutable_tensor() = TensorToProto(v.get<Tensor>()); break;
+    case AttrType::kShape:
+      *p.mutable_shape() = ShapeToProto(v.get<Shape>());
+      break;
+    case AttrType::kDType:
+      p.set_dtype(DTypeToProto(v.get<DType>()));
+      break;
+    case AttrType::kTensor:
+      *p.mutable_tensor() = TensorToProto(v.get<Tensor>());
+      break;
   }
   return p;
 }
 
 Result<AttrValue> AttrFromProto(const proto::AttrValue& p) {
   switch (p.value_case()) {
-    case proto::AttrValue::kI: return AttrValue(p.i());
-    case proto::AttrValue::kF: return AttrValue(p.f());
-    case proto::AttrValue::kS: return AttrValue(p.s());
-    case proto::AttrValue::kB: return AttrValue(p.b());
+    case proto::AttrValue::kI:
+      return AttrValue(p.i());
+    case proto::AttrValue::kF:
+      return AttrValue(p.f());
+    case proto::AttrValue::kS:
+      return AttrValue(p.s());
+    case proto::AttrValue::kB:
+      return AttrValue(p.b());
     case proto::AttrValue::kInts:
       return AttrValue(std::vector<int64_t>(p.ints().values().begin(), p.ints().values().end()));
     case proto::AttrValue::kFloats:
       return AttrValue(std::vector<double>(p.floats().values().begin(), p.floats().values().end()));
     case proto::AttrValue::kStrings:
-      return AttrValue(std::vector<std::string>(p.strings().values().begin(), p.strings().values().end()));
+      return AttrValue(
+          std::vector<std::string>(p.strings().values().begin(), p.strings().values().end()));
     case proto::AttrValue::kShape: {
       KILN_ASSIGN_OR_RETURN(Shape s, ShapeFromProto(p.shape()));
       return AttrValue(std::move(s));
@@ -78,7 +97,8 @@ Result<AttrValue> AttrFromProto(const proto::AttrValue& p) {
       KILN_ASSIGN_OR_RETURN(Tensor t, TensorFromProto(p.tensor()));
       return AttrValue(std::move(t));
     }
-    case proto::AttrValue::VALUE_NOT_SET: break;
+    case proto::AttrValue::VALUE_NOT_SET:
+      break;
   }
   return MakeError(ErrorCode::kInvalidArgument, "attribute has no value");
 }
@@ -86,8 +106,9 @@ Result<AttrValue> AttrFromProto(const proto::AttrValue& p) {
 class CollectErrors : public google::protobuf::io::ErrorCollector {
  public:
   void AddError(int line, int column, const std::string& message) override {
-    if (first_.empty()) first_ = "line " + std::to_string(line + 1) + ", column " +
-                                 std::to_string(column + 1) + ": " + message;
+    if (first_.empty())
+      first_ = "line " + std::to_string(line + 1) + ", column " + std::to_string(column + 1) +
+               ": " + message;
   }
   const std::string& first() const { return first_; }
 
@@ -114,32 +135,52 @@ Result<Graph> CheckVersionConvertVerify(const proto::GraphDef& def, const std::s
 
 proto::DataType DTypeToProto(DType t) {
   switch (t) {
-    case DType::kF32: return proto::DT_F32;
-    case DType::kF64: return proto::DT_F64;
-    case DType::kF16: return proto::DT_F16;
-    case DType::kBF16: return proto::DT_BF16;
-    case DType::kI8: return proto::DT_I8;
-    case DType::kU8: return proto::DT_U8;
-    case DType::kI32: return proto::DT_I32;
-    case DType::kI64: return proto::DT_I64;
-    case DType::kBool: return proto::DT_BOOL;
-    case DType::kInvalid: break;
+    case DType::kF32:
+      return proto::DT_F32;
+    case DType::kF64:
+      return proto::DT_F64;
+    case DType::kF16:
+      return proto::DT_F16;
+    case DType::kBF16:
+      return proto::DT_BF16;
+    case DType::kI8:
+      return proto::DT_I8;
+    case DType::kU8:
+      return proto::DT_U8;
+    case DType::kI32:
+      return proto::DT_I32;
+    case DType::kI64:
+      return proto::DT_I64;
+    case DType::kBool:
+      return proto::DT_BOOL;
+    case DType::kInvalid:
+      break;
   }
   return proto::DT_INVALID;
 }
 
 Result<DType> DTypeFromProto(int t) {
   switch (t) {
-    case proto::DT_F32: return f32;
-    case proto::DT_F64: return f64;
-    case proto::DT_F16: return f16;
-    case proto::DT_BF16: return bf16;
-    case proto::DT_I8: return i8;
-    case proto::DT_U8: return u8;
-    case proto::DT_I32: return i32;
-    case proto::DT_I64: return i64;
-    case proto::DT_BOOL: return boolean;
-    default: break;
+    case proto::DT_F32:
+      return f32;
+    case proto::DT_F64:
+      return f64;
+    case proto::DT_F16:
+      return f16;
+    case proto::DT_BF16:
+      return bf16;
+    case proto::DT_I8:
+      return i8;
+    case proto::DT_U8:
+      return u8;
+    case proto::DT_I32:
+      return i32;
+    case proto::DT_I64:
+      return i64;
+    case proto::DT_BOOL:
+      return boolean;
+    default:
+      break;
   }
   return MakeError(ErrorCode::kInvalidArgument, "unknown dtype code ", t);
 }
@@ -156,7 +197,8 @@ Result<Tensor> TensorFromProto(const proto::TensorProto& p) {
   KILN_ASSIGN_OR_RETURN(DType dtype, DTypeFromProto(p.dtype()));
   KILN_ASSIGN_OR_RETURN(Shape shape, ShapeFromProto(p.shape()));
   if (!shape.IsFullyKnown())
-    return MakeError(ErrorCode::kInvalidArgument, "tensor shape ", shape.ToString(), " is not fully known");
+    return MakeError(ErrorCode::kInvalidArgument, "tensor shape ", shape.ToString(),
+                     " is not fully known");
   KILN_ASSIGN_OR_RETURN(Tensor t, Tensor::Create(dtype, shape));
   if (static_cast<int64_t>(p.data().size()) != t.byte_size())
     return MakeError(ErrorCode::kDataLoss, "tensor ", DTypeName(dtype), shape.ToString(), " needs ",
@@ -174,7 +216,8 @@ proto::GraphDef GraphToProto(const Graph& graph) {
     nd->set_op(n.op);
     for (const TensorRef& in : n.inputs) nd->add_inputs(in.port == 0 ? in.node : in.ToString());
     for (const std::string& c : n.control_inputs) nd->add_control_inputs(c);
-    for (const auto& [name, value] : n.attrs.items()) (*nd->mutable_attrs())[name] = AttrToProto(value);
+    for (const auto& [name, value] : n.attrs.items())
+      (*nd->mutable_attrs())[name] = AttrToProto(value);
     nd->set_device(n.device);
     nd->set_source(n.source);
   }
@@ -204,7 +247,9 @@ Result<Graph> GraphFromProto(const proto::GraphDef& def) {
     n.control_inputs.assign(nd.control_inputs().begin(), nd.control_inputs().end());
     for (const auto& [name, value] : nd.attrs()) {
       Result<AttrValue> v = AttrFromProto(value);
-      if (!v.ok()) return n.MakeNodeError(ErrorCode::kInvalidArgument, "attribute '", name, "': ", v.error().message());
+      if (!v.ok())
+        return n.MakeNodeError(ErrorCode::kInvalidArgument, "attribute '", name,
+                               "': ", v.error().message());
       n.attrs.Set(name, std::move(*v));
     }
     KILN_RETURN_IF_ERROR(graph.AddNode(std::move(n)).status());
@@ -252,7 +297,8 @@ Result<Graph> LoadGraph(const std::string& path) {
 }
 
 Status SaveGraph(const Graph& graph, const std::string& path) {
-  return WriteFileAtomically(path, EndsWith(path, ".txt") ? GraphToText(graph) : GraphToBinary(graph));
+  return WriteFileAtomically(path,
+                             EndsWith(path, ".txt") ? GraphToText(graph) : GraphToBinary(graph));
 }
 
 }  // namespace kiln

@@ -58,7 +58,8 @@ Result<Shape> BroadcastShapes(const Shape& a, const Shape& b) {
 Result<int> NormalizeAxis(int64_t axis, int rank) {
   if (rank == 0 && (axis == 0 || axis == -1)) return 0;
   if (axis < -rank || axis >= rank)
-    return MakeError(ErrorCode::kInvalidArgument, "axis ", axis, " is out of range for rank ", rank);
+    return MakeError(ErrorCode::kInvalidArgument, "axis ", axis, " is out of range for rank ",
+                     rank);
   return static_cast<int>(axis < 0 ? axis + rank : axis);
 }
 

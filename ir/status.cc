@@ -6,15 +6,24 @@ namespace kiln {
 
 const char* ErrorCodeName(ErrorCode code) {
   switch (code) {
-    case ErrorCode::kInvalidArgument: return "invalid argument";
-    case ErrorCode::kNotFound: return "not found";
-    case ErrorCode::kAlreadyExists: return "already exists";
-    case ErrorCode::kFailedPrecondition: return "failed precondition";
-    case ErrorCode::kDataLoss: return "data loss";
-    case ErrorCode::kUnimplemented: return "unimplemented";
-    case ErrorCode::kOutOfRange: return "out of range";
-    case ErrorCode::kResourceExhausted: return "resource exhausted";
-    case ErrorCode::kInternal: return "internal error";
+    case ErrorCode::kInvalidArgument:
+      return "invalid argument";
+    case ErrorCode::kNotFound:
+      return "not found";
+    case ErrorCode::kAlreadyExists:
+      return "already exists";
+    case ErrorCode::kFailedPrecondition:
+      return "failed precondition";
+    case ErrorCode::kDataLoss:
+      return "data loss";
+    case ErrorCode::kUnimplemented:
+      return "unimplemented";
+    case ErrorCode::kOutOfRange:
+      return "out of range";
+    case ErrorCode::kResourceExhausted:
+      return "resource exhausted";
+    case ErrorCode::kInternal:
+      return "internal error";
   }
   return "unknown error";
 }

@@ -1,8 +1,8 @@
 // Errors that a user can cause come back as values, never as crashes.
 //
 // `Error` carries a code and a message that names what went wrong (node, op, file, source line,
-// what was expected). `Status` is "ok or an Error"; `Result<T>` is "a T or an Error". Functions that
-// can fail on user input return one of these; KILN_RETURN_IF_ERROR and KILN_ASSIGN_OR_RETURN
+// what was expected). `Status` is "ok or an Error"; `Result<T>` is "a T or an Error". Functions
+// that can fail on user input return one of these; KILN_RETURN_IF_ERROR and KILN_ASSIGN_OR_RETURN
 // propagate failures. CHECK-style aborts are reserved for kiln's own invariants.
 #pragma once
 
@@ -15,15 +15,15 @@
 namespace kiln {
 
 enum class ErrorCode {
-  kInvalidArgument,   // a value, shape, dtype or attribute the caller passed is wrong
-  kNotFound,          // a named node, feed, file or op does not exist
-  kAlreadyExists,     // a name is taken
-  kFailedPrecondition,// the operation is not valid in the current state
-  kDataLoss,          // a file is truncated, corrupt or fails its checksum
-  kUnimplemented,     // a feature or op is not supported
-  kOutOfRange,        // an index or size is beyond its limit
-  kResourceExhausted, // out of memory or over a size limit
-  kInternal,          // a bug in kiln
+  kInvalidArgument,     // a value, shape, dtype or attribute the caller passed is wrong
+  kNotFound,            // a named node, feed, file or op does not exist
+  kAlreadyExists,       // a name is taken
+  kFailedPrecondition,  // the operation is not valid in the current state
+  kDataLoss,            // a file is truncated, corrupt or fails its checksum
+  kUnimplemented,       // a feature or op is not supported
+  kOutOfRange,          // an index or size is beyond its limit
+  kResourceExhausted,   // out of memory or over a size limit
+  kInternal,            // a bug in kiln
 };
 
 const char* ErrorCodeName(ErrorCode code);
@@ -60,9 +60,9 @@ inline Status OkStatus() { return Status(); }
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}        // NOLINT: implicit by design
-  Result(Error error) : v_(std::move(error)) {}    // NOLINT
-  Result(Status status) : v_(status.error()) {}    // NOLINT: must not be ok
+  Result(T value) : v_(std::move(value)) {}      // NOLINT: implicit by design
+  Result(Error error) : v_(std::move(error)) {}  // NOLINT
+  Result(Status status) : v_(status.error()) {}  // NOLINT: must not be ok
   bool ok() const { return v_.index() == 0; }
   const Error& error() const { return std::get<1>(v_); }
   Status status() const { return ok() ? Status() : Status(error()); }
@@ -98,9 +98,9 @@ kiln::Error kiln::MakeError(ErrorCode code, const Args&... parts) {
 #define KILN_CONCAT_INNER(a, b) a##b
 #define KILN_CONCAT(a, b) KILN_CONCAT_INNER(a, b)
 
-#define KILN_RETURN_IF_ERROR(expr)                   \
-  do {                                               \
-    ::kiln::Status kiln_status_ = (expr);            \
+#define KILN_RETURN_IF_ERROR(expr)                       \
+  do {                                                   \
+    ::kiln::Status kiln_status_ = (expr);                \
     if (!kiln_status_.ok()) return kiln_status_.error(); \
   } while (0)
 
@@ -113,7 +113,7 @@ kiln::Error kiln::MakeError(ErrorCode code, const Args&... parts) {
   KILN_ASSIGN_OR_RETURN_IMPL(KILN_CONCAT(kiln_result_, __LINE__), lhs, expr)
 
 // For kiln's own invariants only: never for anything a file, a feed or a caller controls.
-#define KILN_CHECK(cond) \
-  do {                   \
+#define KILN_CHECK(cond)                                                 \
+  do {                                                                   \
     if (!(cond)) ::kiln::InternalCheckFailed(__FILE__, __LINE__, #cond); \
   } while (0)

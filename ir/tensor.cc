@@ -10,10 +10,10 @@ namespace {
 
 std::shared_ptr<uint8_t> AllocateAligned(int64_t bytes) {
   size_t size = static_cast<size_t>(bytes > 0 ? bytes : 1);
-  void* p = ::operator new(size, std::align_val_t{64});
+  void* p = ::operator new (size, std::align_val_t{64});
   std::memset(p, 0, size);
   return std::shared_ptr<uint8_t>(static_cast<uint8_t*>(p),
-                                  [](uint8_t* q) { ::operator delete(q, std::align_val_t{64}); });
+                                  [](uint8_t* q) { ::operator delete (q, std::align_val_t{64}); });
 }
 
 Result<int64_t> CheckedByteSize(DType dtype, const Shape& shape) {
@@ -37,8 +37,10 @@ Result<int64_t> CheckedByteSize(DType dtype, const Shape& shape) {
 template <typename To>
 To SaturatingFromDouble(double v) {
   if (std::isnan(v)) return 0;
-  if (v <= static_cast<double>(std::numeric_limits<To>::min())) return std::numeric_limits<To>::min();
-  if (v >= static_cast<double>(std::numeric_limits<To>::max())) return std::numeric_limits<To>::max();
+  if (v <= static_cast<double>(std::numeric_limits<To>::min()))
+    return std::numeric_limits<To>::min();
+  if (v >= static_cast<double>(std::numeric_limits<To>::max()))
+    return std::numeric_limits<To>::max();
   return static_cast<To>(v);
 }
 
@@ -73,55 +75,102 @@ Tensor Tensor::FromDoubles(DType dtype, Shape shape, const std::vector<double>& 
 
 double Tensor::GetDouble(int64_t i) const {
   switch (dtype_) {
-    case DType::kF32: return data<float>()[i];
-    case DType::kF64: return data<double>()[i];
-    case DType::kF16: return HalfToFloat(data<uint16_t>()[i]);
-    case DType::kBF16: return BFloat16ToFloat(data<uint16_t>()[i]);
-    case DType::kI8: return data<int8_t>()[i];
-    case DType::kU8: return data<uint8_t>()[i];
-    case DType::kI32: return data<int32_t>()[i];
-    case DType::kI64: return static_cast<double>(data<int64_t>()[i]);
-    case DType::kBool: return data<uint8_t>()[i] ? 1.0 : 0.0;
-    case DType::kInvalid: break;
+    case DType::kF32:
+      return data<float>()[i];
+    case DType::kF64:
+      return data<double>()[i];
+    case DType::kF16:
+      return HalfToFloat(data<uint16_t>()[i]);
+    case DType::kBF16:
+      return BFloat16ToFloat(data<uint16_t>()[i]);
+    case DType::kI8:
+      return data<int8_t>()[i];
+    case DType::kU8:
+      return data<uint8_t>()[i];
+    case DType::kI32:
+      return data<int32_t>()[i];
+    case DType::kI64:
+      return static_cast<double>(data<int64_t>()[i]);
+    case DType::kBool:
+      return data<uint8_t>()[i] ? 1.0 : 0.0;
+    case DType::kInvalid:
+      break;
   }
   KILN_CHECK(false);
 }
 
 void Tensor::SetDouble(int64_t i, double v) {
   switch (dtype_) {
-    case DType::kF32: data<float>()[i] = static_cast<float>(v); return;
-    case DType::kF64: data<double>()[i] = v; return;
-    case DType::kF16: data<uint16_t>()[i] = FloatToHalf(static_cast<float>(v)); return;
-    case DType::kBF16: data<uint16_t>()[i] = FloatToBFloat16(static_cast<float>(v)); return;
-    case DType::kI8: data<int8_t>()[i] = SaturatingFromDouble<int8_t>(v); return;
-    case DType::kU8: data<uint8_t>()[i] = SaturatingFromDouble<uint8_t>(v); return;
-    case DType::kI32: data<int32_t>()[i] = SaturatingFromDouble<int32_t>(v); return;
-    case DType::kI64: data<int64_t>()[i] = SaturatingFromDouble<int64_t>(v); return;
-    case DType::kBool: data<uint8_t>()[i] = v != 0.0; return;
-    case DType::kInvalid: break;
+    case DType::kF32:
+      data<float>()[i] = static_cast<float>(v);
+      return;
+    case DType::kF64:
+      data<double>()[i] = v;
+      return;
+    case DType::kF16:
+      data<uint16_t>()[i] = FloatToHalf(static_cast<float>(v));
+      return;
+    case DType::kBF16:
+      data<uint16_t>()[i] = FloatToBFloat16(static_cast<float>(v));
+      return;
+    case DType::kI8:
+      data<int8_t>()[i] = SaturatingFromDouble<int8_t>(v);
+      return;
+    case DType::kU8:
+      data<uint8_t>()[i] = SaturatingFromDouble<uint8_t>(v);
+      return;
+    case DType::kI32:
+      data<int32_t>()[i] = SaturatingFromDouble<int32_t>(v);
+      return;
+    case DType::kI64:
+      data<int64_t>()[i] = SaturatingFromDouble<int64_t>(v);
+      return;
+    case DType::kBool:
+      data<uint8_t>()[i] = v != 0.0;
+      return;
+    case DType::kInvalid:
+      break;
   }
   KILN_CHECK(false);
 }
 
 int64_t Tensor::GetInt(int64_t i) const {
   switch (dtype_) {
-    case DType::kI8: return data<int8_t>()[i];
-    case DType::kU8: return data<uint8_t>()[i];
-    case DType::kI32: return data<int32_t>()[i];
-    case DType::kI64: return data<int64_t>()[i];
-    case DType::kBool: return data<uint8_t>()[i] ? 1 : 0;
-    default: return SaturatingFromDouble<int64_t>(GetDouble(i));
+    case DType::kI8:
+      return data<int8_t>()[i];
+    case DType::kU8:
+      return data<uint8_t>()[i];
+    case DType::kI32:
+      return data<int32_t>()[i];
+    case DType::kI64:
+      return data<int64_t>()[i];
+    case DType::kBool:
+      return data<uint8_t>()[i] ? 1 : 0;
+    default:
+      return SaturatingFromDouble<int64_t>(GetDouble(i));
   }
 }
 
 void Tensor::SetInt(int64_t i, int64_t v) {
   switch (dtype_) {
-    case DType::kI8: data<int8_t>()[i] = static_cast<int8_t>(v); return;
-    case DType::kU8: data<uint8_t>()[i] = static_cast<uint8_t>(v); return;
-    case DType::kI32: data<int32_t>()[i] = static_cast<int32_t>(v); return;
-    case DType::kI64: data<int64_t>()[i] = v; return;
-    case DType::kBool: data<uint8_t>()[i] = v != 0; return;
-    default: SetDouble(i, static_cast<double>(v)); return;
+    case DType::kI8:
+      data<int8_t>()[i] = static_cast<int8_t>(v);
+      return;
+    case DType::kU8:
+      data<uint8_t>()[i] = static_cast<uint8_t>(v);
+      return;
+    case DType::kI32:
+      data<int32_t>()[i] = static_cast<int32_t>(v);
+      return;
+    case DType::kI64:
+      data<int64_t>()[i] = v;
+      return;
+    case DType::kBool:
+      data<uint8_t>()[i] = v != 0;
+      return;
+    default:
+      SetDouble(i, static_cast<double>(v));
+      return;
   }
 }
 
@@ -158,8 +207,10 @@ Tensor Tensor::CastTo(DType dtype) const {
   bool integral = IsInteger(dtype) || dtype == boolean;
   bool from_integral = IsInteger(dtype_) || dtype_ == boolean;
   for (int64_t i = 0; i < num_elements_; ++i) {
-    if (integral && from_integral) t.SetInt(i, GetInt(i));
-    else t.SetDouble(i, GetDouble(i));
+    if (integral && from_integral)
+      t.SetInt(i, GetInt(i));
+    else
+      t.SetDouble(i, GetDouble(i));
   }
   return t;
 }
@@ -178,9 +229,12 @@ std::string Tensor::Summary(int max_values) const {
   int64_t shown = std::min<int64_t>(num_elements_, max_values);
   for (int64_t i = 0; i < shown; ++i) {
     if (i) os << ", ";
-    if (IsFloat(dtype_)) os << GetDouble(i);
-    else if (dtype_ == boolean) os << (GetInt(i) ? "true" : "false");
-    else os << GetInt(i);
+    if (IsFloat(dtype_))
+      os << GetDouble(i);
+    else if (dtype_ == boolean)
+      os << (GetInt(i) ? "true" : "false");
+    else
+      os << GetInt(i);
   }
   if (shown < num_elements_) os << ", ... (" << num_elements_ << " values)";
   os << "}";

@@ -18,14 +18,36 @@
 
 namespace kiln {
 
-template <typename T> constexpr DType DTypeOf();
-template <> constexpr DType DTypeOf<float>() { return f32; }
-template <> constexpr DType DTypeOf<double>() { return f64; }
-template <> constexpr DType DTypeOf<int8_t>() { return i8; }
-template <> constexpr DType DTypeOf<uint8_t>() { return u8; }
-template <> constexpr DType DTypeOf<int32_t>() { return i32; }
-template <> constexpr DType DTypeOf<int64_t>() { return i64; }
-template <> constexpr DType DTypeOf<bool>() { return boolean; }
+template <typename T>
+constexpr DType DTypeOf();
+template <>
+constexpr DType DTypeOf<float>() {
+  return f32;
+}
+template <>
+constexpr DType DTypeOf<double>() {
+  return f64;
+}
+template <>
+constexpr DType DTypeOf<int8_t>() {
+  return i8;
+}
+template <>
+constexpr DType DTypeOf<uint8_t>() {
+  return u8;
+}
+template <>
+constexpr DType DTypeOf<int32_t>() {
+  return i32;
+}
+template <>
+constexpr DType DTypeOf<int64_t>() {
+  return i64;
+}
+template <>
+constexpr DType DTypeOf<bool>() {
+  return boolean;
+}
 
 // The largest tensor kiln will allocate from a file or attribute: 16 GiB.
 inline constexpr int64_t kMaxTensorBytes = int64_t{16} << 30;
@@ -41,7 +63,9 @@ class Tensor {
   template <typename T>
   static Tensor FromVector(Shape shape, const std::vector<T>& values);
   template <typename T>
-  static Tensor Scalar(T value) { return FromVector<T>(Shape{}, {value}); }
+  static Tensor Scalar(T value) {
+    return FromVector<T>(Shape{}, {value});
+  }
   // Converts each double to `dtype` (rounding floats, truncating toward zero for integers).
   static Tensor FromDoubles(DType dtype, Shape shape, const std::vector<double>& values);
 
@@ -54,8 +78,14 @@ class Tensor {
 
   void* raw_data() { return storage_.get(); }
   const void* raw_data() const { return storage_.get(); }
-  template <typename T> T* data() { return static_cast<T*>(raw_data()); }
-  template <typename T> const T* data() const { return static_cast<const T*>(raw_data()); }
+  template <typename T>
+  T* data() {
+    return static_cast<T*>(raw_data());
+  }
+  template <typename T>
+  const T* data() const {
+    return static_cast<const T*>(raw_data());
+  }
 
   // Element i (row-major) converted to or from double / int64, for any dtype.
   double GetDouble(int64_t i) const;

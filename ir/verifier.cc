@@ -48,10 +48,12 @@ Status CheckDTypes(const OpDef& def, const Node& node, const std::vector<TensorT
 Status CheckAttrs(const OpDef& def, const Node& node) {
   for (const auto& [name, value] : node.attrs.items()) {
     const AttrSpec* spec = def.FindAttr(name);
-    if (!spec) return node.MakeNodeError(ErrorCode::kInvalidArgument, "unknown attribute '", name, "'");
+    if (!spec)
+      return node.MakeNodeError(ErrorCode::kInvalidArgument, "unknown attribute '", name, "'");
     if (spec->type != value.type())
       return node.MakeNodeError(ErrorCode::kInvalidArgument, "attribute '", name, "' is ",
-                                AttrTypeName(value.type()), ", expected ", AttrTypeName(spec->type));
+                                AttrTypeName(value.type()), ", expected ",
+                                AttrTypeName(spec->type));
   }
   for (const AttrSpec& spec : def.attrs)
     if (!spec.default_value && !node.attrs.Has(spec.name))
@@ -87,11 +89,12 @@ Status Verify(Graph& graph) {
     for (const TensorRef& in : node->inputs) {
       const Node* producer = graph.FindNode(in.node);
       if (!producer)
-        return node->MakeNodeError(ErrorCode::kNotFound, "input '", in.ToString(), "' does not exist");
+        return node->MakeNodeError(ErrorCode::kNotFound, "input '", in.ToString(),
+                                   "' does not exist");
       if (in.port >= static_cast<int>(producer->output_types.size()))
-        return node->MakeNodeError(ErrorCode::kInvalidArgument, "input '", in.ToString(), "': ",
-                                   producer->Describe(), " has only ", producer->output_types.size(),
-                                   " output(s)");
+        return node->MakeNodeError(ErrorCode::kInvalidArgument, "input '", in.ToString(),
+                                   "': ", producer->Describe(), " has only ",
+                                   producer->output_types.size(), " output(s)");
       input_types.push_back(producer->output_types[in.port]);
       const Tensor* value = nullptr;
       if (producer->op == "Constant") value = &producer->attrs.Find("value")->get<Tensor>();
@@ -114,17 +117,21 @@ Status Verify(Graph& graph) {
     const Node* n = graph.FindNode(name);
     if (!n) return MakeError(ErrorCode::kNotFound, "graph input '", name, "' is not a node");
     if (n->op != "Placeholder")
-      return n->MakeNodeError(ErrorCode::kInvalidArgument, "is listed as a graph input but is not a Placeholder");
+      return n->MakeNodeError(ErrorCode::kInvalidArgument,
+                              "is listed as a graph input but is not a Placeholder");
     if (!seen_inputs.insert(name).second)
       return MakeError(ErrorCode::kInvalidArgument, "graph input '", name, "' is listed twice");
   }
   for (const std::string& u : graph.update_ops())
-    if (!graph.FindNode(u)) return MakeError(ErrorCode::kNotFound, "update op '", u, "' is not a node");
+    if (!graph.FindNode(u))
+      return MakeError(ErrorCode::kNotFound, "update op '", u, "' is not a node");
   std::set<std::string> seen_outputs;
   for (const GraphOutput& out : graph.outputs()) {
-    if (out.name.empty()) return MakeError(ErrorCode::kInvalidArgument, "a graph output has an empty name");
+    if (out.name.empty())
+      return MakeError(ErrorCode::kInvalidArgument, "a graph output has an empty name");
     if (!seen_outputs.insert(out.name).second)
-      return MakeError(ErrorCode::kInvalidArgument, "graph output '", out.name, "' is listed twice");
+      return MakeError(ErrorCode::kInvalidArgument, "graph output '", out.name,
+                       "' is listed twice");
     Result<TensorType> t = graph.TypeOf(out.tensor);
     if (!t.ok()) return t.error().WithContext("graph output '" + out.name + "'");
   }

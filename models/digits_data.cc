@@ -36,25 +36,28 @@ Result<Digits> LoadDigits(const std::string& path) {
       char* end = nullptr;
       long v = std::strtol(field.c_str(), &end, 10);
       if (field.empty() || *end != '\0')
-        return MakeError(ErrorCode::kInvalidArgument, path, ":", line_no, ": '", field, "' is not an integer");
+        return MakeError(ErrorCode::kInvalidArgument, path, ":", line_no, ": '", field,
+                         "' is not an integer");
       values.push_back(v);
     }
     if (values.size() != 65)
-      return MakeError(ErrorCode::kInvalidArgument, path, ":", line_no, ": expected 65 values (64 pixels, label), got ",
-                       values.size());
+      return MakeError(ErrorCode::kInvalidArgument, path, ":", line_no,
+                       ": expected 65 values (64 pixels, label), got ", values.size());
     for (int i = 0; i < 64; ++i) {
       if (values[i] < 0 || values[i] > 16)
-        return MakeError(ErrorCode::kInvalidArgument, path, ":", line_no, ": pixel ", i, " is ", values[i],
-                         ", expected 0..16");
+        return MakeError(ErrorCode::kInvalidArgument, path, ":", line_no, ": pixel ", i, " is ",
+                         values[i], ", expected 0..16");
       pixels.push_back(static_cast<float>(values[i]) / 16.0f);
     }
     if (values[64] < 0 || values[64] > 9)
-      return MakeError(ErrorCode::kInvalidArgument, path, ":", line_no, ": label ", values[64], " is not a digit");
+      return MakeError(ErrorCode::kInvalidArgument, path, ":", line_no, ": label ", values[64],
+                       " is not a digit");
     labels.push_back(values[64]);
   }
   int64_t count = static_cast<int64_t>(labels.size());
   if (count == 0) return MakeError(ErrorCode::kInvalidArgument, "'", path, "' holds no images");
-  return Digits{Tensor::FromVector<float>({count, 1, 8, 8}, pixels), Tensor::FromVector<int64_t>({count}, labels)};
+  return Digits{Tensor::FromVector<float>({count, 1, 8, 8}, pixels),
+                Tensor::FromVector<int64_t>({count}, labels)};
 }
 
 Digits SliceDigits(const Digits& d, int64_t begin, int64_t end) {

@@ -32,7 +32,8 @@ models::Digits Pick(const models::Digits& d, const std::vector<int64_t>& rows) {
                      Tensor(i64, {static_cast<int64_t>(rows.size())})};
   for (size_t i = 0; i < rows.size(); ++i) {
     models::Digits one = models::SliceDigits(d, rows[i], rows[i] + 1);
-    std::copy(one.images.data<float>(), one.images.data<float>() + 64, out.images.data<float>() + i * 64);
+    std::copy(one.images.data<float>(), one.images.data<float>() + 64,
+              out.images.data<float>() + i * 64);
     out.labels.data<int64_t>()[i] = one.labels.data<int64_t>()[0];
   }
   return out;
@@ -49,22 +50,26 @@ int Prepare(const std::string& out, const std::string& data) {
   int64_t n = digits->labels.num_elements();
   std::vector<int64_t> order(n);
   for (int64_t i = 0; i < n; ++i) order[i] = i;
-  for (int64_t i = n - 1; i > 0; --i) std::swap(order[i], order[RandomBits(kSplitSeed, 0, i) % (i + 1)]);
+  for (int64_t i = n - 1; i > 0; --i)
+    std::swap(order[i], order[RandomBits(kSplitSeed, 0, i) % (i + 1)]);
   int64_t test_count = n / 5;
   models::Digits test = Pick(*digits, {order.begin(), order.begin() + test_count});
   models::Digits train = Pick(*digits, {order.begin() + test_count, order.end()});
-  for (auto& [name, tensor] : std::vector<std::pair<std::string, Tensor>>{{"train_images", train.images},
-                                                                         {"train_labels", train.labels},
-                                                                         {"test_images", test.images},
-                                                                         {"test_labels", test.labels}})
+  for (auto& [name, tensor] :
+       std::vector<std::pair<std::string, Tensor>>{{"train_images", train.images},
+                                                   {"train_labels", train.labels},
+                                                   {"test_images", test.images},
+                                                   {"test_labels", test.labels}})
     if (Status s = WriteNpy(out + "/" + name + ".npy", tensor); !s.ok()) return Fail(s.error());
-  std::printf("wrote %s/digits_train.kgraph and the split: %lld training, %lld test images (seed %llu)\n",
-              out.c_str(), static_cast<long long>(n - test_count), static_cast<long long>(test_count),
-              static_cast<unsigned long long>(kSplitSeed));
+  std::printf(
+      "wrote %s/digits_train.kgraph and the split: %lld training, %lld test images (seed %llu)\n",
+      out.c_str(), static_cast<long long>(n - test_count), static_cast<long long>(test_count),
+      static_cast<unsigned long long>(kSplitSeed));
   return 0;
 }
 
-int Evaluate(const std::string& model, const std::string& images_path, const std::string& labels_path) {
+int Evaluate(const std::string& model, const std::string& images_path,
+             const std::string& labels_path) {
   Result<Graph> graph = LoadGraph(model);
   if (!graph.ok()) return Fail(graph.error());
   Result<Tensor> images = ReadNpy(images_path);
@@ -77,7 +82,8 @@ int Evaluate(const std::string& model, const std::string& images_path, const std
   const Tensor& l = (*logits)[0];
   int64_t n = l.shape()[0], classes = l.shape()[1], correct = 0;
   if (labels->num_elements() != n)
-    return Fail(MakeError(ErrorCode::kInvalidArgument, n, " images but ", labels->num_elements(), " labels"));
+    return Fail(MakeError(ErrorCode::kInvalidArgument, n, " images but ", labels->num_elements(),
+                          " labels"));
   for (int64_t i = 0; i < n; ++i) {
     int64_t best = 0;
     for (int64_t c = 1; c < classes; ++c)

@@ -33,18 +33,20 @@ int main(int argc, char** argv) {
   std::string path = out + "/digits_cnn.kgraph";
   if (Status s = SaveGraph(*graph, path); !s.ok()) return Fail(s.error());
   if (Status s = SaveGraph(*graph, out + "/digits_cnn.kgraph.txt"); !s.ok()) return Fail(s.error());
-  std::printf("built the digits CNN: %zu nodes, saved to %s (and .kgraph.txt)\n", graph->nodes().size(),
-              path.c_str());
+  std::printf("built the digits CNN: %zu nodes, saved to %s (and .kgraph.txt)\n",
+              graph->nodes().size(), path.c_str());
 
   Result<Graph> loaded = LoadGraph(path);
   if (!loaded.ok()) return Fail(loaded.error());
-  std::printf("loaded it back: %s\n", *loaded == *graph ? "identical to the built graph" : "DIFFERENT");
+  std::printf("loaded it back: %s\n",
+              *loaded == *graph ? "identical to the built graph" : "DIFFERENT");
   if (!(*loaded == *graph)) return 1;
 
   Result<models::Digits> digits = models::LoadDigits(data);
   if (!digits.ok()) return Fail(digits.error());
   models::Digits batch = models::SliceDigits(*digits, 0, 16);
-  if (Status s = WriteNpy(out + "/digits_images.npy", batch.images); !s.ok()) return Fail(s.error());
+  if (Status s = WriteNpy(out + "/digits_images.npy", batch.images); !s.ok())
+    return Fail(s.error());
 
   Session session(std::move(*loaded));
   Result<std::vector<Tensor>> probs = session.Run({{"images", batch.images}}, {"probabilities"});

@@ -17,7 +17,8 @@ Value SumAll(GraphBuilder* g, const Node& node, const std::vector<Value>& parts)
   auto scope = g->Scope("gradients/" + node.name).Enter();
   GraphBuilder::SourceOverride source(g, node.source.empty() ? "" : node.source + " (gradient)");
   Value total = parts[0];
-  for (size_t i = 1; i < parts.size(); ++i) total = g->AddOp1("Add", {total, parts[i]}, {}, SourceLocation::current());
+  for (size_t i = 1; i < parts.size(); ++i)
+    total = g->AddOp1("Add", {total, parts[i]}, {}, SourceLocation::current());
   return total;
 }
 
@@ -27,15 +28,18 @@ Result<std::vector<Value>> Gradients(const std::vector<Value>& ys, const std::ve
                                      const std::vector<Value>& grad_ys) {
   if (ys.empty()) return MakeError(ErrorCode::kInvalidArgument, "Gradients: no ys given");
   if (!grad_ys.empty() && grad_ys.size() != ys.size())
-    return MakeError(ErrorCode::kInvalidArgument, "Gradients: ", ys.size(), " ys but ", grad_ys.size(),
-                     " grad_ys");
+    return MakeError(ErrorCode::kInvalidArgument, "Gradients: ", ys.size(), " ys but ",
+                     grad_ys.size(), " grad_ys");
   GraphBuilder* g = nullptr;
   for (const Value& v : ys)
     if (v.valid()) g = v.builder();
-  if (!g) return MakeError(ErrorCode::kInvalidArgument, "Gradients: every y is invalid (see the builder's errors)");
+  if (!g)
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "Gradients: every y is invalid (see the builder's errors)");
   for (const Value& v : xs)
     if (!v.valid() || v.builder() != g)
-      return MakeError(ErrorCode::kInvalidArgument, "Gradients: an x is invalid or from another GraphBuilder");
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "Gradients: an x is invalid or from another GraphBuilder");
 
   const Graph& graph = g->graph();
   size_t num_nodes = graph.nodes().size();
@@ -58,7 +62,8 @@ Result<std::vector<Value>> Gradients(const std::vector<Value>& ys, const std::ve
   std::vector<size_t> order;
   {
     KILN_ASSIGN_OR_RETURN(std::vector<const Node*> nodes, graph.TopologicalOrder());
-    for (const Node* node : nodes) order.push_back(static_cast<size_t>(node - graph.nodes().data()));
+    for (const Node* node : nodes)
+      order.push_back(static_cast<size_t>(node - graph.nodes().data()));
   }
   std::set<TensorRef> x_refs;
   for (const Value& x : xs) x_refs.insert(x.ref());
@@ -107,11 +112,13 @@ Result<std::vector<Value>> Gradients(const std::vector<Value>& ys, const std::ve
     bool wants_input_grad = false;
     for (const TensorRef& in : node.inputs) {
       size_t p = index_of(in.node);
-      if (from_x[p] && Differentiable(graph.nodes()[p].output_types[in.port].dtype)) wants_input_grad = true;
+      if (from_x[p] && Differentiable(graph.nodes()[p].output_types[in.port].dtype))
+        wants_input_grad = true;
     }
     if (!wants_input_grad) continue;
     if (!def->grad)
-      return node.MakeNodeError(ErrorCode::kUnimplemented, "no gradient is registered for op '", node.op, "'");
+      return node.MakeNodeError(ErrorCode::kUnimplemented, "no gradient is registered for op '",
+                                node.op, "'");
 
     std::vector<Value> inputs;
     for (const TensorRef& in : node.inputs) inputs.emplace_back(g, index_of(in.node), in.port);
@@ -120,7 +127,8 @@ Result<std::vector<Value>> Gradients(const std::vector<Value>& ys, const std::ve
     size_t errors_before = g->errors().size();
     {
       auto scope = g->Scope("gradients/" + node.name).Enter();
-      GraphBuilder::SourceOverride source(g, node.source.empty() ? "" : node.source + " (gradient)");
+      GraphBuilder::SourceOverride source(g,
+                                          node.source.empty() ? "" : node.source + " (gradient)");
       KILN_RETURN_IF_ERROR(def->grad(ctx));
     }
     if (g->errors().size() > errors_before)
@@ -144,7 +152,8 @@ Result<std::vector<Value>> Gradients(const std::vector<Value>& ys, const std::ve
       result.push_back(SumAll(g, x_node, c->second));
     } else {
       auto scope = g->Scope("gradients/" + x_node.name).Enter();
-      GraphBuilder::SourceOverride source(g, x_node.source.empty() ? "" : x_node.source + " (gradient)");
+      GraphBuilder::SourceOverride source(
+          g, x_node.source.empty() ? "" : x_node.source + " (gradient)");
       result.push_back(g->AddOp1("ZerosLike", {x}, {}, SourceLocation::current()));
     }
   }

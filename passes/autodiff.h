@@ -3,7 +3,8 @@
 //
 // - A value used by several consumers sums the gradients flowing back from each.
 // - Gradients of broadcasting ops are reduced back to the input's shape by the op's gradient.
-// - Integer and bool tensors get no gradient; StopGradient and ops marked not differentiable stop it.
+// - Integer and bool tensors get no gradient; StopGradient and ops marked not differentiable stop
+// it.
 // - Only nodes on a path from some x to some y are differentiated; other paths are pruned.
 // - An x that no y depends on gets zeros (a tensor, so callers such as optimizers need no special
 //   case), unlike TensorFlow's None.

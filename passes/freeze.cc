@@ -8,7 +8,8 @@ namespace kiln {
 
 Result<Graph> Freeze(const Graph& graph, const std::map<std::string, Tensor>& variables,
                      const std::vector<std::string>& fetches) {
-  if (fetches.empty()) return MakeError(ErrorCode::kInvalidArgument, "freeze: nothing to keep (no fetches)");
+  if (fetches.empty())
+    return MakeError(ErrorCode::kInvalidArgument, "freeze: nothing to keep (no fetches)");
   std::vector<GraphOutput> outputs;
   std::vector<std::string> stack;
   for (const std::string& f : fetches) {
@@ -32,16 +33,18 @@ Result<Graph> Freeze(const Graph& graph, const std::map<std::string, Tensor>& va
     Node node = original;
     node.output_types.clear();
     if (node.op.rfind("Assign", 0) == 0)
-      return node.MakeNodeError(ErrorCode::kInvalidArgument,
-                                "is needed by the fetches but updates state; an inference graph cannot");
+      return node.MakeNodeError(
+          ErrorCode::kInvalidArgument,
+          "is needed by the fetches but updates state; an inference graph cannot");
     if (node.op == "Variable") {
       auto it = variables.find(node.name);
       if (it == variables.end())
         return node.MakeNodeError(ErrorCode::kNotFound, "has no value in the checkpoint");
       const TensorType& type = original.output_types[0];
       if (it->second.dtype() != type.dtype || it->second.shape() != type.shape)
-        return node.MakeNodeError(ErrorCode::kInvalidArgument, "is ", type.ToString(), " but the checkpoint holds ",
-                                  DTypeName(it->second.dtype()), it->second.shape().ToString());
+        return node.MakeNodeError(ErrorCode::kInvalidArgument, "is ", type.ToString(),
+                                  " but the checkpoint holds ", DTypeName(it->second.dtype()),
+                                  it->second.shape().ToString());
       node.op = "Constant";
       node.attrs = AttrMap();
       node.attrs.Set("value", it->second);

@@ -13,7 +13,8 @@ namespace {
 constexpr const char* kGlobalStep = "global_step";
 
 Value Slot(GraphBuilder& g, const Value& var, const char* slot) {
-  return Variable(g, var.node_name() + "/" + slot, var.dtype(), var.shape(), Initializer::Zeros(), false);
+  return Variable(g, var.node_name() + "/" + slot, var.dtype(), var.shape(), Initializer::Zeros(),
+                  false);
 }
 
 // Every trainable float Variable that `loss` depends on, in graph order.
@@ -73,7 +74,8 @@ Value Optimizer::Minimize(At loss_at, std::vector<Value> var_list) {
   if (!loss.valid()) return Value();
   GraphBuilder& g = *loss.builder();
   auto fail = [&](const std::string& message) {
-    g.RecordError(MakeError(ErrorCode::kInvalidArgument, "at ", loss_at.loc.ToString(), ": Minimize: ", message));
+    g.RecordError(MakeError(ErrorCode::kInvalidArgument, "at ", loss_at.loc.ToString(),
+                            ": Minimize: ", message));
     return Value();
   };
   if (loss.rank() != 0 || !IsFloat(loss.dtype()))

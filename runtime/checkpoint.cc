@@ -24,8 +24,9 @@ Result<std::map<std::string, Tensor>> ReadCheckpoint(const std::string& path) {
   proto::CheckpointProto ckpt;
   KILN_RETURN_IF_ERROR(ParseWithChecksum(bytes, path, "kiln checkpoint", &ckpt));
   if (ckpt.format_version() > kCheckpointFormatVersion)
-    return MakeError(ErrorCode::kFailedPrecondition, path, ": checkpoint format version ", ckpt.format_version(),
-                     " is newer than this kiln supports (", kCheckpointFormatVersion, ")");
+    return MakeError(ErrorCode::kFailedPrecondition, path, ": checkpoint format version ",
+                     ckpt.format_version(), " is newer than this kiln supports (",
+                     kCheckpointFormatVersion, ")");
   if (ckpt.format_version() < 1)
     return MakeError(ErrorCode::kInvalidArgument, path, ": missing checkpoint format version");
   std::map<std::string, Tensor> variables;
@@ -33,7 +34,8 @@ Result<std::map<std::string, Tensor>> ReadCheckpoint(const std::string& path) {
     Result<Tensor> t = TensorFromProto(e.tensor());
     if (!t.ok()) return t.error().WithContext(path + ": variable '" + e.name() + "'");
     if (Crc32c(t->raw_data(), static_cast<size_t>(t->byte_size())) != e.crc32c())
-      return MakeError(ErrorCode::kDataLoss, path, ": variable '", e.name(), "' fails its checksum");
+      return MakeError(ErrorCode::kDataLoss, path, ": variable '", e.name(),
+                       "' fails its checksum");
     if (!variables.emplace(e.name(), std::move(*t)).second)
       return MakeError(ErrorCode::kDataLoss, path, ": variable '", e.name(), "' appears twice");
   }

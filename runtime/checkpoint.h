@@ -15,7 +15,8 @@ inline constexpr int kCheckpointFormatVersion = 1;
 inline constexpr int64_t kMaxCheckpointBytes = int64_t{64} << 30;
 
 Status WriteCheckpoint(const std::string& path, const std::map<std::string, Tensor>& variables);
-// Refuses empty, truncated, corrupt (file or any tensor checksum), newer-version or malformed files.
+// Refuses empty, truncated, corrupt (file or any tensor checksum), newer-version or malformed
+// files.
 Result<std::map<std::string, Tensor>> ReadCheckpoint(const std::string& path);
 
 }  // namespace kiln

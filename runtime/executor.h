@@ -16,9 +16,9 @@
 namespace kiln {
 
 struct RunPlan {
-  std::vector<const Node*> nodes;          // what must run, in a valid order
-  std::map<TensorRef, Tensor> feeds;       // fed tensors (their producers are not in `nodes`)
-  std::vector<TensorRef> fetches;          // what to return, in order
+  std::vector<const Node*> nodes;     // what must run, in a valid order
+  std::map<TensorRef, Tensor> feeds;  // fed tensors (their producers are not in `nodes`)
+  std::vector<TensorRef> fetches;     // what to return, in order
 };
 
 class Executor {

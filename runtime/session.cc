@@ -8,16 +8,18 @@
 namespace kiln {
 namespace {
 
-Status CheckFeed(const std::string& name, const Node& node, const TensorType& expected, const Tensor& t) {
+Status CheckFeed(const std::string& name, const Node& node, const TensorType& expected,
+                 const Tensor& t) {
   std::string what = node.op == "Placeholder" ? "placeholder '" + node.name + "'"
                                               : "tensor '" + name + "' of " + node.Describe();
-  if (!t.valid()) return MakeError(ErrorCode::kInvalidArgument, "feed '", name, "' is an empty tensor");
+  if (!t.valid())
+    return MakeError(ErrorCode::kInvalidArgument, "feed '", name, "' is an empty tensor");
   if (t.dtype() != expected.dtype)
-    return MakeError(ErrorCode::kInvalidArgument, "feed '", name, "' has dtype ", DTypeName(t.dtype()),
-                     " but ", what, " expects ", DTypeName(expected.dtype));
+    return MakeError(ErrorCode::kInvalidArgument, "feed '", name, "' has dtype ",
+                     DTypeName(t.dtype()), " but ", what, " expects ", DTypeName(expected.dtype));
   if (!expected.shape.IsCompatibleWith(t.shape()))
-    return MakeError(ErrorCode::kInvalidArgument, "feed '", name, "' has shape ", t.shape().ToString(),
-                     " but ", what, " expects ", expected.shape.ToString());
+    return MakeError(ErrorCode::kInvalidArgument, "feed '", name, "' has shape ",
+                     t.shape().ToString(), " but ", what, " expects ", expected.shape.ToString());
   return OkStatus();
 }
 
@@ -40,7 +42,8 @@ Result<RunPlan> Session::Plan(const FeedList& feeds, const std::vector<TensorNam
   RunPlan plan;
   for (const auto& [name, tensor] : feeds) {
     Result<TensorRef> ref = graph_.ResolveTensor(name.str());
-    if (!ref.ok()) return MakeError(ErrorCode::kNotFound, "feed '", name.str(), "': ", ref.error().message());
+    if (!ref.ok())
+      return MakeError(ErrorCode::kNotFound, "feed '", name.str(), "': ", ref.error().message());
     const Node* node = graph_.FindNode(ref->node);
     KILN_ASSIGN_OR_RETURN(TensorType expected, graph_.TypeOf(*ref));
     KILN_RETURN_IF_ERROR(CheckFeed(name.str(), *node, expected, tensor));
@@ -48,18 +51,21 @@ Result<RunPlan> Session::Plan(const FeedList& feeds, const std::vector<TensorNam
       return MakeError(ErrorCode::kInvalidArgument, "tensor '", ref->ToString(), "' is fed twice");
   }
   if (fetches.empty() && targets.empty())
-    return MakeError(ErrorCode::kInvalidArgument, "nothing to run: give at least one fetch or target");
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "nothing to run: give at least one fetch or target");
   std::vector<std::string> roots;
   for (const TensorName& f : fetches) {
     Result<TensorRef> ref = graph_.ResolveTensor(f.str());
-    if (!ref.ok()) return MakeError(ErrorCode::kNotFound, "fetch '", f.str(), "': ", ref.error().message());
+    if (!ref.ok())
+      return MakeError(ErrorCode::kNotFound, "fetch '", f.str(), "': ", ref.error().message());
     KILN_RETURN_IF_ERROR(graph_.TypeOf(*ref).status());
     plan.fetches.push_back(*ref);
     if (!plan.feeds.count(*ref)) roots.push_back(ref->node);
   }
   for (const TensorName& t : targets) {
     Result<TensorRef> ref = graph_.ResolveTensor(t.str());
-    if (!ref.ok()) return MakeError(ErrorCode::kNotFound, "target '", t.str(), "': ", ref.error().message());
+    if (!ref.ok())
+      return MakeError(ErrorCode::kNotFound, "target '", t.str(), "': ", ref.error().message());
     roots.push_back(ref->node);
   }
 
@@ -84,15 +90,16 @@ Result<RunPlan> Session::Plan(const FeedList& feeds, const std::vector<TensorNam
       for (const TensorName& t : targets) wanted += (wanted.empty() ? "'" : ", '") + t.str() + "'";
       return MakeError(ErrorCode::kInvalidArgument, "missing feed for placeholder '", node->name,
                        "' (", node->output_types[0].ToString(),
-                       node->source.empty() ? "" : ", built at " + node->source, "), needed to compute ",
-                       wanted);
+                       node->source.empty() ? "" : ", built at " + node->source,
+                       "), needed to compute ", wanted);
     }
     plan.nodes.push_back(node);
   }
   return plan;
 }
 
-Result<std::vector<Tensor>> Session::Run(const FeedList& feeds, const std::vector<TensorName>& fetches,
+Result<std::vector<Tensor>> Session::Run(const FeedList& feeds,
+                                         const std::vector<TensorName>& fetches,
                                          const std::vector<TensorName>& targets) {
   KILN_RETURN_IF_ERROR(status_);
   KILN_ASSIGN_OR_RETURN(RunPlan plan, Plan(feeds, fetches, targets));
@@ -126,10 +133,11 @@ Status Session::RestoreCheckpoint(const std::string& path) {
     if (it == values.end())
       return MakeError(ErrorCode::kNotFound, path, ": no value for variable '", node.name, "' (",
                        node.output_types[0].ToString(), ")");
-    if (it->second.dtype() != node.output_types[0].dtype || it->second.shape() != node.output_types[0].shape)
+    if (it->second.dtype() != node.output_types[0].dtype ||
+        it->second.shape() != node.output_types[0].shape)
       return MakeError(ErrorCode::kInvalidArgument, path, ": variable '", node.name, "' is ",
-                       DTypeName(it->second.dtype()), it->second.shape().ToString(), " in the checkpoint but ",
-                       node.output_types[0].ToString(), " in the graph");
+                       DTypeName(it->second.dtype()), it->second.shape().ToString(),
+                       " in the checkpoint but ", node.output_types[0].ToString(), " in the graph");
     restored.emplace_back(node.name, it->second);
   }
   for (auto& [name, tensor] : restored) variables_.Set(name, std::move(tensor));

@@ -29,8 +29,8 @@ struct SessionOptions {
 // A tensor or node named by string or by builder Value.
 class TensorName {
  public:
-  TensorName(const char* name) : name_(name) {}           // NOLINT: implicit by design
-  TensorName(std::string name) : name_(std::move(name)) {}// NOLINT
+  TensorName(const char* name) : name_(name) {}             // NOLINT: implicit by design
+  TensorName(std::string name) : name_(std::move(name)) {}  // NOLINT
   TensorName(const Value& v) : name_(v.valid() ? v.name() : std::string()) {}  // NOLINT
   const std::string& str() const { return name_; }
 

@@ -31,7 +31,9 @@ Result<Tensor> MakeInitialValue(const AttrMap& attrs) {
   if (kind == "zeros") return t;
   if (kind == "ones" || kind == "constant") {
     double v = 1.0;
-    if (kind == "constant") { KILN_ASSIGN_OR_RETURN(v, attrs.GetFloat("init_value")); }
+    if (kind == "constant") {
+      KILN_ASSIGN_OR_RETURN(v, attrs.GetFloat("init_value"));
+    }
     for (int64_t i = 0; i < n; ++i) t.SetDouble(i, v);
     return t;
   }

@@ -29,19 +29,23 @@ std::string Quote(const std::string& s) {
 
 std::string GraphToDot(const Graph& graph) {
   std::ostringstream os;
-  os << "digraph kiln {\n  rankdir=TB;\n  node [shape=box, style=\"rounded,filled\", fillcolor=\"#f4f4f4\", "
+  os << "digraph kiln {\n  rankdir=TB;\n  node [shape=box, style=\"rounded,filled\", "
+        "fillcolor=\"#f4f4f4\", "
         "fontname=\"Helvetica\", fontsize=10];\n  edge [fontname=\"Helvetica\", fontsize=8];\n";
   for (const Node& n : graph.nodes()) {
     std::string label = n.name + "\n" + n.op;
-    const char* color = n.op == "Placeholder" ? "#d7ecff" : n.op == "Variable" ? "#fff1c7"
-                        : n.op == "Constant"  ? "#eeeeee" : "#f4f4f4";
-    os << "  " << Quote(n.name) << " [label=" << Quote(label) << ", fillcolor=\"" << color << "\"];\n";
+    const char* color = n.op == "Placeholder" ? "#d7ecff"
+                        : n.op == "Variable"  ? "#fff1c7"
+                        : n.op == "Constant"  ? "#eeeeee"
+                                              : "#f4f4f4";
+    os << "  " << Quote(n.name) << " [label=" << Quote(label) << ", fillcolor=\"" << color
+       << "\"];\n";
   }
   for (const Node& n : graph.nodes()) {
     for (const TensorRef& in : n.inputs) {
       Result<TensorType> t = graph.TypeOf(in);
-      os << "  " << Quote(in.node) << " -> " << Quote(n.name) << " [label="
-         << Quote(t.ok() ? t->ToString() : "") << "];\n";
+      os << "  " << Quote(in.node) << " -> " << Quote(n.name)
+         << " [label=" << Quote(t.ok() ? t->ToString() : "") << "];\n";
     }
     for (const std::string& c : n.control_inputs)
       os << "  " << Quote(c) << " -> " << Quote(n.name) << " [style=dashed];\n";
@@ -63,8 +67,9 @@ Status RenderSvg(const std::string& dot_path, const std::string& svg_path) {
   argv.push_back(nullptr);
   pid_t pid;
   if (posix_spawnp(&pid, "dot", nullptr, nullptr, argv.data(), environ) != 0)
-    return MakeError(ErrorCode::kNotFound,
-                     "Graphviz 'dot' was not found; install graphviz, or write a .dot file instead");
+    return MakeError(
+        ErrorCode::kNotFound,
+        "Graphviz 'dot' was not found; install graphviz, or write a .dot file instead");
   int status = 0;
   if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
     return MakeError(ErrorCode::kInternal, "Graphviz 'dot' failed to render ", svg_path);
@@ -80,7 +85,8 @@ int RunDot(const Command& cmd, const std::vector<std::string>& args) {
   if (!flags.Has("out")) return UsageError(cmd, "missing -o FILE.svg|FILE.dot");
   std::string out = flags.Get("out");
   bool svg = EndsWith(out, ".svg");
-  if (!svg && !EndsWith(out, ".dot")) return UsageError(cmd, "the output must end with .svg or .dot");
+  if (!svg && !EndsWith(out, ".dot"))
+    return UsageError(cmd, "the output must end with .svg or .dot");
   Result<Graph> graph = LoadModel(flags.positional()[0]);
   if (!graph.ok()) return Fail(cmd, graph.error());
   std::string dot = GraphToDot(*graph);

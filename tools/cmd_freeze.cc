@@ -24,8 +24,8 @@ int RunFreeze(const Command& cmd, const std::vector<std::string>& args) {
   Result<Graph> frozen = Freeze(*graph, *values, fetches);
   if (!frozen.ok()) return Fail(cmd, frozen.error());
   if (Status s = SaveGraph(*frozen, flags.Get("out")); !s.ok()) return Fail(cmd, s.error());
-  std::printf("wrote %s (%zu nodes, %zu outputs)\n", flags.Get("out").c_str(), frozen->nodes().size(),
-              frozen->outputs().size());
+  std::printf("wrote %s (%zu nodes, %zu outputs)\n", flags.Get("out").c_str(),
+              frozen->nodes().size(), frozen->outputs().size());
   return 0;
 }
 

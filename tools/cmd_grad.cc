@@ -25,8 +25,14 @@ std::vector<std::string> SplitCommaLists(const std::vector<std::string>& lists) 
 
 int RunGrad(const Command& cmd, const std::vector<std::string>& args) {
   Flags flags;
-  flags.Option("of").Repeated("wrt").Repeated("input").Option("out").Option("checkpoint").Option("backend")
-      .Switch("grad-of-sum").Positional(1, 1);
+  flags.Option("of")
+      .Repeated("wrt")
+      .Repeated("input")
+      .Option("out")
+      .Option("checkpoint")
+      .Option("backend")
+      .Switch("grad-of-sum")
+      .Positional(1, 1);
   if (int code = ParseOrExit(cmd, flags, args); code >= 0) return code;
   std::vector<std::string> wrt = SplitCommaLists(flags.GetAll("wrt"));
   if (!flags.Has("of") || wrt.empty() || !flags.Has("out"))
@@ -43,8 +49,9 @@ int RunGrad(const Command& cmd, const std::vector<std::string>& args) {
   Value y = *of;
   if (y.rank() != 0) {
     if (!flags.On("grad-of-sum"))
-      return Fail(cmd, MakeError(ErrorCode::kInvalidArgument, "--of '", flags.Get("of"), "' has shape ",
-                                 y.shape().ToString(), ", not a scalar; pass --grad-of-sum to differentiate its sum"));
+      return Fail(cmd, MakeError(ErrorCode::kInvalidArgument, "--of '", flags.Get("of"),
+                                 "' has shape ", y.shape().ToString(),
+                                 ", not a scalar; pass --grad-of-sum to differentiate its sum"));
     y = Sum(y);
   }
   std::vector<Value> xs;
@@ -59,7 +66,8 @@ int RunGrad(const Command& cmd, const std::vector<std::string>& args) {
   if (!built.ok()) return Fail(cmd, built.error());
   Session session(std::move(*built), SessionOptions{.backend = flags.Get("backend", "reference")});
   if (flags.Has("checkpoint"))
-    if (Status s = session.RestoreCheckpoint(flags.Get("checkpoint")); !s.ok()) return Fail(cmd, s.error());
+    if (Status s = session.RestoreCheckpoint(flags.Get("checkpoint")); !s.ok())
+      return Fail(cmd, s.error());
   FeedList feeds;
   for (auto& [name, t] : *inputs) feeds.emplace_back(name, std::move(t));
   std::vector<TensorName> fetches(grads->begin(), grads->end());

@@ -10,11 +10,17 @@ std::vector<std::string> SplitCommaLists(const std::vector<std::string>& lists);
 
 int RunGradcheck(const Command& cmd, const std::vector<std::string>& args) {
   Flags flags;
-  flags.Option("of").Repeated("wrt").Repeated("input").Option("tolerance").Option("step").Switch("grad-of-sum")
+  flags.Option("of")
+      .Repeated("wrt")
+      .Repeated("input")
+      .Option("tolerance")
+      .Option("step")
+      .Switch("grad-of-sum")
       .Positional(1, 1);
   if (int code = ParseOrExit(cmd, flags, args); code >= 0) return code;
   std::vector<std::string> wrt = SplitCommaLists(flags.GetAll("wrt"));
-  if (!flags.Has("of") || wrt.empty()) return UsageError(cmd, "needs --of NAME and --wrt NAME[,NAME]...");
+  if (!flags.Has("of") || wrt.empty())
+    return UsageError(cmd, "needs --of NAME and --wrt NAME[,NAME]...");
   char* end = nullptr;
   std::string tol_text = flags.Get("tolerance", "1e-4"), step_text = flags.Get("step", "1e-6");
   double tolerance = std::strtod(tol_text.c_str(), &end);
@@ -27,11 +33,12 @@ int RunGradcheck(const Command& cmd, const std::vector<std::string>& args) {
   if (!inputs.ok()) return Fail(cmd, inputs.error());
   FeedList feeds;
   for (auto& [name, t] : *inputs) feeds.emplace_back(name, std::move(t));
-  Result<std::vector<GradCheckResult>> results =
-      CheckGradients(*graph, flags.Get("of"), wrt, feeds, {.step = step, .sum_of = flags.On("grad-of-sum")});
+  Result<std::vector<GradCheckResult>> results = CheckGradients(
+      *graph, flags.Get("of"), wrt, feeds, {.step = step, .sum_of = flags.On("grad-of-sum")});
   if (!results.ok()) return Fail(cmd, results.error());
   bool ok = true;
-  std::printf("%-32s %-20s %10s %14s %14s\n", "wrt", "type", "checked", "max abs err", "max rel err");
+  std::printf("%-32s %-20s %10s %14s %14s\n", "wrt", "type", "checked", "max abs err",
+              "max rel err");
   for (const GradCheckResult& r : *results) {
     std::printf("%-32s %-20s %10lld %14.3e %14.3e%s\n", r.wrt.c_str(), r.type.ToString().c_str(),
                 static_cast<long long>(r.checked), r.max_abs_error, r.max_rel_error,
@@ -39,8 +46,10 @@ int RunGradcheck(const Command& cmd, const std::vector<std::string>& args) {
     ok = ok && r.max_rel_error <= tolerance;
   }
   if (!ok) {
-    std::fprintf(stderr, "kiln gradcheck: error: a gradient differs from finite differences by more than %g\n",
-                 tolerance);
+    std::fprintf(
+        stderr,
+        "kiln gradcheck: error: a gradient differs from finite differences by more than %g\n",
+        tolerance);
     return kExitFailure;
   }
   std::printf("all gradients within %g of float64 central differences\n", tolerance);

@@ -46,12 +46,13 @@ int RunInspect(const Command& cmd, const std::vector<std::string>& args) {
   std::printf("model: %s\n", flags.positional()[0].c_str());
   std::printf("nodes: %zu\n\ninputs:\n", graph->nodes().size());
   for (const std::string& in : graph->inputs())
-    std::printf("  %-24s %s\n", in.c_str(), graph->FindNode(in)->output_types[0].ToString().c_str());
+    std::printf("  %-24s %s\n", in.c_str(),
+                graph->FindNode(in)->output_types[0].ToString().c_str());
   if (graph->inputs().empty()) std::printf("  (none)\n");
   std::printf("\noutputs:\n");
   for (const GraphOutput& out : graph->outputs())
-    std::printf("  %-24s %s  (%s)\n", out.name.c_str(), graph->TypeOf(out.tensor)->ToString().c_str(),
-                out.tensor.ToString().c_str());
+    std::printf("  %-24s %s  (%s)\n", out.name.c_str(),
+                graph->TypeOf(out.tensor)->ToString().c_str(), out.tensor.ToString().c_str());
   if (graph->outputs().empty()) std::printf("  (none)\n");
 
   std::vector<std::pair<std::string, int>> ops(stats.op_counts.begin(), stats.op_counts.end());

@@ -21,8 +21,9 @@ int RunRun(const Command& cmd, const std::vector<std::string>& args) {
   if (fetch_names.empty())
     for (const GraphOutput& out : graph->outputs()) fetch_names.push_back(out.name);
   if (fetch_names.empty())
-    return Fail(cmd, MakeError(ErrorCode::kInvalidArgument,
-                               "the model declares no outputs; name what to compute with --fetch NAME"));
+    return Fail(cmd,
+                MakeError(ErrorCode::kInvalidArgument,
+                          "the model declares no outputs; name what to compute with --fetch NAME"));
 
   Session session(std::move(*graph), SessionOptions{.backend = flags.Get("backend", "reference")});
   FeedList feeds;

@@ -33,15 +33,17 @@ Result<double> ParsePositive(const std::string& flag, const std::string& text) {
   char* end = nullptr;
   double v = std::strtod(text.c_str(), &end);
   if (text.empty() || *end || !(v > 0))
-    return MakeError(ErrorCode::kInvalidArgument, "--", flag, " must be a positive number, got '", text, "'");
+    return MakeError(ErrorCode::kInvalidArgument, "--", flag, " must be a positive number, got '",
+                     text, "'");
   return v;
 }
 
 void Progress(int epoch, int64_t done, int64_t total, double loss) {
   if (!isatty(2)) return;
   int width = 30, filled = total ? static_cast<int>(width * done / total) : width;
-  std::fprintf(stderr, "\repoch %d [%.*s%*s] %lld/%lld loss %.4f", epoch, filled, "##############################",
-               width - filled, "", static_cast<long long>(done), static_cast<long long>(total), loss);
+  std::fprintf(stderr, "\repoch %d [%.*s%*s] %lld/%lld loss %.4f", epoch, filled,
+               "##############################", width - filled, "", static_cast<long long>(done),
+               static_cast<long long>(total), loss);
   if (done == total) std::fprintf(stderr, "\r%*s\r", 80, "");
 }
 
@@ -49,16 +51,27 @@ void Progress(int epoch, int64_t done, int64_t total, double loss) {
 
 int RunTrain(const Command& cmd, const std::vector<std::string>& args) {
   Flags flags;
-  flags.Option("loss").Repeated("data").Option("optimizer").Option("lr").Option("batch").Option("epochs")
-      .Option("checkpoint").Option("backend").Option("seed").Switch("resume").Positional(1, 1);
+  flags.Option("loss")
+      .Repeated("data")
+      .Option("optimizer")
+      .Option("lr")
+      .Option("batch")
+      .Option("epochs")
+      .Option("checkpoint")
+      .Option("backend")
+      .Option("seed")
+      .Switch("resume")
+      .Positional(1, 1);
   if (int code = ParseOrExit(cmd, flags, args); code >= 0) return code;
-  if (!flags.Has("loss") || !flags.Has("data")) return UsageError(cmd, "needs --loss NAME and --data NAME=FILE");
+  if (!flags.Has("loss") || !flags.Has("data"))
+    return UsageError(cmd, "needs --loss NAME and --data NAME=FILE");
   Result<double> lr = ParsePositive("lr", flags.Get("lr", "0.001"));
   Result<double> batch = ParsePositive("batch", flags.Get("batch", "32"));
   Result<double> epochs = ParsePositive("epochs", flags.Get("epochs", "1"));
   for (const Result<double>* r : {&lr, &batch, &epochs})
     if (!r->ok()) return UsageError(cmd, r->error().message());
-  if (flags.On("resume") && !flags.Has("checkpoint")) return UsageError(cmd, "--resume needs --checkpoint");
+  if (flags.On("resume") && !flags.Has("checkpoint"))
+    return UsageError(cmd, "--resume needs --checkpoint");
 
   Result<Graph> graph = LoadModel(flags.positional()[0]);
   if (!graph.ok()) return Fail(cmd, graph.error());
@@ -67,10 +80,11 @@ int RunTrain(const Command& cmd, const std::vector<std::string>& args) {
   int64_t examples = -1;
   for (const auto& [name, t] : *data) {
     if (t.rank() == 0)
-      return Fail(cmd, MakeError(ErrorCode::kInvalidArgument, "--data '", name, "' is a scalar; it needs a first (example) axis"));
+      return Fail(cmd, MakeError(ErrorCode::kInvalidArgument, "--data '", name,
+                                 "' is a scalar; it needs a first (example) axis"));
     if (examples >= 0 && t.shape()[0] != examples)
-      return Fail(cmd, MakeError(ErrorCode::kInvalidArgument, "--data '", name, "' has ", t.shape()[0],
-                                 " examples, the others ", examples));
+      return Fail(cmd, MakeError(ErrorCode::kInvalidArgument, "--data '", name, "' has ",
+                                 t.shape()[0], " examples, the others ", examples));
     examples = t.shape()[0];
   }
 
@@ -102,19 +116,21 @@ int RunTrain(const Command& cmd, const std::vector<std::string>& args) {
     for (int64_t begin = 0; begin < examples; begin += batch_size) {
       int64_t end = std::min(examples, begin + batch_size);
       FeedList feeds;
-      for (const auto& [name, t] : *data) feeds.emplace_back(name, GatherRows(t, order, begin, end));
+      for (const auto& [name, t] : *data)
+        feeds.emplace_back(name, GatherRows(t, order, begin, end));
       Result<std::vector<Tensor>> out = session.Run(feeds, {*loss}, {train});
       if (!out.ok()) return Fail(cmd, out.error().WithContext("epoch " + std::to_string(epoch)));
       double value = (*out)[0].GetDouble(0);
       if (!std::isfinite(value))
-        return Fail(cmd, MakeError(ErrorCode::kInvalidArgument, "epoch ", epoch, ": the loss became ", value,
-                                   "; try a smaller --lr"));
+        return Fail(cmd, MakeError(ErrorCode::kInvalidArgument, "epoch ", epoch,
+                                   ": the loss became ", value, "; try a smaller --lr"));
       loss_sum += value * static_cast<double>(end - begin);
       Progress(epoch, end, examples, value);
     }
-    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::printf("epoch %d: mean loss %.5f, %.0f examples/s\n", epoch, loss_sum / static_cast<double>(examples),
-                static_cast<double>(examples) / seconds);
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::printf("epoch %d: mean loss %.5f, %.0f examples/s\n", epoch,
+                loss_sum / static_cast<double>(examples), static_cast<double>(examples) / seconds);
     std::fflush(stdout);
     if (!checkpoint.empty())
       if (Status s = session.SaveCheckpoint(checkpoint); !s.ok()) return Fail(cmd, s.error());

@@ -33,7 +33,8 @@ int UsageError(const Command& cmd, const std::string& message) {
 
 Result<Graph> LoadModel(const std::string& path) { return LoadGraph(path); }
 
-Result<std::vector<std::pair<std::string, Tensor>>> LoadInputs(const std::vector<std::string>& specs) {
+Result<std::vector<std::pair<std::string, Tensor>>> LoadInputs(
+    const std::vector<std::string>& specs) {
   std::vector<std::pair<std::string, Tensor>> inputs;
   for (const std::string& spec : specs) {
     KILN_ASSIGN_OR_RETURN(auto name_file, SplitNameValue("input", spec));
@@ -47,8 +48,8 @@ Result<std::vector<std::pair<std::string, Tensor>>> LoadInputs(const std::vector
 std::string SafeFileName(const std::string& name) {
   std::string out = name;
   for (char& c : out) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-              c == '_' || c == '-';
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == '-';
     if (!ok) c = '_';
   }
   return out;
@@ -59,8 +60,8 @@ Status MakeDirectories(const std::string& path) {
   for (size_t i = 0; i <= path.size(); ++i) {
     if (i == path.size() || path[i] == '/') {
       if (!partial.empty() && ::mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST)
-        return MakeError(ErrorCode::kInvalidArgument, "cannot create directory '", partial, "': ",
-                         std::strerror(errno));
+        return MakeError(ErrorCode::kInvalidArgument, "cannot create directory '", partial,
+                         "': ", std::strerror(errno));
     }
     if (i < path.size()) partial += path[i];
   }

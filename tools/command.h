@@ -34,7 +34,8 @@ int UsageError(const Command& cmd, const std::string& message);
 // Loads a model file: .kgraph (binary) or .kgraph.txt (text).
 Result<Graph> LoadModel(const std::string& path);
 // "--input NAME=FILE" values: reads each tensor file (.npy or ONNX .pb).
-Result<std::vector<std::pair<std::string, Tensor>>> LoadInputs(const std::vector<std::string>& specs);
+Result<std::vector<std::pair<std::string, Tensor>>> LoadInputs(
+    const std::vector<std::string>& specs);
 // Every character of `name` other than letters, digits, '.', '_' and '-' becomes '_'.
 std::string SafeFileName(const std::string& name);
 // Creates a directory and its parents (like mkdir -p).

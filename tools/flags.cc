@@ -48,7 +48,8 @@ Status Flags::Parse(const std::vector<std::string>& args) {
       if (!options_.count(name) && !repeated_.count(name))
         return MakeError(ErrorCode::kInvalidArgument, "unknown option --", name);
       if (!has_value) {
-        if (i + 1 >= args.size()) return MakeError(ErrorCode::kInvalidArgument, "--", name, " needs a value");
+        if (i + 1 >= args.size())
+          return MakeError(ErrorCode::kInvalidArgument, "--", name, " needs a value");
         value = args[++i];
       }
       if (options_.count(name)) values_[name].clear();
@@ -62,9 +63,10 @@ Status Flags::Parse(const std::vector<std::string>& args) {
   int n = static_cast<int>(positional_.size());
   if (n < min_positional_ || n > max_positional_) {
     if (min_positional_ == max_positional_)
-      return MakeError(ErrorCode::kInvalidArgument, "expected ", min_positional_, " argument(s), got ", n);
-    return MakeError(ErrorCode::kInvalidArgument, "expected ", min_positional_, " to ", max_positional_,
-                     " arguments, got ", n);
+      return MakeError(ErrorCode::kInvalidArgument, "expected ", min_positional_,
+                       " argument(s), got ", n);
+    return MakeError(ErrorCode::kInvalidArgument, "expected ", min_positional_, " to ",
+                     max_positional_, " arguments, got ", n);
   }
   return OkStatus();
 }
@@ -85,10 +87,12 @@ const std::vector<std::string>& Flags::GetAll(const std::string& name) const {
   return it == values_.end() ? kEmpty : it->second;
 }
 
-Result<std::pair<std::string, std::string>> SplitNameValue(const std::string& flag, const std::string& text) {
+Result<std::pair<std::string, std::string>> SplitNameValue(const std::string& flag,
+                                                           const std::string& text) {
   size_t eq = text.find('=');
   if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
-    return MakeError(ErrorCode::kInvalidArgument, "--", flag, " expects NAME=VALUE, got '", text, "'");
+    return MakeError(ErrorCode::kInvalidArgument, "--", flag, " expects NAME=VALUE, got '", text,
+                     "'");
   return std::make_pair(text.substr(0, eq), text.substr(eq + 1));
 }
 

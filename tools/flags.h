@@ -15,9 +15,9 @@ namespace kiln::cli {
 class Flags {
  public:
   // Declares options before Parse.
-  Flags& Option(const std::string& name);     // --name VALUE (last one wins)
-  Flags& Repeated(const std::string& name);   // --name VALUE, may repeat
-  Flags& Switch(const std::string& name);     // --name
+  Flags& Option(const std::string& name);                           // --name VALUE (last one wins)
+  Flags& Repeated(const std::string& name);                         // --name VALUE, may repeat
+  Flags& Switch(const std::string& name);                           // --name
   Flags& Alias(const std::string& alias, const std::string& name);  // e.g. -o for --out
   Flags& Positional(int min, int max);
 
@@ -42,6 +42,7 @@ class Flags {
 };
 
 // Splits "NAME=VALUE"; fails if there is no '=' or either side is empty.
-Result<std::pair<std::string, std::string>> SplitNameValue(const std::string& flag, const std::string& text);
+Result<std::pair<std::string, std::string>> SplitNameValue(const std::string& flag,
+                                                           const std::string& text);
 
 }  // namespace kiln::cli

@@ -21,16 +21,20 @@ int RunTrain(const Command&, const std::vector<std::string>&);
 const std::vector<Command>& Commands() {
   static const std::vector<Command> commands = {
       {"run", "run a model on input files",
-       "usage: kiln run MODEL [--input NAME=FILE]... [--fetch NAME]... [--out DIR] [--backend B]\n\n"
+       "usage: kiln run MODEL [--input NAME=FILE]... [--fetch NAME]... [--out DIR] [--backend "
+       "B]\n\n"
        "Runs MODEL (.kgraph or .kgraph.txt). Inputs are .npy or ONNX TensorProto .pb files.\n"
-       "Fetches default to the model's outputs; NAME may be an output name, \"node\" or \"node:port\".\n"
-       "With --out, each fetched tensor is written to DIR/NAME.npy (characters other than letters,\n"
+       "Fetches default to the model's outputs; NAME may be an output name, \"node\" or "
+       "\"node:port\".\n"
+       "With --out, each fetched tensor is written to DIR/NAME.npy (characters other than "
+       "letters,\n"
        "digits, '.', '_' and '-' become '_'); without it a summary of each is printed.\n"
        "Backends: reference (default).\n",
        RunRun},
       {"inspect", "ops, inputs, outputs, parameters and FLOPs of a model",
        "usage: kiln inspect MODEL\n\n"
-       "Prints the model's inputs and outputs with dtypes and shapes, its ops by count, the number\n"
+       "Prints the model's inputs and outputs with dtypes and shapes, its ops by count, the "
+       "number\n"
        "and bytes of its parameters (Variables), constant bytes and an estimate of FLOPs.\n",
        RunInspect},
       {"convert", "convert a model between binary and text forms",
@@ -45,29 +49,36 @@ const std::vector<Command>& Commands() {
       {"grad", "write gradients computed by symbolic differentiation",
        "usage: kiln grad MODEL --of NAME --wrt NAME[,NAME]... [--input NAME=FILE]... --out DIR\n"
        "                 [--grad-of-sum] [--checkpoint CKPT] [--backend B]\n\n"
-       "Writes d(NAME)/d(each --wrt) to DIR/grad_<NAME>.npy (same name rule as kiln run). --wrt may\n"
-       "name a variable, a placeholder or any node output. --of must be a scalar unless --grad-of-sum.\n"
+       "Writes d(NAME)/d(each --wrt) to DIR/grad_<NAME>.npy (same name rule as kiln run). --wrt "
+       "may\n"
+       "name a variable, a placeholder or any node output. --of must be a scalar unless "
+       "--grad-of-sum.\n"
        "Variables start from their initializers, or from --checkpoint.\n",
        RunGrad},
       {"gradcheck", "compare symbolic gradients with float64 finite differences",
        "usage: kiln gradcheck MODEL --of NAME --wrt NAME[,NAME]... [--input NAME=FILE]...\n"
        "                      [--grad-of-sum] [--tolerance 1e-4] [--step 1e-6]\n\n"
-       "Evaluates the model in float64 and prints, per --wrt tensor, the worst absolute and relative\n"
-       "(to max(1, |numeric|)) difference between kiln's gradient and central differences. Exits 1\n"
+       "Evaluates the model in float64 and prints, per --wrt tensor, the worst absolute and "
+       "relative\n"
+       "(to max(1, |numeric|)) difference between kiln's gradient and central differences. Exits "
+       "1\n"
        "when one exceeds --tolerance.\n",
        RunGradcheck},
       {"train", "train a model on arrays with an optimizer",
-       "usage: kiln train MODEL --loss NAME --data NAME=FILE... [--optimizer sgd|momentum|adam|adamw]\n"
+       "usage: kiln train MODEL --loss NAME --data NAME=FILE... [--optimizer "
+       "sgd|momentum|adam|adamw]\n"
        "                  [--lr 0.001] [--batch 32] [--epochs 1] [--checkpoint FILE] [--resume]\n"
        "                  [--seed 1] [--backend B]\n\n"
        "Adds the optimizer's update to MODEL, slices every --data array along its first axis into\n"
-       "shuffled mini-batches (seeded), runs one training step per batch, prints each epoch's mean\n"
+       "shuffled mini-batches (seeded), runs one training step per batch, prints each epoch's "
+       "mean\n"
        "loss and examples per second, and writes --checkpoint after every epoch (atomically).\n"
        "--resume starts from the checkpoint's variables.\n",
        RunTrain},
       {"freeze", "variables -> constants: the deployable inference graph",
        "usage: kiln freeze MODEL --checkpoint CKPT [--fetch NAME]... -o OUT\n\n"
-       "Keeps only what the fetches (default: the model's outputs) need, replaces each variable by\n"
+       "Keeps only what the fetches (default: the model's outputs) need, replaces each variable "
+       "by\n"
        "its checkpoint value, switches BatchNorm and Dropout to inference, and writes OUT.\n",
        RunFreeze},
       {"help", "show help for kiln or one command", "usage: kiln help [COMMAND]\n", RunHelp},

@@ -157,8 +157,11 @@ void RegisterArrayOps(OpRegistry& r) {
   };
   reg(slice_attrs(one_input("Slice")).Infer(InferSlice));
   reg(pad_attrs(one_input("Pad")).Infer(InferPad));
-  reg(OpDefBuilder("Shape", "array").Input("x", "T").Output("shape").Types("T", any).Infer(
-      InferShape));
+  reg(OpDefBuilder("Shape", "array")
+          .Input("x", "T")
+          .Output("shape")
+          .Types("T", any)
+          .Infer(InferShape));
   reg(OpDefBuilder("Concat", "array")
           .VariadicInput("values", "T")
           .Output("y")

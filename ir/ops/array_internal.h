@@ -43,7 +43,7 @@ Status InferConcatGrad(InferContext& ctx);
 
 // Forward output shapes from given input shapes and the node's attributes (the forward ops'
 // inference, shared with the backward ops'); errors name the bad attribute or shape.
-Result<Shape> TiledShape(const InferContext& ctx, const Shape& in);         // array_layout.cc
+Result<Shape> TiledShape(const InferContext& ctx, const Shape& in);  // array_layout.cc
 Result<Shape> ConcatenatedShape(const InferContext& ctx, const std::vector<Shape>& in);
 Result<Shape> SlicedShape(const InferContext& ctx, const Shape& in);
 Result<Shape> GatheredShape(const InferContext& ctx, const Shape& data, const Shape& indices);

@@ -5,8 +5,12 @@
 
 namespace kiln {
 
-Value BroadcastLike(At x, Value like) { return internal::MakeOp("BroadcastLike", {x.value, like}, {}, x.loc); }
-Value ReshapeLike(At x, Value like) { return internal::MakeOp("ReshapeLike", {x.value, like}, {}, x.loc); }
+Value BroadcastLike(At x, Value like) {
+  return internal::MakeOp("BroadcastLike", {x.value, like}, {}, x.loc);
+}
+Value ReshapeLike(At x, Value like) {
+  return internal::MakeOp("ReshapeLike", {x.value, like}, {}, x.loc);
+}
 
 namespace {
 
@@ -31,15 +35,23 @@ Status InferReshapeLike(InferContext& ctx) {
 }  // namespace
 
 void RegisterArrayLikeOps(OpRegistry& r) {
-  r.Register(OpDefBuilder("BroadcastLike", "array").Input("x", "T").Input("like", "L").Output("y")
-                 .Types("T", AllDTypes()).Infer(InferBroadcastLike)
+  r.Register(OpDefBuilder("BroadcastLike", "array")
+                 .Input("x", "T")
+                 .Input("like", "L")
+                 .Output("y")
+                 .Types("T", AllDTypes())
+                 .Infer(InferBroadcastLike)
                  .Grad([](GradContext& ctx) {
                    ctx.SetInputGrad(0, internal::SumToShapeOf(ctx.grad(0), ctx.input(0)));
                    return OkStatus();
                  })
                  .Build());
-  r.Register(OpDefBuilder("ReshapeLike", "array").Input("x", "T").Input("like", "L").Output("y")
-                 .Types("T", AllDTypes()).Infer(InferReshapeLike)
+  r.Register(OpDefBuilder("ReshapeLike", "array")
+                 .Input("x", "T")
+                 .Input("like", "L")
+                 .Output("y")
+                 .Types("T", AllDTypes())
+                 .Infer(InferReshapeLike)
                  .Grad([](GradContext& ctx) {
                    ctx.SetInputGrad(0, ReshapeLike(ctx.grad(0), ctx.input(0)));
                    return OkStatus();

@@ -112,42 +112,92 @@ void RegisterMathOps(OpRegistry& registry) {
   // sign: their gradient is zero or undefined wherever it exists).
   internal::RegistryWithGradients r(registry, internal::MathGradients());
   auto unary = [&r](const char* op, const std::vector<DType>& types) {
-    r.Register(OpDefBuilder(op, "math").Input("x", "T").Output("y").Types("T", types)
-                   .Infer(SameAsInput(0)).Build());
+    r.Register(OpDefBuilder(op, "math")
+                   .Input("x", "T")
+                   .Output("y")
+                   .Types("T", types)
+                   .Infer(SameAsInput(0))
+                   .Build());
   };
-  for (const char* op : {"Exp", "Log", "Sqrt", "Rsqrt", "Reciprocal", "Sigmoid", "Tanh", "Erf", "Sin",
-                         "Cos", "Floor", "Ceil", "Round"})
+  for (const char* op : {"Exp", "Log", "Sqrt", "Rsqrt", "Reciprocal", "Sigmoid", "Tanh", "Erf",
+                         "Sin", "Cos", "Floor", "Ceil", "Round"})
     unary(op, FloatTypes());
   for (const char* op : {"Neg", "Abs", "Square", "Sign", "Relu"}) unary(op, NumericTypes());
-  r.Register(OpDefBuilder("Elu", "math").Input("x", "T").Output("y").Types("T", FloatTypes())
-                 .Attr("alpha", AttrType::kFloat, 1.0).Infer(SameAsInput(0)).Build());
-  r.Register(OpDefBuilder("LeakyRelu", "math").Input("x", "T").Output("y").Types("T", FloatTypes())
-                 .Attr("alpha", AttrType::kFloat, 0.01).Infer(SameAsInput(0)).Build());
-  r.Register(OpDefBuilder("Gelu", "math").Input("x", "T").Output("y").Types("T", FloatTypes())
-                 .Attr("approximate", AttrType::kString, "none").Infer(InferGelu).Build());
-  r.Register(OpDefBuilder("Clip", "math").Input("x", "T").Output("y").Types("T", NumericTypes())
-                 .RequiredAttr("min", AttrType::kFloat).RequiredAttr("max", AttrType::kFloat)
-                 .Infer(InferClip).Build());
-  r.Register(OpDefBuilder("Cast", "math").Input("x", "T").Output("y").Types("T", AllDTypes())
-                 .RequiredAttr("to", AttrType::kDType).Infer(InferCast).Build());
-  r.Register(OpDefBuilder("Not", "math").Input("x", "T").Output("y").Types("T", BoolTypes())
-                 .Infer(SameAsInput(0)).Build());
+  r.Register(OpDefBuilder("Elu", "math")
+                 .Input("x", "T")
+                 .Output("y")
+                 .Types("T", FloatTypes())
+                 .Attr("alpha", AttrType::kFloat, 1.0)
+                 .Infer(SameAsInput(0))
+                 .Build());
+  r.Register(OpDefBuilder("LeakyRelu", "math")
+                 .Input("x", "T")
+                 .Output("y")
+                 .Types("T", FloatTypes())
+                 .Attr("alpha", AttrType::kFloat, 0.01)
+                 .Infer(SameAsInput(0))
+                 .Build());
+  r.Register(OpDefBuilder("Gelu", "math")
+                 .Input("x", "T")
+                 .Output("y")
+                 .Types("T", FloatTypes())
+                 .Attr("approximate", AttrType::kString, "none")
+                 .Infer(InferGelu)
+                 .Build());
+  r.Register(OpDefBuilder("Clip", "math")
+                 .Input("x", "T")
+                 .Output("y")
+                 .Types("T", NumericTypes())
+                 .RequiredAttr("min", AttrType::kFloat)
+                 .RequiredAttr("max", AttrType::kFloat)
+                 .Infer(InferClip)
+                 .Build());
+  r.Register(OpDefBuilder("Cast", "math")
+                 .Input("x", "T")
+                 .Output("y")
+                 .Types("T", AllDTypes())
+                 .RequiredAttr("to", AttrType::kDType)
+                 .Infer(InferCast)
+                 .Build());
+  r.Register(OpDefBuilder("Not", "math")
+                 .Input("x", "T")
+                 .Output("y")
+                 .Types("T", BoolTypes())
+                 .Infer(SameAsInput(0))
+                 .Build());
   for (const char* op : {"ZerosLike", "OnesLike"})
-    r.Register(OpDefBuilder(op, "math").Input("x", "T").Output("y").Types("T", AllDTypes())
-                   .Infer(SameAsInput(0)).NotDifferentiable().Build());
+    r.Register(OpDefBuilder(op, "math")
+                   .Input("x", "T")
+                   .Output("y")
+                   .Types("T", AllDTypes())
+                   .Infer(SameAsInput(0))
+                   .NotDifferentiable()
+                   .Build());
 
   auto binary = [&r](const char* op, const std::vector<DType>& types, std::optional<DType> out) {
-    r.Register(OpDefBuilder(op, "math").Input("a", "T").Input("b", "T").Output("y").Types("T", types)
-                   .Infer(BroadcastInputs(out)).Build());
+    r.Register(OpDefBuilder(op, "math")
+                   .Input("a", "T")
+                   .Input("b", "T")
+                   .Output("y")
+                   .Types("T", types)
+                   .Infer(BroadcastInputs(out))
+                   .Build());
   };
   for (const char* op : {"Add", "Sub", "Mul", "Div", "Pow", "Maximum", "Minimum"})
     binary(op, NumericTypes(), std::nullopt);
   binary("Equal", AllDTypes(), boolean);
-  for (const char* op : {"Less", "LessEqual", "Greater", "GreaterEqual"}) binary(op, NumericTypes(), boolean);
+  for (const char* op : {"Less", "LessEqual", "Greater", "GreaterEqual"})
+    binary(op, NumericTypes(), boolean);
   for (const char* op : {"And", "Or"}) binary(op, BoolTypes(), boolean);
-  r.Register(OpDefBuilder("Select", "math").Input("cond", "C").Input("x", "T").Input("y", "T")
-                 .Output("z").Types("C", BoolTypes()).Types("T", AllDTypes())
-                 .Infer(InferSelect).Build());
+  r.Register(OpDefBuilder("Select", "math")
+                 .Input("cond", "C")
+                 .Input("x", "T")
+                 .Input("y", "T")
+                 .Output("z")
+                 .Types("C", BoolTypes())
+                 .Types("T", AllDTypes())
+                 .Infer(InferSelect)
+                 .Build());
 }
 
 }  // namespace kiln

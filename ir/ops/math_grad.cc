@@ -19,7 +19,8 @@ Status GeluGrad(GradContext& ctx) {
   Value x = ctx.input(0);
   Value d;
   if (ctx.attrs().Find("approximate")->get<std::string>() == "tanh") {
-    // y = 0.5 x (1 + t), t = tanh(k (x + c x^3)); dy/dx = 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 c x^2)
+    // y = 0.5 x (1 + t), t = tanh(k (x + c x^3)); dy/dx = 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 c
+    // x^2)
     const double k = 0.7978845608028654, c = 0.044715;
     Value t = Tanh(k * (x + c * x * x * x));
     d = 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * (k * (1.0 + 3 * c * x * x));
@@ -46,7 +47,9 @@ Status CastGrad(GradContext& ctx) {
 }
 
 // Binary op with partials (da, db) before summing back to each input's shape.
-GradFn BinaryGrad(std::function<std::pair<Value, Value>(GradContext&, Value a, Value b, Value y, Value dy)> partials) {
+GradFn BinaryGrad(
+    std::function<std::pair<Value, Value>(GradContext&, Value a, Value b, Value y, Value dy)>
+        partials) {
   return [partials](GradContext& ctx) -> Status {
     auto [da, db] = partials(ctx, ctx.input(0), ctx.input(1), ctx.output(0), ctx.grad(0));
     ctx.SetInputGrad(0, SumToShapeOf(da, ctx.input(0)));
@@ -77,10 +80,13 @@ const std::map<std::string, GradFn>& MathGradients() {
       {"Square", UnaryGrad([](GradContext&, Value x, Value) { return 2.0 * x; })},
       {"Sigmoid", UnaryGrad([](GradContext&, Value, Value y) { return y * (1.0 - y); })},
       {"Tanh", UnaryGrad([](GradContext&, Value, Value y) { return 1.0 - y * y; })},
-      {"Erf", UnaryGrad([](GradContext&, Value x, Value) { return 1.1283791670955126 * Exp(-(x * x)); })},
+      {"Erf",
+       UnaryGrad([](GradContext&, Value x, Value) { return 1.1283791670955126 * Exp(-(x * x)); })},
       {"Sin", UnaryGrad([](GradContext&, Value x, Value) { return Cos(x); })},
       {"Cos", UnaryGrad([](GradContext&, Value x, Value) { return -Sin(x); })},
-      {"Relu", UnaryGrad([](GradContext&, Value x, Value) { return MaskLike(Greater(x, ScalarLike(x, 0)), x); })},
+      {"Relu", UnaryGrad([](GradContext&, Value x, Value) {
+         return MaskLike(Greater(x, ScalarLike(x, 0)), x);
+       })},
       {"LeakyRelu", UnaryGrad([](GradContext& ctx, Value x, Value) {
          double alpha = ctx.attrs().Find("alpha")->get<double>();
          Value pos = MaskLike(GreaterEqual(x, ScalarLike(x, 0)), x);
@@ -94,9 +100,15 @@ const std::map<std::string, GradFn>& MathGradients() {
       {"Gelu", GeluGrad},
       {"Clip", ClipGrad},
       {"Cast", CastGrad},
-      {"Add", BinaryGrad([](GradContext&, Value, Value, Value, Value dy) { return std::pair{dy, dy}; })},
-      {"Sub", BinaryGrad([](GradContext&, Value, Value, Value, Value dy) { return std::pair{dy, -dy}; })},
-      {"Mul", BinaryGrad([](GradContext&, Value a, Value b, Value, Value dy) { return std::pair{dy * b, dy * a}; })},
+      {"Add", BinaryGrad([](GradContext&, Value, Value, Value, Value dy) {
+         return std::pair{dy, dy};
+       })},
+      {"Sub", BinaryGrad([](GradContext&, Value, Value, Value, Value dy) {
+         return std::pair{dy, -dy};
+       })},
+      {"Mul", BinaryGrad([](GradContext&, Value a, Value b, Value, Value dy) {
+         return std::pair{dy * b, dy * a};
+       })},
       {"Div", BinaryGrad([](GradContext&, Value, Value b, Value y, Value dy) {
          return std::pair{dy / b, -(dy * y) / b};
        })},

@@ -154,8 +154,7 @@ Status InferPool2DGrad(InferContext& ctx, int x_index, int dy_index) {
   const Shape& dy = ctx.shape(dy_index);
   if (x.rank() != 4)
     return ctx.Fail("expects a 4-D [N, C, H, W] ", x_name, ", got shape ", x.ToString());
-  if (dy.rank() != 4)
-    return ctx.Fail("expects a 4-D [N, C, OH, OW] dy, got shape ", dy.ToString());
+  if (dy.rank() != 4) return ctx.Fail("expects a 4-D [N, C, OH, OW] dy, got shape ", dy.ToString());
   KILN_ASSIGN_OR_RETURN(PoolWindow w, ReadPoolWindow(ctx));
   KILN_ASSIGN_OR_RETURN(int64_t h, PooledSize(ctx, "height", x[2], w.kernel[0], w.strides[0],
                                               w.pads[0], w.pads[2], w.ceil_mode));
@@ -293,7 +292,8 @@ void RegisterNnOps(OpRegistry& registry) {
   auto pool = [&r](const char* op, bool avg, std::vector<const char*> inputs, InferFn infer) {
     OpDefBuilder b(op, "nn");
     for (const char* in : inputs) b.Input(in, "T");
-    b.Output(inputs.size() == 1 ? "y" : "dx").Types("T", FloatTypes())
+    b.Output(inputs.size() == 1 ? "y" : "dx")
+        .Types("T", FloatTypes())
         .RequiredAttr("kernel", AttrType::kInts)
         .Attr("strides", AttrType::kInts, std::vector<int64_t>{})
         .Attr("pads", AttrType::kInts, std::vector<int64_t>{0, 0, 0, 0})
@@ -308,28 +308,63 @@ void RegisterNnOps(OpRegistry& registry) {
        [](InferContext& ctx) { return InferPool2DGrad(ctx, 0, 1); });
   pool("AvgPool2DGrad", true, {"dy", "x_like"},
        [](InferContext& ctx) { return InferPool2DGrad(ctx, 1, 0); });
-  r.Register(OpDefBuilder("GlobalAvgPool", "nn").Input("x", "T").Output("y")
-                 .Types("T", FloatTypes()).Infer(InferGlobalAvgPool).Build());
-  r.Register(OpDefBuilder("BatchNorm", "nn").Input("x", "T").Input("scale", "T")
-                 .Input("bias", "T").Input("mean", "T").Input("var", "T")
-                 .Output("y").Output("batch_mean").Output("batch_var").Types("T", FloatTypes())
-                 .Attr("epsilon", AttrType::kFloat, 1e-5).Attr("training", AttrType::kBool, false)
-                 .Infer(InferBatchNorm).Build());
-  r.Register(OpDefBuilder("LayerNorm", "nn").Input("x", "T").Input("scale", "T")
-                 .Input("bias", "T").Output("y").Types("T", FloatTypes())
-                 .Attr("axis", AttrType::kInt, -1).Attr("epsilon", AttrType::kFloat, 1e-5)
-                 .Infer(InferLayerNorm).Build());
-  for (const char* op : {"Softmax", "LogSoftmax"})
-    r.Register(OpDefBuilder(op, "nn").Input("x", "T").Output("y").Types("T", FloatTypes())
-                   .Attr("axis", AttrType::kInt, -1).Infer(InferSoftmax).Build());
-  r.Register(OpDefBuilder("SoftmaxCrossEntropy", "nn").Input("logits", "T").Input("labels", "I")
-                 .Output("loss").Types("T", FloatTypes()).Types("I", IndexTypes())
-                 .Infer(InferSoftmaxCrossEntropy).Build());
-  r.Register(OpDefBuilder("Dropout", "nn").Input("x", "T").Output("y").Output("mask")
+  r.Register(OpDefBuilder("GlobalAvgPool", "nn")
+                 .Input("x", "T")
+                 .Output("y")
                  .Types("T", FloatTypes())
-                 .Attr("rate", AttrType::kFloat, 0.5).Attr("seed", AttrType::kInt, 0)
+                 .Infer(InferGlobalAvgPool)
+                 .Build());
+  r.Register(OpDefBuilder("BatchNorm", "nn")
+                 .Input("x", "T")
+                 .Input("scale", "T")
+                 .Input("bias", "T")
+                 .Input("mean", "T")
+                 .Input("var", "T")
+                 .Output("y")
+                 .Output("batch_mean")
+                 .Output("batch_var")
+                 .Types("T", FloatTypes())
+                 .Attr("epsilon", AttrType::kFloat, 1e-5)
                  .Attr("training", AttrType::kBool, false)
-                 .Infer(InferDropout).Stateful().Build());
+                 .Infer(InferBatchNorm)
+                 .Build());
+  r.Register(OpDefBuilder("LayerNorm", "nn")
+                 .Input("x", "T")
+                 .Input("scale", "T")
+                 .Input("bias", "T")
+                 .Output("y")
+                 .Types("T", FloatTypes())
+                 .Attr("axis", AttrType::kInt, -1)
+                 .Attr("epsilon", AttrType::kFloat, 1e-5)
+                 .Infer(InferLayerNorm)
+                 .Build());
+  for (const char* op : {"Softmax", "LogSoftmax"})
+    r.Register(OpDefBuilder(op, "nn")
+                   .Input("x", "T")
+                   .Output("y")
+                   .Types("T", FloatTypes())
+                   .Attr("axis", AttrType::kInt, -1)
+                   .Infer(InferSoftmax)
+                   .Build());
+  r.Register(OpDefBuilder("SoftmaxCrossEntropy", "nn")
+                 .Input("logits", "T")
+                 .Input("labels", "I")
+                 .Output("loss")
+                 .Types("T", FloatTypes())
+                 .Types("I", IndexTypes())
+                 .Infer(InferSoftmaxCrossEntropy)
+                 .Build());
+  r.Register(OpDefBuilder("Dropout", "nn")
+                 .Input("x", "T")
+                 .Output("y")
+                 .Output("mask")
+                 .Types("T", FloatTypes())
+                 .Attr("rate", AttrType::kFloat, 0.5)
+                 .Attr("seed", AttrType::kInt, 0)
+                 .Attr("training", AttrType::kBool, false)
+                 .Infer(InferDropout)
+                 .Stateful()
+                 .Build());
 }
 
 }  // namespace kiln

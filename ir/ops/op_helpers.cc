@@ -35,12 +35,15 @@ Value CountOverAxes(Value x, const std::vector<int64_t>& axes) {
   double known = 1;
   bool all_known = true;
   for (int64_t a : axes) {
-    if (x.shape()[a] < 0) all_known = false;
-    else known *= static_cast<double>(x.shape()[a]);
+    if (x.shape()[a] < 0)
+      all_known = false;
+    else
+      known *= static_cast<double>(x.shape()[a]);
   }
   if (all_known) return ScalarLike(x, known);
   GraphBuilder& g = *x.builder();
-  Value indices = g.Constant(Tensor::FromVector<int64_t>({static_cast<int64_t>(axes.size())}, axes));
+  Value indices =
+      g.Constant(Tensor::FromVector<int64_t>({static_cast<int64_t>(axes.size())}, axes));
   Value dims = MakeOp("Gather", {MakeOp("Shape", {x}, {}, SourceLocation::current()), indices}, {},
                       SourceLocation::current());
   AttrMap to;
@@ -51,16 +54,19 @@ Value CountOverAxes(Value x, const std::vector<int64_t>& axes) {
 
 void RegisterWithGradient(OpRegistry& r, OpDef def, const std::map<std::string, GradFn>& grads) {
   auto it = grads.find(def.name);
-  if (it != grads.end()) def.grad = it->second;
-  else def.not_differentiable = true;
+  if (it != grads.end())
+    def.grad = it->second;
+  else
+    def.not_differentiable = true;
   r.Register(std::move(def));
 }
 
-Result<std::vector<int64_t>> IntsOfLength(const InferContext& ctx, const std::string& attr, size_t n,
-                                          int64_t fill) {
+Result<std::vector<int64_t>> IntsOfLength(const InferContext& ctx, const std::string& attr,
+                                          size_t n, int64_t fill) {
   KILN_ASSIGN_OR_RETURN(std::vector<int64_t> v, ctx.attrs().GetInts(attr));
   if (v.empty()) return std::vector<int64_t>(n, fill);
-  if (v.size() != n) return ctx.Fail("attribute '", attr, "' must have ", n, " values, has ", v.size());
+  if (v.size() != n)
+    return ctx.Fail("attribute '", attr, "' must have ", n, " values, has ", v.size());
   return v;
 }
 

@@ -46,7 +46,7 @@ class RegistryWithGradients {
 };
 
 // Reads an int-list attribute that must have `n` entries (or be empty: then filled with `fill`).
-Result<std::vector<int64_t>> IntsOfLength(const InferContext& ctx, const std::string& attr, size_t n,
-                                          int64_t fill);
+Result<std::vector<int64_t>> IntsOfLength(const InferContext& ctx, const std::string& attr,
+                                          size_t n, int64_t fill);
 
 }  // namespace kiln::internal

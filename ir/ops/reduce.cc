@@ -146,8 +146,8 @@ Status InferSumLike(InferContext& ctx) {
   const Shape& like = ctx.shape(1);
   Result<Shape> b = BroadcastShapes(like, x);
   if (!b.ok() || b->rank() != x.rank() || (x.IsFullyKnown() && *b != x))
-    return ctx.Fail("cannot sum ", x.ToString(), " down to ", like.ToString(), ": ", like.ToString(),
-                    " does not broadcast to ", x.ToString());
+    return ctx.Fail("cannot sum ", x.ToString(), " down to ", like.ToString(), ": ",
+                    like.ToString(), " does not broadcast to ", x.ToString());
   ctx.AddOutput(ctx.dtype(0), like);
   return OkStatus();
 }
@@ -156,8 +156,13 @@ Status InferSumLike(InferContext& ctx) {
 void RegisterReduceOps(OpRegistry& registry) {
   // Ops without an entry in ReduceGradients() (ArgMax, ArgMin) are not differentiable.
   internal::RegistryWithGradients r(registry, internal::ReduceGradients());
-  r.Register(OpDefBuilder("SumLike", "reduce").Input("x", "T").Input("like", "L").Output("y")
-                 .Types("T", NumericTypes()).Infer(InferSumLike).Build());
+  r.Register(OpDefBuilder("SumLike", "reduce")
+                 .Input("x", "T")
+                 .Input("like", "L")
+                 .Output("y")
+                 .Types("T", NumericTypes())
+                 .Infer(InferSumLike)
+                 .Build());
   auto reduce = [&r](const char* op, EmptyRule rule) {
     r.Register(OpDefBuilder(op, "reduce")
                    .Input("x", "T")

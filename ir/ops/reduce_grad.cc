@@ -33,7 +33,6 @@ Value KeepDims(Value v, const Reduced& r) {
   return Unsqueeze(v, r.axes);
 }
 
-
 Status SumGrad(GradContext& ctx) {
   KILN_ASSIGN_OR_RETURN(Reduced r, ReducedAxes(ctx));
   ctx.SetInputGrad(0, BroadcastLike(KeepDims(ctx.grad(0), r), ctx.input(0)));
@@ -76,8 +75,8 @@ Status SumLikeGrad(GradContext& ctx) {
 
 const std::map<std::string, GradFn>& ReduceGradients() {
   static const std::map<std::string, GradFn> grads = {
-      {"Sum", SumGrad},          {"Mean", MeanGrad}, {"Max", ExtremumGrad}, {"Min", ExtremumGrad},
-      {"Prod", ProdGrad},        {"SumLike", SumLikeGrad},
+      {"Sum", SumGrad},      {"Mean", MeanGrad}, {"Max", ExtremumGrad},
+      {"Min", ExtremumGrad}, {"Prod", ProdGrad}, {"SumLike", SumLikeGrad},
   };
   return grads;
 }

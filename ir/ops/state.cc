@@ -8,8 +8,8 @@
 namespace kiln {
 
 const std::vector<std::string>& InitializerKinds() {
-  static const std::vector<std::string> kinds = {"zeros",   "ones",   "constant",      "uniform",
-                                                 "normal",  "glorot_uniform", "he_normal"};
+  static const std::vector<std::string> kinds = {"zeros",  "ones",           "constant", "uniform",
+                                                 "normal", "glorot_uniform", "he_normal"};
   return kinds;
 }
 
@@ -71,11 +71,13 @@ Status InferVariable(InferContext& ctx) {
   KILN_ASSIGN_OR_RETURN(DType dtype, ctx.attrs().GetDType("dtype"));
   KILN_ASSIGN_OR_RETURN(Shape shape, ctx.attrs().GetShape("shape"));
   KILN_ASSIGN_OR_RETURN(std::string init, ctx.attrs().GetString("initializer"));
-  if (!shape.IsFullyKnown()) return ctx.Fail("a Variable needs a fully known shape, got ", shape.ToString());
+  if (!shape.IsFullyKnown())
+    return ctx.Fail("a Variable needs a fully known shape, got ", shape.ToString());
   const auto& kinds = InitializerKinds();
   if (std::find(kinds.begin(), kinds.end(), init) == kinds.end())
-    return ctx.Fail("unknown initializer '", init,
-                    "' (expected zeros, ones, constant, uniform, normal, glorot_uniform or he_normal)");
+    return ctx.Fail(
+        "unknown initializer '", init,
+        "' (expected zeros, ones, constant, uniform, normal, glorot_uniform or he_normal)");
   if (init != "zeros" && init != "ones" && init != "constant" && !IsFloat(dtype))
     return ctx.Fail("initializer '", init, "' needs a float dtype, got ", DTypeName(dtype));
   KILN_ASSIGN_OR_RETURN(double stddev, ctx.attrs().GetFloat("init_stddev"));
@@ -86,8 +88,8 @@ Status InferVariable(InferContext& ctx) {
 
 Status InferAssign(InferContext& ctx) {
   if (ctx.shape(0).rank() != ctx.shape(1).rank())
-    return ctx.Fail("cannot assign a value of shape ", ctx.shape(1).ToString(), " to a variable of shape ",
-                    ctx.shape(0).ToString());
+    return ctx.Fail("cannot assign a value of shape ", ctx.shape(1).ToString(),
+                    " to a variable of shape ", ctx.shape(0).ToString());
   for (int i = 0; i < ctx.shape(0).rank(); ++i)
     if (ctx.shape(1)[i] >= 0 && ctx.shape(1)[i] != ctx.shape(0)[i])
       return ctx.Fail("cannot assign a value of shape ", ctx.shape(1).ToString(),
@@ -100,36 +102,75 @@ Status InferAssign(InferContext& ctx) {
 
 void RegisterStateOps(OpRegistry& r) {
   std::vector<DType> all = AllDTypes();
-  r.Register(OpDefBuilder("Placeholder", "state").Output("y")
-                 .RequiredAttr("dtype", AttrType::kDType).RequiredAttr("shape", AttrType::kShape)
-                 .Infer(InferPlaceholder).NotDifferentiable().Build());
-  r.Register(OpDefBuilder("Constant", "state").Output("y")
-                 .RequiredAttr("value", AttrType::kTensor).Infer(InferConstant).NotDifferentiable().Build());
-  r.Register(OpDefBuilder("Variable", "state").Output("y")
-                 .RequiredAttr("dtype", AttrType::kDType).RequiredAttr("shape", AttrType::kShape)
+  r.Register(OpDefBuilder("Placeholder", "state")
+                 .Output("y")
+                 .RequiredAttr("dtype", AttrType::kDType)
+                 .RequiredAttr("shape", AttrType::kShape)
+                 .Infer(InferPlaceholder)
+                 .NotDifferentiable()
+                 .Build());
+  r.Register(OpDefBuilder("Constant", "state")
+                 .Output("y")
+                 .RequiredAttr("value", AttrType::kTensor)
+                 .Infer(InferConstant)
+                 .NotDifferentiable()
+                 .Build());
+  r.Register(OpDefBuilder("Variable", "state")
+                 .Output("y")
+                 .RequiredAttr("dtype", AttrType::kDType)
+                 .RequiredAttr("shape", AttrType::kShape)
                  .Attr("initializer", AttrType::kString, "zeros")
                  .Attr("init_value", AttrType::kFloat, 0.0)
-                 .Attr("init_low", AttrType::kFloat, -0.05).Attr("init_high", AttrType::kFloat, 0.05)
-                 .Attr("init_mean", AttrType::kFloat, 0.0).Attr("init_stddev", AttrType::kFloat, 1.0)
+                 .Attr("init_low", AttrType::kFloat, -0.05)
+                 .Attr("init_high", AttrType::kFloat, 0.05)
+                 .Attr("init_mean", AttrType::kFloat, 0.0)
+                 .Attr("init_stddev", AttrType::kFloat, 1.0)
                  .Attr("seed", AttrType::kInt, int64_t{0})
                  .Attr("trainable", AttrType::kBool, true)
-                 .Infer(InferVariable).Stateful().NotDifferentiable().Build());
-  r.Register(OpDefBuilder("Assign", "state").Input("variable", "T").Input("value", "T").Output("y")
-                 .Types("T", all).Infer(InferAssign).Stateful().NotDifferentiable().Build());
+                 .Infer(InferVariable)
+                 .Stateful()
+                 .NotDifferentiable()
+                 .Build());
+  r.Register(OpDefBuilder("Assign", "state")
+                 .Input("variable", "T")
+                 .Input("value", "T")
+                 .Output("y")
+                 .Types("T", all)
+                 .Infer(InferAssign)
+                 .Stateful()
+                 .NotDifferentiable()
+                 .Build());
   for (const char* op : {"AssignAdd", "AssignSub"})
-    r.Register(OpDefBuilder(op, "state").Input("variable", "T").Input("value", "T").Output("y")
-                   .Types("T", NumericTypes()).Infer(InferAssign).Stateful().NotDifferentiable().Build());
-  r.Register(OpDefBuilder("Identity", "state").Input("x", "T").Output("y").Types("T", all)
+    r.Register(OpDefBuilder(op, "state")
+                   .Input("variable", "T")
+                   .Input("value", "T")
+                   .Output("y")
+                   .Types("T", NumericTypes())
+                   .Infer(InferAssign)
+                   .Stateful()
+                   .NotDifferentiable()
+                   .Build());
+  r.Register(OpDefBuilder("Identity", "state")
+                 .Input("x", "T")
+                 .Output("y")
+                 .Types("T", all)
                  .Infer(SameAsInput(0))
                  .Grad([](GradContext& ctx) {
                    ctx.SetInputGrad(0, ctx.grad(0));
                    return OkStatus();
                  })
                  .Build());
-  r.Register(OpDefBuilder("StopGradient", "state").Input("x", "T").Output("y").Types("T", all)
-                 .Infer(SameAsInput(0)).NotDifferentiable().Build());
-  r.Register(OpDefBuilder("NoOp", "state").Infer([](InferContext&) { return OkStatus(); })
-                 .NotDifferentiable().Build());
+  r.Register(OpDefBuilder("StopGradient", "state")
+                 .Input("x", "T")
+                 .Output("y")
+                 .Types("T", all)
+                 .Infer(SameAsInput(0))
+                 .NotDifferentiable()
+                 .Build());
+  r.Register(OpDefBuilder("NoOp", "state")
+                 .Infer([](InferContext&) { return OkStatus(); })
+                 .NotDifferentiable()
+                 .Build());
 }
 
 }  // namespace kiln

@@ -19,8 +19,8 @@ namespace kiln {
 // every backend. Fans for glorot/he: shape [in, out] -> (in, out); [O, I, kh, kw] ->
 // (I*kh*kw, O*kh*kw); rank 1 -> (n, n).
 struct Initializer {
-  std::string kind = "zeros";  // zeros ones constant uniform normal glorot_uniform he_normal
-  double value = 0.0;          // constant
+  std::string kind = "zeros";       // zeros ones constant uniform normal glorot_uniform he_normal
+  double value = 0.0;               // constant
   double low = -0.05, high = 0.05;  // uniform
   double mean = 0.0, stddev = 1.0;  // normal
   int64_t seed = 0;
@@ -34,7 +34,9 @@ struct Initializer {
   static Initializer Normal(double mean, double stddev, int64_t seed) {
     return {.kind = "normal", .mean = mean, .stddev = stddev, .seed = seed};
   }
-  static Initializer GlorotUniform(int64_t seed) { return {.kind = "glorot_uniform", .seed = seed}; }
+  static Initializer GlorotUniform(int64_t seed) {
+    return {.kind = "glorot_uniform", .seed = seed};
+  }
   static Initializer HeNormal(int64_t seed) { return {.kind = "he_normal", .seed = seed}; }
 };
 
@@ -47,7 +49,8 @@ Value Variable(GraphBuilder& g, const std::string& name, DType dtype, Shape shap
 // The same with an explicit `trainable` flag (false: optimizers leave it alone, e.g. running
 // statistics and optimizer slots).
 Value Variable(GraphBuilder& g, const std::string& name, DType dtype, Shape shape,
-               const Initializer& init, bool trainable, SourceLocation loc = SourceLocation::current());
+               const Initializer& init, bool trainable,
+               SourceLocation loc = SourceLocation::current());
 Value Assign(At variable, Value value);
 Value AssignAdd(At variable, Value value);
 Value AssignSub(At variable, Value value);

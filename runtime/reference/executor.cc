@@ -12,7 +12,8 @@ Status CheckOutputs(const Node& node, const std::vector<TensorType>& expected,
   for (size_t i = 0; i < expected.size(); ++i) {
     const Tensor& t = outputs[i];
     if (!t.valid())
-      return node.MakeNodeError(ErrorCode::kInternal, "the reference kernel produced no output ", i);
+      return node.MakeNodeError(ErrorCode::kInternal, "the reference kernel produced no output ",
+                                i);
     if (t.dtype() != expected[i].dtype || !expected[i].shape.IsCompatibleWith(t.shape()))
       return node.MakeNodeError(ErrorCode::kInternal, "the reference kernel produced ",
                                 DTypeName(t.dtype()), t.shape().ToString(), " for output ", i,
@@ -23,7 +24,8 @@ Status CheckOutputs(const Node& node, const std::vector<TensorType>& expected,
 
 }  // namespace
 
-Result<std::vector<Tensor>> ReferenceExecutor::Execute(const RunPlan& plan, VariableStore& variables) {
+Result<std::vector<Tensor>> ReferenceExecutor::Execute(const RunPlan& plan,
+                                                       VariableStore& variables) {
   std::map<TensorRef, Tensor> values = plan.feeds;
   std::map<TensorRef, int> uses;  // remaining reads of each tensor; fetches are never freed
   for (const Node* node : plan.nodes)
@@ -34,15 +36,16 @@ Result<std::vector<Tensor>> ReferenceExecutor::Execute(const RunPlan& plan, Vari
     const OpDef* def = OpRegistry::Global().Find(node->op);
     const KernelFn* kernel = KernelRegistry::Global().Find(node->op);
     if (!def || !kernel)
-      return node->MakeNodeError(ErrorCode::kUnimplemented, "the reference backend has no kernel for '",
-                                 node->op, "'");
+      return node->MakeNodeError(ErrorCode::kUnimplemented,
+                                 "the reference backend has no kernel for '", node->op, "'");
     std::vector<Tensor> inputs;
     std::vector<TensorType> types;
     std::vector<const Tensor*> ptrs;
     for (const TensorRef& in : node->inputs) {
       auto it = values.find(in);
       if (it == values.end())
-        return node->MakeNodeError(ErrorCode::kInternal, "input '", in.ToString(), "' was not computed");
+        return node->MakeNodeError(ErrorCode::kInternal, "input '", in.ToString(),
+                                   "' was not computed");
       inputs.push_back(it->second);
       types.push_back({it->second.dtype(), it->second.shape()});
     }
@@ -53,7 +56,8 @@ Result<std::vector<Tensor>> ReferenceExecutor::Execute(const RunPlan& plan, Vari
     for (size_t i = 0; i < out_types.size(); ++i)
       if (out_types[i].shape.IsFullyKnown()) {
         Result<Tensor> t = Tensor::Create(out_types[i].dtype, out_types[i].shape);
-        if (!t.ok()) return node->MakeNodeError(t.error().code(), "output ", i, ": ", t.error().message());
+        if (!t.ok())
+          return node->MakeNodeError(t.error().code(), "output ", i, ": ", t.error().message());
         ctx.set_output(static_cast<int>(i), std::move(*t));
       }
     KILN_RETURN_IF_ERROR((*kernel)(ctx));
@@ -66,7 +70,8 @@ Result<std::vector<Tensor>> ReferenceExecutor::Execute(const RunPlan& plan, Vari
   std::vector<Tensor> fetched;
   for (const TensorRef& f : plan.fetches) {
     auto it = values.find(f);
-    if (it == values.end()) return MakeError(ErrorCode::kInternal, "fetch '", f.ToString(), "' was not computed");
+    if (it == values.end())
+      return MakeError(ErrorCode::kInternal, "fetch '", f.ToString(), "' was not computed");
     fetched.push_back(it->second);
   }
   return fetched;

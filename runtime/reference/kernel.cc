@@ -4,7 +4,10 @@ namespace kiln::reference {
 
 KernelContext::KernelContext(const Node& node, const AttrMap& attrs, std::vector<Tensor> inputs,
                              std::vector<TensorType> output_types, RunState state)
-    : node_(node), attrs_(attrs), inputs_(std::move(inputs)), output_types_(std::move(output_types)),
+    : node_(node),
+      attrs_(attrs),
+      inputs_(std::move(inputs)),
+      output_types_(std::move(output_types)),
       state_(state) {
   outputs_.resize(output_types_.size());
 }

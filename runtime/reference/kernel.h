@@ -41,7 +41,9 @@ class KernelContext {
   RunState& state() { return state_; }
 
   template <typename... Args>
-  Error Fail(const Args&... parts) const { return node_.MakeNodeError(ErrorCode::kInvalidArgument, parts...); }
+  Error Fail(const Args&... parts) const {
+    return node_.MakeNodeError(ErrorCode::kInvalidArgument, parts...);
+  }
 
  private:
   const Node& node_;

@@ -81,18 +81,29 @@ std::vector<int64_t> IntsOr(const KernelContext& ctx, const char* name, size_t n
 
 // A Conv2D's sizes and attributes, from its input x, filter w and output y shapes.
 struct ConvGeometry {
-  int64_t batch, c_in, h_in, w_in;  // x
-  int64_t c_out, c_group, kh, kw;   // w
-  int64_t h_out, w_out;             // y
+  int64_t batch, c_in, h_in, w_in;                // x
+  int64_t c_out, c_group, kh, kw;                 // w
+  int64_t h_out, w_out;                           // y
   std::vector<int64_t> strides, pads, dilations;  // pads: top, left, bottom, right
   int64_t groups;
 };
 
 ConvGeometry ReadConvGeometry(const KernelContext& ctx, const Shape& x, const Shape& w,
                               const Shape& y) {
-  return ConvGeometry{x[0], x[1], x[2], x[3], w[0], w[1], w[2], w[3], y[2], y[3],
-                      IntsOr(ctx, "strides", 2, 1), IntsOr(ctx, "pads", 4, 0),
-                      IntsOr(ctx, "dilations", 2, 1), ctx.attrs().Find("groups")->get<int64_t>()};
+  return ConvGeometry{x[0],
+                      x[1],
+                      x[2],
+                      x[3],
+                      w[0],
+                      w[1],
+                      w[2],
+                      w[3],
+                      y[2],
+                      y[3],
+                      IntsOr(ctx, "strides", 2, 1),
+                      IntsOr(ctx, "pads", 4, 0),
+                      IntsOr(ctx, "dilations", 2, 1),
+                      ctx.attrs().Find("groups")->get<int64_t>()};
 }
 
 // Calls f(xi, wi, yi) for every product x[xi] * w[wi] that Conv2D adds into y[yi] (flat row-major
@@ -119,8 +130,9 @@ void ForEachConvTap(const ConvGeometry& g, F f) {
               for (int64_t j = 0; j < g.kw; ++j) {
                 __int128 iw = in_pos(ow, j, g.strides[1], g.pads[1], g.dilations[1]);
                 if (iw < 0 || iw >= g.w_in) continue;
-                int64_t xi = ((nb * g.c_in + first_in_channel + c) * g.h_in + int64_t(ih)) *
-                                 g.w_in + int64_t(iw);
+                int64_t xi =
+                    ((nb * g.c_in + first_in_channel + c) * g.h_in + int64_t(ih)) * g.w_in +
+                    int64_t(iw);
                 int64_t wi = ((oc * g.c_group + c) * g.kh + i) * g.kw + j;
                 f(xi, wi, yi);
               }
@@ -142,10 +154,9 @@ Status Conv2DKernel(KernelContext& ctx) {
   const Tensor& w = ctx.input(1);
   Tensor& y = ctx.output(0);
   std::vector<double> sums(y.num_elements(), 0.0);
-  ForEachConvTap(ReadConvGeometry(ctx, x.shape(), w.shape(), y.shape()),
-                 [&](int64_t xi, int64_t wi, int64_t yi) {
-                   sums[yi] += x.GetDouble(xi) * w.GetDouble(wi);
-                 });
+  ForEachConvTap(
+      ReadConvGeometry(ctx, x.shape(), w.shape(), y.shape()),
+      [&](int64_t xi, int64_t wi, int64_t yi) { sums[yi] += x.GetDouble(xi) * w.GetDouble(wi); });
   Store(sums, y);
   return OkStatus();
 }
@@ -156,10 +167,9 @@ Status Conv2DBackpropInputKernel(KernelContext& ctx) {
   const Tensor& w = ctx.input(1);
   Tensor& dx = ctx.output(0);  // shaped like x_like
   std::vector<double> sums(dx.num_elements(), 0.0);
-  ForEachConvTap(ReadConvGeometry(ctx, dx.shape(), w.shape(), dy.shape()),
-                 [&](int64_t xi, int64_t wi, int64_t yi) {
-                   sums[xi] += dy.GetDouble(yi) * w.GetDouble(wi);
-                 });
+  ForEachConvTap(
+      ReadConvGeometry(ctx, dx.shape(), w.shape(), dy.shape()),
+      [&](int64_t xi, int64_t wi, int64_t yi) { sums[xi] += dy.GetDouble(yi) * w.GetDouble(wi); });
   Store(sums, dx);
   return OkStatus();
 }
@@ -170,10 +180,9 @@ Status Conv2DBackpropFilterKernel(KernelContext& ctx) {
   const Tensor& dy = ctx.input(1);
   Tensor& dw = ctx.output(0);  // shaped like w_like
   std::vector<double> sums(dw.num_elements(), 0.0);
-  ForEachConvTap(ReadConvGeometry(ctx, x.shape(), dw.shape(), dy.shape()),
-                 [&](int64_t xi, int64_t wi, int64_t yi) {
-                   sums[wi] += x.GetDouble(xi) * dy.GetDouble(yi);
-                 });
+  ForEachConvTap(
+      ReadConvGeometry(ctx, x.shape(), dw.shape(), dy.shape()),
+      [&](int64_t xi, int64_t wi, int64_t yi) { sums[wi] += x.GetDouble(xi) * dy.GetDouble(yi); });
   Store(sums, dw);
   return OkStatus();
 }

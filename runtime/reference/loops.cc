@@ -35,8 +35,10 @@ Status MapUnary(KernelContext& ctx, const UnaryFloatFn& ff, const UnaryIntFn& fi
   Tensor& y = ctx.output(0);
   bool integral = !IsFloat(x.dtype());
   for (int64_t i = 0; i < x.num_elements(); ++i) {
-    if (integral && fi) y.SetInt(i, fi(x.GetInt(i)));
-    else y.SetDouble(i, ff(x.GetDouble(i)));
+    if (integral && fi)
+      y.SetInt(i, fi(x.GetInt(i)));
+    else
+      y.SetDouble(i, ff(x.GetDouble(i)));
   }
   return OkStatus();
 }
@@ -48,8 +50,10 @@ Status MapBinary(KernelContext& ctx, const BinaryFloatFn& ff, const BinaryIntFn&
   BroadcastIndex ia(y.shape(), a.shape()), ib(y.shape(), b.shape());
   bool integral = !IsFloat(a.dtype());
   for (int64_t i = 0; i < y.num_elements(); ++i) {
-    if (integral) y.SetInt(i, fi(a.GetInt(ia(i)), b.GetInt(ib(i))));
-    else y.SetDouble(i, ff(a.GetDouble(ia(i)), b.GetDouble(ib(i))));
+    if (integral)
+      y.SetInt(i, fi(a.GetInt(ia(i)), b.GetInt(ib(i))));
+    else
+      y.SetDouble(i, ff(a.GetDouble(ia(i)), b.GetDouble(ib(i))));
   }
   return OkStatus();
 }

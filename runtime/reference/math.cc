@@ -41,7 +41,8 @@ Status DivKernel(KernelContext& ctx) {
 Status GeluKernel(KernelContext& ctx) {
   bool tanh_form = ctx.attrs().Find("approximate")->get<std::string>() == "tanh";
   return MapUnary(ctx, [tanh_form](double x) {
-    if (tanh_form) return 0.5 * x * (1.0 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+    if (tanh_form)
+      return 0.5 * x * (1.0 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
     return 0.5 * x * (1.0 + std::erf(x * 0.7071067811865476));
   });
 }
@@ -94,7 +95,8 @@ void RegisterMathKernels(KernelRegistry& r) {
   r.Register("Neg", Unary([](double x) { return -x; }, WrapNeg));
   r.Register("Abs", Unary([](double x) { return std::fabs(x); },
                           [](int64_t x) { return x < 0 ? WrapNeg(x) : x; }));
-  r.Register("Square", Unary([](double x) { return x * x; }, [](int64_t x) { return WrapMul(x, x); }));
+  r.Register("Square",
+             Unary([](double x) { return x * x; }, [](int64_t x) { return WrapMul(x, x); }));
   r.Register("Sign", Unary([](double x) { return std::isnan(x) ? x : double((x > 0) - (x < 0)); },
                            [](int64_t x) { return int64_t((x > 0) - (x < 0)); }));
   r.Register("Relu", Unary([](double x) { return x > 0 ? x : (std::isnan(x) ? x : 0.0); },
@@ -110,7 +112,8 @@ void RegisterMathKernels(KernelRegistry& r) {
   r.Register("Gelu", GeluKernel);
   r.Register("Clip", ClipKernel);
   r.Register("Cast", CastKernel);
-  r.Register("Not", Unary([](double x) { return double(x == 0); }, [](int64_t x) { return int64_t(x == 0); }));
+  r.Register("Not", Unary([](double x) { return double(x == 0); },
+                          [](int64_t x) { return int64_t(x == 0); }));
 
   r.Register("Add", Binary([](double a, double b) { return a + b; }, WrapAdd));
   r.Register("Sub", Binary([](double a, double b) { return a - b; }, WrapSub));

@@ -137,12 +137,16 @@ Status SumLikeKernel(KernelContext& ctx) {
   std::vector<double> fsum(integral ? 0 : y.num_elements(), 0.0);
   std::vector<int64_t> isum(integral ? y.num_elements() : 0, 0);
   for (int64_t i = 0; i < x.num_elements(); ++i) {
-    if (integral) isum[to_y(i)] = WrapAdd(isum[to_y(i)], x.GetInt(i));
-    else fsum[to_y(i)] += x.GetDouble(i);
+    if (integral)
+      isum[to_y(i)] = WrapAdd(isum[to_y(i)], x.GetInt(i));
+    else
+      fsum[to_y(i)] += x.GetDouble(i);
   }
   for (int64_t j = 0; j < y.num_elements(); ++j) {
-    if (integral) y.SetInt(j, isum[j]);
-    else y.SetDouble(j, fsum[j]);
+    if (integral)
+      y.SetInt(j, isum[j]);
+    else
+      y.SetDouble(j, fsum[j]);
   }
   return OkStatus();
 }

@@ -16,9 +16,8 @@ Status ReadVariable(KernelContext& ctx) {
     value = vars.Find(ctx.node().name);
   }
   if (value->dtype() != ctx.output_type(0).dtype || value->shape() != ctx.output_type(0).shape)
-    return ctx.Fail("stored value ", DTypeName(value->dtype()),
-                    value->shape().ToString(), " does not match the variable's type ",
-                    ctx.output_type(0).ToString());
+    return ctx.Fail("stored value ", DTypeName(value->dtype()), value->shape().ToString(),
+                    " does not match the variable's type ", ctx.output_type(0).ToString());
   ctx.set_output(0, *value);
   return OkStatus();
 }

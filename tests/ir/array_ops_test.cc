@@ -16,7 +16,6 @@ using kiln::testing::EvalAll;
 using kiln::testing::Iota;
 using kiln::testing::RunError;
 
-
 TEST_CASE("array: Reshape with -1 and 0", "[array]") {
   GraphBuilder g;
   Value x = g.Constant(Iota({2, 3, 4}));

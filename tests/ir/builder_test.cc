@@ -1,6 +1,7 @@
+#include "ir/builder.h"
+
 #include <catch2/catch.hpp>
 
-#include "ir/builder.h"
 #include "ir/ops/math.h"
 #include "ir/ops/state.h"
 #include "runtime/session.h"

@@ -16,12 +16,15 @@ using UnaryFn = Value (*)(At);
 std::vector<double> Unary(UnaryFn f, std::vector<float> x) {
   return RunOp({T1<float>(x)}, [f](GraphBuilder&, auto& v) { return f(v[0]); }).ToDoubles();
 }
-void CheckClose(const std::vector<double>& got, const std::vector<double>& want, double eps = 1e-6) {
+void CheckClose(const std::vector<double>& got, const std::vector<double>& want,
+                double eps = 1e-6) {
   REQUIRE(got.size() == want.size());
   for (size_t i = 0; i < got.size(); ++i) {
     INFO("element " << i);
-    if (std::isnan(want[i])) CHECK(std::isnan(got[i]));
-    else CHECK(got[i] == Approx(want[i]).margin(eps));
+    if (std::isnan(want[i]))
+      CHECK(std::isnan(got[i]));
+    else
+      CHECK(got[i] == Approx(want[i]).margin(eps));
   }
 }
 }  // namespace
@@ -53,10 +56,12 @@ TEST_CASE("math: parameterized activations", "[math]") {
              {-0.2, 0, 3});
   CheckClose(RunOp({x}, [](GraphBuilder&, auto& v) { return Elu(v[0], 2.0); }).ToDoubles(),
              {2 * (std::exp(-2.0) - 1), 0, 3});
-  CheckClose(RunOp({x}, [](GraphBuilder&, auto& v) { return Clip(v[0], -1, 1); }).ToDoubles(), {-1, 0, 1});
+  CheckClose(RunOp({x}, [](GraphBuilder&, auto& v) { return Clip(v[0], -1, 1); }).ToDoubles(),
+             {-1, 0, 1});
   // gelu(1) = 0.5 * (1 + erf(1/sqrt(2))) = 0.841344746; tanh form = 0.841191990.
   auto one = T1<float>({1});
-  CheckClose(RunOp({one}, [](GraphBuilder&, auto& v) { return Gelu(v[0]); }).ToDoubles(), {0.841344746});
+  CheckClose(RunOp({one}, [](GraphBuilder&, auto& v) { return Gelu(v[0]); }).ToDoubles(),
+             {0.841344746});
   CheckClose(RunOp({one}, [](GraphBuilder&, auto& v) { return Gelu(v[0], "tanh"); }).ToDoubles(),
              {0.841191990});
   CHECK_THAT(RunOpError({one}, [](GraphBuilder&, auto& v) { return Gelu(v[0], "fast"); }),
@@ -85,22 +90,27 @@ TEST_CASE("math: binary ops broadcast the numpy way", "[math]") {
   CHECK(m.GetDouble(3 * 3 + 2) == 9);       // x[0,0,2] * y[3]
   CHECK(m.GetDouble(12 + 1 * 3 + 0) == 4);  // x[1,0,0] * y[1]
   // An empty dimension broadcasts to an empty result.
-  Tensor e = RunOp({TN<float>({0, 3}, {}), row}, [](GraphBuilder&, auto& v) { return v[0] + v[1]; });
+  Tensor e =
+      RunOp({TN<float>({0, 3}, {}), row}, [](GraphBuilder&, auto& v) { return v[0] + v[1]; });
   CHECK(e.shape() == Shape{0, 3});
-  CHECK_THAT(RunOpError({a, TN<float>({2}, {1, 2})}, [](GraphBuilder&, auto& v) { return v[0] + v[1]; }),
-             Catch::Contains("do not broadcast"));
+  CHECK_THAT(
+      RunOpError({a, TN<float>({2}, {1, 2})}, [](GraphBuilder&, auto& v) { return v[0] + v[1]; }),
+      Catch::Contains("do not broadcast"));
 }
 
 TEST_CASE("math: Pow, Maximum, Minimum, Div", "[math]") {
   auto a = T1<float>({2, 9, -1});
   auto b = T1<float>({3, 0.5f, 2});
-  CheckClose(RunOp({a, b}, [](GraphBuilder&, auto& v) { return Pow(v[0], v[1]); }).ToDoubles(), {8, 3, 1});
-  CheckClose(RunOp({a, b}, [](GraphBuilder&, auto& v) { return Maximum(v[0], v[1]); }).ToDoubles(), {3, 9, 2});
+  CheckClose(RunOp({a, b}, [](GraphBuilder&, auto& v) { return Pow(v[0], v[1]); }).ToDoubles(),
+             {8, 3, 1});
+  CheckClose(RunOp({a, b}, [](GraphBuilder&, auto& v) { return Maximum(v[0], v[1]); }).ToDoubles(),
+             {3, 9, 2});
   CheckClose(RunOp({a, b}, [](GraphBuilder&, auto& v) { return Minimum(v[0], v[1]); }).ToDoubles(),
              {2, 0.5, -1});
   auto nan = T1<float>({NAN});
-  CHECK(std::isnan(RunOp({nan, T1<float>({1})}, [](GraphBuilder&, auto& v) { return Maximum(v[0], v[1]); })
-                       .GetDouble(0)));
+  CHECK(std::isnan(RunOp({nan, T1<float>({1})}, [](GraphBuilder&, auto& v) {
+                     return Maximum(v[0], v[1]);
+                   }).GetDouble(0)));
   // Integer division truncates toward zero; division by zero is an error, not a crash.
   auto ia = T1<int32_t>({7, -7, 7});
   auto ib = T1<int32_t>({2, 2, -2});
@@ -108,11 +118,13 @@ TEST_CASE("math: Pow, Maximum, Minimum, Div", "[math]") {
         std::vector<int64_t>{3, -3, -3});
   CHECK(RunOp({ia, ib}, [](GraphBuilder&, auto& v) { return Pow(v[0], v[1]); }).ToInts() ==
         std::vector<int64_t>{49, 49, 0});
-  CHECK_THAT(RunOpError({ia, T1<int32_t>({1, 0, 1})}, [](GraphBuilder&, auto& v) { return Div(v[0], v[1]); }),
+  CHECK_THAT(RunOpError({ia, T1<int32_t>({1, 0, 1})},
+                        [](GraphBuilder&, auto& v) { return Div(v[0], v[1]); }),
              Catch::Contains("integer division by zero"));
   auto imin = T1<int64_t>({INT64_MIN});
-  CHECK(RunOp({imin, T1<int64_t>({-1})}, [](GraphBuilder&, auto& v) { return Div(v[0], v[1]); }).ToInts() ==
-        std::vector<int64_t>{INT64_MIN});
+  CHECK(RunOp({imin, T1<int64_t>({-1})}, [](GraphBuilder&, auto& v) {
+          return Div(v[0], v[1]);
+        }).ToInts() == std::vector<int64_t>{INT64_MIN});
 }
 
 TEST_CASE("math: integer ops wrap and keep their dtype", "[math]") {
@@ -122,8 +134,9 @@ TEST_CASE("math: integer ops wrap and keep their dtype", "[math]") {
   CHECK(s.ToInts() == std::vector<int64_t>{-56, 56});
   CHECK(RunOp({T1<int32_t>({-5, 5})}, [](GraphBuilder&, auto& v) { return Abs(v[0]); }).ToInts() ==
         std::vector<int64_t>{5, 5});
-  CHECK(RunOp({T1<int64_t>({-5, 7})}, [](GraphBuilder&, auto& v) { return Clip(v[0], 0, 6); }).ToInts() ==
-        std::vector<int64_t>{0, 6});
+  CHECK(RunOp({T1<int64_t>({-5, 7})}, [](GraphBuilder&, auto& v) {
+          return Clip(v[0], 0, 6);
+        }).ToInts() == std::vector<int64_t>{0, 6});
 }
 
 TEST_CASE("math: comparisons and logic give bool", "[math]") {
@@ -149,7 +162,8 @@ TEST_CASE("math: comparisons and logic give bool", "[math]") {
         std::vector<int64_t>{0, 0, 1, 1});
   CHECK_THAT(RunOpError({a, p}, [](GraphBuilder&, auto& v) { return And(v[0], v[1]); }),
              Catch::Contains("expected one of {bool}"));
-  CHECK_THAT(RunOpError({a, T1<int32_t>({1, 2, 3})}, [](GraphBuilder&, auto& v) { return Less(v[0], v[1]); }),
+  CHECK_THAT(RunOpError({a, T1<int32_t>({1, 2, 3})},
+                        [](GraphBuilder&, auto& v) { return Less(v[0], v[1]); }),
              Catch::Contains("they must match"));
 }
 

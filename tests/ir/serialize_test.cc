@@ -1,13 +1,14 @@
 // Text and binary graph forms round trip exactly; bad files give clear errors.
+#include "ir/serialize.h"
+
+#include <google/protobuf/text_format.h>
+
 #include <catch2/catch.hpp>
 #include <fstream>
 
 #include "ir/file_util.h"
 #include "ir/ops/math.h"
 #include "ir/ops/state.h"
-#include "ir/serialize.h"
-
-#include <google/protobuf/text_format.h>
 
 using namespace kiln;
 
@@ -100,7 +101,8 @@ TEST_CASE("serialize: every truncation of a binary graph is refused", "[serializ
   }
 }
 
-TEST_CASE("serialize: corrupt, empty, garbage and oversized files are refused", "[serialize][bad-input]") {
+TEST_CASE("serialize: corrupt, empty, garbage and oversized files are refused",
+          "[serialize][bad-input]") {
   std::string bytes = GraphToBinary(SampleGraph());
   std::string flipped = bytes;
   flipped[flipped.size() / 2] ^= 0x20;
@@ -108,9 +110,12 @@ TEST_CASE("serialize: corrupt, empty, garbage and oversized files are refused", 
   CHECK_THAT(GraphFromBinary("").error().message(), Catch::Contains("the file is empty"));
   CHECK_THAT(GraphFromBinary("this is not a graph at all").error().message(),
              Catch::Contains("not a kiln graph"));
-  CHECK_THAT(GraphFromText("nodes { name: ").error().message(), Catch::Contains("not a valid kiln text graph"));
-  CHECK_THAT(GraphFromText("").error().message(), Catch::Contains("missing or invalid format_version"));
-  CHECK_THAT(LoadGraph("/nonexistent/model.kgraph").error().message(), Catch::Contains("cannot open"));
+  CHECK_THAT(GraphFromText("nodes { name: ").error().message(),
+             Catch::Contains("not a valid kiln text graph"));
+  CHECK_THAT(GraphFromText("").error().message(),
+             Catch::Contains("missing or invalid format_version"));
+  CHECK_THAT(LoadGraph("/nonexistent/model.kgraph").error().message(),
+             Catch::Contains("cannot open"));
   Result<std::string> big = ReadFileToString("/proc/self/exe", 16);
   REQUIRE_FALSE(big.ok());
   CHECK(big.error().code() == ErrorCode::kResourceExhausted);
@@ -123,7 +128,8 @@ TEST_CASE("serialize: a newer format version is refused", "[serialize][bad-input
   google::protobuf::TextFormat::PrintToString(def, &text);
   Result<Graph> g = GraphFromText(text, "future.kgraph.txt");
   REQUIRE_FALSE(g.ok());
-  CHECK_THAT(g.error().message(), Catch::Contains("format version 2 is newer than this kiln supports"));
+  CHECK_THAT(g.error().message(),
+             Catch::Contains("format version 2 is newer than this kiln supports"));
 }
 
 TEST_CASE("serialize: structural errors in a file name the node", "[serialize][bad-input]") {
@@ -139,11 +145,15 @@ TEST_CASE("serialize: structural errors in a file name the node", "[serialize][b
                  .error()
                  .message(),
              Catch::Contains("the graph has a cycle"));
-  CHECK_THAT(load("nodes { name: \"a\" op: \"NoOp\" }\nnodes { name: \"a\" op: \"NoOp\" }").error().message(),
+  CHECK_THAT(load("nodes { name: \"a\" op: \"NoOp\" }\nnodes { name: \"a\" op: \"NoOp\" }")
+                 .error()
+                 .message(),
              Catch::Contains("duplicate node name 'a'"));
-  CHECK_THAT(load("nodes { name: \"p\" op: \"Placeholder\" attrs { key: \"dtype\" value { dtype: DT_F32 } } "
+  CHECK_THAT(load("nodes { name: \"p\" op: \"Placeholder\" attrs { key: \"dtype\" value { dtype: "
+                  "DT_F32 } } "
                   "attrs { key: \"shape\" value { shape { dims: 2 } } } }\n"
-                  "nodes { name: \"c\" op: \"Constant\" attrs { key: \"value\" value { tensor { dtype: DT_F32 "
+                  "nodes { name: \"c\" op: \"Constant\" attrs { key: \"value\" value { tensor { "
+                  "dtype: DT_F32 "
                   "shape { dims: 2 } data: \"abc\" } } } }")
                  .error()
                  .message(),

@@ -41,7 +41,8 @@ TEST_CASE("state: control inputs order a read after an update", "[state]") {
   GraphBuilder g;
   Value v = Variable(g, "v", f32, {}, Initializer::Constant(1));
   Value step = Group({AssignAdd(v, g.Scalar(5))}, "step");
-  Value after = g.AddOp("Identity", {g.Scalar(0)}, {}, SourceLocation::current(), "after", {step})[0];
+  Value after =
+      g.AddOp("Identity", {g.Scalar(0)}, {}, SourceLocation::current(), "after", {step})[0];
   Session s(*g.Build());
   REQUIRE(s.Run({}, {after}).ok());
   CHECK(s.Run({}, {"v"})->at(0).GetDouble(0) == 6);  // the control input ran the update
@@ -76,6 +77,7 @@ TEST_CASE("state: build-time errors of state ops", "[state]") {
   CHECK_THAT(m, Catch::Contains("unknown initializer 'orthogonal'"));
   // AssignAdd on a non-Variable is caught by the verifier at Build().
   GraphBuilder g2;
-  AssignAdd(g2.Constant(Tensor::FromVector<float>({1}, {1})), g2.Constant(Tensor::FromVector<float>({1}, {1})));
+  AssignAdd(g2.Constant(Tensor::FromVector<float>({1}, {1})),
+            g2.Constant(Tensor::FromVector<float>({1}, {1})));
   CHECK_THAT(g2.Build().error().message(), Catch::Contains("input 0 must be a Variable"));
 }

@@ -1,8 +1,8 @@
 // DType names and 16-bit conversions, Shape broadcasting, Tensor storage and accessors.
+#include "ir/tensor.h"
+
 #include <catch2/catch.hpp>
 #include <cmath>
-
-#include "ir/tensor.h"
 
 using namespace kiln;
 
@@ -16,14 +16,15 @@ TEST_CASE("dtype: names round trip and sizes", "[tensor]") {
   CHECK(DTypeSize(boolean) == 1);
 }
 
-TEST_CASE("dtype: half conversions are exact where representable and round to nearest even", "[tensor]") {
+TEST_CASE("dtype: half conversions are exact where representable and round to nearest even",
+          "[tensor]") {
   CHECK(FloatToHalf(1.0f) == 0x3c00);
   CHECK(FloatToHalf(-2.0f) == 0xc000);
   CHECK(FloatToHalf(65504.0f) == 0x7bff);
-  CHECK(FloatToHalf(65520.0f) == 0x7c00);           // rounds to inf
-  CHECK(FloatToHalf(std::ldexp(1.0f, -24)) == 0x0001);  // smallest subnormal
-  CHECK(FloatToHalf(std::ldexp(1.0f, -26)) == 0x0000);  // underflows to zero
-  CHECK(FloatToHalf(1.0f + std::ldexp(1.0f, -11)) == 0x3c00);  // tie -> even
+  CHECK(FloatToHalf(65520.0f) == 0x7c00);                          // rounds to inf
+  CHECK(FloatToHalf(std::ldexp(1.0f, -24)) == 0x0001);             // smallest subnormal
+  CHECK(FloatToHalf(std::ldexp(1.0f, -26)) == 0x0000);             // underflows to zero
+  CHECK(FloatToHalf(1.0f + std::ldexp(1.0f, -11)) == 0x3c00);      // tie -> even
   CHECK(FloatToHalf(1.0f + 3 * std::ldexp(1.0f, -11)) == 0x3c02);  // tie -> even (up)
   CHECK(std::isnan(HalfToFloat(FloatToHalf(NAN))));
   CHECK(HalfToFloat(FloatToHalf(INFINITY)) == INFINITY);

@@ -1,9 +1,10 @@
 // The verifier's errors name the node, its op and where it was built, and say what was expected.
+#include "ir/verifier.h"
+
 #include <catch2/catch.hpp>
 
 #include "ir/ops/math.h"
 #include "ir/ops/state.h"
-#include "ir/verifier.h"
 
 using namespace kiln;
 
@@ -44,10 +45,12 @@ TEST_CASE("verifier: wrong arity, dtype, attributes", "[verifier]") {
   REQUIRE(g.AddNode(Feed("i", i32, {3})).ok());
   Graph arity = g;
   REQUIRE(arity.AddNode(MakeNode("a", "Add", {"x"})).ok());
-  CHECK(VerifyError(arity) == "node 'a' (Add, built at models/example.cc:42): expects 2 input(s), got 1");
+  CHECK(VerifyError(arity) ==
+        "node 'a' (Add, built at models/example.cc:42): expects 2 input(s), got 1");
   Graph mixed = g;
   REQUIRE(mixed.AddNode(MakeNode("a", "Add", {"x", "i"})).ok());
-  CHECK_THAT(VerifyError(mixed), Catch::Contains("input 1 ('b') has dtype i32 but input 0 has f32"));
+  CHECK_THAT(VerifyError(mixed),
+             Catch::Contains("input 1 ('b') has dtype i32 but input 0 has f32"));
   Graph missing = g;
   REQUIRE(missing.AddNode(MakeNode("c", "Cast", {"x"})).ok());
   CHECK_THAT(VerifyError(missing), Catch::Contains("missing required attribute 'to' (dtype)"));
@@ -60,7 +63,8 @@ TEST_CASE("verifier: wrong arity, dtype, attributes", "[verifier]") {
   Node leaky = MakeNode("l", "LeakyRelu", {"x"});
   leaky.attrs.Set("alpha", "big");
   REQUIRE(ill_typed.AddNode(leaky).ok());
-  CHECK_THAT(VerifyError(ill_typed), Catch::Contains("attribute 'alpha' is string, expected float"));
+  CHECK_THAT(VerifyError(ill_typed),
+             Catch::Contains("attribute 'alpha' is string, expected float"));
 }
 
 TEST_CASE("verifier: dangling inputs, bad ports, cycles, shape mismatches", "[verifier]") {
@@ -85,8 +89,9 @@ TEST_CASE("verifier: dangling inputs, bad ports, cycles, shape mismatches", "[ve
   Graph shapes = g;
   REQUIRE(shapes.AddNode(Feed("y", f32, {4})).ok());
   REQUIRE(shapes.AddNode(MakeNode("s", "Add", {"x", "y"})).ok());
-  CHECK_THAT(VerifyError(shapes), Catch::Contains("node 's' (Add, built at models/example.cc:42): shapes "
-                                                  "[3] and [4] do not broadcast"));
+  CHECK_THAT(VerifyError(shapes),
+             Catch::Contains("node 's' (Add, built at models/example.cc:42): shapes "
+                             "[3] and [4] do not broadcast"));
 }
 
 TEST_CASE("verifier: graph inputs, outputs and state ops", "[verifier]") {
@@ -95,7 +100,8 @@ TEST_CASE("verifier: graph inputs, outputs and state ops", "[verifier]") {
   REQUIRE(g.AddNode(MakeNode("r", "Relu", {"x"})).ok());
   Graph not_placeholder = g;
   not_placeholder.mutable_inputs().push_back("r");
-  CHECK_THAT(VerifyError(not_placeholder), Catch::Contains("is listed as a graph input but is not a Placeholder"));
+  CHECK_THAT(VerifyError(not_placeholder),
+             Catch::Contains("is listed as a graph input but is not a Placeholder"));
   Graph bad_output = g;
   bad_output.mutable_outputs().push_back({"y", {"r", 3}});
   CHECK_THAT(VerifyError(bad_output), Catch::Contains("graph output 'y': node 'r' (Relu, built at "
@@ -120,8 +126,9 @@ TEST_CASE("builder: errors carry the C++ source line and all are reported", "[ve
   Result<Graph> built = g.Build();
   REQUIRE_FALSE(built.ok());
   CHECK_THAT(built.error().message(), Catch::Contains("2 error(s)"));
-  CHECK_THAT(built.error().message(),
-             Catch::Contains("(Add, built at tests/ir/verifier_test.cc:" + std::to_string(line) + ")"));
+  CHECK_THAT(
+      built.error().message(),
+      Catch::Contains("(Add, built at tests/ir/verifier_test.cc:" + std::to_string(line) + ")"));
   CHECK_THAT(built.error().message(), Catch::Contains("(Exp, built at tests/ir/verifier_test.cc:"));
 }
 

@@ -1,10 +1,11 @@
 // The autodiff pass: summing over consumers, pruning, StopGradient, integer inputs, errors.
+#include "passes/autodiff.h"
+
 #include <catch2/catch.hpp>
 
 #include "ir/ops/math.h"
 #include "ir/ops/reduce.h"
 #include "ir/ops/state.h"
-#include "passes/autodiff.h"
 #include "runtime/session.h"
 
 using namespace kiln;
@@ -53,7 +54,8 @@ TEST_CASE("autodiff: grad_ys weight the ys; several ys sum", "[grad][autodiff]")
   auto dx = Gradients({y1, y2}, {x}, {w, Value()});
   REQUIRE(dx.ok());
   // d/dx (10*2x0 + 100*2x1 + x0^2 + x1^2) = (20 + 2 x0, 200 + 2 x1)
-  CHECK(Eval(g, (*dx)[0], {{"x", Tensor::FromVector<double>({2}, {1, 2})}}) == std::vector<double>{22, 204});
+  CHECK(Eval(g, (*dx)[0], {{"x", Tensor::FromVector<double>({2}, {1, 2})}}) ==
+        std::vector<double>{22, 204});
 }
 
 TEST_CASE("autodiff: variables and gradient node naming", "[grad][autodiff]") {
@@ -67,14 +69,16 @@ TEST_CASE("autodiff: variables and gradient node naming", "[grad][autodiff]") {
   Result<Graph> graph = g.Build();
   REQUIRE(graph.ok());
   const Node* grad_node = graph->FindNode((*dw)[0].node_name());
-  CHECK_THAT(grad_node->source, Catch::Contains("tests/passes/autodiff_test.cc:") && Catch::Contains("(gradient)"));
+  CHECK_THAT(grad_node->source,
+             Catch::Contains("tests/passes/autodiff_test.cc:") && Catch::Contains("(gradient)"));
 }
 
 TEST_CASE("autodiff: errors", "[grad][autodiff]") {
   GraphBuilder g;
   Value x = g.Placeholder("x", f64, {2});
   Value i = g.Placeholder("i", i32, {2});
-  CHECK_THAT(Gradients({i}, {x}).error().message(), Catch::Contains("only float tensors can be differentiated"));
+  CHECK_THAT(Gradients({i}, {x}).error().message(),
+             Catch::Contains("only float tensors can be differentiated"));
   CHECK_THAT(Gradients({}, {x}).error().message(), Catch::Contains("no ys"));
   CHECK_THAT(Gradients({x}, {x}, {x, x}).error().message(), Catch::Contains("1 ys but 2 grad_ys"));
 }

@@ -30,7 +30,9 @@ void CheckModel(GraphBuilder& g, const std::vector<std::string>& wrt, const Feed
     CHECK(r.max_rel_error <= tolerance);
   }
 }
-Tensor Labels(std::vector<int64_t> v) { return Tensor::FromVector<int64_t>({static_cast<int64_t>(v.size())}, v); }
+Tensor Labels(std::vector<int64_t> v) {
+  return Tensor::FromVector<int64_t>({static_cast<int64_t>(v.size())}, v);
+}
 }  // namespace
 
 TEST_CASE("model gradients: MLP with softmax cross-entropy", "[grad][models]") {
@@ -70,7 +72,8 @@ TEST_CASE("model gradients: an LSTM cell unrolled over 3 steps", "[grad][models]
     Value x_t = Reshape(Slice(xs, {t}, {t + 1}, {0}), {batch, in});
     Value gates = MatMul(x_t, wx) + MatMul(h, wh) + b;
     std::vector<Value> parts = SplitEven(gates, 1, 4);
-    Value i = Sigmoid(parts[0]), f = Sigmoid(parts[1]), cell = Tanh(parts[2]), o = Sigmoid(parts[3]);
+    Value i = Sigmoid(parts[0]), f = Sigmoid(parts[1]), cell = Tanh(parts[2]),
+          o = Sigmoid(parts[3]);
     c = f * c + i * cell;
     h = o * Tanh(c);
   }
@@ -92,5 +95,6 @@ TEST_CASE("model gradients: a layernorm + softmax attention block", "[grad][mode
   Value attention = Softmax(MatMul(q, k, false, true) / 2.0);
   Value y = x + MatMul(attention, v);
   Mean(Gelu(y) * y).Named("loss");
-  CheckModel(g, {"ln/gamma", "ln/beta", "wq", "wk", "wv", "x"}, {{"x", RandomTensor({2, 3, d}, 4).CastTo(f32)}});
+  CheckModel(g, {"ln/gamma", "ln/beta", "wq", "wk", "wv", "x"},
+             {{"x", RandomTensor({2, 3, d}, 4).CastTo(f32)}});
 }

@@ -179,7 +179,7 @@ TEST_CASE("nn gradients: LayerNorm", "[grad][nn]") {
                               RandomTensor(normalized, 43)};
     for (double eps : {1e-5, 0.1}) {
       INFO("shape " << s.ToString() << " axis " << axis << " epsilon " << eps);
-      auto ln = [axis, eps](GraphBuilder&, auto& v) {
+      auto ln = [axis = axis, eps](GraphBuilder&, auto& v) {
         return LayerNorm(v[0], v[1], v[2], axis, eps);
       };
       CheckOpGradient(in, ln);
@@ -194,8 +194,8 @@ TEST_CASE("nn gradients: Softmax and LogSoftmax", "[grad][nn]") {
   for (auto [s, axis] : cases) {
     INFO("shape " << s.ToString() << " axis " << axis);
     Tensor x = RandomTensor(s, 51, -3, 3);
-    auto softmax = [axis](GraphBuilder&, auto& v) { return Softmax(v[0], axis); };
-    auto log_softmax = [axis](GraphBuilder&, auto& v) { return LogSoftmax(v[0], axis); };
+    auto softmax = [axis = axis](GraphBuilder&, auto& v) { return Softmax(v[0], axis); };
+    auto log_softmax = [axis = axis](GraphBuilder&, auto& v) { return LogSoftmax(v[0], axis); };
     CheckOpGradient({x}, softmax);
     CheckOpGradient({x}, log_softmax);
     if (s.rank() == 3) {

@@ -1,4 +1,6 @@
 // Optimizers against their textbook formulas (computed here independently, in double).
+#include "passes/optim.h"
+
 #include <catch2/catch.hpp>
 #include <cmath>
 
@@ -7,7 +9,6 @@
 #include "ir/ops/math.h"
 #include "ir/ops/reduce.h"
 #include "ir/ops/state.h"
-#include "passes/optim.h"
 #include "runtime/session.h"
 
 using namespace kiln;
@@ -155,7 +156,8 @@ TEST_CASE("optim: errors are reported by Build", "[optim]") {
 TEST_CASE("optim: the train target runs BatchNorm's running-statistics updates", "[optim]") {
   GraphBuilder g;
   Value x = g.Placeholder("x", f32, {-1, 2});
-  Value y = nn::BatchNorm(g.Scope("bn"), Reshape(x, {-1, 2, 1, 1}), {.training = true, .momentum = 0.5});
+  Value y =
+      nn::BatchNorm(g.Scope("bn"), Reshape(x, {-1, 2, 1, 1}), {.training = true, .momentum = 0.5});
   Value w = Variable(g, "w", f32, {1, 2, 1, 1}, Initializer::Ones());
   Value loss = Mean(y * w).Named("loss");
   Value train = optim::SGD({.lr = 0.1}).Minimize(loss);
@@ -167,6 +169,6 @@ TEST_CASE("optim: the train target runs BatchNorm's running-statistics updates",
   REQUIRE(s.Run({{"x", Tensor::FromVector<float>({2, 2}, {1, 2, 3, 2})}}, {}, {train}).ok());
   auto stats = s.Run({}, {"bn/moving_mean", "bn/moving_var"});
   REQUIRE(stats.ok());
-  CHECK(stats->at(0).ToDoubles() == std::vector<double>{1, 1});      // 0.5 * 0 + 0.5 * 2
-  CHECK(stats->at(1).ToDoubles() == std::vector<double>{1, 0.5});    // 0.5 * 1 + 0.5 * {1, 0}
+  CHECK(stats->at(0).ToDoubles() == std::vector<double>{1, 1});    // 0.5 * 0 + 0.5 * 2
+  CHECK(stats->at(1).ToDoubles() == std::vector<double>{1, 0.5});  // 0.5 * 1 + 0.5 * {1, 0}
 }

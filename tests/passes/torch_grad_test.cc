@@ -32,9 +32,9 @@ TEST_CASE("torch: CNN gradients match PyTorch autograd", "[grad][torch]") {
   Value logits = nn::Dense(g.Scope("fc"), Flatten(h), 5);
   Value loss = SoftmaxCrossEntropy(logits, labels);
   // kiln variable name -> fixture name
-  std::vector<std::pair<std::string, std::string>> params = {{"conv/w", "conv_w"},  {"conv/b", "conv_b"},
-                                                             {"bn/gamma", "bn_gamma"}, {"bn/beta", "bn_beta"},
-                                                             {"fc/w", "fc_w"},      {"fc/b", "fc_b"}};
+  std::vector<std::pair<std::string, std::string>> params = {
+      {"conv/w", "conv_w"},   {"conv/b", "conv_b"}, {"bn/gamma", "bn_gamma"},
+      {"bn/beta", "bn_beta"}, {"fc/w", "fc_w"},     {"fc/b", "fc_b"}};
   std::vector<Value> wrt = {x};
   for (auto& [var, fixture] : params) wrt.push_back(*g.Find(var));
   auto grads = Gradients({loss}, wrt);

@@ -1,15 +1,17 @@
-// Checkpoints: bitwise round trips, and every bad file refused with the variables left as they were.
+// Checkpoints: bitwise round trips, and every bad file refused with the variables left as they
+// were.
+#include "runtime/checkpoint.h"
+
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <sstream>
 
+#include "ir/checksummed_proto.h"
 #include "ir/file_util.h"
 #include "ir/ops/math.h"
 #include "ir/ops/reduce.h"
 #include "ir/ops/state.h"
-#include "ir/checksummed_proto.h"
 #include "proto/kiln.pb.h"
-#include "runtime/checkpoint.h"
 #include "runtime/session.h"
 
 using namespace kiln;
@@ -46,7 +48,8 @@ TEST_CASE("checkpoint: a restored session gives bitwise-identical outputs", "[ch
   CHECK(values->at("b").dtype() == f64);
 }
 
-TEST_CASE("checkpoint: bad files are refused and variables stay as they were", "[checkpoint][bad-input]") {
+TEST_CASE("checkpoint: bad files are refused and variables stay as they were",
+          "[checkpoint][bad-input]") {
   Session a(Model());
   REQUIRE(a.SaveCheckpoint(Path("good.kckpt")).ok());
   std::string good = ReadAll(Path("good.kckpt"));
@@ -69,11 +72,13 @@ TEST_CASE("checkpoint: bad files are refused and variables stay as they were", "
   // A mismatched model: w has another shape in the checkpoint.
   Session other(Model({1, 3}));
   REQUIRE(other.SaveCheckpoint(Path("other.kckpt")).ok());
-  refused(ReadAll(Path("other.kckpt")), "variable 'w' is f32[1, 3] in the checkpoint but f32[2, 3] in the graph");
+  refused(ReadAll(Path("other.kckpt")),
+          "variable 'w' is f32[1, 3] in the checkpoint but f32[2, 3] in the graph");
   // A checkpoint missing a variable.
   REQUIRE(WriteCheckpoint(Path("partial.kckpt"), {{"w", before}}).ok());
   refused(ReadAll(Path("partial.kckpt")), "no value for variable 'b'");
-  CHECK_THAT(s.RestoreCheckpoint(Path("missing.kckpt")).error().message(), Catch::Contains("cannot open"));
+  CHECK_THAT(s.RestoreCheckpoint(Path("missing.kckpt")).error().message(),
+             Catch::Contains("cannot open"));
 }
 
 TEST_CASE("checkpoint: a corrupt tensor is caught by its own checksum", "[checkpoint][bad-input]") {
@@ -88,5 +93,6 @@ TEST_CASE("checkpoint: a corrupt tensor is caught by its own checksum", "[checkp
   REQUIRE(ckpt.ParseFromArray(bytes.data(), static_cast<int>(bytes.size() - 5)));
   (*ckpt.mutable_variables(0)->mutable_tensor()->mutable_data())[0] ^= 1;
   REQUIRE(WriteFileAtomically(Path("t2.kckpt"), SerializeWithChecksum(ckpt)).ok());
-  CHECK_THAT(ReadCheckpoint(Path("t2.kckpt")).error().message(), Catch::Contains("variable 'w' fails its checksum"));
+  CHECK_THAT(ReadCheckpoint(Path("t2.kckpt")).error().message(),
+             Catch::Contains("variable 'w' fails its checksum"));
 }

@@ -1,9 +1,10 @@
 // Session: feed checks, pruning to what fetches and targets need, variables across runs.
+#include "runtime/session.h"
+
 #include <catch2/catch.hpp>
 
 #include "ir/ops/math.h"
 #include "ir/ops/state.h"
-#include "runtime/session.h"
 
 using namespace kiln;
 
@@ -26,7 +27,9 @@ Graph TwoBranchGraph() {
   REQUIRE(graph.ok());
   return *graph;
 }
-Tensor X(std::vector<float> v) { return Tensor::FromVector<float>({static_cast<int64_t>(v.size() / 2), 2}, v); }
+Tensor X(std::vector<float> v) {
+  return Tensor::FromVector<float>({static_cast<int64_t>(v.size() / 2), 2}, v);
+}
 }  // namespace
 
 TEST_CASE("session: runs only what the fetches need", "[session]") {
@@ -37,17 +40,20 @@ TEST_CASE("session: runs only what the fetches need", "[session]") {
   // Fetching the failing branch needs its placeholder and then fails at run time, naming the node.
   auto missing = s.Run({}, {"boom"});
   REQUIRE_FALSE(missing.ok());
-  CHECK_THAT(missing.error().message(), Catch::Contains("missing feed for placeholder 'unused' (i32[]"));
+  CHECK_THAT(missing.error().message(),
+             Catch::Contains("missing feed for placeholder 'unused' (i32[]"));
   CHECK_THAT(missing.error().message(), Catch::Contains("needed to compute 'boom'"));
   auto boom = s.Run({{"unused", Tensor::Scalar<int32_t>(1)}}, {"boom"});
   REQUIRE_FALSE(boom.ok());
-  CHECK_THAT(boom.error().message(), Catch::Contains("node 'boom' (Div, built at tests/runtime/session_test.cc:"));
+  CHECK_THAT(boom.error().message(),
+             Catch::Contains("node 'boom' (Div, built at tests/runtime/session_test.cc:"));
 }
 
 TEST_CASE("session: feed checks name the feed and what was expected", "[session][bad-input]") {
   Session s(TwoBranchGraph());
   auto unknown = s.Run({{"z", X({1, 2})}}, {"y"});
-  CHECK_THAT(unknown.error().message(), Catch::Contains("feed 'z': no graph output or node named 'z'"));
+  CHECK_THAT(unknown.error().message(),
+             Catch::Contains("feed 'z': no graph output or node named 'z'"));
   auto dtype = s.Run({{"x", Tensor::FromVector<int32_t>({1, 2}, {1, 2})}}, {"y"});
   CHECK_THAT(dtype.error().message(),
              Catch::Contains("feed 'x' has dtype i32 but placeholder 'x' expects f32"));
@@ -76,7 +82,8 @@ TEST_CASE("session: variables persist across runs; targets run updates", "[sessi
   CHECK(fresh.Run({}, {"w"})->at(0).ToDoubles() == std::vector<double>{3, 3});
 }
 
-TEST_CASE("session: feeding an intermediate tensor overrides it and prunes its inputs", "[session]") {
+TEST_CASE("session: feeding an intermediate tensor overrides it and prunes its inputs",
+          "[session]") {
   Session s(TwoBranchGraph());
   // "w" is fed: the variable is not read, and the fed value is used.
   auto out = s.Run({{"x", X({1, 1})}, {"w", Tensor::FromVector<float>({2}, {10, 20})}}, {"y", "w"});
@@ -96,7 +103,8 @@ TEST_CASE("session: Values from the builder name feeds and fetches", "[session]"
   CHECK(out->at(0).GetDouble(0) == 2.0);
 }
 
-TEST_CASE("session: unknown backends and invalid graphs are reported by Run", "[session][bad-input]") {
+TEST_CASE("session: unknown backends and invalid graphs are reported by Run",
+          "[session][bad-input]") {
   Session bad_backend(TwoBranchGraph(), {.backend = "tpu"});
   CHECK_THAT(bad_backend.Run({}, {"w"}).error().message(),
              Catch::Contains("unknown backend 'tpu' (available: reference)"));
@@ -106,13 +114,15 @@ TEST_CASE("session: unknown backends and invalid graphs are reported by Run", "[
   CHECK_THAT(s.Run({}, {"w"}).error().message(), Catch::Contains("unknown op 'Nope'"));
 }
 
-TEST_CASE("session: run-time shape errors from unknown dims name the node", "[session][bad-input]") {
+TEST_CASE("session: run-time shape errors from unknown dims name the node",
+          "[session][bad-input]") {
   GraphBuilder g;
   Value p = g.Placeholder("p", f32, {-1});
   Value q = g.Placeholder("q", f32, {-1});
   Value sum = (p + q).Named("sum");
   Session s(*g.Build());
-  auto out = s.Run({{"p", Tensor::FromVector<float>({2}, {1, 2})}, {"q", Tensor::FromVector<float>({3}, {1, 2, 3})}},
+  auto out = s.Run({{"p", Tensor::FromVector<float>({2}, {1, 2})},
+                    {"q", Tensor::FromVector<float>({3}, {1, 2, 3})}},
                    {sum});
   REQUIRE_FALSE(out.ok());
   CHECK_THAT(out.error().message(), Catch::Contains("node 'sum' (Add, built at"));
@@ -155,5 +165,6 @@ TEST_CASE("session: variable initializers are deterministic and seeded", "[sessi
   CHECK(m > 0.19);
   GraphBuilder g;
   Variable(g, "v", i32, {2}, Initializer::Normal(0, 1, 1));
-  CHECK_THAT(g.Build().error().message(), Catch::Contains("initializer 'normal' needs a float dtype"));
+  CHECK_THAT(g.Build().error().message(),
+             Catch::Contains("initializer 'normal' needs a float dtype"));
 }

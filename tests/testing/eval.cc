@@ -4,7 +4,8 @@
 
 namespace kiln::testing {
 
-std::vector<Tensor> EvalAll(const GraphBuilder& g, const std::vector<TensorName>& fetches, const FeedList& feeds) {
+std::vector<Tensor> EvalAll(const GraphBuilder& g, const std::vector<TensorName>& fetches,
+                            const FeedList& feeds) {
   Result<Graph> graph = g.Build();
   INFO(graph.status().ToString());
   REQUIRE(graph.ok());
@@ -15,7 +16,9 @@ std::vector<Tensor> EvalAll(const GraphBuilder& g, const std::vector<TensorName>
   return *out;
 }
 
-Tensor Eval(const GraphBuilder& g, Value y, const FeedList& feeds) { return EvalAll(g, {y}, feeds)[0]; }
+Tensor Eval(const GraphBuilder& g, Value y, const FeedList& feeds) {
+  return EvalAll(g, {y}, feeds)[0];
+}
 
 std::string BuildError(const GraphBuilder& g) {
   Result<Graph> graph = g.Build();

@@ -10,7 +10,8 @@
 namespace kiln::testing {
 
 // Builds the graph and runs it (REQUIREs success), returning the values of `fetches`.
-std::vector<Tensor> EvalAll(const GraphBuilder& g, const std::vector<TensorName>& fetches, const FeedList& feeds = {});
+std::vector<Tensor> EvalAll(const GraphBuilder& g, const std::vector<TensorName>& fetches,
+                            const FeedList& feeds = {});
 Tensor Eval(const GraphBuilder& g, Value y, const FeedList& feeds = {});
 // The message of the error Build() must give.
 std::string BuildError(const GraphBuilder& g);

@@ -11,7 +11,8 @@ namespace kiln::testing {
 
 Tensor RandomTensor(Shape shape, uint64_t seed, double low, double high) {
   Tensor t(f64, std::move(shape));
-  for (int64_t i = 0; i < t.num_elements(); ++i) t.SetDouble(i, low + (high - low) * RandomUniform(seed, 7, i));
+  for (int64_t i = 0; i < t.num_elements(); ++i)
+    t.SetDouble(i, low + (high - low) * RandomUniform(seed, 7, i));
   return t;
 }
 
@@ -42,8 +43,9 @@ void CheckOpGradient(const std::vector<Tensor>& inputs, const MakeOpFn& make, do
   INFO((results.ok() ? "" : results.error().ToString()));
   REQUIRE(results.ok());
   for (const GradCheckResult& r : *results) {
-    INFO("gradient with respect to " << r.wrt << " " << r.type.ToString() << "\n  symbolic: "
-                                     << r.symbolic.Summary(12) << "\n  numeric:  " << r.numeric.Summary(12));
+    INFO("gradient with respect to " << r.wrt << " " << r.type.ToString()
+                                     << "\n  symbolic: " << r.symbolic.Summary(12)
+                                     << "\n  numeric:  " << r.numeric.Summary(12));
     CHECK(r.checked > 0);
     CHECK(r.max_rel_error <= tolerance);
   }

@@ -16,7 +16,8 @@ namespace kiln::testing {
 
 using MakeOpFn = std::function<Value(GraphBuilder&, const std::vector<Value>&)>;
 
-void CheckOpGradient(const std::vector<Tensor>& inputs, const MakeOpFn& make, double tolerance = 1e-6);
+void CheckOpGradient(const std::vector<Tensor>& inputs, const MakeOpFn& make,
+                     double tolerance = 1e-6);
 
 // A f64 tensor of `shape` with values uniform in [low, high), from `seed`.
 Tensor RandomTensor(Shape shape, uint64_t seed, double low = -1, double high = 1);

@@ -1,7 +1,6 @@
 // Test helpers: build a one-op graph from constant inputs and run it on the reference session.
 #pragma once
 #include <functional>
-
 #include <string>
 #include <vector>
 
@@ -19,8 +18,12 @@ std::string RunOpError(const std::vector<Tensor>& inputs,
                        const std::function<Value(GraphBuilder&, const std::vector<Value>&)>& make);
 
 template <typename T>
-Tensor T1(std::vector<T> v) { return Tensor::FromVector<T>(Shape{static_cast<int64_t>(v.size())}, v); }
+Tensor T1(std::vector<T> v) {
+  return Tensor::FromVector<T>(Shape{static_cast<int64_t>(v.size())}, v);
+}
 template <typename T>
-Tensor TN(Shape s, std::vector<T> v) { return Tensor::FromVector<T>(std::move(s), v); }
+Tensor TN(Shape s, std::vector<T> v) {
+  return Tensor::FromVector<T>(std::move(s), v);
+}
 
 }  // namespace kiln::testing

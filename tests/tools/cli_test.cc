@@ -108,7 +108,8 @@ std::string SampleInput() {
 TEST_CASE("cli: help and usage errors", "[cli]") {
   CommandResult help = Kiln({"help"});
   CHECK(help.exit_code == 0);
-  CHECK_THAT(help.out, Catch::Contains("run") && Catch::Contains("inspect") && Catch::Contains("dot"));
+  CHECK_THAT(help.out,
+             Catch::Contains("run") && Catch::Contains("inspect") && Catch::Contains("dot"));
   CommandResult run_help = Kiln({"run", "--help"});
   CHECK(run_help.exit_code == 0);
   CHECK_THAT(run_help.out, Catch::StartsWith("usage: kiln run MODEL"));
@@ -128,14 +129,15 @@ TEST_CASE("cli: run prints outputs or writes .npy files with safe names", "[cli]
   REQUIRE(printed.exit_code == 0);
   CHECK_THAT(printed.out, Catch::Contains("y: f32[2, 3] {1, 3, 5, 0, 0, 1}"));
   std::string out_dir = Dir() + "/out/nested";
-  CommandResult wrote = Kiln({"run", model, "--input=x=" + x, "--out", out_dir, "--fetch", "y", "--fetch",
-                              "scaled/x", "--fetch", "w:0"});
+  CommandResult wrote = Kiln({"run", model, "--input=x=" + x, "--out", out_dir, "--fetch", "y",
+                              "--fetch", "scaled/x", "--fetch", "w:0"});
   INFO(wrote.err);
   REQUIRE(wrote.exit_code == 0);
   Result<Tensor> y = ReadNpy(out_dir + "/y.npy");
   REQUIRE(y.ok());
   CHECK(y->ToDoubles() == std::vector<double>{1, 3, 5, 0, 0, 1});
-  CHECK(ReadNpy(out_dir + "/scaled_x.npy")->ToDoubles() == std::vector<double>{10, 20, 30, -10, 0, 10});
+  CHECK(ReadNpy(out_dir + "/scaled_x.npy")->ToDoubles() ==
+        std::vector<double>{10, 20, 30, -10, 0, 10});
   CHECK(ReadNpy(out_dir + "/w_0.npy")->ToDoubles() == std::vector<double>{2, 2, 2});
 }
 
@@ -169,7 +171,8 @@ TEST_CASE("cli: bad model files fail cleanly", "[cli][bad-input]") {
   std::string good = ReadAll(SampleModel());
   CheckFails(Kiln({"run", Dir() + "/missing.kgraph"}), "cannot open");
   CheckFails(Kiln({"inspect", Write("empty.kgraph", "")}), "the file is empty");
-  CheckFails(Kiln({"inspect", Write("trunc.kgraph", good.substr(0, good.size() / 2))}), "truncated");
+  CheckFails(Kiln({"inspect", Write("trunc.kgraph", good.substr(0, good.size() / 2))}),
+             "truncated");
   std::string garbage;
   for (int i = 0; i < 4096; ++i) garbage.push_back(static_cast<char>((i * 7919 + 13) % 256));
   CheckFails(Kiln({"inspect", Write("random.kgraph", garbage)}), "not a kiln graph");
@@ -199,15 +202,19 @@ TEST_CASE("cli: bad feeds fail cleanly", "[cli][bad-input]") {
              "feed 'x' has shape [2, 2] but placeholder 'x' expects [-1, 3]");
   std::string wrong_dtype = Dir() + "/wrong_dtype.npy";
   REQUIRE(WriteNpy(wrong_dtype, Tensor::FromVector<int64_t>({1, 3}, {1, 2, 3})).ok());
-  CheckFails(Kiln({"run", model, "--input", "x=" + wrong_dtype}), "has dtype i64 but placeholder 'x' expects f32");
+  CheckFails(Kiln({"run", model, "--input", "x=" + wrong_dtype}),
+             "has dtype i64 but placeholder 'x' expects f32");
   CheckFails(Kiln({"run", model}), "missing feed for placeholder 'x'");
   CheckFails(Kiln({"run", model, "--input", "x"}), "--input expects NAME=VALUE", 1);
-  CheckFails(Kiln({"run", model, "--input", "x=" + Write("bad.npy", "\x93NUMPY garbage")}), "input 'x'");
+  CheckFails(Kiln({"run", model, "--input", "x=" + Write("bad.npy", "\x93NUMPY garbage")}),
+             "input 'x'");
   CheckFails(Kiln({"run", model, "--input", "x=" + SampleInput(), "--fetch", "nope"}),
              "fetch 'nope': no graph output or node named 'nope'");
-  CheckFails(Kiln({"run", model, "--input", "x=" + SampleInput(), "--backend", "tpu"}), "unknown backend 'tpu'");
-  CheckFails(Kiln({"run", model, "--input", "x=" + SampleInput(), "--out", Write("file", "x") + "/sub"}),
-             "cannot create directory");
+  CheckFails(Kiln({"run", model, "--input", "x=" + SampleInput(), "--backend", "tpu"}),
+             "unknown backend 'tpu'");
+  CheckFails(
+      Kiln({"run", model, "--input", "x=" + SampleInput(), "--out", Write("file", "x") + "/sub"}),
+      "cannot create directory");
 }
 
 TEST_CASE("cli: grad, gradcheck and freeze", "[cli]") {
@@ -223,7 +230,8 @@ TEST_CASE("cli: grad, gradcheck and freeze", "[cli]") {
   CheckFails(Kiln({"grad", model, "--of", "y", "--wrt", "w", "--input", "x=" + x, "--out", dir}),
              "not a scalar; pass --grad-of-sum");
   CheckFails(Kiln({"grad", model, "--of", "y"}), "needs --of NAME", 2);
-  CommandResult check = Kiln({"gradcheck", model, "--of", "y", "--grad-of-sum", "--wrt", "w", "--input", "x=" + x});
+  CommandResult check =
+      Kiln({"gradcheck", model, "--of", "y", "--grad-of-sum", "--wrt", "w", "--input", "x=" + x});
   INFO(check.err);
   CHECK(check.exit_code == 0);
   CHECK_THAT(check.out, Catch::Contains("all gradients within"));
@@ -239,8 +247,10 @@ TEST_CASE("cli: grad, gradcheck and freeze", "[cli]") {
   CommandResult run = Kiln({"run", frozen, "--input", "x=" + x, "--fetch", "y"});
   CHECK_THAT(run.out, Catch::Contains("y: f32[2, 3] {0, 1, 2, 0, 0, 0}"));
   REQUIRE(WriteCheckpoint(ckpt, {{"v", Tensor::FromVector<float>({3}, {1, 1, 1})}}).ok());
-  CheckFails(Kiln({"freeze", model, "--checkpoint", ckpt, "-o", frozen}), "has no value in the checkpoint");
-  CheckFails(Kiln({"freeze", model, "--checkpoint", Write("bad.kckpt", "junk"), "-o", frozen}), "not a kiln checkpoint");
+  CheckFails(Kiln({"freeze", model, "--checkpoint", ckpt, "-o", frozen}),
+             "has no value in the checkpoint");
+  CheckFails(Kiln({"freeze", model, "--checkpoint", Write("bad.kckpt", "junk"), "-o", frozen}),
+             "not a kiln checkpoint");
 }
 
 namespace {
@@ -268,16 +278,22 @@ std::vector<double> EpochLosses(const std::string& out) {
   std::istringstream lines(out);
   std::string line;
   while (std::getline(lines, line))
-    if (auto at = line.find("mean loss "); at != std::string::npos) losses.push_back(std::stod(line.substr(at + 10)));
+    if (auto at = line.find("mean loss "); at != std::string::npos)
+      losses.push_back(std::stod(line.substr(at + 10)));
   return losses;
 }
 }  // namespace
 
 TEST_CASE("cli: train lowers the loss, checkpoints, resumes", "[cli][train]") {
   std::string model = RegressionModel(), ckpt = Dir() + "/reg.kckpt";
-  std::vector<std::string> common = {"train", model, "--loss", "loss", "--data", "x=" + Dir() + "/rx.npy",
-                                     "--data", "t=" + Dir() + "/rt.npy", "--optimizer", "sgd", "--lr", "0.5",
-                                     "--batch", "8", "--checkpoint", ckpt};
+  std::vector<std::string> common = {"train",        model,
+                                     "--loss",       "loss",
+                                     "--data",       "x=" + Dir() + "/rx.npy",
+                                     "--data",       "t=" + Dir() + "/rt.npy",
+                                     "--optimizer",  "sgd",
+                                     "--lr",         "0.5",
+                                     "--batch",      "8",
+                                     "--checkpoint", ckpt};
   std::vector<std::string> first = common;
   first.insert(first.end(), {"--epochs", "3"});
   CommandResult r = Kiln(first);
@@ -301,9 +317,11 @@ TEST_CASE("cli: train lowers the loss, checkpoints, resumes", "[cli][train]") {
   CheckFails(Kiln({"train", model, "--loss", "loss", "--data", "x=" + Dir() + "/rx.npy", "--data",
                    "t=" + SampleInput()}),
              "has 2 examples, the others 64");
-  CheckFails(Kiln({"train", model, "--loss", "loss", "--data", "x=" + Dir() + "/rx.npy", "--lr", "-1"}),
-             "--lr must be a positive number", 2);
-  CheckFails(Kiln({"train", model, "--loss", "loss", "--data", "x=" + Dir() + "/rx.npy", "--optimizer", "lbfgs"}),
+  CheckFails(
+      Kiln({"train", model, "--loss", "loss", "--data", "x=" + Dir() + "/rx.npy", "--lr", "-1"}),
+      "--lr must be a positive number", 2);
+  CheckFails(Kiln({"train", model, "--loss", "loss", "--data", "x=" + Dir() + "/rx.npy",
+                   "--optimizer", "lbfgs"}),
              "unknown optimizer 'lbfgs'", 2);
 }
 
@@ -315,9 +333,21 @@ TEST_CASE("cli: a killed kiln train leaves the last good checkpoint intact", "[c
     dup2(devnull, 1);
     dup2(devnull, 2);
     std::string bin = KILN_BINARY;
-    std::vector<std::string> args = {bin, "train", model, "--loss", "loss", "--data", "x=" + Dir() + "/rx.npy",
-                                     "--data", "t=" + Dir() + "/rt.npy", "--batch", "1", "--epochs", "100000",
-                                     "--checkpoint", ckpt};
+    std::vector<std::string> args = {bin,
+                                     "train",
+                                     model,
+                                     "--loss",
+                                     "loss",
+                                     "--data",
+                                     "x=" + Dir() + "/rx.npy",
+                                     "--data",
+                                     "t=" + Dir() + "/rt.npy",
+                                     "--batch",
+                                     "1",
+                                     "--epochs",
+                                     "100000",
+                                     "--checkpoint",
+                                     ckpt};
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);

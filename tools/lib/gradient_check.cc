@@ -11,9 +11,11 @@ namespace kiln {
 
 Result<std::vector<GradCheckResult>> CheckGradients(const Graph& graph, const std::string& of,
                                                     const std::vector<std::string>& wrt,
-                                                    const FeedList& feeds, const GradCheckOptions& options) {
+                                                    const FeedList& feeds,
+                                                    const GradCheckOptions& options) {
   KILN_ASSIGN_OR_RETURN(Graph promoted, PromoteFloatsToF64(graph));
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<GraphBuilder> g, GraphBuilder::FromGraph(std::move(promoted)));
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<GraphBuilder> g,
+                        GraphBuilder::FromGraph(std::move(promoted)));
   KILN_ASSIGN_OR_RETURN(Value y, g->Find(of));
   if (!IsFloat(y.dtype()))
     return MakeError(ErrorCode::kInvalidArgument, "'", of, "' has dtype ", DTypeName(y.dtype()),
@@ -40,7 +42,8 @@ Result<std::vector<GradCheckResult>> CheckGradients(const Graph& graph, const st
   Session session(std::move(built));
 
   FeedList f64_feeds;
-  for (const auto& [name, t] : feeds) f64_feeds.emplace_back(name, IsFloat(t.dtype()) ? t.CastTo(f64) : t);
+  for (const auto& [name, t] : feeds)
+    f64_feeds.emplace_back(name, IsFloat(t.dtype()) ? t.CastTo(f64) : t);
   KILN_ASSIGN_OR_RETURN(std::vector<Tensor> base, session.Run(f64_feeds, fetches));
 
   std::vector<GradCheckResult> results;
@@ -60,7 +63,8 @@ Result<std::vector<GradCheckResult>> CheckGradients(const Graph& graph, const st
         x.SetDouble(i, x0.GetDouble(i) + (side ? -options.step : options.step));
         FeedList perturbed;
         for (const auto& feed : f64_feeds)
-          if (feed.first.str() != xs[k].name() && feed.first.str() != wrt[k]) perturbed.push_back(feed);
+          if (feed.first.str() != xs[k].name() && feed.first.str() != wrt[k])
+            perturbed.push_back(feed);
         perturbed.emplace_back(xs[k], x);
         KILN_ASSIGN_OR_RETURN(std::vector<Tensor> out, session.Run(perturbed, {y}));
         values[side] = out[0].GetDouble(0);

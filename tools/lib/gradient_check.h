@@ -15,18 +15,18 @@
 namespace kiln {
 
 struct GradCheckOptions {
-  double step = 1e-6;          // central-difference step
-  bool sum_of = false;         // differentiate sum(of) when `of` is not a scalar
-  int64_t max_elements = 4096; // per wrt tensor; beyond it, a deterministic sample is checked
+  double step = 1e-6;           // central-difference step
+  bool sum_of = false;          // differentiate sum(of) when `of` is not a scalar
+  int64_t max_elements = 4096;  // per wrt tensor; beyond it, a deterministic sample is checked
 };
 
 struct GradCheckResult {
   std::string wrt;
   TensorType type;
-  int64_t checked = 0;          // elements compared
-  double max_abs_error = 0;     // max |symbolic - numeric|
-  double max_rel_error = 0;     // max |symbolic - numeric| / max(1, |numeric|)
-  Tensor symbolic, numeric;     // the gradients (f64), numeric only at checked elements
+  int64_t checked = 0;       // elements compared
+  double max_abs_error = 0;  // max |symbolic - numeric|
+  double max_rel_error = 0;  // max |symbolic - numeric| / max(1, |numeric|)
+  Tensor symbolic, numeric;  // the gradients (f64), numeric only at checked elements
 };
 
 Result<std::vector<GradCheckResult>> CheckGradients(const Graph& graph, const std::string& of,
