@@ -1,5 +1,7 @@
 #include "runtime/reference/executor.h"
 
+#include <set>
+
 #include "ir/op_registry.h"
 #include "ir/verifier.h"
 #include "runtime/reference/kernel.h"
@@ -27,10 +29,10 @@ Status CheckOutputs(const Node& node, const std::vector<TensorType>& expected,
 Result<std::vector<Tensor>> ReferenceExecutor::Execute(const RunPlan& plan,
                                                        VariableStore& variables) {
   std::map<TensorRef, Tensor> values = plan.feeds;
-  std::map<TensorRef, int> uses;  // remaining reads of each tensor; fetches are never freed
+  std::map<TensorRef, int> uses;  // remaining reads of each tensor by the nodes to run
   for (const Node* node : plan.nodes)
     for (const TensorRef& in : node->inputs) ++uses[in];
-  for (const TensorRef& f : plan.fetches) uses[f] += 1 << 30;
+  const std::set<TensorRef> keep(plan.fetches.begin(), plan.fetches.end());  // fetches: never freed
 
   for (const Node* node : plan.nodes) {
     const OpDef* def = OpRegistry::Global().Find(node->op);
@@ -65,7 +67,7 @@ Result<std::vector<Tensor>> ReferenceExecutor::Execute(const RunPlan& plan,
     for (size_t i = 0; i < ctx.outputs().size(); ++i)
       values[TensorRef{node->name, static_cast<int>(i)}] = std::move(ctx.outputs()[i]);
     for (const TensorRef& in : node->inputs)
-      if (--uses[in] == 0) values.erase(in);
+      if (--uses[in] == 0 && !keep.count(in)) values.erase(in);
   }
   std::vector<Tensor> fetched;
   for (const TensorRef& f : plan.fetches) {

@@ -168,3 +168,17 @@ TEST_CASE("session: variable initializers are deterministic and seeded", "[sessi
   CHECK_THAT(g.Build().error().message(),
              Catch::Contains("initializer 'normal' needs a float dtype"));
 }
+
+TEST_CASE("session: the same tensor may be fetched several times", "[session]") {
+  GraphBuilder g;
+  Value x = g.Placeholder("x", f32, {2});
+  Value y = Exp(x);
+  Value z = y + y;
+  Session s(*g.Build());
+  auto out = s.Run({{"x", Tensor::FromVector<float>({2}, {0, 0})}}, {y, z, y, "x", "x"});
+  REQUIRE(out.ok());
+  CHECK(out->at(0).ToDoubles() == std::vector<double>{1, 1});
+  CHECK(out->at(1).ToDoubles() == std::vector<double>{2, 2});
+  CHECK(out->at(2).ToDoubles() == std::vector<double>{1, 1});
+  CHECK(out->at(4).ToDoubles() == std::vector<double>{0, 0});
+}
