@@ -11,6 +11,7 @@
 
 #include "ir/file_util.h"
 #include "ir/io/tensor_file.h"
+#include "tests/testing/temp_path.h"
 
 using namespace kiln;
 
@@ -18,20 +19,7 @@ namespace {
 
 const std::string kFixtures = std::string(KILN_TEST_DATA_DIR) + "/npy/";
 
-// A file path in a per-process temporary folder, removed when the tests exit.
-std::string TempPath(const std::string& name) {
-  struct TempDir {
-    std::filesystem::path path =
-        std::filesystem::temp_directory_path() / ("kiln_npy_test_" + std::to_string(::getpid()));
-    TempDir() { std::filesystem::create_directories(path); }
-    ~TempDir() {
-      std::error_code ignored;
-      std::filesystem::remove_all(path, ignored);
-    }
-  };
-  static TempDir dir;
-  return (dir.path / name).string();
-}
+using kiln::testing::TempPath;
 
 // A tensor of `dtype` and `shape` with distinct, exactly representable values.
 Tensor Sample(DType dtype, Shape shape) {

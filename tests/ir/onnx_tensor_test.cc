@@ -15,6 +15,7 @@
 #include "ir/ops/reduce.h"
 #include "proto/onnx.pb.h"
 #include "runtime/session.h"
+#include "tests/testing/temp_path.h"
 
 using namespace kiln;
 
@@ -26,20 +27,7 @@ using P = onnx::TensorProto;
 const std::string kNodeTests =
     std::string(KILN_TEST_DATA_DIR) + "/../../../shared/onnx-node-tests/node/";
 
-// A file path in a per-process temporary folder, removed when the tests exit.
-std::string TempPath(const std::string& name) {
-  struct TempDir {
-    std::filesystem::path path = std::filesystem::temp_directory_path() /
-                                 ("kiln_onnx_tensor_test_" + std::to_string(::getpid()));
-    TempDir() { std::filesystem::create_directories(path); }
-    ~TempDir() {
-      std::error_code ignored;
-      std::filesystem::remove_all(path, ignored);
-    }
-  };
-  static TempDir dir;
-  return (dir.path / name).string();
-}
+using kiln::testing::TempPath;
 
 Tensor Sample(DType dtype, Shape shape) {
   Tensor t(dtype, std::move(shape));
