@@ -10,7 +10,6 @@
 #include "ir/verifier.h"
 
 namespace kiln {
-namespace {
 
 proto::ShapeProto ShapeToProto(const Shape& s) {
   proto::ShapeProto p;
@@ -102,6 +101,8 @@ Result<AttrValue> AttrFromProto(const proto::AttrValue& p) {
   }
   return MakeError(ErrorCode::kInvalidArgument, "attribute has no value");
 }
+
+namespace {
 
 class CollectErrors : public google::protobuf::io::ErrorCollector {
  public:
@@ -207,20 +208,44 @@ Result<Tensor> TensorFromProto(const proto::TensorProto& p) {
   return t;
 }
 
+proto::NodeDef NodeToProto(const Node& n) {
+  proto::NodeDef nd;
+  nd.set_name(n.name);
+  nd.set_op(n.op);
+  for (const TensorRef& in : n.inputs) nd.add_inputs(in.port == 0 ? in.node : in.ToString());
+  for (const std::string& c : n.control_inputs) nd.add_control_inputs(c);
+  for (const auto& [name, value] : n.attrs.items()) (*nd.mutable_attrs())[name] = AttrToProto(value);
+  nd.set_device(n.device);
+  nd.set_source(n.source);
+  return nd;
+}
+
+Result<Node> NodeFromProto(const proto::NodeDef& nd) {
+  Node n;
+  n.name = nd.name();
+  n.op = nd.op();
+  n.device = nd.device();
+  n.source = nd.source();
+  for (const std::string& in : nd.inputs()) {
+    Result<TensorRef> ref = TensorRef::Parse(in);
+    if (!ref.ok()) return n.MakeNodeError(ErrorCode::kInvalidArgument, ref.error().message());
+    n.inputs.push_back(*ref);
+  }
+  n.control_inputs.assign(nd.control_inputs().begin(), nd.control_inputs().end());
+  for (const auto& [name, value] : nd.attrs()) {
+    Result<AttrValue> v = AttrFromProto(value);
+    if (!v.ok())
+      return n.MakeNodeError(ErrorCode::kInvalidArgument, "attribute '", name,
+                             "': ", v.error().message());
+    n.attrs.Set(name, std::move(*v));
+  }
+  return n;
+}
+
 proto::GraphDef GraphToProto(const Graph& graph) {
   proto::GraphDef def;
   def.set_format_version(Graph::kFormatVersion);
-  for (const Node& n : graph.nodes()) {
-    proto::NodeDef* nd = def.add_nodes();
-    nd->set_name(n.name);
-    nd->set_op(n.op);
-    for (const TensorRef& in : n.inputs) nd->add_inputs(in.port == 0 ? in.node : in.ToString());
-    for (const std::string& c : n.control_inputs) nd->add_control_inputs(c);
-    for (const auto& [name, value] : n.attrs.items())
-      (*nd->mutable_attrs())[name] = AttrToProto(value);
-    nd->set_device(n.device);
-    nd->set_source(n.source);
-  }
+  for (const Node& n : graph.nodes()) *def.add_nodes() = NodeToProto(n);
   for (const std::string& in : graph.inputs()) def.add_inputs(in);
   for (const std::string& u : graph.update_ops()) def.add_update_ops(u);
   for (const GraphOutput& out : graph.outputs()) {
@@ -234,24 +259,7 @@ proto::GraphDef GraphToProto(const Graph& graph) {
 Result<Graph> GraphFromProto(const proto::GraphDef& def) {
   Graph graph;
   for (const proto::NodeDef& nd : def.nodes()) {
-    Node n;
-    n.name = nd.name();
-    n.op = nd.op();
-    n.device = nd.device();
-    n.source = nd.source();
-    for (const std::string& in : nd.inputs()) {
-      Result<TensorRef> ref = TensorRef::Parse(in);
-      if (!ref.ok()) return n.MakeNodeError(ErrorCode::kInvalidArgument, ref.error().message());
-      n.inputs.push_back(*ref);
-    }
-    n.control_inputs.assign(nd.control_inputs().begin(), nd.control_inputs().end());
-    for (const auto& [name, value] : nd.attrs()) {
-      Result<AttrValue> v = AttrFromProto(value);
-      if (!v.ok())
-        return n.MakeNodeError(ErrorCode::kInvalidArgument, "attribute '", name,
-                               "': ", v.error().message());
-      n.attrs.Set(name, std::move(*v));
-    }
+    KILN_ASSIGN_OR_RETURN(Node n, NodeFromProto(nd));
     KILN_RETURN_IF_ERROR(graph.AddNode(std::move(n)).status());
   }
   graph.mutable_inputs().assign(def.inputs().begin(), def.inputs().end());

@@ -20,6 +20,13 @@ proto::GraphDef GraphToProto(const Graph& graph);
 // Structural conversion only (no verification).
 Result<Graph> GraphFromProto(const proto::GraphDef& def);
 
+// The pieces, shared with other kiln.proto documents (compiled executables).
+proto::NodeDef NodeToProto(const Node& node);
+Result<Node> NodeFromProto(const proto::NodeDef& def);
+proto::ShapeProto ShapeToProto(const Shape& s);
+Result<Shape> ShapeFromProto(const proto::ShapeProto& p);
+proto::AttrValue AttrToProto(const AttrValue& v);
+Result<AttrValue> AttrFromProto(const proto::AttrValue& p);
 proto::TensorProto TensorToProto(const Tensor& t);
 Result<Tensor> TensorFromProto(const proto::TensorProto& p);
 proto::DataType DTypeToProto(DType t);

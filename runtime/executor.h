@@ -1,6 +1,6 @@
 // The interface between Session and a backend. Session validates feeds, prunes the graph to what
 // the fetches and targets need and orders it; an Executor runs that plan. Backends: "reference"
-// (runtime/reference/, the oracle). Compiled backends implement the same interface.
+// (runtime/reference/, the oracle) and "cpu" (runtime/cpu/, compiled plans).
 #pragma once
 
 #include <map>
@@ -27,7 +27,8 @@ class Executor {
   virtual Result<std::vector<Tensor>> Execute(const RunPlan& plan, VariableStore& variables) = 0;
 };
 
-// Creates the executor for a backend name; lists the available ones when the name is unknown.
-Result<std::unique_ptr<Executor>> CreateExecutor(const std::string& backend);
+// Creates the executor for a backend name ("cpu", "reference", or "auto": cpu when a compiler is
+// registered, else reference); lists the available ones when the name is unknown. `threads` <= 0 means every core this process may use.
+Result<std::unique_ptr<Executor>> CreateExecutor(const std::string& backend, int threads = 0);
 
 }  // namespace kiln

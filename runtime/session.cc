@@ -29,7 +29,7 @@ Session::Session(Graph graph, SessionOptions options)
     : graph_(std::move(graph)), options_(std::move(options)) {
   status_ = Verify(graph_);
   if (!status_.ok()) return;
-  Result<std::unique_ptr<Executor>> executor = CreateExecutor(options_.backend);
+  Result<std::unique_ptr<Executor>> executor = CreateExecutor(options_.backend, options_.threads);
   if (!executor.ok()) {
     status_ = executor.error();
     return;

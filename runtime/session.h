@@ -2,7 +2,7 @@
 // need, keeps variables between runs, and checks every feed (unknown name, dtype, shape against
 // the placeholder) with a clear error.
 //
-//   kiln::Session session(graph);                       // backend "reference" for now
+//   kiln::Session session(graph);                       // compiled for the CPU
 //   auto out = session.Run({{"x", batch}}, {"logits"}); // Result<std::vector<Tensor>>
 //
 // Names accepted for feeds, fetches and targets: a graph output's name, "node:port", "node", or a
@@ -23,7 +23,10 @@
 namespace kiln {
 
 struct SessionOptions {
-  std::string backend = "reference";
+  // "cpu": compiled (needs the compiler linked in: kiln_jit); "reference": the interpreter;
+  // "auto": cpu when the program links the compiler, reference otherwise.
+  std::string backend = "auto";
+  int threads = 0;  // compiled backends: threads to use; 0 = every core this process may use
 };
 
 // A tensor or node named by string or by builder Value.
@@ -57,15 +60,16 @@ class Session {
   // Entries the graph has no variable for are ignored (e.g. optimizer slots in an inference graph).
   Status RestoreCheckpoint(const std::string& path);
 
+  // What Run would execute for these feeds, fetches and targets (checked the same way).
+  Result<RunPlan> Plan(const FeedList& feeds, const std::vector<TensorName>& fetches,
+                       const std::vector<TensorName>& targets = {}) const;
+
   Status status() const { return status_; }
   const Graph& graph() const { return graph_; }
   const SessionOptions& options() const { return options_; }
   VariableStore& variables() { return variables_; }
 
  private:
-  Result<RunPlan> Plan(const FeedList& feeds, const std::vector<TensorName>& fetches,
-                       const std::vector<TensorName>& targets) const;
-
   Graph graph_;
   SessionOptions options_;
   Status status_;

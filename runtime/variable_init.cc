@@ -24,6 +24,14 @@ Result<Tensor> MakeInitialValue(const AttrMap& attrs) {
   KILN_ASSIGN_OR_RETURN(Shape shape, attrs.GetShape("shape"));
   KILN_ASSIGN_OR_RETURN(std::string kind, attrs.GetString("initializer"));
   KILN_ASSIGN_OR_RETURN(int64_t seed64, attrs.GetInt("seed"));
+  if (kind == "tensor") {
+    KILN_ASSIGN_OR_RETURN(Tensor value, attrs.GetTensor("init_tensor"));
+    if (value.dtype() != dtype || value.shape() != shape)
+      return MakeError(ErrorCode::kInvalidArgument, "init_tensor ",
+                       value.valid() ? value.Summary(0) : std::string("(none)"),
+                       " does not match the variable's type ", DTypeName(dtype), shape.ToString());
+    return value.Clone();
+  }
   KILN_ASSIGN_OR_RETURN(Tensor t, Tensor::Create(dtype, shape));
   uint64_t seed = static_cast<uint64_t>(seed64);
   auto [fan_in, fan_out] = Fans(shape);

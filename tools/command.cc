@@ -6,7 +6,9 @@
 #include <cstdio>
 #include <cstring>
 
+#include "ir/file_util.h"
 #include "ir/io/tensor_file.h"
+#include "ir/onnx/import.h"
 #include "ir/serialize.h"
 
 namespace kiln::cli {
@@ -31,7 +33,10 @@ int UsageError(const Command& cmd, const std::string& message) {
   return kExitUsage;
 }
 
-Result<Graph> LoadModel(const std::string& path) { return LoadGraph(path); }
+Result<Graph> LoadModel(const std::string& path) {
+  if (EndsWith(path, ".onnx")) return ImportOnnx(path);
+  return LoadGraph(path);
+}
 
 Result<std::vector<std::pair<std::string, Tensor>>> LoadInputs(
     const std::vector<std::string>& specs) {

@@ -22,6 +22,9 @@ struct Command {
 
 inline constexpr int kExitFailure = 1;
 inline constexpr int kExitUsage = 2;
+// The backend of run, grad and train unless --backend says otherwise: "auto" is the compiled cpu
+// backend when this build has the compiler, the reference interpreter otherwise.
+inline constexpr const char* kDefaultBackend = "auto";
 
 // Parses `args` into `flags`; on --help prints the usage and returns 0; on a usage error prints it
 // and returns 2; otherwise returns -1 (continue).
@@ -31,7 +34,8 @@ int Fail(const Command& cmd, const Error& error);
 // Prints "kiln CMD: <message>" plus a pointer to --help and returns 2.
 int UsageError(const Command& cmd, const std::string& message);
 
-// Loads a model file: .kgraph (binary) or .kgraph.txt (text).
+// Loads a model file: .kgraph (binary), .kgraph.txt (text) or .onnx (imported, see
+// ir/onnx/import.h).
 Result<Graph> LoadModel(const std::string& path);
 // "--input NAME=FILE" values: reads each tensor file (.npy or ONNX .pb).
 Result<std::vector<std::pair<std::string, Tensor>>> LoadInputs(

@@ -17,25 +17,34 @@ int RunGrad(const Command&, const std::vector<std::string>&);
 int RunGradcheck(const Command&, const std::vector<std::string>&);
 int RunFreeze(const Command&, const std::vector<std::string>&);
 int RunTrain(const Command&, const std::vector<std::string>&);
+int RunImportOnnx(const Command&, const std::vector<std::string>&);
 
 const std::vector<Command>& Commands() {
   static const std::vector<Command> commands = {
       {"run", "run a model on input files",
        "usage: kiln run MODEL [--input NAME=FILE]... [--fetch NAME]... [--out DIR] [--backend "
        "B]\n\n"
-       "Runs MODEL (.kgraph or .kgraph.txt). Inputs are .npy or ONNX TensorProto .pb files.\n"
+       "Runs MODEL (.kgraph, .kgraph.txt or .onnx). Inputs are .npy or ONNX TensorProto .pb "
+       "files.\n"
        "Fetches default to the model's outputs; NAME may be an output name, \"node\" or "
        "\"node:port\".\n"
        "With --out, each fetched tensor is written to DIR/NAME.npy (characters other than "
        "letters,\n"
        "digits, '.', '_' and '-' become '_'); without it a summary of each is printed.\n"
-       "Backends: reference (default).\n",
+       "Backends: cpu (compiled; the default in builds with the compiler), reference (the\n"
+       "interpreter every compiled result is tested against), auto (the default: cpu if built).\n",
        RunRun},
       {"inspect", "ops, inputs, outputs, parameters and FLOPs of a model",
-       "usage: kiln inspect MODEL\n\n"
+       "usage: kiln inspect MODEL [--fusion] [--memory] [--input NAME=SHAPE]... [--fetch NAME]...\n"
+       "                    [--target NAME]...\n\n"
        "Prints the model's inputs and outputs with dtypes and shapes, its ops by count, the "
        "number\n"
-       "and bytes of its parameters (Variables), constant bytes and an estimate of FLOPs.\n",
+       "and bytes of its parameters (Variables), constant bytes and an estimate of FLOPs.\n"
+       "--fusion and --memory compile the plan for the fetches (default: the outputs) and targets\n"
+       "without running it: --fusion explains every fusion decision and counts kernels, library\n"
+       "calls and reference steps against one kernel per op, with the bytes they move; --memory\n"
+       "prints the plan's peak arena bytes. Unknown input dims are 1 unless --input NAME=SHAPE\n"
+       "(e.g. images=64x1x8x8) gives them.\n",
        RunInspect},
       {"convert", "convert a model between binary and text forms",
        "usage: kiln convert IN OUT\n\n"
@@ -81,6 +90,13 @@ const std::vector<Command>& Commands() {
        "by\n"
        "its checkpoint value, switches BatchNorm and Dropout to inference, and writes OUT.\n",
        RunFreeze},
+      {"import-onnx", "convert an ONNX model to a kiln graph",
+       "usage: kiln import-onnx IN.onnx -o OUT.kgraph [--constants]\n\n"
+       "Imports an ONNX model (opsets up to 17): graph inputs become placeholders, float\n"
+       "initializers trainable variables holding their values (--constants: constants), nodes\n"
+       "kiln ops. Every unsupported op type is listed in one error. External data is read only\n"
+       "from the model's folder. Every command that takes a MODEL also accepts .onnx directly.\n",
+       RunImportOnnx},
       {"help", "show help for kiln or one command", "usage: kiln help [COMMAND]\n", RunHelp},
   };
   return commands;

@@ -17,42 +17,6 @@ static_assert(std::endian::native == std::endian::little, "ONNX raw_data is litt
 
 using P = onnx::TensorProto;
 
-// Names of TensorProto.DataType values, including those newer than proto/onnx.proto knows.
-std::string OnnxTypeName(int32_t t) {
-  static const char* const kNames[] = {
-      "UNDEFINED",      "FLOAT",      "UINT8",          "INT8",       "UINT16",   "INT16",
-      "INT32",          "INT64",      "STRING",         "BOOL",       "FLOAT16",  "DOUBLE",
-      "UINT32",         "UINT64",     "COMPLEX64",      "COMPLEX128", "BFLOAT16", "FLOAT8E4M3FN",
-      "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "UINT4",      "INT4",     "FLOAT4E2M1"};
-  if (t >= 0 && t < static_cast<int32_t>(std::size(kNames))) return kNames[t];
-  return "data type " + std::to_string(t);
-}
-
-std::optional<DType> DTypeOfOnnx(int32_t t) {
-  switch (t) {
-    case P::FLOAT:
-      return f32;
-    case P::DOUBLE:
-      return f64;
-    case P::FLOAT16:
-      return f16;
-    case P::BFLOAT16:
-      return bf16;
-    case P::INT8:
-      return i8;
-    case P::UINT8:
-      return u8;
-    case P::INT32:
-      return i32;
-    case P::INT64:
-      return i64;
-    case P::BOOL:
-      return boolean;
-    default:
-      return std::nullopt;
-  }
-}
-
 P::DataType OnnxTypeOf(DType t) {
   switch (t) {
     case DType::kF32:
@@ -146,6 +110,41 @@ void CopyTypedValues(const P& p, Tensor& t) {
 }
 
 }  // namespace
+
+std::string OnnxTypeName(int32_t t) {
+  static const char* const kNames[] = {
+      "UNDEFINED",      "FLOAT",      "UINT8",          "INT8",       "UINT16",   "INT16",
+      "INT32",          "INT64",      "STRING",         "BOOL",       "FLOAT16",  "DOUBLE",
+      "UINT32",         "UINT64",     "COMPLEX64",      "COMPLEX128", "BFLOAT16", "FLOAT8E4M3FN",
+      "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "UINT4",      "INT4",     "FLOAT4E2M1"};
+  if (t >= 0 && t < static_cast<int32_t>(std::size(kNames))) return kNames[t];
+  return "data type " + std::to_string(t);
+}
+
+std::optional<DType> DTypeOfOnnx(int32_t t) {
+  switch (t) {
+    case P::FLOAT:
+      return f32;
+    case P::DOUBLE:
+      return f64;
+    case P::FLOAT16:
+      return f16;
+    case P::BFLOAT16:
+      return bf16;
+    case P::INT8:
+      return i8;
+    case P::UINT8:
+      return u8;
+    case P::INT32:
+      return i32;
+    case P::INT64:
+      return i64;
+    case P::BOOL:
+      return boolean;
+    default:
+      return std::nullopt;
+  }
+}
 
 Result<Tensor> OnnxTensorFromProto(const onnx::TensorProto& p, const std::string& origin) {
   if (p.data_location() == P::EXTERNAL || p.external_data_size() > 0)

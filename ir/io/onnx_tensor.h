@@ -10,6 +10,8 @@
 // reader.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 
 #include "ir/status.h"
@@ -20,6 +22,11 @@ class TensorProto;
 }  // namespace onnx
 
 namespace kiln {
+
+// The name of a TensorProto.DataType value ("FLOAT", "INT64", ...; "data type N" if unknown).
+std::string OnnxTypeName(int32_t onnx_type);
+// The kiln dtype of a TensorProto.DataType, or nullopt for types kiln does not have.
+std::optional<DType> DTypeOfOnnx(int32_t onnx_type);
 
 // Reads a file holding one serialized onnx.TensorProto.
 Result<Tensor> ReadOnnxTensor(const std::string& path);

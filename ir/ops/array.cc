@@ -124,6 +124,7 @@ std::vector<Value> ConcatGrad(At dy, const std::vector<Value>& values_like, int6
 
 void RegisterArrayOps(OpRegistry& r) {
   RegisterArrayLikeOps(r);
+  RegisterArrayElementsOps(r);
   using namespace internal;  // NOLINT: the Infer* functions
   // Ops missing from the gradient table (Shape, OneHot, Range, the backward ops) are registered
   // as not differentiable.

@@ -18,6 +18,9 @@ Value Tanh(At x) { return MakeOp("Tanh", {x.value}, {}, x.loc); }
 Value Erf(At x) { return MakeOp("Erf", {x.value}, {}, x.loc); }
 Value Sin(At x) { return MakeOp("Sin", {x.value}, {}, x.loc); }
 Value Cos(At x) { return MakeOp("Cos", {x.value}, {}, x.loc); }
+Value Asin(At x) { return MakeOp("Asin", {x.value}, {}, x.loc); }
+Value Acos(At x) { return MakeOp("Acos", {x.value}, {}, x.loc); }
+Value Atan(At x) { return MakeOp("Atan", {x.value}, {}, x.loc); }
 Value Floor(At x) { return MakeOp("Floor", {x.value}, {}, x.loc); }
 Value Ceil(At x) { return MakeOp("Ceil", {x.value}, {}, x.loc); }
 Value Round(At x) { return MakeOp("Round", {x.value}, {}, x.loc); }
@@ -120,7 +123,7 @@ void RegisterMathOps(OpRegistry& registry) {
                    .Build());
   };
   for (const char* op : {"Exp", "Log", "Sqrt", "Rsqrt", "Reciprocal", "Sigmoid", "Tanh", "Erf",
-                         "Sin", "Cos", "Floor", "Ceil", "Round"})
+                         "Sin", "Cos", "Asin", "Acos", "Atan", "Floor", "Ceil", "Round"})
     unary(op, FloatTypes());
   for (const char* op : {"Neg", "Abs", "Square", "Sign", "Relu"}) unary(op, NumericTypes());
   r.Register(OpDefBuilder("Elu", "math")

@@ -21,6 +21,9 @@ Value Tanh(At x);
 Value Erf(At x);
 Value Sin(At x);
 Value Cos(At x);
+Value Asin(At x);  // NaN outside [-1, 1]
+Value Acos(At x);  // NaN outside [-1, 1]
+Value Atan(At x);
 Value Floor(At x);
 Value Ceil(At x);
 Value Round(At x);  // halves to even, as numpy and ONNX

@@ -84,6 +84,9 @@ const std::map<std::string, GradFn>& MathGradients() {
        UnaryGrad([](GradContext&, Value x, Value) { return 1.1283791670955126 * Exp(-(x * x)); })},
       {"Sin", UnaryGrad([](GradContext&, Value x, Value) { return Cos(x); })},
       {"Cos", UnaryGrad([](GradContext&, Value x, Value) { return -Sin(x); })},
+      {"Asin", UnaryGrad([](GradContext&, Value x, Value) { return Rsqrt(1.0 - x * x); })},
+      {"Acos", UnaryGrad([](GradContext&, Value x, Value) { return -Rsqrt(1.0 - x * x); })},
+      {"Atan", UnaryGrad([](GradContext&, Value x, Value) { return Reciprocal(1.0 + x * x); })},
       {"Relu", UnaryGrad([](GradContext&, Value x, Value) {
          return MaskLike(Greater(x, ScalarLike(x, 0)), x);
        })},

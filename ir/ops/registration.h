@@ -10,5 +10,6 @@ void RegisterLinalgOps(OpRegistry& r);
 void RegisterNnOps(OpRegistry& r);
 void RegisterReduceOps(OpRegistry& r);
 void RegisterArrayOps(OpRegistry& r);
-void RegisterArrayLikeOps(OpRegistry& r);  // called by RegisterArrayOps
+void RegisterArrayLikeOps(OpRegistry& r);      // called by RegisterArrayOps
+void RegisterArrayElementsOps(OpRegistry& r);  // called by RegisterArrayOps
 }  // namespace kiln

@@ -8,8 +8,8 @@
 namespace kiln {
 
 const std::vector<std::string>& InitializerKinds() {
-  static const std::vector<std::string> kinds = {"zeros",  "ones",           "constant", "uniform",
-                                                 "normal", "glorot_uniform", "he_normal"};
+  static const std::vector<std::string> kinds = {"zeros",  "ones",           "constant",  "uniform",
+                                                 "normal", "glorot_uniform", "he_normal", "tensor"};
   return kinds;
 }
 
@@ -34,6 +34,7 @@ Value Variable(GraphBuilder& g, const std::string& name, DType dtype, Shape shap
     a.Set("init_mean", init.mean);
     a.Set("init_stddev", init.stddev);
   }
+  if (init.kind == "tensor") a.Set("init_tensor", init.tensor);
   if (init.seed != 0) a.Set("seed", init.seed);
   return g.AddOp1("Variable", {}, std::move(a), loc, name);
 }
@@ -77,8 +78,13 @@ Status InferVariable(InferContext& ctx) {
   if (std::find(kinds.begin(), kinds.end(), init) == kinds.end())
     return ctx.Fail(
         "unknown initializer '", init,
-        "' (expected zeros, ones, constant, uniform, normal, glorot_uniform or he_normal)");
-  if (init != "zeros" && init != "ones" && init != "constant" && !IsFloat(dtype))
+        "' (expected zeros, ones, constant, uniform, normal, glorot_uniform, he_normal or tensor)");
+  if (init == "tensor") {
+    KILN_ASSIGN_OR_RETURN(Tensor t, ctx.attrs().GetTensor("init_tensor"));
+    if (t.dtype() != dtype || t.shape() != shape)
+      return ctx.Fail("initializer 'tensor' needs an init_tensor of type ", DTypeName(dtype),
+                      shape.ToString(), ", got ", t.valid() ? t.Summary(0) : std::string("none"));
+  } else if (init != "zeros" && init != "ones" && init != "constant" && !IsFloat(dtype))
     return ctx.Fail("initializer '", init, "' needs a float dtype, got ", DTypeName(dtype));
   KILN_ASSIGN_OR_RETURN(double stddev, ctx.attrs().GetFloat("init_stddev"));
   if (stddev < 0) return ctx.Fail("init_stddev must be >= 0, got ", stddev);
@@ -125,6 +131,7 @@ void RegisterStateOps(OpRegistry& r) {
                  .Attr("init_high", AttrType::kFloat, 0.05)
                  .Attr("init_mean", AttrType::kFloat, 0.0)
                  .Attr("init_stddev", AttrType::kFloat, 1.0)
+                 .Attr("init_tensor", AttrType::kTensor, Tensor())
                  .Attr("seed", AttrType::kInt, int64_t{0})
                  .Attr("trainable", AttrType::kBool, true)
                  .Infer(InferVariable)

@@ -16,14 +16,17 @@
 namespace kiln {
 
 // How a Variable gets its first value. Each is seeded: the same seed gives the same values on
-// every backend. Fans for glorot/he: shape [in, out] -> (in, out); [O, I, kh, kw] ->
+// every backend. Kind "tensor" starts from a given value (`tensor`, stored in the graph as the
+// attribute init_tensor; its dtype and shape must be the variable's), e.g. an imported ONNX
+// initializer. Fans for glorot/he: shape [in, out] -> (in, out); [O, I, kh, kw] ->
 // (I*kh*kw, O*kh*kw); rank 1 -> (n, n).
 struct Initializer {
-  std::string kind = "zeros";       // zeros ones constant uniform normal glorot_uniform he_normal
-  double value = 0.0;               // constant
+  std::string kind = "zeros";  // zeros ones constant uniform normal glorot_uniform he_normal tensor
+  double value = 0.0;          // constant
   double low = -0.05, high = 0.05;  // uniform
   double mean = 0.0, stddev = 1.0;  // normal
   int64_t seed = 0;
+  Tensor tensor = {};  // tensor
 
   static Initializer Zeros() { return {}; }
   static Initializer Ones() { return {.kind = "ones"}; }
@@ -38,6 +41,7 @@ struct Initializer {
     return {.kind = "glorot_uniform", .seed = seed};
   }
   static Initializer HeNormal(int64_t seed) { return {.kind = "he_normal", .seed = seed}; }
+  static Initializer FromTensor(Tensor t) { return {.kind = "tensor", .tensor = std::move(t)}; }
 };
 
 // The names of the initializer kinds above.

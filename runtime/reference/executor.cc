@@ -80,12 +80,3 @@ Result<std::vector<Tensor>> ReferenceExecutor::Execute(const RunPlan& plan,
 }
 
 }  // namespace kiln::reference
-
-namespace kiln {
-
-Result<std::unique_ptr<Executor>> CreateExecutor(const std::string& backend) {
-  if (backend == "reference") return std::unique_ptr<Executor>(new reference::ReferenceExecutor());
-  return MakeError(ErrorCode::kNotFound, "unknown backend '", backend, "' (available: reference)");
-}
-
-}  // namespace kiln

@@ -75,6 +75,7 @@ void RegisterLinalgKernels(KernelRegistry& r);
 void RegisterNnKernels(KernelRegistry& r);
 void RegisterReduceKernels(KernelRegistry& r);
 void RegisterArrayKernels(KernelRegistry& r);
-void RegisterArrayLikeKernels(KernelRegistry& r);  // called by RegisterArrayKernels
+void RegisterArrayLikeKernels(KernelRegistry& r);      // called by RegisterArrayKernels
+void RegisterArrayElementsKernels(KernelRegistry& r);  // called by RegisterArrayKernels
 
 }  // namespace kiln::reference

@@ -89,6 +89,9 @@ void RegisterMathKernels(KernelRegistry& r) {
   r.Register("Erf", Unary([](double x) { return std::erf(x); }));
   r.Register("Sin", Unary([](double x) { return std::sin(x); }));
   r.Register("Cos", Unary([](double x) { return std::cos(x); }));
+  r.Register("Asin", Unary([](double x) { return std::asin(x); }));
+  r.Register("Acos", Unary([](double x) { return std::acos(x); }));
+  r.Register("Atan", Unary([](double x) { return std::atan(x); }));
   r.Register("Floor", Unary([](double x) { return std::floor(x); }));
   r.Register("Ceil", Unary([](double x) { return std::ceil(x); }));
   r.Register("Round", Unary([](double x) { return std::nearbyint(x); }));

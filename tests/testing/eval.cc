@@ -2,6 +2,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "tests/testing/differential.h"
+
 namespace kiln::testing {
 
 std::vector<Tensor> EvalAll(const GraphBuilder& g, const std::vector<TensorName>& fetches,
@@ -9,10 +11,11 @@ std::vector<Tensor> EvalAll(const GraphBuilder& g, const std::vector<TensorName>
   Result<Graph> graph = g.Build();
   INFO(graph.status().ToString());
   REQUIRE(graph.ok());
-  Session session(*graph);
+  Session session(*graph, SessionOptions{.backend = "reference"});
   Result<std::vector<Tensor>> out = session.Run(feeds, fetches);
   INFO(out.status().ToString());
   REQUIRE(out.ok());
+  CheckCompiledMatchesReference(*graph, feeds, fetches, *out);
   return *out;
 }
 

@@ -1,0 +1,54 @@
+#include "compiler/cpu_compiler.h"
+
+#include <cstdlib>
+#include <atomic>
+#include <mutex>
+
+#include "compiler/codegen/emit_mlir.h"
+#include "compiler/mlir/jit.h"
+#include "compiler/plan_executable.h"
+#include "ir/file_util.h"
+
+namespace kiln::compiler {
+namespace {
+
+class JitKernels : public KernelLibrary {
+ public:
+  explicit JitKernels(std::unique_ptr<JitModule> module) : module_(std::move(module)) {}
+  Result<KernelEntry> Find(const std::string& symbol) const override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return module_->Lookup(symbol);
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::unique_ptr<JitModule> module_;
+};
+
+std::atomic<int> next_module_id{0};
+
+}  // namespace
+
+Result<CompiledPlan> CpuCompiler::Compile(const RunPlan& plan, const CompileOptions& options) {
+  PlanOptions plan_options;
+  plan_options.can_emit = CanEmit;
+  KILN_ASSIGN_OR_RETURN(PlannedExecutable planned, PlanExecutable(plan, plan_options));
+  CompiledPlan compiled;
+  std::string name = "plan" + std::to_string(next_module_id++);
+  if (const char* dir = std::getenv("KILN_DUMP_DIR"))
+    KILN_RETURN_IF_ERROR(WriteFileAtomically(std::string(dir) + "/" + name + ".executable.txt",
+                                             planned.lowered.executable.ToString()));
+  if (!planned.lowered.kernels.empty()) {
+    KILN_ASSIGN_OR_RETURN(std::string mlir, EmitKernelModule(planned.lowered.kernels));
+    JitOptions jit;
+    jit.name = name;
+    KILN_ASSIGN_OR_RETURN(std::unique_ptr<JitModule> module, JitModule::Compile(mlir, jit));
+    compiled.kernels = std::make_shared<JitKernels>(std::move(module));
+  }
+  compiled.executable = std::move(planned.lowered.executable);
+  return compiled;
+}
+
+void RegisterCpuCompiler() { RegisterPlanCompiler(std::make_shared<CpuCompiler>()); }
+
+}  // namespace kiln::compiler

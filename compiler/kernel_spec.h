@@ -1,0 +1,54 @@
+// KernelSpec: what the fusion planner hands to the kernel generator. One spec is one generated
+// kernel: a single loop nest over `shape` that evaluates a DAG of scalar ops (kiln's elementwise
+// ops: Add, Relu, Cast, Select, ...) and writes some of its values to output buffers.
+//
+// The kernel's calling convention (the ABI the runtime relies on, for JIT and ahead-of-time code
+// alike): the generated function is
+//     void NAME(int64_t begin, int64_t end, const T0* in0, ..., Tk* out0, ...)
+// and computes the rows [begin, end) of dimension 0 of `shape` (for rank 0: begin=0, end=1), so
+// that the runtime can split the work over threads. Buffers are dense row-major arrays of their
+// full shapes; each output has exactly `shape`; an input has its own shape, broadcast to `shape`
+// by numpy's rules (right-aligned, size-1 or missing dims repeat). bool is one byte (0 or 1).
+// The packed entry point the runtime calls is `void(void** args)`, args[i] pointing at the i-th
+// argument above.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ir/attr.h"
+#include "ir/dtype.h"
+#include "ir/shape.h"
+
+namespace kiln::compiler {
+
+struct KernelSpec {
+  struct Operand {
+    DType dtype;
+    Shape shape;  // broadcastable to KernelSpec::shape
+  };
+  // One scalar op. `args` index the kernel's values: [0, inputs.size()) are the inputs, then
+  // inputs.size() + k is the result of ops[k]. `op` is a kiln op name (see ir/ops/math.h for the
+  // semantics; the reference kernels in runtime/reference/math.cc are the oracle), or "Constant"
+  // with attribute "value" (a double) producing a scalar of `dtype`.
+  struct Op {
+    std::string op;
+    std::vector<int> args;
+    AttrMap attrs;   // with defaults filled
+    DType dtype;     // the result's dtype
+    std::string node;  // the graph node it came from (for messages and dumps)
+  };
+
+  std::string name;  // the symbol, unique in its module: [A-Za-z_][A-Za-z0-9_]*
+  Shape shape;       // the iteration space, fully known
+  std::vector<Operand> inputs;
+  std::vector<Op> ops;
+  std::vector<int> outputs;  // value indices written to the output buffers, in order
+
+  int num_values() const { return static_cast<int>(inputs.size() + ops.size()); }
+  DType ValueType(int v) const {
+    return v < static_cast<int>(inputs.size()) ? inputs[v].dtype : ops[v - inputs.size()].dtype;
+  }
+};
+
+}  // namespace kiln::compiler

@@ -1,0 +1,314 @@
+#include "compiler/lower.h"
+
+#include <queue>
+#include <set>
+
+#include "ir/op_registry.h"
+
+namespace kiln::compiler {
+namespace {
+
+// oneDNN convolutions (runtime/cpu/onednn_conv_step.cc) by op.
+const std::map<std::string, std::string> kConvRoutines = {
+    {"Conv2D", "conv2d"},
+    {"Conv2DBackpropInput", "conv2d_backprop_input"},
+    {"Conv2DBackpropFilter", "conv2d_backprop_filter"}};
+
+// A step-to-be: a cluster, or one node that is not fused.
+struct Unit {
+  int cluster = -1;
+  const Node* node = nullptr;
+  int position = 0;  // plan index of its first node
+};
+
+class Lowering {
+ public:
+  Lowering(const RunPlan& plan, const StaticInfo& info, const FusionPlan& fusion)
+      : plan_(plan), info_(info), fusion_(fusion) {}
+
+  Result<LoweredPlan> Run() {
+    KILN_ASSIGN_OR_RETURN(std::vector<Unit> order, OrderUnits());
+    for (const Unit& unit : order) {
+      if (unit.cluster >= 0)
+        KILN_RETURN_IF_ERROR(LowerCluster(unit.cluster));
+      else
+        KILN_RETURN_IF_ERROR(LowerNode(*unit.node));
+    }
+    for (const TensorRef& f : plan_.fetches) {
+      KILN_ASSIGN_OR_RETURN(int id, BufferFor(f));
+      out_.executable.fetches.push_back(id);
+    }
+    return std::move(out_);
+  }
+
+ private:
+  bool Skipped(const Node& node) const {
+    const OpDef* def = OpRegistry::Global().Find(node.op);
+    if (def && def->stateful) return false;
+    for (size_t i = 0; i < node.output_types.size(); ++i)
+      if (!info_.values.count(TensorRef{node.name, static_cast<int>(i)})) return false;
+    return true;  // every output known at compile time (or none: NoOp)
+  }
+
+  int ClusterOf(const std::string& node) const {
+    auto it = fusion_.cluster_of.find(node);
+    return it == fusion_.cluster_of.end() ? -1 : it->second;
+  }
+
+  // Units in a topological order of the condensed graph, earliest plan position first.
+  Result<std::vector<Unit>> OrderUnits() {
+    std::vector<Unit> units;
+    std::map<int, int> unit_of_cluster;
+    std::map<std::string, int> position;
+    for (size_t i = 0; i < plan_.nodes.size(); ++i) {
+      const Node* node = plan_.nodes[i];
+      position[node->name] = static_cast<int>(i);
+      if (Skipped(*node)) continue;
+      int c = ClusterOf(node->name);
+      int u;
+      if (c >= 0 && unit_of_cluster.count(c)) {
+        u = unit_of_cluster[c];
+      } else {
+        u = static_cast<int>(units.size());
+        units.push_back(Unit{c, c >= 0 ? nullptr : node, static_cast<int>(i)});
+        if (c >= 0) unit_of_cluster[c] = u;
+      }
+      unit_of_[node->name] = u;
+    }
+    std::vector<std::set<int>> successors(units.size());
+    std::vector<int> pending(units.size(), 0);
+    for (const Node* node : plan_.nodes) {
+      auto consumer = unit_of_.find(node->name);
+      if (consumer == unit_of_.end()) continue;
+      std::vector<std::string> producers = node->control_inputs;
+      for (const TensorRef& in : node->inputs)
+        if (!plan_.feeds.count(in)) producers.push_back(in.node);
+      for (const std::string& p : producers) {
+        auto producer = unit_of_.find(p);
+        if (producer == unit_of_.end() || producer->second == consumer->second) continue;
+        if (successors[producer->second].insert(consumer->second).second)
+          ++pending[consumer->second];
+      }
+      for (const TensorRef& in : node->inputs) {
+        auto producer = unit_of_.find(in.node);
+        if (producer != unit_of_.end() && producer->second != consumer->second)
+          used_outside_.insert(in);
+      }
+    }
+    for (const TensorRef& f : plan_.fetches) used_outside_.insert(f);
+    using Ready = std::pair<int, int>;  // (position, unit)
+    std::priority_queue<Ready, std::vector<Ready>, std::greater<Ready>> ready;
+    for (size_t u = 0; u < units.size(); ++u)
+      if (!pending[u]) ready.push({units[u].position, static_cast<int>(u)});
+    std::vector<Unit> order;
+    while (!ready.empty()) {
+      int u = ready.top().second;
+      ready.pop();
+      order.push_back(units[u]);
+      for (int s : successors[u])
+        if (--pending[s] == 0) ready.push({units[s].position, s});
+    }
+    if (order.size() != units.size())
+      return MakeError(ErrorCode::kInternal, "fusion made a cycle: ", units.size() - order.size(),
+                       " units could not be ordered");
+    return order;
+  }
+
+  Result<int> BufferFor(const TensorRef& ref) {
+    auto found = buffer_of_.find(ref);
+    if (found != buffer_of_.end()) return found->second;
+    auto type = info_.types.find(ref);
+    if (type == info_.types.end())
+      return MakeError(ErrorCode::kInternal, "no type for tensor '", ref.ToString(), "'");
+    Executable& exe = out_.executable;
+    BufferDesc b;
+    b.type = type->second;
+    b.tensor = ref.ToString();
+    if (plan_.feeds.count(ref)) {
+      b.kind = BufferDesc::Kind::kFeed;
+      b.index = static_cast<int>(exe.feeds.size());
+      exe.feeds.push_back(ref);
+    } else if (auto value = info_.values.find(ref); value != info_.values.end()) {
+      b.kind = BufferDesc::Kind::kConstant;
+      b.index = static_cast<int>(exe.constants.size());
+      exe.constants.push_back(value->second);
+    }
+    int id = static_cast<int>(exe.buffers.size());
+    exe.buffers.push_back(std::move(b));
+    buffer_of_[ref] = id;
+    return id;
+  }
+
+  Status LowerCluster(int c) {
+    const Cluster& cluster = fusion_.clusters[c];
+    KernelSpec spec;
+    spec.name = "k" + std::to_string(out_.kernels.size());
+    spec.shape = cluster.shape;
+    Step step;
+    step.kind = Step::Kind::kKernel;
+    step.callee = spec.name;
+    std::set<std::string> members;
+    for (const Node* n : cluster.nodes) members.insert(n->name);
+    auto inlined = [&](const TensorRef& ref) {
+      auto v = info_.values.find(ref);
+      return v != info_.values.end() && v->second.num_elements() == 1;
+    };
+    // External inputs first: their value indices precede the ops'.
+    std::map<TensorRef, int> value_of;
+    for (const Node* n : cluster.nodes)
+      for (const TensorRef& in : n->inputs) {
+        if (members.count(in.node) || inlined(in) || value_of.count(in)) continue;
+        value_of[in] = static_cast<int>(spec.inputs.size());
+        spec.inputs.push_back({info_.types.at(in).dtype, info_.types.at(in).shape});
+        KILN_ASSIGN_OR_RETURN(int id, BufferFor(in));
+        step.inputs.push_back(id);
+      }
+    auto add_op = [&](KernelSpec::Op op) {
+      spec.ops.push_back(std::move(op));
+      return static_cast<int>(spec.inputs.size() + spec.ops.size() - 1);
+    };
+    for (const Node* n : cluster.nodes) {
+      KernelSpec::Op op;
+      op.op = n->op;
+      op.node = n->name;
+      op.attrs = OpRegistry::Global().Find(n->op)->WithDefaults(n->attrs);
+      op.dtype = info_.types.at(TensorRef{n->name, 0}).dtype;
+      for (const TensorRef& in : n->inputs) {
+        if (!value_of.count(in)) {  // a scalar known at compile time
+          const Tensor& v = info_.values.at(in);
+          AttrMap value;
+          value.Set("value", v.GetDouble(0));
+          value_of[in] = add_op(KernelSpec::Op{"Constant", {}, value, v.dtype(), in.ToString()});
+        }
+        op.args.push_back(value_of[in]);
+      }
+      TensorRef result{n->name, 0};
+      value_of[result] = add_op(std::move(op));
+      if (used_outside_.count(result)) {
+        spec.outputs.push_back(value_of[result]);
+        KILN_ASSIGN_OR_RETURN(int id, BufferFor(result));
+        step.outputs.push_back(id);
+      }
+      step.node.name += (step.node.name.empty() ? "" : ",") + n->name;
+    }
+    // Nothing outside reads it, or nothing to compute (an empty tensor).
+    if (spec.outputs.empty() || spec.shape.NumElements() == 0) return OkStatus();
+    step.node.op = "Fused";
+    CollapseDimensions(spec);
+    step.rows = spec.shape.rank() ? spec.shape[0] : 1;
+    out_.kernels.push_back(std::move(spec));
+    out_.executable.steps.push_back(std::move(step));
+    return OkStatus();
+  }
+
+  // MatMul as a gemm call when the dtype and the batch broadcasting allow it.
+  Result<bool> LowerMatMul(const Node& node, Step& step) {
+    const TensorType& a = info_.types.at(node.inputs[0]);
+    const TensorType& b = info_.types.at(node.inputs[1]);
+    const TensorType& c = info_.types.at(TensorRef{node.name, 0});
+    if ((c.dtype != f32 && c.dtype != f64)) return false;
+    KILN_ASSIGN_OR_RETURN(bool ta, node.attrs.GetBool("transpose_a"));
+    KILN_ASSIGN_OR_RETURN(bool tb, node.attrs.GetBool("transpose_b"));
+    const Shape& sa = a.shape;
+    const Shape& sb = b.shape;
+    int64_t m = sa.rank() == 1 ? 1 : sa[sa.rank() - (ta ? 1 : 2)];
+    int64_t k = sa.rank() == 1 ? sa[0] : sa[sa.rank() - (ta ? 2 : 1)];
+    int64_t n = sb.rank() == 1 ? 1 : sb[sb.rank() - (tb ? 2 : 1)];
+    if (sa.rank() == 1) ta = false;
+    if (sb.rank() == 1) tb = false;
+    int64_t batch = c.shape.NumElements() / std::max<int64_t>(1, m * n);
+    int64_t batch_a = sa.NumElements() / std::max<int64_t>(1, m * k);
+    int64_t batch_b = sb.NumElements() / std::max<int64_t>(1, k * n);
+    if ((batch_a != batch && batch_a != 1) || (batch_b != batch && batch_b != 1)) return false;
+    int64_t stride_a = batch_a == 1 ? 0 : m * k, stride_b = batch_b == 1 ? 0 : k * n;
+    if (batch > 1 && stride_b == 0 && !ta && stride_a == m * k) {  // one tall gemm
+      m *= batch;
+      batch = 1;
+    }
+    step.kind = Step::Kind::kLibrary;
+    step.callee = "gemm";
+    for (auto [key, value] : std::vector<std::pair<const char*, int64_t>>{
+             {"m", m}, {"n", n}, {"k", k}, {"batch", batch}, {"stride_a", stride_a},
+             {"stride_b", stride_b}, {"trans_a", ta}, {"trans_b", tb}})
+      step.attrs.Set(key, value);
+    return true;
+  }
+
+  Status LowerNode(const Node& node) {
+    Step step;
+    step.node = node;
+    step.kind = Step::Kind::kReference;
+    step.callee = node.op;
+    if (node.op == "MatMul") {
+      KILN_ASSIGN_OR_RETURN(bool library, LowerMatMul(node, step));
+      if (!library) step.attrs = AttrMap();
+    } else if (auto conv = kConvRoutines.find(node.op);
+               conv != kConvRoutines.end() && node.output_types[0].dtype == f32) {
+      step.kind = Step::Kind::kLibrary;
+      step.callee = conv->second;
+      step.attrs = OpRegistry::Global().Find(node.op)->WithDefaults(node.attrs);
+    }
+    out_.decisions.push_back(node.op + " '" + node.name + "': " +
+                             (step.kind == Step::Kind::kLibrary
+                                  ? "library call " + step.callee
+                                  : std::string("reference kernel (no lowering yet)")));
+    for (const TensorRef& in : node.inputs) {
+      KILN_ASSIGN_OR_RETURN(int id, BufferFor(in));
+      step.inputs.push_back(id);
+    }
+    for (size_t i = 0; i < node.output_types.size(); ++i) {
+      KILN_ASSIGN_OR_RETURN(int id, BufferFor(TensorRef{node.name, static_cast<int>(i)}));
+      step.outputs.push_back(id);
+    }
+    out_.executable.steps.push_back(std::move(step));
+    return OkStatus();
+  }
+
+  const RunPlan& plan_;
+  const StaticInfo& info_;
+  const FusionPlan& fusion_;
+  std::map<std::string, int> unit_of_;
+  std::set<TensorRef> used_outside_;
+  std::map<TensorRef, int> buffer_of_;
+  LoweredPlan out_;
+};
+
+}  // namespace
+
+Result<LoweredPlan> Lower(const RunPlan& plan, const StaticInfo& info, const FusionPlan& fusion) {
+  return Lowering(plan, info, fusion).Run();
+}
+
+void CollapseDimensions(KernelSpec& spec) {
+  const int rank = spec.shape.rank();
+  // Each input's dims aligned to the iteration space.
+  std::vector<std::vector<int64_t>> dims;
+  for (const KernelSpec::Operand& in : spec.inputs) {
+    std::vector<int64_t> d(rank, 1);
+    for (int i = 0; i < in.shape.rank(); ++i) d[rank - in.shape.rank() + i] = in.shape[i];
+    dims.push_back(std::move(d));
+  }
+  std::vector<int64_t> shape;
+  std::vector<std::vector<int64_t>> collapsed(spec.inputs.size());
+  std::vector<bool> last_full(spec.inputs.size());
+  for (int i = 0; i < rank; ++i) {
+    if (spec.shape[i] == 1) continue;  // every operand has size 1 here
+    bool merge = !shape.empty();
+    for (size_t j = 0; j < dims.size() && merge; ++j)
+      merge = (dims[j][i] != 1) == last_full[j];
+    if (merge) {
+      shape.back() *= spec.shape[i];
+      for (size_t j = 0; j < dims.size(); ++j) collapsed[j].back() *= dims[j][i];
+    } else {
+      shape.push_back(spec.shape[i]);
+      for (size_t j = 0; j < dims.size(); ++j) {
+        collapsed[j].push_back(dims[j][i]);
+        last_full[j] = dims[j][i] != 1;
+      }
+    }
+  }
+  spec.shape = Shape(shape);
+  for (size_t j = 0; j < dims.size(); ++j) spec.inputs[j].shape = Shape(collapsed[j]);
+}
+
+}  // namespace kiln::compiler

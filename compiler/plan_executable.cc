@@ -1,0 +1,29 @@
+#include "compiler/plan_executable.h"
+
+#include "ir/op_registry.h"
+
+namespace kiln::compiler {
+
+Result<PlannedExecutable> PlanExecutable(const RunPlan& plan, const PlanOptions& options) {
+  PlannedExecutable out;
+  KILN_ASSIGN_OR_RETURN(out.info, ResolveStaticTypes(plan));
+  const StaticInfo& info = out.info;
+  auto fusible = [&](const Node& node) {
+    if (!options.can_emit || node.output_types.size() != 1) return false;
+    const OpDef* def = OpRegistry::Global().Find(node.op);
+    TensorRef result{node.name, 0};
+    if (!def || def->stateful || info.values.count(result)) return false;
+    // Integer division must report a zero divisor (a generated kernel would trap): it keeps the
+    // reference kernel's check.
+    if (node.op == "Div" && !IsFloat(info.types.at(result).dtype)) return false;
+    std::vector<DType> inputs;
+    for (const TensorRef& in : node.inputs) inputs.push_back(info.types.at(in).dtype);
+    return options.can_emit(node.op, inputs, info.types.at(result).dtype);
+  };
+  out.fusion = FuseElementwise(plan, info, fusible);
+  KILN_ASSIGN_OR_RETURN(out.lowered, Lower(plan, info, out.fusion));
+  out.memory = AssignBuffers(out.lowered.executable);
+  return out;
+}
+
+}  // namespace kiln::compiler

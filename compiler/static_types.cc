@@ -1,0 +1,79 @@
+#include "compiler/static_types.h"
+
+#include "ir/op_registry.h"
+#include "ir/verifier.h"
+#include "runtime/reference/executor.h"
+
+namespace kiln::compiler {
+namespace {
+
+// Stateless computations on known values with outputs up to this size are evaluated at compile
+// time (larger ones would make compiling slow and the constant pool big).
+constexpr int64_t kMaxFoldedElements = 1 << 16;
+
+bool AllOutputsSmall(const std::vector<TensorType>& types) {
+  for (const TensorType& t : types)
+    if (t.shape.NumElements() > kMaxFoldedElements) return false;
+  return true;
+}
+
+// Runs one node on the reference executor with its (known) inputs.
+Result<std::vector<Tensor>> Evaluate(const Node& node, const std::vector<const Tensor*>& inputs) {
+  RunPlan single;
+  single.nodes = {&node};
+  for (size_t i = 0; i < node.inputs.size(); ++i) single.feeds[node.inputs[i]] = *inputs[i];
+  for (size_t i = 0; i < node.output_types.size(); ++i)
+    single.fetches.push_back(TensorRef{node.name, static_cast<int>(i)});
+  VariableStore no_variables;
+  return reference::ReferenceExecutor().Execute(single, no_variables);
+}
+
+}  // namespace
+
+Result<StaticInfo> ResolveStaticTypes(const RunPlan& plan) {
+  StaticInfo info;
+  for (const auto& [ref, tensor] : plan.feeds)
+    info.types[ref] = TensorType{tensor.dtype(), tensor.shape()};
+  for (const Node* node : plan.nodes) {
+    std::vector<TensorType> in_types;
+    std::vector<const Tensor*> in_values;
+    bool all_known = true;
+    for (const TensorRef& in : node->inputs) {
+      auto type = info.types.find(in);
+      if (type == info.types.end())
+        return node->MakeNodeError(ErrorCode::kInternal, "input '", in.ToString(),
+                                   "' is neither fed nor computed before it");
+      in_types.push_back(type->second);
+      auto value = info.values.find(in);
+      in_values.push_back(value == info.values.end() ? nullptr : &value->second);
+      all_known &= value != info.values.end();
+    }
+    KILN_ASSIGN_OR_RETURN(std::vector<TensorType> out_types,
+                          InferNode(*node, in_types, in_values));
+    for (size_t i = 0; i < out_types.size(); ++i) {
+      if (!out_types[i].shape.IsFullyKnown())
+        return node->MakeNodeError(ErrorCode::kUnimplemented, "output ", i, " has type ",
+                                   out_types[i].ToString(),
+                                   ": its shape depends on values computed at run time");
+      info.types[TensorRef{node->name, static_cast<int>(i)}] = out_types[i];
+    }
+    const OpDef* def = OpRegistry::Global().Find(node->op);
+    if (node->op == "Constant") {
+      KILN_ASSIGN_OR_RETURN(Tensor value, node->attrs.GetTensor("value"));
+      info.values[TensorRef{node->name, 0}] = value;
+    } else if (node->op == "Shape") {
+      std::vector<int64_t> dims = in_types[0].shape.dims();
+      info.values[TensorRef{node->name, 0}] =
+          Tensor::FromVector<int64_t>(Shape{static_cast<int64_t>(dims.size())}, dims)
+              .CastTo(out_types[0].dtype);
+    } else if (all_known && def && !def->stateful && node->op != "Placeholder" &&
+               node->control_inputs.empty() && AllOutputsSmall(out_types)) {
+      KILN_ASSIGN_OR_RETURN(std::vector<Tensor> values, Evaluate(*node, in_values));
+      for (size_t i = 0; i < values.size(); ++i)
+        info.values[TensorRef{node->name, static_cast<int>(i)}] = std::move(values[i]);
+    }
+  }
+  return info;
+}
+
+}  // namespace kiln::compiler

@@ -1,0 +1,25 @@
+// Static types: the concrete type of every tensor a RunPlan computes, for the shapes of its feeds,
+// and the value of every tensor that can be known before running (Constant nodes, the Shape of a
+// tensor whose shape is known, and small stateless computations on those: shape arithmetic
+// folds away, so Shape -> Gather -> Concat -> Reshape chains become static).
+//
+// A plan whose shapes depend on values computed at run time fails with kUnimplemented, naming the
+// node; the cpu backend then runs that plan on the reference executor.
+#pragma once
+
+#include <map>
+
+#include "ir/graph.h"
+#include "ir/tensor.h"
+#include "runtime/executor.h"
+
+namespace kiln::compiler {
+
+struct StaticInfo {
+  std::map<TensorRef, TensorType> types;  // every fed or computed tensor of the plan
+  std::map<TensorRef, Tensor> values;     // the tensors known at compile time
+};
+
+Result<StaticInfo> ResolveStaticTypes(const RunPlan& plan);
+
+}  // namespace kiln::compiler

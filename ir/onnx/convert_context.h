@@ -1,0 +1,172 @@
+// What an ONNX op converter sees (internal to ir/onnx/): one NodeProto with its inputs as builder
+// Values, the values known at import, typed attribute getters with defaults, and the opset.
+//
+// A converter is `Status Convert(OnnxNode& n)`: it reads inputs and attributes, builds kiln ops
+// with the ordinary builder functions and reports each ONNX output with SetOutput (or SetKnown
+// for a value computed at import). Converters live in ir/onnx/convert_<family>.cc, one Add*
+// function per family filling the table. Errors name the node; a value needed at import that is
+// not known is kUnimplemented ("must be known at import").
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/builder.h"
+#include "ir/status.h"
+#include "ir/tensor.h"
+#include "proto/onnx.pb.h"
+
+namespace kiln::onnx_import {
+
+// An ONNX tensor name's kiln Value, and its value when known at import.
+// One entry of a shape vector that is only partly known at import: a number, or "dim `dim` of
+// the ONNX value `of`" (unknown until run time). PyTorch's x.view(x.size(0), -1) exports such a
+// vector: Shape -> Gather -> Unsqueeze -> Concat -> Reshape with an unknown batch dim.
+struct DimEntry {
+  int64_t value = 0;  // when `of` is empty
+  std::string of;     // kRunTimeEntry: computed at run time from something else
+  int dim = 0;
+};
+inline const char* const kRunTimeEntry = "<run time>";
+
+struct OnnxValue {
+  Value value;
+  Tensor known;  // invalid when not known
+  // For a scalar or 1-D integer value that is not fully known: what is known of each entry.
+  std::vector<DimEntry> partial;
+};
+
+class OnnxNode {
+ public:
+  OnnxNode(GraphBuilder& g, const onnx::NodeProto& node, int64_t opset,
+           std::map<std::string, OnnxValue>& values, std::string label)
+      : g_(g), node_(node), opset_(opset), values_(values), label_(std::move(label)) {}
+
+  GraphBuilder& g() const { return g_; }
+  const onnx::NodeProto& proto() const { return node_; }
+  const std::string& op_type() const { return node_.op_type(); }
+  int64_t opset() const { return opset_; }
+  // "node 'name' (Op)" for messages.
+  const std::string& label() const { return label_; }
+
+  // Inputs: optional ones may be absent (fewer inputs) or named "".
+  int num_inputs() const { return node_.input_size(); }
+  bool has_input(int i) const { return i < node_.input_size() && !node_.input(i).empty(); }
+  // The Value of input i; an error when it is absent.
+  Result<Value> input(int i) const;
+  // The value of input i when it is known at import (nullptr otherwise or when absent).
+  const Tensor* known(int i) const;
+  // The value of input i, which must be known at import.
+  Result<Tensor> Const(int i) const;
+  Result<std::vector<int64_t>> ConstInts(int i) const;
+  // A scalar input known at import, as a double.
+  Result<double> ConstScalar(int i) const;
+
+  int num_outputs() const { return node_.output_size(); }
+  // True when output i exists and is used (named).
+  bool wants_output(int i) const { return i < node_.output_size() && !node_.output(i).empty(); }
+  void SetOutput(int i, Value v);
+  // Output i is `t`, computed at import: a Constant.
+  void SetKnown(int i, const Tensor& t);
+  // The entries of input i when it is a partly known shape vector (or known: then all numbers);
+  // nullopt otherwise.
+  std::optional<std::vector<DimEntry>> Partial(int i) const;
+  // Output i is `v`, whose entries are `entries` (for a shape vector partly known at import).
+  void SetPartial(int i, Value v, std::vector<DimEntry> entries);
+  // The ONNX name of input i.
+  const std::string& input_name(int i) const { return node_.input(i); }
+
+  // Attributes. Getters with a default return it when the attribute is absent; an attribute of
+  // the wrong kind is an error.
+  bool has_attr(const std::string& name) const { return Attr(name) != nullptr; }
+  const onnx::AttributeProto* Attr(const std::string& name) const;
+  Result<int64_t> Int(const std::string& name, int64_t def) const;
+  Result<double> Float(const std::string& name, double def) const;
+  Result<std::string> String(const std::string& name, const std::string& def) const;
+  Result<std::vector<int64_t>> Ints(const std::string& name,
+                                    const std::vector<int64_t>& def = {}) const;
+  Result<std::vector<double>> Floats(const std::string& name,
+                                     const std::vector<double>& def = {}) const;
+  Result<Tensor> TensorAttr(const std::string& name) const;
+
+  // An error about this node.
+  template <typename... Args>
+  Error Fail(const Args&... parts) const {
+    return MakeError(ErrorCode::kInvalidArgument, label_, ": ", parts...);
+  }
+  template <typename... Args>
+  Error Unsupported(const Args&... parts) const {
+    return MakeError(ErrorCode::kUnimplemented, label_, ": ", parts...);
+  }
+
+ private:
+  Result<const onnx::AttributeProto*> AttrOfType(const std::string& name, int type) const;
+  GraphBuilder& g_;
+  const onnx::NodeProto& node_;
+  int64_t opset_;
+  std::map<std::string, OnnxValue>& values_;
+  std::string label_;
+};
+
+using ConvertFn = Status (*)(OnnxNode& n);
+using ConverterTable = std::map<std::string, ConvertFn>;
+
+// One per family (ir/onnx/convert_<family>.cc).
+void AddMathConverters(ConverterTable& t);
+void AddActivationConverters(ConverterTable& t);
+void AddNnConverters(ConverterTable& t);
+void AddArrayConverters(ConverterTable& t);
+void AddShapeConverters(ConverterTable& t);
+void AddReduceConverters(ConverterTable& t);
+void AddLinalgConverters(ConverterTable& t);
+void AddLossConverters(ConverterTable& t);
+void AddMaskedConverters(ConverterTable& t);
+void AddResizeConverters(ConverterTable& t);
+void AddIndexConverters(ConverterTable& t);
+void AddRnnConverters(ConverterTable& t);
+
+// Every converter, by ONNX op type.
+const ConverterTable& Converters();
+
+// Shared helpers for converters.
+// The integer elements of a known tensor.
+std::vector<int64_t> KnownInts(const Tensor& t);
+// True when every present input is known at import and is a small integer or bool tensor: the
+// node may then be evaluated at import (shape arithmetic).
+bool AllInputsKnownSmallInts(const OnnxNode& n);
+// Evaluates an elementwise function of the node's known integer/bool inputs at import, with numpy
+// broadcasting; the result has dtype `out`.
+Result<Tensor> FoldInts(const OnnxNode& n, DType out,
+                        const std::function<int64_t(const std::vector<int64_t>&)>& f);
+// The kiln dtype of an ONNX TensorProto.DataType (kUnimplemented for types kiln lacks).
+Result<DType> OnnxDType(const OnnxNode& n, int64_t onnx_type);
+// A zero-filled tensor whose size comes from the model: an error (not a crash) when too large.
+Result<Tensor> NewTensor(const OnnxNode& n, DType dtype, Shape shape);
+// Normalizes axis against rank or fails naming the node.
+Result<int> Axis(const OnnxNode& n, int64_t axis, int rank);
+
+// Shape vectors whose values are known only at run time (ir/onnx/dynamic_shape.cc), e.g. a shape
+// computed from a dynamic batch dim. One entry: a number known at import, or (`runtime` valid) a
+// scalar i64 Value. Such a shape is realized as a tensor of zeros built with Range, whose shape
+// shape-following ops (ReshapeLike, broadcasting) then take; entries that turn out negative at
+// run time give an empty dim there (a later element-count check reports it).
+struct ShapeDim {
+  int64_t value = 0;
+  Value runtime;
+};
+inline constexpr int64_t kMaxDynamicRank = 16;
+// The entries of input i, a 1-D integer shape vector of known length: numbers where known at
+// import (a known tensor, or the known entries of a partly known one), run-time scalars elsewhere.
+Result<std::vector<ShapeDim>> ShapeDims(const OnnxNode& n, int i);
+// Zeros of `dtype` in the shape `dims` (every number must be >= 0).
+Result<Value> ZerosOfDims(const OnnxNode& n, const std::vector<ShapeDim>& dims, DType dtype);
+// ONNX Reshape of x to `dims`: a number 0 copies x's dim (unless allowzero), one -1 is inferred
+// from the element count; run-time entries are taken as they are.
+Result<Value> ReshapeToDims(const OnnxNode& n, Value x, std::vector<ShapeDim> dims,
+                            bool allowzero);
+
+}  // namespace kiln::onnx_import

@@ -1,0 +1,360 @@
+// ONNX convolution, pooling and normalization: Conv, MaxPool, AveragePool (1-D and 2-D, through
+// kiln's 2-D ops; auto_pad needs the spatial dims known at import), GlobalAveragePool,
+// GlobalMaxPool, BatchNormalization (inference, and training mode with running statistics),
+// InstanceNormalization, LayerNormalization and MeanVarianceNormalization (composed).
+#include "ir/onnx/convert_context.h"
+#include "ir/ops/array.h"
+#include "ir/ops/linalg.h"
+#include "ir/ops/math.h"
+#include "ir/ops/nn.h"
+#include "ir/ops/reduce.h"
+
+namespace kiln::onnx_import {
+namespace {
+
+// Windowed-op attributes in kiln's 2-D form ([h, w] and [top, left, bottom, right]).
+struct Window {
+  std::vector<int64_t> kernel, strides, pads, dilations;
+  bool one_d = false;  // the op is 1-D: a size-1 H axis is inserted around it
+};
+
+// Reads kernel_shape (or `kernel` from the weights), strides, dilations, pads and auto_pad for an
+// input of spatial dims `spatial` (1 or 2 of them).
+Result<Window> ReadWindow(const OnnxNode& n, const Shape& x, std::vector<int64_t> kernel) {
+  int k = x.rank() - 2;
+  if (k != 1 && k != 2)
+    return n.Unsupported("only 1-D and 2-D windows are supported, got an input of shape ",
+                         x.ToString());
+  if (n.has_attr("kernel_shape")) {
+    KILN_ASSIGN_OR_RETURN(kernel, n.Ints("kernel_shape"));
+  }
+  if (static_cast<int>(kernel.size()) != k)
+    return n.Fail("kernel_shape must have ", k, " entries, got ", kernel.size());
+  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> strides,
+                        n.Ints("strides", std::vector<int64_t>(k, 1)));
+  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> dil, n.Ints("dilations", std::vector<int64_t>(k, 1)));
+  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> pads, n.Ints("pads", std::vector<int64_t>(2 * k, 0)));
+  KILN_ASSIGN_OR_RETURN(std::string auto_pad, n.String("auto_pad", "NOTSET"));
+  if (static_cast<int>(strides.size()) != k || static_cast<int>(dil.size()) != k ||
+      static_cast<int>(pads.size()) != 2 * k)
+    return n.Fail("strides, dilations and pads must have ", k, ", ", k, " and ", 2 * k, " entries");
+  if (auto_pad == "VALID") {
+    pads.assign(2 * k, 0);
+  } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    for (int i = 0; i < k; ++i) {
+      int64_t in = x[2 + i];
+      if (in < 0) return n.Unsupported("auto_pad ", auto_pad, " needs known spatial dims");
+      if (strides[i] <= 0) return n.Fail("strides must be positive");
+      int64_t out = (in + strides[i] - 1) / strides[i];
+      int64_t total =
+          std::max<int64_t>(0, (out - 1) * strides[i] + (kernel[i] - 1) * dil[i] + 1 - in);
+      int64_t small = total / 2, large = total - small;
+      pads[i] = auto_pad == "SAME_UPPER" ? small : large;
+      pads[k + i] = total - pads[i];
+    }
+  } else if (auto_pad != "NOTSET") {
+    return n.Fail("unknown auto_pad '", auto_pad, "'");
+  }
+  Window w;
+  if (k == 2) {
+    w = {kernel, strides, {pads[0], pads[1], pads[2], pads[3]}, dil};
+  } else {
+    w = {{1, kernel[0]}, {1, strides[0]}, {0, pads[0], 0, pads[1]}, {1, dil[0]}, true};
+  }
+  return w;
+}
+
+// Conv of x and w (the node's attributes), 1-D or 2-D.
+Result<Value> Convolve(OnnxNode& n, Value x, Value w) {
+  std::vector<int64_t> kernel(w.shape().dims().begin() + std::min(2, w.rank()),
+                              w.shape().dims().end());
+  KILN_ASSIGN_OR_RETURN(Window win, ReadWindow(n, x.shape(), kernel));
+  KILN_ASSIGN_OR_RETURN(int64_t group, n.Int("group", 1));
+  if (win.one_d) {
+    x = Unsqueeze(x, {2});
+    w = Unsqueeze(w, {2});
+  }
+  Value y = Conv2D(
+      x, w,
+      {.strides = win.strides, .pads = win.pads, .dilations = win.dilations, .groups = group});
+  if (win.one_d) y = Squeeze(y, {2});
+  return y;
+}
+
+Status ConvertConv(OnnxNode& n) {
+  KILN_ASSIGN_OR_RETURN(Value x, n.input(0));
+  KILN_ASSIGN_OR_RETURN(Value w, n.input(1));
+  KILN_ASSIGN_OR_RETURN(Value y, Convolve(n, x, w));
+  if (n.has_input(2)) {
+    KILN_ASSIGN_OR_RETURN(Value b, n.input(2));
+    y = BiasAdd(y, b, 1);
+  }
+  n.SetOutput(0, y);
+  return OkStatus();
+}
+
+// ConvTranspose as the input-gradient of a Conv2D whose output is X: W [C_in, C_out / group, k]
+// is that Conv2D's filter. The output size follows pads, output_padding or output_shape.
+Status ConvertConvTranspose(OnnxNode& n) {
+  KILN_ASSIGN_OR_RETURN(Value x, n.input(0));
+  KILN_ASSIGN_OR_RETURN(Value w, n.input(1));
+  int k = x.rank() - 2;
+  if (k != 1 && k != 2) return n.Unsupported("only 1-D and 2-D ConvTranspose is supported");
+  std::vector<int64_t> kernel(w.shape().dims().begin() + std::min(2, w.rank()),
+                              w.shape().dims().end());
+  if (n.has_attr("kernel_shape")) {
+    KILN_ASSIGN_OR_RETURN(kernel, n.Ints("kernel_shape"));
+  }
+  KILN_ASSIGN_OR_RETURN(int64_t group, n.Int("group", 1));
+  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> strides,
+                        n.Ints("strides", std::vector<int64_t>(k, 1)));
+  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> dil, n.Ints("dilations", std::vector<int64_t>(k, 1)));
+  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> pads, n.Ints("pads", std::vector<int64_t>(2 * k, 0)));
+  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> out_pad,
+                        n.Ints("output_padding", std::vector<int64_t>(k, 0)));
+  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> out_shape, n.Ints("output_shape"));
+  KILN_ASSIGN_OR_RETURN(std::string auto_pad, n.String("auto_pad", "NOTSET"));
+  if (static_cast<int>(kernel.size()) != k || static_cast<int>(strides.size()) != k ||
+      static_cast<int>(dil.size()) != k || static_cast<int>(pads.size()) != 2 * k ||
+      static_cast<int>(out_pad.size()) != k)
+    return n.Fail("kernel_shape, strides, dilations, output_padding and pads must have ", k, ", ",
+                  k, ", ", k, ", ", k, " and ", 2 * k, " entries");
+  if (!out_shape.empty() && static_cast<int>(out_shape.size()) != k) {
+    if (static_cast<int>(out_shape.size()) != k + 2)
+      return n.Fail("output_shape must have ", k, " entries");
+    out_shape.erase(out_shape.begin(), out_shape.begin() + 2);
+  }
+  int64_t c_out = w.rank() >= 2 ? w.shape()[1] * group : -1;
+  std::vector<int64_t> out(k);
+  for (int i = 0; i < k; ++i) {
+    int64_t in = x.shape()[2 + i];
+    if (in < 0 || kernel[i] < 0 || c_out < 0)
+      return n.Unsupported("needs the spatial dims, kernel and channels known at import");
+    int64_t full = strides[i] * (in - 1) + out_pad[i] + (kernel[i] - 1) * dil[i] + 1;
+    if (!out_shape.empty() || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      int64_t target = out_shape.empty() ? in * strides[i] : out_shape[i];
+      // A negative total pads the end of the output (positions no input reaches get zeros).
+      int64_t total = std::max<int64_t>(full - target, 0);
+      full = std::max(full, target);
+      bool upper = auto_pad == "SAME_UPPER";
+      pads[i] = upper ? total / 2 : total - total / 2;
+      pads[k + i] = total - pads[i];
+    } else if (auto_pad == "VALID") {
+      pads[i] = pads[k + i] = 0;
+    }
+    out[i] = full - pads[i] - pads[k + i];
+  }
+  Conv2DOptions o{.strides = strides, .pads = pads, .dilations = dil, .groups = group};
+  if (k == 1) {
+    o = {{1, strides[0]}, {0, pads[0], 0, pads[1]}, {1, dil[0]}, group};
+    out.insert(out.begin(), 1);
+  }
+  // A zero tensor of the output's shape, [N, C_out, out...], whatever N is at run time.
+  int64_t in_h = k == 2 ? x.shape()[2] : 1, in_w = x.shape()[k == 2 ? 3 : 2];
+  if (k == 1) {
+    x = Unsqueeze(x, {2});
+    w = Unsqueeze(w, {2});
+  }
+  Value like = Tile(Slice(ZerosLike(x), {0}, {1}, {1}), {1, c_out, 1, 1});
+  like = Pad(like, {0, 0, 0, 0, 0, 0, out[0] - in_h, out[1] - in_w});
+  Value y = Conv2DBackpropInput(x, w, like, o);
+  if (k == 1) y = Squeeze(y, {2});
+  if (n.has_input(2)) {
+    KILN_ASSIGN_OR_RETURN(Value b, n.input(2));
+    y = BiasAdd(y, b, 1);
+  }
+  n.SetOutput(0, y);
+  return OkStatus();
+}
+
+// ConvInteger: (x - x_zero_point) conv (w - w_zero_point) in int32, computed exactly in float64.
+Status ConvertConvInteger(OnnxNode& n) {
+  KILN_ASSIGN_OR_RETURN(Value x, n.input(0));
+  KILN_ASSIGN_OR_RETURN(Value w, n.input(1));
+  x = Cast(x, f64);
+  w = Cast(w, f64);
+  if (n.has_input(2)) {
+    KILN_ASSIGN_OR_RETURN(Value zx, n.input(2));
+    x = x - Cast(zx, f64);
+  }
+  if (n.has_input(3)) {
+    KILN_ASSIGN_OR_RETURN(Value zw, n.input(3));
+    w = w - (zw.rank() == 1 ? Reshape(Cast(zw, f64), {-1, 1, 1, 1}) : Cast(zw, f64));
+  }
+  KILN_ASSIGN_OR_RETURN(Value y, Convolve(n, x, w));
+  n.SetOutput(0, Cast(y, i32));
+  return OkStatus();
+}
+
+// LRN across channels: x / (bias + alpha / size * (sum of x^2 over the channel window))^beta.
+Status ConvertLrn(OnnxNode& n) {
+  KILN_ASSIGN_OR_RETURN(Value x, n.input(0));
+  KILN_ASSIGN_OR_RETURN(double alpha, n.Float("alpha", 1e-4));
+  KILN_ASSIGN_OR_RETURN(double beta, n.Float("beta", 0.75));
+  KILN_ASSIGN_OR_RETURN(double bias, n.Float("bias", 1.0));
+  KILN_ASSIGN_OR_RETURN(int64_t size, n.Int("size", 0));
+  if (size <= 0) return n.Fail("size must be > 0, got ", size);
+  if (x.rank() < 3) return n.Fail("needs an input of rank >= 3, got ", x.shape().ToString());
+  int64_t c = x.shape()[1];
+  if (c < 0) return n.Unsupported("needs the channel count known at import");
+  std::vector<int64_t> pads(2 * x.rank(), 0);
+  pads[1] = (size - 1) / 2;
+  pads[x.rank() + 1] = size - 1 - (size - 1) / 2;
+  Value sq = Pad(Square(x), pads);
+  Value sum;
+  for (int64_t i = 0; i < size; ++i) {
+    Value part = Slice(sq, {i}, {i + c}, {1});
+    sum = sum.valid() ? Add(sum, part) : part;
+  }
+  Value base = sum * (alpha / static_cast<double>(size)) + bias;
+  n.SetOutput(0, x / Pow(base, n.g().Scalar(beta, x.dtype())));
+  return OkStatus();
+}
+
+Status ConvertPool(OnnxNode& n) {
+  KILN_ASSIGN_OR_RETURN(Value x, n.input(0));
+  KILN_ASSIGN_OR_RETURN(Window win, ReadWindow(n, x.shape(), {}));
+  for (int64_t d : win.dilations)
+    if (d != 1) return n.Unsupported("pooling with dilations is not supported");
+  if (n.wants_output(1)) return n.Unsupported("MaxPool's Indices output is not supported");
+  KILN_ASSIGN_OR_RETURN(int64_t ceil_mode, n.Int("ceil_mode", 0));
+  KILN_ASSIGN_OR_RETURN(int64_t include_pad, n.Int("count_include_pad", 0));
+  Pool2DOptions o{.kernel = win.kernel,
+                  .strides = win.strides,
+                  .pads = win.pads,
+                  .ceil_mode = ceil_mode != 0,
+                  .count_include_pad = include_pad != 0};
+  DType dtype = x.dtype();
+  if (!IsFloat(dtype)) x = Cast(x, f64);  // integer max pooling: exact in float64
+  if (win.one_d) x = Unsqueeze(x, {2});
+  Value y = n.op_type() == "MaxPool" ? MaxPool2D(x, o) : AvgPool2D(x, o);
+  if (win.one_d) y = Squeeze(y, {2});
+  if (!IsFloat(dtype)) y = Cast(y, dtype);
+  n.SetOutput(0, y);
+  return OkStatus();
+}
+
+std::vector<int64_t> SpatialAxes(int rank) {
+  std::vector<int64_t> axes;
+  for (int i = 2; i < rank; ++i) axes.push_back(i);
+  return axes;
+}
+
+Status ConvertGlobalPool(OnnxNode& n) {
+  KILN_ASSIGN_OR_RETURN(Value x, n.input(0));
+  if (x.rank() < 3) return n.Fail("needs an input of rank >= 3, got ", x.shape().ToString());
+  n.SetOutput(0, n.op_type() == "GlobalAveragePool" ? GlobalAvgPool(x)
+                                                    : Max(x, SpatialAxes(x.rank()), true));
+  return OkStatus();
+}
+
+// A per-channel [C] vector shaped [C, 1, ...] to broadcast over x [N, C, ...].
+Value PerChannel(Value v, int rank) {
+  std::vector<int64_t> shape(std::max(rank - 1, 1), 1);
+  shape[0] = -1;
+  return Reshape(v, shape);
+}
+
+Status ConvertBatchNorm(OnnxNode& n) {
+  std::vector<Value> in;
+  for (int i = 0; i < 5; ++i) {
+    KILN_ASSIGN_OR_RETURN(Value v, n.input(i));
+    in.push_back(v);
+  }
+  KILN_ASSIGN_OR_RETURN(double eps, n.Float("epsilon", 1e-5));
+  KILN_ASSIGN_OR_RETURN(double momentum, n.Float("momentum", 0.9));
+  KILN_ASSIGN_OR_RETURN(int64_t spatial, n.Int("spatial", 1));
+  if (!spatial) return n.Unsupported("spatial = 0 (opset < 9) is not supported");
+  KILN_ASSIGN_OR_RETURN(int64_t training, n.Int("training_mode", 0));
+  std::vector<Value> r = BatchNorm(in[0], in[1], in[2], in[3], in[4], eps, training != 0);
+  n.SetOutput(0, r[0]);
+  if (training) {
+    // Running statistics: input * momentum + batch statistic * (1 - momentum).
+    n.SetOutput(1, in[3] * momentum + r[1] * (1 - momentum));
+    n.SetOutput(2, in[4] * momentum + r[2] * (1 - momentum));
+  } else if (n.wants_output(1) || n.wants_output(2)) {
+    return n.Unsupported("outputs 1 and 2 exist only in training mode");
+  }
+  return OkStatus();
+}
+
+// (x - mean) / sqrt(var + eps) over `axes`, with the mean and 1/sqrt(var + eps) kept (keepdims).
+struct Normalized {
+  Value y, mean, inv_std;
+};
+Normalized Normalize(Value x, const std::vector<int64_t>& axes, double eps) {
+  Value mean = Mean(x, axes, true);
+  Value d = x - mean;
+  Value inv = Rsqrt(Mean(Square(d), axes, true) + eps);
+  return {d * inv, mean, inv};
+}
+
+Status ConvertInstanceNorm(OnnxNode& n) {
+  KILN_ASSIGN_OR_RETURN(Value x, n.input(0));
+  KILN_ASSIGN_OR_RETURN(Value scale, n.input(1));
+  KILN_ASSIGN_OR_RETURN(Value bias, n.input(2));
+  KILN_ASSIGN_OR_RETURN(double eps, n.Float("epsilon", 1e-5));
+  if (x.rank() < 3) return n.Fail("needs an input of rank >= 3, got ", x.shape().ToString());
+  Normalized z = Normalize(x, SpatialAxes(x.rank()), eps);
+  n.SetOutput(0, z.y * PerChannel(scale, x.rank()) + PerChannel(bias, x.rank()));
+  return OkStatus();
+}
+
+Status ConvertLayerNorm(OnnxNode& n) {
+  KILN_ASSIGN_OR_RETURN(Value x, n.input(0));
+  KILN_ASSIGN_OR_RETURN(Value scale, n.input(1));
+  KILN_ASSIGN_OR_RETURN(int64_t axis_attr, n.Int("axis", -1));
+  KILN_ASSIGN_OR_RETURN(double eps, n.Float("epsilon", 1e-5));
+  KILN_ASSIGN_OR_RETURN(int axis, Axis(n, axis_attr, x.rank()));
+  std::vector<int64_t> tail(x.shape().dims().begin() + axis, x.shape().dims().end());
+  bool plain =
+      !n.wants_output(1) && !n.wants_output(2) && n.has_input(2) && scale.shape().dims() == tail;
+  if (plain) {
+    KILN_ASSIGN_OR_RETURN(Value bias, n.input(2));
+    if (bias.shape().dims() == tail) {
+      n.SetOutput(0, LayerNorm(x, scale, bias, axis, eps));
+      return OkStatus();
+    }
+  }
+  std::vector<int64_t> axes;
+  for (int i = axis; i < x.rank(); ++i) axes.push_back(i);
+  Normalized z = Normalize(x, axes, eps);
+  Value y = z.y * scale;
+  if (n.has_input(2)) {
+    KILN_ASSIGN_OR_RETURN(Value bias, n.input(2));
+    y = y + bias;
+  }
+  n.SetOutput(0, y);
+  n.SetOutput(1, z.mean);
+  n.SetOutput(2, z.inv_std);
+  return OkStatus();
+}
+
+// (x - mean) / (sqrt(E[x^2] - mean^2) + 1e-9) over `axes` (default [0, 2, 3]).
+Status ConvertMvn(OnnxNode& n) {
+  KILN_ASSIGN_OR_RETURN(Value x, n.input(0));
+  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> axes, n.Ints("axes", {0, 2, 3}));
+  Value mean = Mean(x, axes, true);
+  Value var = Mean(Square(x), axes, true) - Square(mean);
+  n.SetOutput(0, (x - mean) / (Sqrt(var) + 1e-9));
+  return OkStatus();
+}
+
+}  // namespace
+
+void AddNnConverters(ConverterTable& t) {
+  t["Conv"] = ConvertConv;
+  t["ConvInteger"] = ConvertConvInteger;
+  t["ConvTranspose"] = ConvertConvTranspose;
+  t["LRN"] = ConvertLrn;
+  t["MaxPool"] = ConvertPool;
+  t["AveragePool"] = ConvertPool;
+  t["GlobalAveragePool"] = ConvertGlobalPool;
+  t["GlobalMaxPool"] = ConvertGlobalPool;
+  t["BatchNormalization"] = ConvertBatchNorm;
+  t["InstanceNormalization"] = ConvertInstanceNorm;
+  t["LayerNormalization"] = ConvertLayerNorm;
+  t["MeanVarianceNormalization"] = ConvertMvn;
+}
+
+}  // namespace kiln::onnx_import

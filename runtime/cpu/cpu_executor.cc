@@ -1,0 +1,70 @@
+#include "runtime/cpu/cpu_executor.h"
+
+#include <sched.h>
+
+#include <thread>
+
+#include "runtime/cpu/plan_compiler.h"
+
+namespace kiln::cpu {
+namespace {
+
+// Everything a compiled plan depends on: the nodes to run, the fed tensors with their types, and
+// the fetches.
+std::string PlanKey(const RunPlan& plan) {
+  std::string key;
+  for (const Node* node : plan.nodes) key += node->name + ";";
+  key += "|";
+  for (const auto& [ref, tensor] : plan.feeds)
+    key += ref.ToString() + "=" + std::string(DTypeName(tensor.dtype())) +
+           tensor.shape().ToString() + ";";
+  key += "|";
+  for (const TensorRef& f : plan.fetches) key += f.ToString() + ";";
+  return key;
+}
+
+}  // namespace
+
+int AvailableCores() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return CPU_COUNT(&set);
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+CpuExecutor::CpuExecutor(int threads) : threads_(threads > 0 ? threads : AvailableCores()) {}
+
+Result<std::vector<Tensor>> CpuExecutor::Execute(const RunPlan& plan, VariableStore& variables) {
+  std::string key = PlanKey(plan);
+  auto it = cache_.find(key);
+  if (it == cache_.end()) {
+    std::shared_ptr<PlanCompiler> compiler = GetPlanCompiler();
+    if (!compiler)
+      return MakeError(ErrorCode::kUnimplemented,
+                       "the cpu backend needs the compiler, which this program does not link "
+                       "(link kiln_jit, or use backend \"reference\")");
+    Entry entry;
+    Result<CompiledPlan> compiled = compiler->Compile(plan, CompileOptions{threads_});
+    if (compiled.ok()) {
+      KILN_ASSIGN_OR_RETURN(entry.program, Program::Load(std::move(*compiled), threads_));
+      ++compiled_;
+    } else if (compiled.error().code() == ErrorCode::kUnimplemented) {
+      ++fallbacks_;  // not static: run it on the reference executor
+    } else {
+      return compiled.error();
+    }
+    it = cache_.emplace(std::move(key), std::move(entry)).first;
+  }
+  Program* program = it->second.program.get();
+  if (!program) return fallback_.Execute(plan, variables);
+  std::vector<Tensor> feeds;
+  for (const TensorRef& ref : program->executable().feeds) {
+    auto feed = plan.feeds.find(ref);
+    if (feed == plan.feeds.end())
+      return MakeError(ErrorCode::kInternal, "the compiled plan needs feed '", ref.ToString(),
+                       "'");
+    feeds.push_back(feed->second);
+  }
+  return program->Run(feeds, variables, counters_);
+}
+
+}  // namespace kiln::cpu

@@ -1,0 +1,42 @@
+// The compiled CPU backend ("cpu"). The first Run of a (nodes, feeds' shapes, fetches) combination
+// compiles it through the registered PlanCompiler and loads the result as a Program; later Runs
+// of the same combination reuse it. A plan the compiler cannot make static (a shape that depends
+// on the values of a tensor computed in the same run) runs on the reference executor instead;
+// `kiln inspect` shows which.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "runtime/cpu/program.h"
+#include "runtime/executor.h"
+#include "runtime/reference/executor.h"
+
+namespace kiln::cpu {
+
+class CpuExecutor : public Executor {
+ public:
+  explicit CpuExecutor(int threads);
+  Result<std::vector<Tensor>> Execute(const RunPlan& plan, VariableStore& variables) override;
+
+  // How many plans were compiled, and how many ran on the reference executor instead.
+  int compiled_plans() const { return compiled_; }
+  int fallback_plans() const { return fallbacks_; }
+
+ private:
+  struct Entry {
+    std::unique_ptr<Program> program;  // null: this plan runs on the reference executor
+  };
+  int threads_;
+  int compiled_ = 0;
+  int fallbacks_ = 0;
+  std::map<std::string, Entry> cache_;
+  std::map<std::string, uint64_t> counters_;
+  reference::ReferenceExecutor fallback_;
+};
+
+// The number of cores this process may run on.
+int AvailableCores();
+
+}  // namespace kiln::cpu

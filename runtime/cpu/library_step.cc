@@ -1,0 +1,15 @@
+#include "runtime/cpu/library_steps.h"
+
+namespace kiln::cpu {
+
+Result<std::unique_ptr<StepRunner>> MakeLibraryStep(const Step& step, const Executable& exe) {
+  if (step.callee == "gemm") return MakeGemmStep(step, exe);
+  if (step.callee == "conv2d" || step.callee == "conv2d_backprop_input" ||
+      step.callee == "conv2d_backprop_filter")
+    return MakeConvStep(step, exe);
+  return MakeError(ErrorCode::kUnimplemented, "unknown library routine '", step.callee,
+                   "' (this runtime has: gemm, conv2d, conv2d_backprop_input, "
+                   "conv2d_backprop_filter)");
+}
+
+}  // namespace kiln::cpu

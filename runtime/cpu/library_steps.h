@@ -1,0 +1,13 @@
+// Library steps by routine name (Step::callee of a kLibrary step). Each factory checks the step's
+// parameters against its buffers once, at load time, and creates whatever the library needs then.
+#pragma once
+
+#include "runtime/cpu/step.h"
+
+namespace kiln::cpu {
+
+Result<std::unique_ptr<StepRunner>> MakeGemmStep(const Step& step, const Executable& exe);
+// conv2d, conv2d_backprop_input, conv2d_backprop_filter.
+Result<std::unique_ptr<StepRunner>> MakeConvStep(const Step& step, const Executable& exe);
+
+}  // namespace kiln::cpu

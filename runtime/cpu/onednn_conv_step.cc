@@ -1,0 +1,177 @@
+// Library steps "conv2d", "conv2d_backprop_input", "conv2d_backprop_filter": oneDNN convolutions
+// in f32 on kiln's plain layouts (x/y NCHW, w OIHW, or GOIHW with groups). Each primitive is
+// created once, at load, with format_tag::any so oneDNN picks its fastest (blocked) layouts;
+// operands are reordered into them and results back in every run, using scratch memory allocated
+// at load. (Keeping activations blocked between consecutive convolutions is the layout pass's job,
+// not done yet.) Attributes: strides, pads [top, left, bottom, right], dilations, groups.
+#include <omp.h>
+
+#include <dnnl.hpp>
+#include <optional>
+
+#include "runtime/cpu/library_steps.h"
+
+namespace kiln::cpu {
+namespace {
+
+using dnnl::memory;
+using Tag = memory::format_tag;
+
+dnnl::engine& Engine() {
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+enum class ConvKind { kForward, kBackwardInput, kBackwardFilter };
+
+memory::dims Dims(const Shape& s) { return memory::dims(s.dims().begin(), s.dims().end()); }
+
+// One operand: the plan's plain buffer, and the primitive's layout when it differs.
+struct Operand {
+  int buffer = -1;
+  int arg = 0;  // DNNL_ARG_*
+  bool output = false;
+  memory::desc plain;
+  memory::desc inner;
+  std::optional<dnnl::reorder> to_inner, to_plain;
+  mutable memory scratch;  // dnnl::reorder::execute takes non-const memory
+};
+
+class ConvStep : public StepRunner {
+ public:
+  ConvStep(dnnl::primitive primitive, std::vector<Operand> operands)
+      : primitive_(std::move(primitive)), operands_(std::move(operands)) {}
+
+  Status Run(StepEnv& env) const override {
+    omp_set_num_threads(env.threads);
+    try {
+      dnnl::stream stream(Engine());
+      std::unordered_map<int, memory> args;
+      std::vector<std::pair<const Operand*, memory>> outputs;
+      for (const Operand& op : operands_) {
+        memory user(op.plain, Engine(), env.data[op.buffer]);
+        if (!op.to_inner && !op.to_plain) {
+          args[op.arg] = user;
+          continue;
+        }
+        if (!op.output) op.to_inner->execute(stream, user, op.scratch);
+        args[op.arg] = op.scratch;
+        if (op.output) outputs.push_back({&op, user});
+      }
+      primitive_.execute(stream, args);
+      for (auto& [op, user] : outputs) op->to_plain->execute(stream, op->scratch, user);
+      stream.wait();
+    } catch (const dnnl::error& e) {
+      return MakeError(ErrorCode::kInternal, "oneDNN convolution failed: ", e.what());
+    }
+    return OkStatus();
+  }
+
+ private:
+  dnnl::primitive primitive_;
+  std::vector<Operand> operands_;
+};
+
+void Prepare(Operand& op, const memory::desc& inner) {
+  op.inner = inner;
+  if (inner == op.plain) return;
+  op.scratch = memory(inner, Engine());
+  if (op.output)
+    op.to_plain = dnnl::reorder(op.scratch, memory(op.plain, Engine(), nullptr));
+  else
+    op.to_inner = dnnl::reorder(memory(op.plain, Engine(), nullptr), op.scratch);
+}
+
+Result<std::unique_ptr<StepRunner>> MakeConv(const Step& step, const Executable& exe,
+                                             ConvKind kind) {
+  if (step.inputs.size() < 2 || step.outputs.size() != 1)
+    return MakeError(ErrorCode::kInternal, step.callee, " takes 2-3 inputs and 1 output");
+  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> strides, step.attrs.GetInts("strides"));
+  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> pads, step.attrs.GetInts("pads"));
+  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> dilations, step.attrs.GetInts("dilations"));
+  KILN_ASSIGN_OR_RETURN(int64_t groups, step.attrs.GetInt("groups"));
+  if (strides.size() != 2 || pads.size() != 4 || dilations.size() != 2 || groups < 1)
+    return MakeError(ErrorCode::kInternal, step.callee, ": malformed attributes");
+  // x, w, y by role, whichever direction the step computes.
+  const int x_id = kind == ConvKind::kBackwardInput ? step.outputs[0] : step.inputs[0];
+  const int w_id = kind == ConvKind::kBackwardFilter ? step.outputs[0] : step.inputs[1];
+  const int y_id = kind == ConvKind::kForward         ? step.outputs[0]
+                   : kind == ConvKind::kBackwardInput ? step.inputs[0]
+                                                      : step.inputs[1];
+  const Shape& xs = exe.buffers[x_id].type.shape;
+  const Shape& ws = exe.buffers[w_id].type.shape;
+  const Shape& ys = exe.buffers[y_id].type.shape;
+  for (int id : {x_id, w_id, y_id})
+    if (exe.buffers[id].type.dtype != f32 || exe.buffers[id].type.shape.rank() != 4)
+      return MakeError(ErrorCode::kInternal, step.callee, ": needs f32 rank-4 operands, got ",
+                       exe.buffers[id].type.ToString());
+  memory::dims w_dims = Dims(ws);
+  Tag w_tag = Tag::oihw;
+  if (groups > 1) {
+    w_dims = {groups, ws[0] / groups, ws[1], ws[2], ws[3]};
+    w_tag = Tag::goihw;
+  }
+  const memory::dims s = Dims(Shape(strides)), d = {dilations[0] - 1, dilations[1] - 1};
+  const memory::dims pl = {pads[0], pads[1]}, pr = {pads[2], pads[3]};
+  auto f32_desc = [](const memory::dims& dims, Tag tag) {
+    return memory::desc(dims, memory::data_type::f32, tag);
+  };
+  memory::desc x_any = f32_desc(Dims(xs), Tag::any), y_any = f32_desc(Dims(ys), Tag::any);
+  memory::desc w_any = f32_desc(w_dims, Tag::any);
+  Operand x{x_id, 0, kind == ConvKind::kBackwardInput, f32_desc(Dims(xs), Tag::nchw)};
+  Operand w{w_id, 0, kind == ConvKind::kBackwardFilter, f32_desc(w_dims, w_tag)};
+  Operand y{y_id, 0, kind == ConvKind::kForward, f32_desc(Dims(ys), Tag::nchw)};
+  try {
+    const auto algo = dnnl::algorithm::convolution_direct;
+    dnnl::convolution_forward::primitive_desc forward(
+        dnnl::convolution_forward::desc(kind == ConvKind::kForward
+                                            ? dnnl::prop_kind::forward_inference
+                                            : dnnl::prop_kind::forward_training,
+                                        algo, x_any, w_any, y_any, s, d, pl, pr),
+        Engine());
+    dnnl::primitive primitive;
+    if (kind == ConvKind::kForward) {
+      x.arg = DNNL_ARG_SRC, w.arg = DNNL_ARG_WEIGHTS, y.arg = DNNL_ARG_DST;
+      Prepare(x, forward.src_desc()), Prepare(w, forward.weights_desc());
+      Prepare(y, forward.dst_desc());
+      primitive = dnnl::convolution_forward(forward);
+    } else if (kind == ConvKind::kBackwardInput) {
+      dnnl::convolution_backward_data::primitive_desc pd(
+          dnnl::convolution_backward_data::desc(algo, x_any, w_any, y_any, s, d, pl, pr),
+          Engine(), forward);
+      x.arg = DNNL_ARG_DIFF_SRC, w.arg = DNNL_ARG_WEIGHTS, y.arg = DNNL_ARG_DIFF_DST;
+      Prepare(x, pd.diff_src_desc()), Prepare(w, pd.weights_desc());
+      Prepare(y, pd.diff_dst_desc());
+      primitive = dnnl::convolution_backward_data(pd);
+    } else {
+      dnnl::convolution_backward_weights::primitive_desc pd(
+          dnnl::convolution_backward_weights::desc(algo, x_any, w_any, y_any, s, d, pl, pr),
+          Engine(), forward);
+      x.arg = DNNL_ARG_SRC, w.arg = DNNL_ARG_DIFF_WEIGHTS, y.arg = DNNL_ARG_DIFF_DST;
+      Prepare(x, pd.src_desc()), Prepare(w, pd.diff_weights_desc());
+      Prepare(y, pd.diff_dst_desc());
+      primitive = dnnl::convolution_backward_weights(pd);
+    }
+    // Inputs first: their reorders run before the primitive.
+    std::vector<Operand> operands;
+    for (Operand* op : {&x, &w, &y})
+      if (!op->output) operands.push_back(*op);
+    for (Operand* op : {&x, &w, &y})
+      if (op->output) operands.push_back(*op);
+    return std::unique_ptr<StepRunner>(new ConvStep(std::move(primitive), std::move(operands)));
+  } catch (const dnnl::error& e) {
+    return MakeError(ErrorCode::kInternal, step.callee, " ", xs.ToString(), " * ", ws.ToString(),
+                     " -> ", ys.ToString(), ": oneDNN refused it: ", e.what());
+  }
+}
+
+}  // namespace
+
+Result<std::unique_ptr<StepRunner>> MakeConvStep(const Step& step, const Executable& exe) {
+  ConvKind kind = step.callee == "conv2d"                  ? ConvKind::kForward
+                  : step.callee == "conv2d_backprop_input" ? ConvKind::kBackwardInput
+                                                           : ConvKind::kBackwardFilter;
+  return MakeConv(step, exe, kind);
+}
+
+}  // namespace kiln::cpu

@@ -1,0 +1,50 @@
+// The seam between the runtime and the compiler (dependency inversion): the runtime declares what
+// it needs to run compiled code, compiler/ implements it and registers itself, so runtime/ never
+// includes or links LLVM, MLIR or compiler/.
+//
+//   KernelLibrary  resolves a generated kernel's symbol to its packed entry point (JIT code, or
+//                  later the code of a loaded module);
+//   PlanCompiler   turns what a Session wants to run (a RunPlan with concrete feeds) into an
+//                  Executable plus the library holding its kernels.
+// Without a registered compiler the "cpu" backend reports that it needs one.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "ir/status.h"
+#include "runtime/executable.h"
+#include "runtime/executor.h"
+
+namespace kiln {
+
+// A generated kernel: args[i] points at its i-th argument (see compiler/kernel_spec.h).
+using KernelEntry = void (*)(void** args);
+
+class KernelLibrary {
+ public:
+  virtual ~KernelLibrary() = default;
+  virtual Result<KernelEntry> Find(const std::string& symbol) const = 0;
+};
+
+struct CompiledPlan {
+  Executable executable;
+  std::shared_ptr<const KernelLibrary> kernels;  // may be null when the plan has no kKernel step
+};
+
+struct CompileOptions {
+  int threads = 1;
+};
+
+class PlanCompiler {
+ public:
+  virtual ~PlanCompiler() = default;
+  // Compiles `plan` for the shapes of its feeds (the values of the feeds are not looked at).
+  virtual Result<CompiledPlan> Compile(const RunPlan& plan, const CompileOptions& options) = 0;
+};
+
+// Called once by the compiler library at start-up (see compiler/register.cc).
+void RegisterPlanCompiler(std::shared_ptr<PlanCompiler> compiler);
+std::shared_ptr<PlanCompiler> GetPlanCompiler();
+
+}  // namespace kiln

@@ -1,0 +1,98 @@
+#include "runtime/cpu/program.h"
+
+#include <cstring>
+
+namespace kiln::cpu {
+
+Result<std::unique_ptr<Program>> Program::Load(CompiledPlan plan, int threads) {
+  std::unique_ptr<Program> program(new Program());
+  program->threads_ = threads < 1 ? 1 : threads;
+  program->plan_ = std::move(plan);  // steps keep references into it
+  const Executable& exe = program->plan_.executable;
+  for (size_t i = 0; i < exe.buffers.size(); ++i) {
+    const BufferDesc& b = exe.buffers[i];
+    if (!b.type.shape.IsFullyKnown())
+      return MakeError(ErrorCode::kInternal, "buffer %", i, " (", b.tensor, ") has type ",
+                       b.type.ToString(), ": a compiled plan needs fully known shapes");
+    bool in_range = b.kind == BufferDesc::Kind::kArena
+                        ? b.offset >= 0 && b.offset % kBufferAlignment == 0 &&
+                              b.offset + b.bytes() <= exe.arena_bytes
+                    : b.kind == BufferDesc::Kind::kConstant
+                        ? b.index >= 0 && b.index < static_cast<int>(exe.constants.size()) &&
+                              exe.constants[b.index].byte_size() == b.bytes()
+                        : b.index >= 0 && b.index < static_cast<int>(exe.feeds.size());
+    if (!in_range)
+      return MakeError(ErrorCode::kInternal, "buffer %", i, " (", b.tensor,
+                       ") lies outside the arena, its constant or the feeds");
+  }
+  for (const Step& step : exe.steps) {
+    for (const std::vector<int>* ids : {&step.inputs, &step.outputs})
+      for (int id : *ids)
+        if (id < 0 || id >= static_cast<int>(exe.buffers.size()))
+          return MakeError(ErrorCode::kInternal, "step ", step.callee, " uses buffer %", id,
+                           " of ", exe.buffers.size());
+    for (int id : step.outputs)
+      if (exe.buffers[id].kind != BufferDesc::Kind::kArena)
+        return MakeError(ErrorCode::kInternal, "step ", step.callee, " writes buffer %", id,
+                         " which is a constant or a feed");
+    Result<std::unique_ptr<StepRunner>> runner =
+        step.kind == Step::Kind::kKernel    ? MakeKernelStep(step, exe, program->plan_.kernels.get())
+        : step.kind == Step::Kind::kLibrary ? MakeLibraryStep(step, exe)
+                                            : MakeReferenceStep(step, exe);
+    KILN_RETURN_IF_ERROR(runner.status());
+    program->steps_.push_back(std::move(*runner));
+  }
+  for (int id : exe.fetches)
+    if (id < 0 || id >= static_cast<int>(exe.buffers.size()))
+      return MakeError(ErrorCode::kInternal, "fetch of buffer %", id, " of ", exe.buffers.size());
+  KILN_ASSIGN_OR_RETURN(Tensor arena, Tensor::Create(u8, Shape{exe.arena_bytes}));
+  program->arena_ = std::shared_ptr<uint8_t[]>(arena.data<uint8_t>(), [arena](uint8_t*) {});
+  return program;
+}
+
+Result<std::vector<Tensor>> Program::Run(const std::vector<Tensor>& feeds,
+                                         VariableStore& variables,
+                                         std::map<std::string, uint64_t>& counters) {
+  const Executable& exe = plan_.executable;
+  if (feeds.size() != exe.feeds.size())
+    return MakeError(ErrorCode::kInvalidArgument, "the compiled plan takes ", exe.feeds.size(),
+                     " feeds, got ", feeds.size());
+  StepEnv env;
+  env.executable = &exe;
+  env.variables = &variables;
+  env.counters = &counters;
+  env.threads = threads_;
+  env.data.resize(exe.buffers.size());
+  for (size_t i = 0; i < exe.buffers.size(); ++i) {
+    const BufferDesc& b = exe.buffers[i];
+    switch (b.kind) {
+      case BufferDesc::Kind::kArena:
+        env.data[i] = arena_.get() + b.offset;
+        break;
+      case BufferDesc::Kind::kConstant:
+        // Steps never write constants or feeds (checked at load).
+        env.data[i] = const_cast<void*>(exe.constants[b.index].raw_data());
+        break;
+      case BufferDesc::Kind::kFeed: {
+        const Tensor& feed = feeds[b.index];
+        if (feed.dtype() != b.type.dtype || feed.shape() != b.type.shape)
+          return MakeError(ErrorCode::kInvalidArgument, "feed '", exe.feeds[b.index].ToString(),
+                           "' is ", DTypeName(feed.dtype()), feed.shape().ToString(),
+                           " but the compiled plan expects ", b.type.ToString());
+        env.data[i] = const_cast<void*>(feed.raw_data());
+        break;
+      }
+    }
+  }
+  for (const std::unique_ptr<StepRunner>& step : steps_) KILN_RETURN_IF_ERROR(step->Run(env));
+  std::vector<Tensor> fetched;
+  for (int id : exe.fetches) {
+    const BufferDesc& b = exe.buffers[id];
+    Tensor t(b.type.dtype, b.type.shape);
+    std::memcpy(t.raw_data(), env.data[id], b.bytes());
+    fetched.push_back(std::move(t));
+  }
+  return fetched;
+}
+
+}  // namespace kiln::cpu

@@ -1,0 +1,39 @@
+// Program: a compiled plan loaded for this CPU. Load resolves every step once (kernels, library
+// primitives) and allocates the arena once; Run binds the feeds, runs the steps in order and
+// copies the fetches out. A Program is run by one caller at a time.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/status.h"
+#include "ir/tensor.h"
+#include "runtime/cpu/plan_compiler.h"
+#include "runtime/cpu/step.h"
+#include "runtime/variable_store.h"
+
+namespace kiln::cpu {
+
+class Program {
+ public:
+  static Result<std::unique_ptr<Program>> Load(CompiledPlan plan, int threads);
+
+  // `feeds[i]` binds Executable::feeds[i]; its dtype and shape must match the buffer exactly.
+  // `counters` are the random-stream counters of stateful reference kernels (per session).
+  Result<std::vector<Tensor>> Run(const std::vector<Tensor>& feeds, VariableStore& variables,
+                                  std::map<std::string, uint64_t>& counters);
+
+  const Executable& executable() const { return plan_.executable; }
+
+ private:
+  Program() = default;
+
+  CompiledPlan plan_;
+  int threads_ = 1;
+  std::shared_ptr<uint8_t[]> arena_;
+  std::vector<std::unique_ptr<StepRunner>> steps_;
+};
+
+}  // namespace kiln::cpu

@@ -1,0 +1,38 @@
+// A step of an Executable made ready to run: its kernel resolved or its library primitive created
+// once, at load time, so that running it does no lookup or setup. Program owns the steps.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/status.h"
+#include "runtime/cpu/plan_compiler.h"
+#include "runtime/executable.h"
+#include "runtime/variable_store.h"
+
+namespace kiln::cpu {
+
+// What a running step sees: the address of every buffer, and the session's state.
+struct StepEnv {
+  std::vector<void*> data;  // by buffer index
+  const Executable* executable = nullptr;
+  VariableStore* variables = nullptr;
+  std::map<std::string, uint64_t>* counters = nullptr;  // random streams of reference kernels
+  int threads = 1;
+};
+
+class StepRunner {
+ public:
+  virtual ~StepRunner() = default;
+  virtual Status Run(StepEnv& env) const = 0;
+};
+
+Result<std::unique_ptr<StepRunner>> MakeKernelStep(const Step& step, const Executable& exe,
+                                                   const KernelLibrary* kernels);
+Result<std::unique_ptr<StepRunner>> MakeLibraryStep(const Step& step, const Executable& exe);
+Result<std::unique_ptr<StepRunner>> MakeReferenceStep(const Step& step, const Executable& exe);
+
+}  // namespace kiln::cpu

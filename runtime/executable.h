@@ -1,0 +1,63 @@
+// Executable: the static plan a compiled backend runs, produced by compiler/ and run by
+// runtime/cpu (and, written to a file, by a loaded module).
+//
+// Every tensor of the plan lives in a buffer with a fully known type. Arena buffers have a byte
+// offset fixed at compile time inside one arena of `arena_bytes` (buffers whose lifetimes do not
+// overlap share bytes); constant buffers point into `constants`; feed buffers are bound to the
+// caller's feed tensors at run time. Steps run in order; each reads and writes buffers by index:
+//   kKernel     a generated kernel (see compiler/kernel_spec.h for its ABI), split over threads
+//               along dimension 0 of its iteration space (`rows`);
+//   kLibrary    a call into a library (OpenBLAS gemm, oneDNN), parameters in `attrs`;
+//   kReference  the reference kernel of one node, for ops the compiler does not lower yet.
+// After the last step, each fetch is copied out of its buffer.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/attr.h"
+#include "ir/graph.h"
+#include "ir/tensor.h"
+
+namespace kiln {
+
+inline constexpr int64_t kBufferAlignment = 64;
+
+struct BufferDesc {
+  enum class Kind { kArena, kConstant, kFeed };
+  Kind kind = Kind::kArena;
+  TensorType type;     // fully known shape
+  int64_t offset = 0;  // kArena: byte offset in the arena
+  int index = -1;      // kConstant: index in Executable::constants; kFeed: index in feeds
+  std::string tensor;  // the graph tensor it holds ("node:port"), for messages and dumps
+  int64_t bytes() const { return type.shape.NumElements() * DTypeSize(type.dtype); }
+};
+
+struct Step {
+  enum class Kind { kKernel, kLibrary, kReference };
+  Kind kind = Kind::kReference;
+  std::string callee;  // kKernel: kernel symbol; kLibrary: routine name; kReference: op name
+  std::vector<int> inputs;
+  std::vector<int> outputs;
+  AttrMap attrs;       // kLibrary: the routine's parameters
+  int64_t rows = 1;    // kKernel: the extent of dimension 0 of its iteration space
+  Node node;           // kReference: the node to run; otherwise the node(s) it implements (name)
+};
+
+struct Executable {
+  int64_t arena_bytes = 0;
+  std::vector<BufferDesc> buffers;
+  std::vector<Tensor> constants;
+  std::vector<TensorRef> feeds;  // buffer of kind kFeed with index i is bound to feeds[i]
+  std::vector<int> fetches;      // the buffer of each fetch, in order
+  std::vector<Step> steps;
+
+  // A readable listing of buffers and steps (kiln inspect, KILN_DUMP_DIR, golden tests).
+  std::string ToString() const;
+  int CountSteps(Step::Kind kind) const;
+};
+
+const char* StepKindName(Step::Kind kind);
+
+}  // namespace kiln

@@ -1,0 +1,92 @@
+#include "runtime/executable_proto.h"
+
+#include "ir/serialize.h"
+
+namespace kiln {
+
+static_assert(static_cast<int>(BufferDesc::Kind::kFeed) == proto::BufferProto::FEED &&
+              static_cast<int>(BufferDesc::Kind::kConstant) == proto::BufferProto::CONSTANT);
+static_assert(static_cast<int>(Step::Kind::kReference) == proto::StepProto::REFERENCE &&
+              static_cast<int>(Step::Kind::kLibrary) == proto::StepProto::LIBRARY);
+
+proto::ExecutableProto ExecutableToProto(const Executable& exe) {
+  proto::ExecutableProto p;
+  p.set_arena_bytes(exe.arena_bytes);
+  for (const BufferDesc& b : exe.buffers) {
+    proto::BufferProto* bp = p.add_buffers();
+    bp->set_kind(static_cast<proto::BufferProto::Kind>(b.kind));
+    bp->set_dtype(DTypeToProto(b.type.dtype));
+    *bp->mutable_shape() = ShapeToProto(b.type.shape);
+    bp->set_offset(b.offset);
+    bp->set_index(b.index);
+    bp->set_tensor(b.tensor);
+  }
+  for (const Tensor& t : exe.constants) *p.add_constants() = TensorToProto(t);
+  for (const TensorRef& f : exe.feeds) p.add_feeds(f.ToString());
+  for (int f : exe.fetches) p.add_fetches(f);
+  for (const Step& s : exe.steps) {
+    proto::StepProto* sp = p.add_steps();
+    sp->set_kind(static_cast<proto::StepProto::Kind>(s.kind));
+    sp->set_callee(s.callee);
+    for (int id : s.inputs) sp->add_inputs(id);
+    for (int id : s.outputs) sp->add_outputs(id);
+    for (const auto& [name, value] : s.attrs.items()) (*sp->mutable_attrs())[name] = AttrToProto(value);
+    sp->set_rows(s.rows);
+    *sp->mutable_node() = NodeToProto(s.node);
+  }
+  return p;
+}
+
+Result<Executable> ExecutableFromProto(const proto::ExecutableProto& p) {
+  Executable exe;
+  exe.arena_bytes = p.arena_bytes();
+  if (exe.arena_bytes < 0)
+    return MakeError(ErrorCode::kInvalidArgument, "executable: negative arena size");
+  for (int i = 0; i < p.buffers_size(); ++i) {
+    const proto::BufferProto& bp = p.buffers(i);
+    auto error = [&](const Error& e) { return e.WithContext("executable buffer %" + std::to_string(i)); };
+    if (!proto::BufferProto::Kind_IsValid(bp.kind()))
+      return MakeError(ErrorCode::kInvalidArgument, "executable buffer %", i, ": unknown kind ",
+                       static_cast<int>(bp.kind()));
+    BufferDesc b;
+    b.kind = static_cast<BufferDesc::Kind>(bp.kind());
+    Result<DType> dtype = DTypeFromProto(bp.dtype());
+    if (!dtype.ok()) return error(dtype.error());
+    Result<Shape> shape = ShapeFromProto(bp.shape());
+    if (!shape.ok()) return error(shape.error());
+    b.type = TensorType{*dtype, *shape};
+    b.offset = bp.offset();
+    b.index = bp.index();
+    b.tensor = bp.tensor();
+    exe.buffers.push_back(std::move(b));
+  }
+  for (const proto::TensorProto& tp : p.constants()) {
+    KILN_ASSIGN_OR_RETURN(Tensor t, TensorFromProto(tp));
+    exe.constants.push_back(std::move(t));
+  }
+  for (const std::string& f : p.feeds()) {
+    KILN_ASSIGN_OR_RETURN(TensorRef ref, TensorRef::Parse(f));
+    exe.feeds.push_back(std::move(ref));
+  }
+  exe.fetches.assign(p.fetches().begin(), p.fetches().end());
+  for (const proto::StepProto& sp : p.steps()) {
+    if (!proto::StepProto::Kind_IsValid(sp.kind()))
+      return MakeError(ErrorCode::kInvalidArgument, "executable step '", sp.callee(),
+                       "': unknown kind ", static_cast<int>(sp.kind()));
+    Step s;
+    s.kind = static_cast<Step::Kind>(sp.kind());
+    s.callee = sp.callee();
+    s.inputs.assign(sp.inputs().begin(), sp.inputs().end());
+    s.outputs.assign(sp.outputs().begin(), sp.outputs().end());
+    for (const auto& [name, value] : sp.attrs()) {
+      KILN_ASSIGN_OR_RETURN(AttrValue v, AttrFromProto(value));
+      s.attrs.Set(name, std::move(v));
+    }
+    s.rows = sp.rows();
+    KILN_ASSIGN_OR_RETURN(s.node, NodeFromProto(sp.node()));
+    exe.steps.push_back(std::move(s));
+  }
+  return exe;
+}
+
+}  // namespace kiln

@@ -1,0 +1,15 @@
+// Executable <-> ExecutableProto (proto/kiln.proto): how a compiled plan is written into a file.
+// FromProto checks the structure it can check alone (kinds, dtypes, shapes, tensor names);
+// cpu::Program::Load checks the rest (indices and offsets against the buffers and the arena).
+#pragma once
+
+#include "ir/status.h"
+#include "proto/kiln.pb.h"
+#include "runtime/executable.h"
+
+namespace kiln {
+
+proto::ExecutableProto ExecutableToProto(const Executable& exe);
+Result<Executable> ExecutableFromProto(const proto::ExecutableProto& p);
+
+}  // namespace kiln

@@ -1,0 +1,219 @@
+// The compiled cpu backend end to end: fusion decisions, buffer reuse, library calls, plans that
+// cannot be static, and training steps, each against the reference executor.
+#include <catch2/catch.hpp>
+
+#include "compiler/buffer_assignment.h"
+#include "compiler/codegen/emit_mlir.h"
+#include "compiler/plan_executable.h"
+#include "ir/builder.h"
+#include "ir/layers.h"
+#include "ir/ops/array.h"
+#include "ir/ops/array_like.h"
+#include "ir/ops/linalg.h"
+#include "ir/ops/math.h"
+#include "models/digits_cnn.h"
+#include "passes/optim.h"
+#include "runtime/cpu/cpu_executor.h"
+#include "runtime/session.h"
+#include "tests/testing/differential.h"
+#include "tests/testing/gradcheck_op.h"
+#include "tests/testing/run_op.h"
+
+namespace kiln {
+namespace {
+
+using compiler::PlanExecutable;
+using compiler::PlannedExecutable;
+using testing::T1;
+
+Tensor Random(Shape shape, uint64_t seed) { return testing::RandomTensor(shape, seed).CastTo(f32); }
+
+// The plan a Session would run for `fetches` with `feeds`.
+RunPlan PlanOf(const Graph& graph, const std::vector<std::pair<std::string, Tensor>>& feeds,
+               const std::vector<std::string>& fetches) {
+  RunPlan plan;
+  for (const auto& [name, t] : feeds) plan.feeds[TensorRef{name, 0}] = t;
+  for (const std::string& f : fetches) plan.fetches.push_back(*graph.ResolveTensor(f));
+  std::vector<const Node*> order = *graph.TopologicalOrder();
+  for (const Node* n : order)
+    if (!plan.feeds.count(TensorRef{n->name, 0})) plan.nodes.push_back(n);
+  return plan;
+}
+
+PlannedExecutable Planned(const Graph& graph, const RunPlan& plan) {
+  compiler::PlanOptions options;
+  options.can_emit = compiler::CanEmit;
+  Result<PlannedExecutable> planned = PlanExecutable(plan, options);
+  INFO(planned.status().ToString());
+  REQUIRE(planned.ok());
+  return std::move(*planned);
+}
+
+std::vector<Tensor> RunBoth(const Graph& graph, const FeedList& feeds,
+                            const std::vector<TensorName>& fetches) {
+  Session reference(graph, SessionOptions{.backend = "reference"});
+  Result<std::vector<Tensor>> expected = reference.Run(feeds, fetches);
+  REQUIRE(expected.ok());
+  testing::CheckCompiledMatchesReference(graph, feeds, fetches, *expected);
+  return *expected;
+}
+
+TEST_CASE("an elementwise chain with broadcasting becomes one kernel", "[cpu]") {
+  GraphBuilder g;
+  Value x = g.Placeholder("x", f32, {-1, 8});
+  Value b = g.Placeholder("b", f32, {8});
+  Value y = Relu(Add(Mul(x, g.Scalar(2.0)), b));
+  Value z = Sigmoid(Sub(y, g.Scalar(1.0)));
+  g.Output("y", y);
+  g.Output("z", z);
+  Graph graph = *g.Build();
+  Tensor xv = Random(Shape{4, 8}, 1);
+  Tensor bv = Random(Shape{8}, 2);
+  RunPlan plan = PlanOf(graph, {{"x", xv}, {"b", bv}}, {"y", "z"});
+  PlannedExecutable p = Planned(graph, plan);
+  const Executable& exe = p.lowered.executable;
+  INFO(exe.ToString());
+  CHECK(exe.CountSteps(Step::Kind::kKernel) == 1);
+  CHECK(exe.steps.size() == 1);
+  REQUIRE(p.lowered.kernels.size() == 1);
+  CHECK(p.lowered.kernels[0].outputs.size() == 2);  // y is fetched and used by z
+  RunBoth(graph, {{"x", xv}, {"b", bv}}, {"y", "z"});
+}
+
+TEST_CASE("fusion does not create cycles and explains why", "[cpu]") {
+  GraphBuilder g;
+  Value x = g.Placeholder("x", f32, {4, 4});
+  Value a = Exp(x);        // cluster 0
+  Value m = MatMul(a, a);  // library call consuming a
+  Value c = Add(a, m);     // joining a's cluster would make a cycle through m
+  g.Output("c", c);
+  Graph graph = *g.Build();
+  Tensor xv = Random(Shape{4, 4}, 3);
+  PlannedExecutable p = Planned(graph, PlanOf(graph, {{"x", xv}}, {"c"}));
+  std::string decisions;
+  for (const std::string& d : p.fusion.decisions) decisions += d + "\n";
+  INFO(decisions);
+  CHECK(p.fusion.clusters.size() == 2);
+  CHECK(decisions.find("cycle") != std::string::npos);
+  CHECK(p.lowered.executable.CountSteps(Step::Kind::kLibrary) == 1);
+  RunBoth(graph, {{"x", xv}}, {"c"});
+}
+
+TEST_CASE("buffers whose lifetimes do not overlap share the arena", "[cpu]") {
+  Executable exe;
+  auto buffer = [&](int64_t n) {
+    exe.buffers.push_back(BufferDesc{BufferDesc::Kind::kArena, {f32, Shape{n}}, 0, -1, "t"});
+    return static_cast<int>(exe.buffers.size() - 1);
+  };
+  int a = buffer(100), b = buffer(100), c = buffer(100), d = buffer(10);
+  auto step = [&](std::vector<int> in, std::vector<int> out) {
+    Step s;
+    s.inputs = std::move(in);
+    s.outputs = std::move(out);
+    exe.steps.push_back(s);
+  };
+  step({}, {a});
+  step({a}, {b});
+  step({b}, {c});  // a is dead here: c may take its bytes
+  step({c}, {d});
+  exe.fetches = {d};
+  compiler::MemoryStats stats = compiler::AssignBuffers(exe);
+  CHECK(stats.unshared_bytes == 3 * 448 + 64);
+  CHECK(stats.arena_bytes == 2 * 448);
+  CHECK(exe.buffers[a].offset != exe.buffers[b].offset);
+  CHECK(exe.buffers[c].offset != exe.buffers[b].offset);
+  CHECK(exe.buffers[c].offset == exe.buffers[a].offset);
+}
+
+TEST_CASE("MatMul runs as a gemm call, batched and broadcast", "[cpu]") {
+  for (auto [sa, sb, ta, tb] : std::vector<std::tuple<Shape, Shape, bool, bool>>{
+           {Shape{5, 3}, Shape{3, 4}, false, false},
+           {Shape{3, 5}, Shape{4, 3}, true, true},
+           {Shape{2, 5, 3}, Shape{3, 4}, false, false},
+           {Shape{2, 5, 3}, Shape{2, 3, 4}, false, false},
+           {Shape{3, 5}, Shape{2, 3, 4}, true, false},
+           {Shape{3}, Shape{3, 4}, false, false},
+           {Shape{5, 3}, Shape{3}, false, false}}) {
+    INFO(sa.ToString() << " x " << sb.ToString() << " ta=" << ta << " tb=" << tb);
+    GraphBuilder g;
+    Value a = g.Placeholder("a", f32, sa);
+    Value b = g.Placeholder("b", f32, sb);
+    g.Output("c", MatMul(a, b, ta, tb));
+    Graph graph = *g.Build();
+    Tensor av = Random(sa, 4), bv = Random(sb, 5);
+    PlannedExecutable p = Planned(graph, PlanOf(graph, {{"a", av}, {"b", bv}}, {"c"}));
+    CHECK(p.lowered.executable.CountSteps(Step::Kind::kLibrary) == 1);
+    RunBoth(graph, {{"a", av}, {"b", bv}}, {"c"});
+  }
+}
+
+TEST_CASE("Conv2D and its backward ops run as oneDNN calls", "[cpu]") {
+  struct Case {
+    Shape x, w;
+    Conv2DOptions options;
+  };
+  for (const Case& c : std::vector<Case>{
+           {Shape{2, 3, 8, 8}, Shape{4, 3, 3, 3}, {}},
+           {Shape{1, 4, 9, 7},
+            Shape{6, 2, 3, 2},
+            {.strides = {2, 1}, .pads = {1, 0, 1, 1}, .groups = 2}},
+           {Shape{2, 2, 10, 10}, Shape{3, 2, 3, 3}, {.pads = {2, 2, 2, 2}, .dilations = {2, 2}}}}) {
+    INFO(c.x.ToString() << " * " << c.w.ToString());
+    GraphBuilder g;
+    Value x = g.Placeholder("x", f32, c.x);
+    Value w = g.Placeholder("w", f32, c.w);
+    Value y = Conv2D(x, w, c.options);
+    Value dy = Mul(y, y);  // any upstream gradient
+    g.Output("y", y);
+    g.Output("dx", Conv2DBackpropInput(dy, w, x, c.options));
+    g.Output("dw", Conv2DBackpropFilter(x, dy, w, c.options));
+    Graph graph = *g.Build();
+    Tensor xv = Random(c.x, 8), wv = Random(c.w, 9);
+    PlannedExecutable p = Planned(graph, PlanOf(graph, {{"x", xv}, {"w", wv}}, {"y", "dx", "dw"}));
+    CHECK(p.lowered.executable.CountSteps(Step::Kind::kLibrary) == 3);
+    RunBoth(graph, {{"x", xv}, {"w", wv}}, {"y", "dx", "dw"});
+  }
+}
+
+TEST_CASE("computations on constants fold at compile time", "[cpu]") {
+  GraphBuilder g;
+  Value x = g.Placeholder("x", f32, {-1, 3});
+  Value folded = Exp(Mul(g.Constant(T1<float>({1, 2, 3})), g.Scalar(0.5)));
+  g.Output("y", Relu(ReshapeLike(Add(x, folded), x)));
+  Graph graph = *g.Build();
+  Tensor xv = Random(Shape{4, 3}, 6);
+  PlannedExecutable p = Planned(graph, PlanOf(graph, {{"x", xv}}, {"y"}));
+  INFO(p.lowered.executable.ToString());
+  // Mul and Exp are a constant now; the Add, the ReshapeLike (reference) and the Relu run.
+  CHECK(p.lowered.executable.constants.size() == 1);
+  CHECK(p.lowered.executable.steps.size() == 3);
+  RunBoth(graph, {{"x", xv}}, {"y"});
+}
+
+TEST_CASE("the cpu backend trains the digits CNN like the reference executor", "[cpu]") {
+  GraphBuilder g;
+  models::DigitsCnn net = models::BuildDigitsTraining(g);
+  Result<optim::Optimizer> adam = optim::ByName("adam", {.lr = 0.01});
+  REQUIRE(adam.ok());
+  Value train = adam->Minimize(net.loss);
+  Result<Graph> graph = g.Build();
+  REQUIRE(graph.ok());
+  Session reference(*graph, SessionOptions{.backend = "reference"});
+  Session compiled(*graph, SessionOptions{.backend = "cpu"});
+  Tensor images = Random(Shape{16, 1, 8, 8}, 7);
+  std::vector<int64_t> labels(16);
+  for (int i = 0; i < 16; ++i) labels[i] = i % 10;
+  FeedList feeds = {{net.images, images},
+                    {net.labels, Tensor::FromVector<int64_t>(Shape{16}, labels)}};
+  for (int step = 0; step < 3; ++step) {
+    auto r = reference.Run(feeds, {net.loss}, {train});
+    auto c = compiled.Run(feeds, {net.loss}, {train});
+    INFO(c.status().ToString());
+    REQUIRE(r.ok());
+    REQUIRE(c.ok());
+    CHECK((*c)[0].GetDouble(0) == Approx((*r)[0].GetDouble(0)).epsilon(1e-4));
+  }
+}
+
+}  // namespace
+}  // namespace kiln

@@ -1,0 +1,87 @@
+// Every kernel the JIT tests run also lowers to PTX that ptxas accepts for sm_80 and sm_90 (the
+// generator stays target-neutral). Skipped, with a warning, where ptxas is not installed.
+#include "compiler/mlir/ptx.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "compiler/codegen/emit_mlir.h"
+#include "tests/compiler/codegen_cases.h"
+#include "tests/testing/temp_path.h"
+
+namespace kiln::compiler {
+namespace {
+
+std::string Ptxas() {
+  const char* env = std::getenv("KILN_PTXAS");
+  std::string path = env && *env ? env : "/usr/local/cuda/bin/ptxas";
+  return access(path.c_str(), X_OK) == 0 ? path : "";
+}
+
+// Runs ptxas on `ptx` for `sm`; returns "" on success, else its output.
+std::string RunPtxas(const std::string& ptxas, const std::string& ptx, int sm) {
+  std::string base = kiln::testing::TempPath("kernels_sm" + std::to_string(sm));
+  std::ofstream(base + ".ptx", std::ios::binary) << ptx;
+  std::string cmd = ptxas + " -arch=sm_" + std::to_string(sm) + " " + base + ".ptx -o " + base +
+                    ".cubin > " + base + ".log 2>&1";
+  int rc = std::system(cmd.c_str());
+  if (rc == 0) return "";
+  std::ifstream log(base + ".log");
+  std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  return "ptxas exit " + std::to_string(WEXITSTATUS(rc)) + ": " + text.substr(0, 4000);
+}
+
+std::vector<KernelSpec> AllTestedSpecs() {
+  std::vector<KernelSpec> specs = testing::GoldenSpecs();
+  std::vector<testing::OpCase> cases = testing::AllOpCases();
+  for (size_t i = 0; i < cases.size(); ++i)
+    specs.push_back(testing::OneOpSpec("k" + std::to_string(i), cases[i], Shape{3, 4, 5},
+                                       testing::CaseShapes(cases[i])));
+  testing::OpCase add{"Add", {DType::kF32, DType::kF32}, DType::kF32, {}};
+  specs.push_back(testing::OneOpSpec("rank0", add, Shape{}, {Shape{}, Shape{}}));
+  specs.push_back(
+      testing::OneOpSpec("nchw", add, Shape{2, 3, 4, 5}, {Shape{2, 3, 4, 5}, Shape{3, 1, 1}}));
+  return specs;
+}
+
+TEST_CASE("PTX: every tested kernel lowers to PTX that ptxas accepts (sm_80, sm_90)", "[ptx]") {
+  Result<std::string> text = EmitKernelModule(AllTestedSpecs());
+  REQUIRE(text.ok());
+  std::string ptxas = Ptxas();
+  for (int sm : {80, 90}) {
+    Result<std::string> ptx = EmitPtx(*text, sm);
+    INFO((ptx.ok() ? "" : ptx.error().ToString()));
+    REQUIRE(ptx.ok());
+    CHECK(ptx->find(".target sm_" + std::to_string(sm)) != std::string::npos);
+    CHECK(ptx->find(".visible .entry add_broadcast_kernel(") != std::string::npos);
+    CHECK(ptx->find(".visible .entry rank0_kernel(") != std::string::npos);
+    if (ptxas.empty()) {
+      WARN(
+          "SKIPPED: ptxas not found (/usr/local/cuda/bin/ptxas or $KILN_PTXAS); PTX not validated");
+      continue;
+    }
+    std::string err = RunPtxas(ptxas, *ptx, sm);
+    INFO(err);
+    CHECK(err.empty());
+  }
+}
+
+TEST_CASE("PTX: bad input gives errors, not crashes", "[ptx]") {
+  Result<std::string> bad = EmitPtx("func.func @f( {", 80);
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().code() == ErrorCode::kInvalidArgument);
+  CHECK(bad.error().message().find("invalid MLIR module") != std::string::npos);
+  Result<std::string> sm = EmitPtx("module {}", 77);
+  REQUIRE_FALSE(sm.ok());
+  CHECK(sm.error().message().find("sm_77") != std::string::npos);
+  Result<std::string> empty = EmitPtx("module {}", 80);
+  CHECK(empty.ok());
+}
+
+}  // namespace
+}  // namespace kiln::compiler

@@ -1,0 +1,187 @@
+// ONNX import of small hand-made models: inputs, initializers as variables, converters, folding of
+// shape computations, and running the imported graph.
+#include <catch2/catch.hpp>
+
+#include "ir/onnx/import.h"
+#include "ir/ops/state.h"
+#include "ir/serialize.h"
+#include "runtime/session.h"
+#include "tests/ir/onnx_model_builder.h"
+#include "tests/testing/temp_path.h"
+
+using namespace kiln;
+using kiln::testing::OnnxModel;
+
+namespace {
+
+Graph Import(const OnnxModel& m, const OnnxImportOptions& options = {}) {
+  Result<Graph> g = ImportOnnxFromBytes(m.Bytes(), "", "test.onnx", options);
+  INFO((g.ok() ? std::string() : g.error().ToString()));
+  REQUIRE(g.ok());
+  return std::move(*g);
+}
+
+const Node& OnlyNodeOf(const Graph& g, const std::string& op) {
+  const Node* found = nullptr;
+  for (const Node& n : g.nodes())
+    if (n.op == op) {
+      REQUIRE(found == nullptr);
+      found = &n;
+    }
+  REQUIRE(found != nullptr);
+  return *found;
+}
+
+// y = Relu(2 * x @ W + B) with W [3, 2] and B [2] initializers.
+OnnxModel GemmRelu() {
+  OnnxModel m;
+  m.Input("x", 1, {-1, 3}).Output("y");
+  m.Initializer("W", Tensor::FromVector<float>({3, 2}, {1, 0, 0, 1, 1, 1}));
+  m.Initializer("B", Tensor::FromVector<float>({2}, {0.5f, -10.0f}));
+  auto* gemm = m.Node("Gemm", {"x", "W", "B"}, {"h"}, "fc");
+  auto* alpha = gemm->add_attribute();
+  alpha->set_name("alpha");
+  alpha->set_type(onnx::AttributeProto::FLOAT);
+  alpha->set_f(2.0f);
+  m.Node("Relu", {"h"}, {"y"});
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("ONNX import: inputs become placeholders, float initializers variables", "[onnx]") {
+  Graph g = Import(GemmRelu());
+  REQUIRE(g.inputs() == std::vector<std::string>{"x"});
+  const Node& x = *g.FindNode("x");
+  CHECK(x.op == "Placeholder");
+  CHECK(x.output_types[0].shape == Shape{-1, 3});
+  const Node* w = g.FindNode("W");
+  REQUIRE(w != nullptr);
+  CHECK(w->op == "Variable");
+  CHECK(w->attrs.GetString("initializer").value() == "tensor");
+  REQUIRE(g.outputs().size() == 1);
+  CHECK(g.outputs()[0].name == "y");
+
+  // x @ W = [4, 5]; 2 * that + B = [8.5, 0]; Relu keeps both.
+  Session s(g, {.backend = "reference"});
+  auto out = s.Run({{"x", Tensor::FromVector<float>({1, 3}, {1, 2, 3})}}, {"y"});
+  INFO((out.ok() ? std::string() : out.error().ToString()));
+  REQUIRE(out.ok());
+  CHECK(out->at(0).shape() == Shape{1, 2});
+  CHECK(out->at(0).GetDouble(0) == Approx(8.5));
+  CHECK(out->at(0).GetDouble(1) == Approx(0.0));
+}
+
+TEST_CASE("ONNX import: initializers as constants, and the graph survives a file", "[onnx]") {
+  Graph g = Import(GemmRelu(), {.initializers_as_constants = true});
+  CHECK(g.FindNode("W")->op == "Constant");
+  std::string path = kiln::testing::TempPath("gemm.kgraph");
+  REQUIRE(SaveGraph(Import(GemmRelu()), path).ok());
+  Result<Graph> loaded = LoadGraph(path);
+  REQUIRE(loaded.ok());
+  Session s(*loaded, {.backend = "reference"});
+  auto out = s.Run({{"x", Tensor::FromVector<float>({1, 3}, {1, 2, 3})}}, {"y"});
+  INFO((out.ok() ? std::string() : out.error().ToString()));
+  REQUIRE(out.ok());
+  CHECK(out->at(0).GetDouble(0) == Approx(8.5));
+}
+
+TEST_CASE("ONNX import: Shape -> Gather -> Unsqueeze -> Concat -> Reshape folds", "[onnx]") {
+  OnnxModel m;
+  m.Input("x", 1, {2, 3, 4}).Output("y");
+  m.Node("Shape", {"x"}, {"s"});
+  OnnxModel::AttrTensor(m.Node("Constant", {}, {"zero"}), "value", Tensor::Scalar<int64_t>(0));
+  m.Node("Gather", {"s", "zero"}, {"d0"});
+  OnnxModel::AttrTensor(m.Node("Constant", {}, {"axes"}), "value",
+                        Tensor::FromVector<int64_t>({1}, {0}));
+  m.Node("Unsqueeze", {"d0", "axes"}, {"d0v"});
+  OnnxModel::AttrTensor(m.Node("Constant", {}, {"minus1"}), "value",
+                        Tensor::FromVector<int64_t>({1}, {-1}));
+  OnnxModel::AttrInt(m.Node("Concat", {"d0v", "minus1"}, {"shape"}), "axis", 0);
+  m.Node("Reshape", {"x", "shape"}, {"y"});
+  Graph g = Import(m);
+  for (const Node& n : g.nodes()) CHECK(n.op != "Shape");
+  const Node& reshape = OnlyNodeOf(g, "Reshape");
+  CHECK(reshape.attrs.GetInts("shape").value() == std::vector<int64_t>{2, -1});
+  CHECK(reshape.output_types[0].shape == Shape{2, 12});
+}
+
+TEST_CASE("ONNX import: a shape from an unknown dim is computed at run time", "[onnx]") {
+  OnnxModel m;
+  m.Input("x", 1, {-1, 3}).Output("s", 7);
+  m.Node("Shape", {"x"}, {"s"});
+  Graph g = Import(m);
+  Session s(g, {.backend = "reference"});
+  auto out = s.Run({{"x", Tensor(f32, Shape{5, 3})}}, {"s"});
+  INFO((out.ok() ? std::string() : out.error().ToString()));
+  REQUIRE(out.ok());
+  CHECK(out->at(0).ToInts() == std::vector<int64_t>{5, 3});
+}
+
+TEST_CASE("ONNX import: input values given at import become constants", "[onnx]") {
+  OnnxModel m;
+  m.Input("x", 1, {6}).Input("shape", 7, {2}).Output("y");
+  m.Node("Reshape", {"x", "shape"}, {"y"});
+  // Without a value the shape stays a run-time input (ir/onnx/dynamic_shape.cc); given one, it is
+  // a constant and the graph input disappears.
+  Graph g = Import(m, {.input_values = {{"shape", Tensor::FromVector<int64_t>({2}, {3, 2})}}});
+  CHECK(g.inputs() == std::vector<std::string>{"x"});
+  CHECK(OnlyNodeOf(g, "Reshape").output_types[0].shape == Shape{3, 2});
+}
+
+TEST_CASE("ONNX import: Softmax before opset 13 works on the flattened input", "[onnx]") {
+  // axis = 1 of a [1, 2, 2] input: one softmax over all four values.
+  OnnxModel m(11);
+  m.Input("x", 1, {1, 2, 2}).Output("y");
+  m.Node("Softmax", {"x"}, {"y"});
+  Session s(Import(m), {.backend = "reference"});
+  auto out = s.Run({{"x", Tensor::FromVector<float>({1, 2, 2}, {0, 0, 0, 0})}}, {"y"});
+  INFO((out.ok() ? std::string() : out.error().ToString()));
+  REQUIRE(out.ok());
+  for (int i = 0; i < 4; ++i) CHECK(out->at(0).GetDouble(i) == Approx(0.25));
+}
+
+TEST_CASE("ONNX import: a Variable's tensor initializer must match its type", "[onnx]") {
+  GraphBuilder g;
+  Variable(g, "v", f32, Shape{2},
+           Initializer::FromTensor(Tensor::FromVector<float>({3}, {1, 2, 3})));
+  Result<Graph> built = g.Build();
+  REQUIRE_FALSE(built.ok());
+  CHECK_THAT(built.error().message(), Catch::Contains("needs an init_tensor of type f32[2]"));
+}
+
+TEST_CASE("ONNX import: the supported op list", "[onnx]") {
+  std::vector<std::string> ops = SupportedOnnxOps();
+  for (const char* op : {"Conv", "Gemm", "Reshape", "Where", "Expand", "ConstantOfShape",
+                         "BatchNormalization", "Slice", "Split", "SoftmaxCrossEntropyLoss"})
+    CHECK(std::find(ops.begin(), ops.end(), op) != ops.end());
+}
+
+TEST_CASE("ONNX import: x.view(x.size(0), -1) with an unknown batch dim", "[onnx]") {
+  // Shape -> Gather(0) -> Unsqueeze -> Concat([.., -1]) -> Reshape, as PyTorch exports it.
+  OnnxModel m;
+  m.Input("x", 1, {-1, 2, 3}).Output("y");
+  m.Node("Shape", {"x"}, {"s"});
+  OnnxModel::AttrTensor(m.Node("Constant", {}, {"zero"}), "value", Tensor::Scalar<int64_t>(0));
+  m.Node("Gather", {"s", "zero"}, {"n"});
+  OnnxModel::AttrInts(m.Node("Unsqueeze", {"n"}, {"nv"}, "unsq"), "axes", {0});
+  m.proto().mutable_opset_import(0)->set_version(12);  // Unsqueeze axes as an attribute
+  OnnxModel::AttrTensor(m.Node("Constant", {}, {"minus1"}), "value",
+                        Tensor::FromVector<int64_t>({1}, {-1}));
+  OnnxModel::AttrInt(m.Node("Concat", {"nv", "minus1"}, {"shape"}), "axis", 0);
+  m.Node("Reshape", {"x", "shape"}, {"y"});
+  Graph g = Import(m);
+  CHECK(OnlyNodeOf(g, "Reshape").attrs.GetInts("shape").value() == std::vector<int64_t>{0, -1});
+  Session s(g, {.backend = "reference"});
+  auto out = s.Run({{"x", Tensor(f32, Shape{4, 2, 3})}}, {"y"});
+  INFO((out.ok() ? std::string() : out.error().ToString()));
+  REQUIRE(out.ok());
+  CHECK(out->at(0).shape() == Shape{4, 6});
+  // Two entries unknown at import cannot both be inferred.
+  OnnxModel two;
+  two.Input("x", 1, {-1, -1}).Output("y");
+  two.Node("Shape", {"x"}, {"s"});
+  two.Node("Reshape", {"x", "s"}, {"y"});
+  Graph same = Import(two);  // each unknown dim is the input's own: copied
+  CHECK(OnlyNodeOf(same, "Reshape").attrs.GetInts("shape").value() == std::vector<int64_t>{0, 0});
+}

@@ -1,0 +1,55 @@
+#include "tests/testing/differential.h"
+
+#include <catch2/catch.hpp>
+#include <cmath>
+
+#include "runtime/cpu/plan_compiler.h"
+
+namespace kiln::testing {
+
+bool CloseForDType(const Tensor& expected, const Tensor& actual, std::string* why) {
+  if (expected.dtype() != actual.dtype() || expected.shape() != actual.shape()) {
+    *why = "type " + std::string(DTypeName(actual.dtype())) + actual.shape().ToString() +
+           ", expected " + std::string(DTypeName(expected.dtype())) + expected.shape().ToString();
+    return false;
+  }
+  const DType t = expected.dtype();
+  const double rtol = t == f32 ? 1e-4 : t == f64 ? 1e-10 : 1e-2;
+  const double atol = t == f32 ? 1e-5 : t == f64 ? 1e-12 : 1e-3;
+  for (int64_t i = 0; i < expected.num_elements(); ++i) {
+    bool ok;
+    if (IsFloat(t)) {
+      double e = expected.GetDouble(i), a = actual.GetDouble(i);
+      ok = (std::isnan(e) && std::isnan(a)) || e == a ||
+           std::abs(e - a) <= atol + rtol * std::abs(e);
+    } else {
+      ok = expected.GetInt(i) == actual.GetInt(i);
+    }
+    if (!ok) {
+      *why = "element " + std::to_string(i) + ": " + std::to_string(actual.GetDouble(i)) +
+             ", expected " + std::to_string(expected.GetDouble(i));
+      return false;
+    }
+  }
+  return true;
+}
+
+void CheckCompiledMatchesReference(const Graph& graph, const FeedList& feeds,
+                                   const std::vector<TensorName>& fetches,
+                                   const std::vector<Tensor>& expected) {
+  if (!GetPlanCompiler()) return;
+  Session session(graph, SessionOptions{.backend = "cpu"});
+  Result<std::vector<Tensor>> out = session.Run(feeds, fetches);
+  INFO("compiled (cpu backend): " << out.status().ToString());
+  REQUIRE(out.ok());
+  REQUIRE(out->size() == expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    std::string why;
+    INFO("fetch '" << fetches[i].str() << "' on the cpu backend vs reference");
+    bool close = CloseForDType(expected[i], (*out)[i], &why);
+    INFO(why);
+    CHECK(close);
+  }
+}
+
+}  // namespace kiln::testing

@@ -1,0 +1,22 @@
+// Differential testing: runs a graph on the compiled "cpu" backend and checks its outputs against
+// values the reference executor computed (the oracle). RunOp and EvalAll call it, so every op test
+// is also a compiled-against-reference test. Tolerances (DESIGN.md): f32 rtol 1e-4 / atol 1e-5,
+// f64 1e-10, f16/bf16 by their precision (rtol 1e-2), integers and bools exact, NaN equals NaN.
+// Does nothing when the program has no compiler (runtime-only builds).
+#pragma once
+
+#include <vector>
+
+#include "ir/graph.h"
+#include "runtime/session.h"
+
+namespace kiln::testing {
+
+void CheckCompiledMatchesReference(const Graph& graph, const FeedList& feeds,
+                                   const std::vector<TensorName>& fetches,
+                                   const std::vector<Tensor>& expected);
+
+// Whether `actual` equals `expected` within the tolerance of its dtype; `why` says where not.
+bool CloseForDType(const Tensor& expected, const Tensor& actual, std::string* why);
+
+}  // namespace kiln::testing

@@ -1,0 +1,138 @@
+#include "tools/inspect_plan.h"
+
+#include <cstdio>
+
+#ifdef KILN_HAS_COMPILER
+#include "compiler/codegen/emit_mlir.h"
+#include "compiler/plan_executable.h"
+#endif
+#include "runtime/session.h"
+
+namespace kiln::cli {
+
+#ifdef KILN_HAS_COMPILER
+namespace {
+
+// "images=64x1x8x8" -> ("images", [64, 1, 8, 8]).
+Result<std::pair<std::string, Shape>> ParseShapeSpec(const std::string& spec) {
+  size_t eq = spec.find('=');
+  if (eq == std::string::npos || eq == 0)
+    return MakeError(ErrorCode::kInvalidArgument, "--input '", spec, "': expected NAME=SHAPE");
+  std::vector<int64_t> dims;
+  std::string rest = spec.substr(eq + 1);
+  size_t start = 0;
+  while (!rest.empty() && start <= rest.size()) {
+    size_t x = rest.find('x', start);
+    std::string part = rest.substr(start, x == std::string::npos ? std::string::npos : x - start);
+    char* end = nullptr;
+    long long d = std::strtoll(part.c_str(), &end, 10);
+    if (part.empty() || *end || d < 0)
+      return MakeError(ErrorCode::kInvalidArgument, "--input '", spec,
+                       "': a shape is dims joined by 'x', like 64x1x8x8");
+    dims.push_back(d);
+    if (x == std::string::npos) break;
+    start = x + 1;
+  }
+  return std::make_pair(spec.substr(0, eq), Shape(dims));
+}
+
+int64_t Bytes(const TensorType& t) { return t.shape.NumElements() * DTypeSize(t.dtype); }
+
+}  // namespace
+
+int PrintPlanReport(const Command& cmd, const Graph& graph, const Flags& flags) {
+  std::map<std::string, Shape> shapes;
+  for (const std::string& spec : flags.GetAll("input")) {
+    Result<std::pair<std::string, Shape>> parsed = ParseShapeSpec(spec);
+    if (!parsed.ok()) return Fail(cmd, parsed.error());
+    shapes[parsed->first] = parsed->second;
+  }
+  FeedList feeds;
+  for (const std::string& name : graph.inputs()) {
+    const TensorType& type = graph.FindNode(name)->output_types[0];
+    Shape shape = type.shape;
+    if (auto it = shapes.find(name); it != shapes.end()) {
+      shape = it->second;
+      shapes.erase(it);
+    } else {
+      std::vector<int64_t> dims = shape.dims();
+      for (int64_t& d : dims) d = d < 0 ? 1 : d;
+      shape = Shape(dims);
+    }
+    Result<Tensor> zeros = Tensor::Create(type.dtype, shape);
+    if (!zeros.ok()) return Fail(cmd, zeros.error());
+    feeds.emplace_back(name, std::move(*zeros));
+  }
+  if (!shapes.empty())
+    return Fail(cmd, MakeError(ErrorCode::kNotFound, "--input ", shapes.begin()->first,
+                               ": the model has no input of that name"));
+  std::vector<TensorName> fetches, targets;
+  for (const std::string& f : flags.GetAll("fetch")) fetches.emplace_back(f);
+  for (const std::string& t : flags.GetAll("target")) targets.emplace_back(t);
+  if (fetches.empty() && targets.empty())
+    for (const GraphOutput& out : graph.outputs()) fetches.emplace_back(out.name);
+  Session session(graph);
+  Result<RunPlan> plan = session.Plan(feeds, fetches, targets);
+  if (!plan.ok()) return Fail(cmd, plan.error());
+  compiler::PlanOptions options;
+  options.can_emit = compiler::CanEmit;
+  Result<compiler::PlannedExecutable> planned = compiler::PlanExecutable(*plan, options);
+  if (!planned.ok()) return Fail(cmd, planned.error());
+  const Executable& exe = planned->lowered.executable;
+
+  std::printf("\nplan for");
+  for (const auto& [name, t] : feeds)
+    std::printf(" %s=%s", name.str().c_str(), t.shape().ToString().c_str());
+  std::printf("\n");
+  if (flags.Has("fusion")) {
+    std::printf("\nfusion decisions:\n");
+    for (const std::string& d : planned->fusion.decisions) std::printf("  %s\n", d.c_str());
+    for (const std::string& d : planned->lowered.decisions) std::printf("  %s\n", d.c_str());
+    // One kernel per op: every node that computes something at run time, reading its inputs and
+    // writing its outputs.
+    int per_op = 0;
+    int64_t per_op_bytes = 0, fused_bytes = 0;
+    for (const Node* node : plan->nodes) {
+      bool runs = false;
+      for (size_t i = 0; i < node->output_types.size(); ++i)
+        runs |= !planned->info.values.count(TensorRef{node->name, static_cast<int>(i)});
+      if (!runs) continue;
+      ++per_op;
+      for (const TensorRef& in : node->inputs) per_op_bytes += Bytes(planned->info.types.at(in));
+      for (size_t i = 0; i < node->output_types.size(); ++i)
+        per_op_bytes += Bytes(planned->info.types.at(TensorRef{node->name, static_cast<int>(i)}));
+    }
+    for (const Step& step : exe.steps) {
+      for (int id : step.inputs) fused_bytes += exe.buffers[id].bytes();
+      for (int id : step.outputs) fused_bytes += exe.buffers[id].bytes();
+    }
+    std::printf("\nsteps: %zu (generated kernels %d, library calls %d, reference kernels %d)\n",
+                exe.steps.size(), exe.CountSteps(Step::Kind::kKernel),
+                exe.CountSteps(Step::Kind::kLibrary), exe.CountSteps(Step::Kind::kReference));
+    std::printf("one kernel per op: %d steps\n", per_op);
+    std::printf("bytes moved: %.3f MB (one kernel per op: %.3f MB)\n", fused_bytes / 1e6,
+                per_op_bytes / 1e6);
+  }
+  if (flags.Has("memory")) {
+    const compiler::MemoryStats& m = planned->memory;
+    std::printf("\nmemory of the plan:\n");
+    std::printf("  arena (peak of intermediate values): %lld bytes\n",
+                static_cast<long long>(m.arena_bytes));
+    std::printf("  without buffer reuse:                %lld bytes\n",
+                static_cast<long long>(m.unshared_bytes));
+    std::printf("  constants:                           %lld bytes\n",
+                static_cast<long long>(m.constant_bytes));
+  }
+  return 0;
+}
+
+#else
+
+int PrintPlanReport(const Command& cmd, const Graph&, const Flags&) {
+  return Fail(cmd, MakeError(ErrorCode::kUnimplemented,
+                             "--fusion and --memory need a build with the compiler"));
+}
+
+#endif
+
+}  // namespace kiln::cli
