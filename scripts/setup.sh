@@ -7,7 +7,9 @@ packages=(
   cmake ninja-build ccache g++ pkg-config
   libprotobuf-dev protobuf-compiler zlib1g-dev
   catch2
-  clang-14 libclang-rt-14-dev   # ASan/UBSan build and libFuzzer targets
+  clang-14 libclang-rt-14-dev libomp-14-dev  # ASan/UBSan build, libFuzzer targets
+  llvm-16-dev libmlir-16-dev mlir-16-tools     # compiler/: kernels through MLIR and LLVM
+  libdnnl-dev libopenblas-dev                  # library calls of the cpu backend
   graphviz                      # kiln dot -o FILE.svg
 )
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up the machine, builds kiln and runs the whole test suite:
 #   1. the unit, op and CLI tests (g++ build),
-#   2. the same tests under AddressSanitizer + UndefinedBehaviorSanitizer (clang build),
+#   2. the same tests under AddressSanitizer + UndefinedBehaviorSanitizer (clang build, without
+#      compiler/: this is also the runtime-only build, whose tests run on the reference backend),
 #   3. a short seeded run of every libFuzzer target (clang build).
 # Usage: scripts/test.sh [--slow]
 #   --slow  also runs the CTest tests labelled "slow" (loss falls on the big models/ networks on the
@@ -28,7 +29,8 @@ if ((slow)); then
 fi
 
 echo "== build (clang, ASan+UBSan, libFuzzer)"
-CC=clang-14 CXX=clang++-14 scripts/build.sh build-asan -DCMAKE_BUILD_TYPE=Debug -DKILN_SANITIZE=ON -DKILN_FUZZ=ON
+CC=clang-14 CXX=clang++-14 scripts/build.sh build-asan -DCMAKE_BUILD_TYPE=Debug -DKILN_SANITIZE=ON \
+  -DKILN_FUZZ=ON -DKILN_BUILD_COMPILER=OFF
 echo "== tests under ASan+UBSan, and fuzzing"
 # The "loss falls" model tests train real-size networks on the reference executor (about 15 s each
 # optimized, many minutes under ASan in a Debug build); they run in the plain pass above.

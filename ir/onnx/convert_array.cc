@@ -197,10 +197,12 @@ Status ConvertSlice(OnnxNode& n) {
   bool one_axis = starts.size() == 1 && ends.size() == 1 &&
                   (axes.empty() || axes[0] == 0 || axes[0] == -1) &&
                   (steps.empty() || steps[0] != 0);
-  if (k && y.valid() && one_axis && k->rank() == 1 && k->num_elements() <= 4096 &&
-      IsInteger(k->dtype())) {
-    // A 1-D slice of a known shape vector.
-    int64_t len = k->num_elements();
+  std::optional<std::vector<DimEntry>> p = k ? std::nullopt : n.Partial(0);
+  bool known_vector =
+      k && k->rank() == 1 && k->num_elements() <= 4096 && IsInteger(k->dtype());
+  if (y.valid() && one_axis && (known_vector || (p && x.rank() == 1))) {
+    // A 1-D slice of a known or partly known shape vector.
+    int64_t len = k ? k->num_elements() : static_cast<int64_t>(p->size());
     int64_t step = steps.empty() ? 1 : steps[0];
     int64_t b = starts[0], e = ends[0];
     if (b < 0) b += len;
@@ -212,10 +214,17 @@ Status ConvertSlice(OnnxNode& n) {
       b = std::clamp<int64_t>(b, -1, len - 1);
       e = std::clamp<int64_t>(e, -1, len - 1);
     }
-    std::vector<int64_t> out;
-    for (int64_t i = b; step > 0 ? i < e : i > e; i += step) out.push_back(k->GetInt(i));
-    Tensor t(k->dtype(), Shape{static_cast<int64_t>(out.size())});
-    for (size_t i = 0; i < out.size(); ++i) t.SetInt(static_cast<int64_t>(i), out[i]);
+    std::vector<int64_t> picked;
+    for (int64_t i = b; step > 0 ? i < e : i > e; i += step) picked.push_back(i);
+    if (!k) {
+      std::vector<DimEntry> entries;
+      for (int64_t i : picked) entries.push_back((*p)[i]);
+      n.SetPartial(0, y, std::move(entries));
+      return OkStatus();
+    }
+    Tensor t(k->dtype(), Shape{static_cast<int64_t>(picked.size())});
+    for (size_t i = 0; i < picked.size(); ++i)
+      t.SetInt(static_cast<int64_t>(i), k->GetInt(picked[i]));
     n.SetKnown(0, t);
     return OkStatus();
   }
