@@ -6,7 +6,9 @@
 namespace kiln::compiler {
 namespace {
 
-int64_t AlignUp(int64_t n) { return (n + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment; }
+int64_t AlignUp(int64_t n) {
+  return (n + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
+}
 
 struct Lifetime {
   int first = -1;  // the step that writes it
@@ -36,9 +38,8 @@ MemoryStats AssignBuffers(Executable& exe) {
     stats.unshared_bytes += AlignUp(b.bytes());
     arena.push_back(static_cast<int>(id));
   }
-  std::stable_sort(arena.begin(), arena.end(), [&](int a, int b) {
-    return exe.buffers[a].bytes() > exe.buffers[b].bytes();
-  });
+  std::stable_sort(arena.begin(), arena.end(),
+                   [&](int a, int b) { return exe.buffers[a].bytes() > exe.buffers[b].bytes(); });
   std::vector<int> placed;
   for (int id : arena) {
     // Intervals [offset, offset + size) of placed buffers alive at the same time, by offset.

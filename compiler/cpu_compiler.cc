@@ -1,7 +1,7 @@
 #include "compiler/cpu_compiler.h"
 
-#include <cstdlib>
 #include <atomic>
+#include <cstdlib>
 #include <mutex>
 
 #include "compiler/codegen/emit_mlir.h"

@@ -104,10 +104,10 @@ FusionPlan FuseElementwise(const RunPlan& plan, const StaticInfo& info,
     if (chosen < 0) {
       chosen = static_cast<int>(result.clusters.size());
       result.clusters.push_back(Cluster{shape, {}});
-      result.decisions.push_back(
-          "cluster " + std::to_string(chosen) + " starts at " + Quote(*node) + " " +
-          shape.ToString() +
-          (why_alone.empty() ? std::string(": no producer in the plan") : ": " + why_alone.substr(2)));
+      result.decisions.push_back("cluster " + std::to_string(chosen) + " starts at " +
+                                 Quote(*node) + " " + shape.ToString() +
+                                 (why_alone.empty() ? std::string(": no producer in the plan")
+                                                    : ": " + why_alone.substr(2)));
     }
     result.clusters[chosen].nodes.push_back(node);
     result.cluster_of[node->name] = chosen;

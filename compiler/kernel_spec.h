@@ -34,8 +34,8 @@ struct KernelSpec {
   struct Op {
     std::string op;
     std::vector<int> args;
-    AttrMap attrs;   // with defaults filled
-    DType dtype;     // the result's dtype
+    AttrMap attrs;     // with defaults filled
+    DType dtype;       // the result's dtype
     std::string node;  // the graph node it came from (for messages and dumps)
   };
 

@@ -227,9 +227,14 @@ class Lowering {
     }
     step.kind = Step::Kind::kLibrary;
     step.callee = "gemm";
-    for (auto [key, value] : std::vector<std::pair<const char*, int64_t>>{
-             {"m", m}, {"n", n}, {"k", k}, {"batch", batch}, {"stride_a", stride_a},
-             {"stride_b", stride_b}, {"trans_a", ta}, {"trans_b", tb}})
+    for (auto [key, value] : std::vector<std::pair<const char*, int64_t>>{{"m", m},
+                                                                          {"n", n},
+                                                                          {"k", k},
+                                                                          {"batch", batch},
+                                                                          {"stride_a", stride_a},
+                                                                          {"stride_b", stride_b},
+                                                                          {"trans_a", ta},
+                                                                          {"trans_b", tb}})
       step.attrs.Set(key, value);
     return true;
   }
@@ -294,8 +299,7 @@ void CollapseDimensions(KernelSpec& spec) {
   for (int i = 0; i < rank; ++i) {
     if (spec.shape[i] == 1) continue;  // every operand has size 1 here
     bool merge = !shape.empty();
-    for (size_t j = 0; j < dims.size() && merge; ++j)
-      merge = (dims[j][i] != 1) == last_full[j];
+    for (size_t j = 0; j < dims.size() && merge; ++j) merge = (dims[j][i] != 1) == last_full[j];
     if (merge) {
       shape.back() *= spec.shape[i];
       for (size_t j = 0; j < dims.size(); ++j) collapsed[j].back() *= dims[j][i];

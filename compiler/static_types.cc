@@ -48,8 +48,7 @@ Result<StaticInfo> ResolveStaticTypes(const RunPlan& plan) {
       in_values.push_back(value == info.values.end() ? nullptr : &value->second);
       all_known &= value != info.values.end();
     }
-    KILN_ASSIGN_OR_RETURN(std::vector<TensorType> out_types,
-                          InferNode(*node, in_types, in_values));
+    KILN_ASSIGN_OR_RETURN(std::vector<TensorType> out_types, InferNode(*node, in_types, in_values));
     for (size_t i = 0; i < out_types.size(); ++i) {
       if (!out_types[i].shape.IsFullyKnown())
         return node->MakeNodeError(ErrorCode::kUnimplemented, "output ", i, " has type ",

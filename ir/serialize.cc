@@ -214,7 +214,8 @@ proto::NodeDef NodeToProto(const Node& n) {
   nd.set_op(n.op);
   for (const TensorRef& in : n.inputs) nd.add_inputs(in.port == 0 ? in.node : in.ToString());
   for (const std::string& c : n.control_inputs) nd.add_control_inputs(c);
-  for (const auto& [name, value] : n.attrs.items()) (*nd.mutable_attrs())[name] = AttrToProto(value);
+  for (const auto& [name, value] : n.attrs.items())
+    (*nd.mutable_attrs())[name] = AttrToProto(value);
   nd.set_device(n.device);
   nd.set_source(n.source);
   return nd;

@@ -40,9 +40,9 @@ struct Step {
   std::string callee;  // kKernel: kernel symbol; kLibrary: routine name; kReference: op name
   std::vector<int> inputs;
   std::vector<int> outputs;
-  AttrMap attrs;       // kLibrary: the routine's parameters
-  int64_t rows = 1;    // kKernel: the extent of dimension 0 of its iteration space
-  Node node;           // kReference: the node to run; otherwise the node(s) it implements (name)
+  AttrMap attrs;     // kLibrary: the routine's parameters
+  int64_t rows = 1;  // kKernel: the extent of dimension 0 of its iteration space
+  Node node;         // kReference: the node to run; otherwise the node(s) it implements (name)
 };
 
 struct Executable {

@@ -30,7 +30,8 @@ proto::ExecutableProto ExecutableToProto(const Executable& exe) {
     sp->set_callee(s.callee);
     for (int id : s.inputs) sp->add_inputs(id);
     for (int id : s.outputs) sp->add_outputs(id);
-    for (const auto& [name, value] : s.attrs.items()) (*sp->mutable_attrs())[name] = AttrToProto(value);
+    for (const auto& [name, value] : s.attrs.items())
+      (*sp->mutable_attrs())[name] = AttrToProto(value);
     sp->set_rows(s.rows);
     *sp->mutable_node() = NodeToProto(s.node);
   }
@@ -44,7 +45,9 @@ Result<Executable> ExecutableFromProto(const proto::ExecutableProto& p) {
     return MakeError(ErrorCode::kInvalidArgument, "executable: negative arena size");
   for (int i = 0; i < p.buffers_size(); ++i) {
     const proto::BufferProto& bp = p.buffers(i);
-    auto error = [&](const Error& e) { return e.WithContext("executable buffer %" + std::to_string(i)); };
+    auto error = [&](const Error& e) {
+      return e.WithContext("executable buffer %" + std::to_string(i));
+    };
     if (!proto::BufferProto::Kind_IsValid(bp.kind()))
       return MakeError(ErrorCode::kInvalidArgument, "executable buffer %", i, ": unknown kind ",
                        static_cast<int>(bp.kind()));

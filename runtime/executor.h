@@ -28,7 +28,8 @@ class Executor {
 };
 
 // Creates the executor for a backend name ("cpu", "reference", or "auto": cpu when a compiler is
-// registered, else reference); lists the available ones when the name is unknown. `threads` <= 0 means every core this process may use.
+// registered, else reference); lists the available ones when the name is unknown. `threads` <= 0
+// means every core this process may use.
 Result<std::unique_ptr<Executor>> CreateExecutor(const std::string& backend, int threads = 0);
 
 }  // namespace kiln

@@ -64,7 +64,8 @@ int RunGrad(const Command& cmd, const std::vector<std::string>& args) {
   if (!grads.ok()) return Fail(cmd, grads.error());
   Result<Graph> built = (*g)->Build();
   if (!built.ok()) return Fail(cmd, built.error());
-  Session session(std::move(*built), SessionOptions{.backend = flags.Get("backend", kDefaultBackend)});
+  Session session(std::move(*built),
+                  SessionOptions{.backend = flags.Get("backend", kDefaultBackend)});
   if (flags.Has("checkpoint"))
     if (Status s = session.RestoreCheckpoint(flags.Get("checkpoint")); !s.ok())
       return Fail(cmd, s.error());

@@ -25,7 +25,8 @@ int RunRun(const Command& cmd, const std::vector<std::string>& args) {
                 MakeError(ErrorCode::kInvalidArgument,
                           "the model declares no outputs; name what to compute with --fetch NAME"));
 
-  Session session(std::move(*graph), SessionOptions{.backend = flags.Get("backend", kDefaultBackend)});
+  Session session(std::move(*graph),
+                  SessionOptions{.backend = flags.Get("backend", kDefaultBackend)});
   FeedList feeds;
   for (auto& [name, tensor] : *inputs) feeds.emplace_back(name, std::move(tensor));
   std::vector<TensorName> fetches(fetch_names.begin(), fetch_names.end());

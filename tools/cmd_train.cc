@@ -97,7 +97,8 @@ int RunTrain(const Command& cmd, const std::vector<std::string>& args) {
   Value train = optimizer->Minimize(*loss);
   Result<Graph> built = (*g)->Build();
   if (!built.ok()) return Fail(cmd, built.error());
-  Session session(std::move(*built), SessionOptions{.backend = flags.Get("backend", kDefaultBackend)});
+  Session session(std::move(*built),
+                  SessionOptions{.backend = flags.Get("backend", kDefaultBackend)});
   std::string checkpoint = flags.Get("checkpoint");
   if (flags.On("resume")) {
     if (Status s = session.RestoreCheckpoint(checkpoint); !s.ok()) return Fail(cmd, s.error());

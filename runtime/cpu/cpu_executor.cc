@@ -60,8 +60,7 @@ Result<std::vector<Tensor>> CpuExecutor::Execute(const RunPlan& plan, VariableSt
   for (const TensorRef& ref : program->executable().feeds) {
     auto feed = plan.feeds.find(ref);
     if (feed == plan.feeds.end())
-      return MakeError(ErrorCode::kInternal, "the compiled plan needs feed '", ref.ToString(),
-                       "'");
+      return MakeError(ErrorCode::kInternal, "the compiled plan needs feed '", ref.ToString(), "'");
     feeds.push_back(feed->second);
   }
   return program->Run(feeds, variables, counters_);

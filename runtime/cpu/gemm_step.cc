@@ -76,16 +76,17 @@ Result<std::unique_ptr<StepRunner>> MakeGemmStep(const Step& step, const Executa
   const BufferDesc& c = exe.buffers[step.outputs[0]];
   DType dtype = c.type.dtype;
   if ((dtype != f32 && dtype != f64) || a.type.dtype != dtype || b.type.dtype != dtype)
-    return MakeError(ErrorCode::kInternal, "gemm supports f32 and f64, got ",
-                     a.type.ToString(), " x ", b.type.ToString(), " -> ", c.type.ToString());
+    return MakeError(ErrorCode::kInternal, "gemm supports f32 and f64, got ", a.type.ToString(),
+                     " x ", b.type.ToString(), " -> ", c.type.ToString());
   // Every matrix the loop touches must lie inside its buffer.
   auto last = [&](int64_t stride, int64_t size) { return (p.batch - 1) * stride + size; };
   if (p.m < 1 || p.n < 1 || p.k < 0 || p.batch < 1 || p.stride_a < 0 || p.stride_b < 0 ||
       last(p.stride_a, p.m * p.k) > a.type.shape.NumElements() ||
       last(p.stride_b, p.k * p.n) > b.type.shape.NumElements() ||
       p.batch * p.m * p.n != c.type.shape.NumElements())
-    return MakeError(ErrorCode::kInternal, "gemm parameters do not fit its buffers: ",
-                     a.type.ToString(), " x ", b.type.ToString(), " -> ", c.type.ToString());
+    return MakeError(ErrorCode::kInternal,
+                     "gemm parameters do not fit its buffers: ", a.type.ToString(), " x ",
+                     b.type.ToString(), " -> ", c.type.ToString());
   return std::unique_ptr<StepRunner>(new GemmStep(step, p, dtype));
 }
 

@@ -137,8 +137,8 @@ Result<std::unique_ptr<StepRunner>> MakeConv(const Step& step, const Executable&
       primitive = dnnl::convolution_forward(forward);
     } else if (kind == ConvKind::kBackwardInput) {
       dnnl::convolution_backward_data::primitive_desc pd(
-          dnnl::convolution_backward_data::desc(algo, x_any, w_any, y_any, s, d, pl, pr),
-          Engine(), forward);
+          dnnl::convolution_backward_data::desc(algo, x_any, w_any, y_any, s, d, pl, pr), Engine(),
+          forward);
       x.arg = DNNL_ARG_DIFF_SRC, w.arg = DNNL_ARG_WEIGHTS, y.arg = DNNL_ARG_DIFF_DST;
       Prepare(x, pd.diff_src_desc()), Prepare(w, pd.weights_desc());
       Prepare(y, pd.diff_dst_desc());

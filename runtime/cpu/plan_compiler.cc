@@ -1,6 +1,6 @@
-#include <mutex>
-
 #include "runtime/cpu/plan_compiler.h"
+
+#include <mutex>
 
 namespace kiln {
 namespace {

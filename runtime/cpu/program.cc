@@ -29,14 +29,14 @@ Result<std::unique_ptr<Program>> Program::Load(CompiledPlan plan, int threads) {
     for (const std::vector<int>* ids : {&step.inputs, &step.outputs})
       for (int id : *ids)
         if (id < 0 || id >= static_cast<int>(exe.buffers.size()))
-          return MakeError(ErrorCode::kInternal, "step ", step.callee, " uses buffer %", id,
-                           " of ", exe.buffers.size());
+          return MakeError(ErrorCode::kInternal, "step ", step.callee, " uses buffer %", id, " of ",
+                           exe.buffers.size());
     for (int id : step.outputs)
       if (exe.buffers[id].kind != BufferDesc::Kind::kArena)
         return MakeError(ErrorCode::kInternal, "step ", step.callee, " writes buffer %", id,
                          " which is a constant or a feed");
     Result<std::unique_ptr<StepRunner>> runner =
-        step.kind == Step::Kind::kKernel    ? MakeKernelStep(step, exe, program->plan_.kernels.get())
+        step.kind == Step::Kind::kKernel ? MakeKernelStep(step, exe, program->plan_.kernels.get())
         : step.kind == Step::Kind::kLibrary ? MakeLibraryStep(step, exe)
                                             : MakeReferenceStep(step, exe);
     KILN_RETURN_IF_ERROR(runner.status());
@@ -50,8 +50,7 @@ Result<std::unique_ptr<Program>> Program::Load(CompiledPlan plan, int threads) {
   return program;
 }
 
-Result<std::vector<Tensor>> Program::Run(const std::vector<Tensor>& feeds,
-                                         VariableStore& variables,
+Result<std::vector<Tensor>> Program::Run(const std::vector<Tensor>& feeds, VariableStore& variables,
                                          std::map<std::string, uint64_t>& counters) {
   const Executable& exe = plan_.executable;
   if (feeds.size() != exe.feeds.size())

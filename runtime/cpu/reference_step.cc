@@ -61,7 +61,8 @@ Result<std::unique_ptr<StepRunner>> MakeReferenceStep(const Step& step, const Ex
   if (!def || !kernel)
     return step.node.MakeNodeError(ErrorCode::kUnimplemented, "no reference kernel for '",
                                    step.node.op, "'");
-  return std::unique_ptr<StepRunner>(new ReferenceStep(step, kernel, def->WithDefaults(step.node.attrs)));
+  return std::unique_ptr<StepRunner>(
+      new ReferenceStep(step, kernel, def->WithDefaults(step.node.attrs)));
 }
 
 }  // namespace kiln::cpu

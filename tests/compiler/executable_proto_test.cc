@@ -1,5 +1,7 @@
 // A compiled plan survives being written as an ExecutableProto and read back: same listing, same
 // results when loaded; a damaged one is refused at load with an error, not a crash.
+#include "runtime/executable_proto.h"
+
 #include <catch2/catch.hpp>
 
 #include "compiler/cpu_compiler.h"
@@ -7,7 +9,6 @@
 #include "ir/ops/linalg.h"
 #include "ir/ops/math.h"
 #include "runtime/cpu/program.h"
-#include "runtime/executable_proto.h"
 #include "tests/testing/gradcheck_op.h"
 
 namespace kiln {
@@ -39,7 +40,8 @@ Compiled CompileMlp() {
 }
 
 Result<std::vector<Tensor>> Run(CompiledPlan plan, const Tensor& x) {
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<cpu::Program> program, cpu::Program::Load(std::move(plan), 1));
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<cpu::Program> program,
+                        cpu::Program::Load(std::move(plan), 1));
   VariableStore variables;
   std::map<std::string, uint64_t> counters;
   return program->Run({x}, variables, counters);

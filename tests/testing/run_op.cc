@@ -40,7 +40,8 @@ Tensor RunOp(const std::vector<Tensor>& inputs, const MakeFn& make) {
   Result<Graph> fed = BuildGraph(inputs, make, /*fed=*/true);
   if (fed.ok()) {
     FeedList feeds;
-    for (size_t i = 0; i < inputs.size(); ++i) feeds.push_back({"in" + std::to_string(i), inputs[i]});
+    for (size_t i = 0; i < inputs.size(); ++i)
+      feeds.push_back({"in" + std::to_string(i), inputs[i]});
     CheckCompiledMatchesReference(*fed, feeds, {"out"}, {*r});
   }
   return *r;
