@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+"""Exports the real PyTorch models of tests/ir/onnx_torch_models_test.cc to ONNX (opset 17).
+
+Each model goes in a folder next to this script with
+  model.onnx            torch.onnx.export of the model (opset 17, fixed seeds, float32)
+  <input name>.npy      every graph input
+  <output name>.npy     PyTorch's outputs for those inputs (computed in float32, as exported)
+  other/                for models exported with dynamic axes: inputs of other sizes on those axes
+                        and PyTorch's outputs for them
+and for the loss model also grad_<name>.npy, torch autograd's gradient of the loss with respect to
+some initializers and the input.
+
+Models (small on purpose, so the committed fixtures stay far under 2 MB each):
+  resnet/       torchvision.models.resnet.ResNet with BasicBlock and layers [2, 2, 2, 2] (resnet18's
+                structure) at 1/8 of resnet18's width (8, 16, 32, 64 channels), 10 classes, eval
+                mode with random BatchNorm statistics (folded into the convolutions by the
+                exporter); input [2, 3, 64, 64], dynamic batch dim; other/: batch 1.
+  transformer/  nn.TransformerEncoderLayer(d_model=32, nhead=4, dim_feedforward=64,
+                batch_first=True), eval mode; input [2, 5, 32] (batch 2, sequence 5), dynamic batch
+                and sequence dims (the attention reshapes then depend on run-time sizes); other/:
+                [3, 4, 32].
+  lstm/         nn.LSTM(input_size=6, hidden_size=8, num_layers=2, batch_first=True) with a linear
+                head on the outputs; input [2, 7, 6] (batch 2, sequence 7), dynamic batch dim
+                (the initial states are zeros of a run-time shape); a fixed sequence length (kiln
+                unrolls recurrent layers at import); outputs y, h_n, c_n; other/: [3, 7, 6].
+  cnn_loss/     conv 3x3 -> ReLU -> max pool 2 -> flatten -> linear -> cross-entropy against an
+                int64 label input; a scalar output "loss", for `kiln grad`.
+
+Run with Debian's python3-torch and python3-torchvision:
+  /usr/bin/python3 tests/data/onnx/make_models.py
+"""
+import os
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torchvision.models.resnet as tv_resnet
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OPSET = 17
+
+
+class NarrowResNet(tv_resnet.ResNet):
+    """torchvision's ResNet (its blocks, _make_layer and forward) with narrower stages.
+
+    torchvision fixes the stage widths at 64, 128, 256, 512; this repeats its __init__ with
+    `width` for the first stage so that an 18-layer net fits in a small fixture.
+    """
+
+    def __init__(self, layers, width, num_classes):
+        nn.Module.__init__(self)
+        block = tv_resnet.BasicBlock
+        self._norm_layer = nn.BatchNorm2d
+        self.inplanes = width
+        self.dilation = 1
+        self.groups = 1
+        self.base_width = 64
+        self.conv1 = nn.Conv2d(3, width, kernel_size=7, stride=2, padding=3, bias=False)
+        self.bn1 = nn.BatchNorm2d(width)
+        self.relu = nn.ReLU(inplace=True)
+        self.maxpool = nn.MaxPool2d(kernel_size=3, stride=2, padding=1)
+        self.layer1 = self._make_layer(block, width, layers[0])
+        self.layer2 = self._make_layer(block, width * 2, layers[1], stride=2)
+        self.layer3 = self._make_layer(block, width * 4, layers[2], stride=2)
+        self.layer4 = self._make_layer(block, width * 8, layers[3], stride=2)
+        self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
+        self.fc = nn.Linear(width * 8 * block.expansion, num_classes)
+
+
+class LstmHead(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(input_size=6, hidden_size=8, num_layers=2, batch_first=True)
+        self.head = nn.Linear(8, 3)
+
+    def forward(self, x):
+        out, (h, c) = self.lstm(x)
+        return self.head(out), h, c
+
+
+class CnnLoss(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(2, 4, kernel_size=3, padding=1)
+        self.fc = nn.Linear(4 * 3 * 3, 5)
+
+    def forward(self, x, label):
+        h = nn.functional.max_pool2d(torch.relu(self.conv(x)), 2)
+        logits = self.fc(torch.flatten(h, 1))
+        return nn.functional.cross_entropy(logits, label)
+
+
+def save(folder, name, array):
+    np.save(os.path.join(folder, name + ".npy"), np.asarray(array))
+
+
+def run_and_save(model, inputs, input_names, output_names, folder):
+    os.makedirs(folder, exist_ok=True)
+    with torch.no_grad():
+        outputs = model(*inputs)
+    if not isinstance(outputs, tuple):
+        outputs = (outputs,)
+    for n, t in zip(input_names, inputs):
+        save(folder, n, t.numpy())
+    for n, t in zip(output_names, outputs):
+        save(folder, n, t.numpy())
+    return {n: tuple(t.shape) for n, t in zip(output_names, outputs)}
+
+
+def export(name, model, inputs, input_names, output_names, dynamic_axes=None, other_inputs=None):
+    """Exports `model` traced on `inputs`; with dynamic axes, `other_inputs` (other sizes on those
+    axes) and their outputs go in the subfolder other/."""
+    folder = os.path.join(HERE, name)
+    model.eval()
+    shapes = run_and_save(model, inputs, input_names, output_names, folder)
+    torch.onnx.export(model, tuple(inputs), os.path.join(folder, "model.onnx"),
+                      opset_version=OPSET, input_names=input_names, output_names=output_names,
+                      dynamic_axes=dynamic_axes, do_constant_folding=True)
+    if other_inputs is not None:
+        other = run_and_save(model, other_inputs, input_names, output_names,
+                             os.path.join(folder, "other"))
+        shapes = f"{shapes}, other/: {other}"
+    size = os.path.getsize(os.path.join(folder, "model.onnx"))
+    print(f"{name}: model.onnx {size} bytes, outputs {shapes}")
+    return folder
+
+
+def randomize_batchnorm(model, gen):
+    for m in model.modules():
+        if isinstance(m, nn.BatchNorm2d):
+            m.running_mean.copy_(torch.rand(m.running_mean.shape, generator=gen) * 0.2 - 0.1)
+            m.running_var.copy_(torch.rand(m.running_var.shape, generator=gen) * 0.5 + 0.75)
+            m.weight.data.copy_(torch.rand(m.weight.shape, generator=gen) * 0.5 + 0.75)
+            m.bias.data.copy_(torch.rand(m.bias.shape, generator=gen) * 0.2 - 0.1)
+
+
+def main():
+    torch.manual_seed(2026)
+    gen = torch.Generator().manual_seed(2026)
+
+    resnet = NarrowResNet([2, 2, 2, 2], width=8, num_classes=10)
+    randomize_batchnorm(resnet, gen)
+    export("resnet", resnet, [torch.rand(2, 3, 64, 64, generator=gen) * 2 - 1], ["x"], ["y"],
+           dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}},
+           other_inputs=[torch.rand(1, 3, 64, 64, generator=gen) * 2 - 1])
+
+    encoder = nn.TransformerEncoderLayer(d_model=32, nhead=4, dim_feedforward=64, dropout=0.1,
+                                         batch_first=True)
+    seq = {0: "batch", 1: "sequence"}
+    export("transformer", encoder, [torch.randn(2, 5, 32, generator=gen)], ["x"], ["y"],
+           dynamic_axes={"x": seq, "y": seq}, other_inputs=[torch.randn(3, 4, 32, generator=gen)])
+
+    # The sequence length stays fixed: kiln unrolls recurrent layers at import.
+    export("lstm", LstmHead(), [torch.randn(2, 7, 6, generator=gen)], ["x"], ["y", "h_n", "c_n"],
+           dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}, "h_n": {1: "batch"},
+                         "c_n": {1: "batch"}},
+           other_inputs=[torch.randn(3, 7, 6, generator=gen)])
+
+    cnn = CnnLoss()
+    x = torch.rand(3, 2, 6, 6, generator=gen) * 2 - 1
+    label = torch.tensor([0, 3, 1], dtype=torch.int64)
+    folder = export("cnn_loss", cnn, [x, label], ["x", "label"], ["loss"])
+    # Gradients, in float64 from the same float32 values (tighter than what kiln is held to).
+    cnn64 = CnnLoss().double()
+    cnn64.load_state_dict({k: v.double() for k, v in cnn.state_dict().items()})
+    x64 = x.double().requires_grad_(True)
+    loss = cnn64(x64, label)
+    loss.backward()
+    save(folder, "grad_x", x64.grad.float().numpy())
+    for name, p in cnn64.named_parameters():
+        save(folder, "grad_" + name, p.grad.float().numpy())
+
+
+if __name__ == "__main__":
+    main()
