@@ -42,4 +42,22 @@ Result<std::map<std::string, Tensor>> ReadCheckpoint(const std::string& path) {
   return variables;
 }
 
+Result<std::map<std::string, Tensor>> ReadCheckpointFor(
+    const std::string& path, const std::map<std::string, TensorType>& expected) {
+  KILN_ASSIGN_OR_RETURN(auto values, ReadCheckpoint(path));
+  std::map<std::string, Tensor> restored;
+  for (const auto& [name, type] : expected) {
+    auto it = values.find(name);
+    if (it == values.end())
+      return MakeError(ErrorCode::kNotFound, path, ": no value for variable '", name, "' (",
+                       type.ToString(), ")");
+    if (it->second.dtype() != type.dtype || it->second.shape() != type.shape)
+      return MakeError(ErrorCode::kInvalidArgument, path, ": variable '", name, "' is ",
+                       DTypeName(it->second.dtype()), it->second.shape().ToString(),
+                       " in the checkpoint but ", type.ToString(), " in the model");
+    restored.emplace(name, std::move(it->second));
+  }
+  return restored;
+}
+
 }  // namespace kiln

@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 
+#include "ir/graph.h"
 #include "ir/status.h"
 #include "ir/tensor.h"
 
@@ -18,5 +19,10 @@ Status WriteCheckpoint(const std::string& path, const std::map<std::string, Tens
 // Refuses empty, truncated, corrupt (file or any tensor checksum), newer-version or malformed
 // files.
 Result<std::map<std::string, Tensor>> ReadCheckpoint(const std::string& path);
+// Reads a checkpoint for the variables `expected` (name -> type): every one must be in the file
+// with exactly its dtype and shape, or nothing is returned; entries for other names are ignored
+// (e.g. optimizer slots when restoring an inference graph).
+Result<std::map<std::string, Tensor>> ReadCheckpointFor(
+    const std::string& path, const std::map<std::string, TensorType>& expected);
 
 }  // namespace kiln

@@ -125,21 +125,10 @@ Status Session::SaveCheckpoint(const std::string& path) {
 
 Status Session::RestoreCheckpoint(const std::string& path) {
   KILN_RETURN_IF_ERROR(status_);
-  KILN_ASSIGN_OR_RETURN(auto values, ReadCheckpoint(path));
-  std::vector<std::pair<std::string, Tensor>> restored;
-  for (const Node& node : graph_.nodes()) {
-    if (node.op != "Variable") continue;
-    auto it = values.find(node.name);
-    if (it == values.end())
-      return MakeError(ErrorCode::kNotFound, path, ": no value for variable '", node.name, "' (",
-                       node.output_types[0].ToString(), ")");
-    if (it->second.dtype() != node.output_types[0].dtype ||
-        it->second.shape() != node.output_types[0].shape)
-      return MakeError(ErrorCode::kInvalidArgument, path, ": variable '", node.name, "' is ",
-                       DTypeName(it->second.dtype()), it->second.shape().ToString(),
-                       " in the checkpoint but ", node.output_types[0].ToString(), " in the graph");
-    restored.emplace_back(node.name, it->second);
-  }
+  std::map<std::string, TensorType> expected;
+  for (const Node& node : graph_.nodes())
+    if (node.op == "Variable") expected[node.name] = node.output_types[0];
+  KILN_ASSIGN_OR_RETURN(auto restored, ReadCheckpointFor(path, expected));
   for (auto& [name, tensor] : restored) variables_.Set(name, std::move(tensor));
   return OkStatus();
 }

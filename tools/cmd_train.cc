@@ -13,6 +13,7 @@
 #include "passes/optim.h"
 #include "runtime/session.h"
 #include "tools/command.h"
+#include "tools/lib/training_graph.h"
 
 namespace kiln::cli {
 namespace {
@@ -88,16 +89,12 @@ int RunTrain(const Command& cmd, const std::vector<std::string>& args) {
     examples = t.shape()[0];
   }
 
-  Result<std::unique_ptr<GraphBuilder>> g = GraphBuilder::FromGraph(std::move(*graph));
-  if (!g.ok()) return Fail(cmd, g.error());
-  Result<Value> loss = (*g)->Find(flags.Get("loss"));
-  if (!loss.ok()) return Fail(cmd, loss.error().WithContext("--loss"));
   Result<optim::Optimizer> optimizer = optim::ByName(flags.Get("optimizer", "adam"), {.lr = *lr});
   if (!optimizer.ok()) return UsageError(cmd, optimizer.error().message());
-  Value train = optimizer->Minimize(*loss);
-  Result<Graph> built = (*g)->Build();
-  if (!built.ok()) return Fail(cmd, built.error());
-  Session session(std::move(*built),
+  Result<TrainingGraph> training = AddOptimizer(std::move(*graph), flags.Get("loss"), *optimizer);
+  if (!training.ok()) return Fail(cmd, training.error());
+  const std::string loss = training->loss, update = training->update;
+  Session session(std::move(training->graph),
                   SessionOptions{.backend = flags.Get("backend", kDefaultBackend)});
   std::string checkpoint = flags.Get("checkpoint");
   if (flags.On("resume")) {
@@ -119,7 +116,7 @@ int RunTrain(const Command& cmd, const std::vector<std::string>& args) {
       FeedList feeds;
       for (const auto& [name, t] : *data)
         feeds.emplace_back(name, GatherRows(t, order, begin, end));
-      Result<std::vector<Tensor>> out = session.Run(feeds, {*loss}, {train});
+      Result<std::vector<Tensor>> out = session.Run(feeds, {loss}, {update});
       if (!out.ok()) return Fail(cmd, out.error().WithContext("epoch " + std::to_string(epoch)));
       double value = (*out)[0].GetDouble(0);
       if (!std::isfinite(value))

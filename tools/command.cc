@@ -4,9 +4,11 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "ir/file_util.h"
+#include "ir/io/npy.h"
 #include "ir/io/tensor_file.h"
 #include "ir/onnx/import.h"
 #include "ir/serialize.h"
@@ -23,14 +25,41 @@ int ParseOrExit(const Command& cmd, Flags& flags, const std::vector<std::string>
   return -1;
 }
 
+namespace {
+
+// "kiln run" or, for a program with no subcommands, "kilnrt".
+std::string CommandLine(const Command& cmd) {
+  return *cmd.name ? std::string(cmd.program) + " " + cmd.name : std::string(cmd.program);
+}
+
+}  // namespace
+
 int Fail(const Command& cmd, const Error& error) {
-  std::fprintf(stderr, "kiln %s: error: %s\n", cmd.name, error.message().c_str());
+  std::fprintf(stderr, "%s: error: %s\n", CommandLine(cmd).c_str(), error.message().c_str());
   return kExitFailure;
 }
 
 int UsageError(const Command& cmd, const std::string& message) {
-  std::fprintf(stderr, "kiln %s: %s (see 'kiln %s --help')\n", cmd.name, message.c_str(), cmd.name);
+  std::fprintf(stderr, "%s: %s (see '%s --help')\n", CommandLine(cmd).c_str(), message.c_str(),
+               CommandLine(cmd).c_str());
   return kExitUsage;
+}
+
+int EmitOutputs(const Command& cmd, const Flags& flags, const std::vector<std::string>& names,
+                const std::vector<Tensor>& outputs) {
+  if (!flags.Has("out")) {
+    for (size_t i = 0; i < names.size(); ++i)
+      std::printf("%s: %s\n", names[i].c_str(), outputs[i].Summary(8).c_str());
+    return 0;
+  }
+  std::string dir = flags.Get("out");
+  if (Status s = MakeDirectories(dir); !s.ok()) return Fail(cmd, s.error());
+  for (size_t i = 0; i < names.size(); ++i) {
+    std::string path = dir + "/" + SafeFileName(names[i]) + ".npy";
+    if (Status s = WriteNpy(path, outputs[i]); !s.ok()) return Fail(cmd, s.error());
+    std::printf("wrote %s (%s)\n", path.c_str(), outputs[i].Summary(0).c_str());
+  }
+  return 0;
 }
 
 Result<Graph> LoadModel(const std::string& path) {
@@ -48,6 +77,30 @@ Result<std::vector<std::pair<std::string, Tensor>>> LoadInputs(
     inputs.emplace_back(name_file.first, std::move(*t));
   }
   return inputs;
+}
+
+Result<int64_t> ParseCount(const std::string& flag, const std::string& text, int64_t min) {
+  char* end = nullptr;
+  long long v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end || v < min)
+    return MakeError(ErrorCode::kInvalidArgument, "--", flag, " must be a whole number >= ", min,
+                     ", got '", text, "'");
+  return static_cast<int64_t>(v);
+}
+
+std::optional<Shape> ParseDims(const std::string& text) {
+  if (text.empty() || text.find_first_not_of("0123456789x") != std::string::npos) return {};
+  std::vector<int64_t> dims;
+  size_t start = 0;
+  while (true) {
+    size_t x = text.find('x', start);
+    std::string part = text.substr(start, x == std::string::npos ? std::string::npos : x - start);
+    if (part.empty() || part.size() > 15) return {};
+    dims.push_back(std::strtoll(part.c_str(), nullptr, 10));
+    if (x == std::string::npos) break;
+    start = x + 1;
+  }
+  return Shape(dims);
 }
 
 std::string SafeFileName(const std::string& name) {

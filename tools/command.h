@@ -3,6 +3,7 @@
 // 2 usage error. Helpers here keep the error format the same everywhere.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@ struct Command {
   const char* summary;
   const char* usage;  // full help text, starting with the usage line
   int (*run)(const Command& self, const std::vector<std::string>& args);
+  const char* program = "kiln";  // messages start "<program> <name>:"
 };
 
 inline constexpr int kExitFailure = 1;
@@ -34,12 +36,21 @@ int Fail(const Command& cmd, const Error& error);
 // Prints "kiln CMD: <message>" plus a pointer to --help and returns 2.
 int UsageError(const Command& cmd, const std::string& message);
 
+// With --out DIR in `flags`, writes outputs[i] to DIR/<names[i]>.npy (see SafeFileName) and says
+// so; otherwise prints a summary of each. Returns the exit code.
+int EmitOutputs(const Command& cmd, const Flags& flags, const std::vector<std::string>& names,
+                const std::vector<Tensor>& outputs);
 // Loads a model file: .kgraph (binary), .kgraph.txt (text) or .onnx (imported, see
 // ir/onnx/import.h).
 Result<Graph> LoadModel(const std::string& path);
 // "--input NAME=FILE" values: reads each tensor file (.npy or ONNX .pb).
 Result<std::vector<std::pair<std::string, Tensor>>> LoadInputs(
     const std::vector<std::string>& specs);
+// The value of --`flag`: a whole number >= `min`, or an error naming the flag.
+Result<int64_t> ParseCount(const std::string& flag, const std::string& text, int64_t min);
+// "64x3x32x32" -> [64, 3, 32, 32]: whole numbers >= 0 joined by 'x'; nullopt for anything else
+// (a file name, say).
+std::optional<Shape> ParseDims(const std::string& text);
 // Every character of `name` other than letters, digits, '.', '_' and '-' becomes '_'.
 std::string SafeFileName(const std::string& name);
 // Creates a directory and its parents (like mkdir -p).

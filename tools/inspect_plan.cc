@@ -18,22 +18,11 @@ Result<std::pair<std::string, Shape>> ParseShapeSpec(const std::string& spec) {
   size_t eq = spec.find('=');
   if (eq == std::string::npos || eq == 0)
     return MakeError(ErrorCode::kInvalidArgument, "--input '", spec, "': expected NAME=SHAPE");
-  std::vector<int64_t> dims;
-  std::string rest = spec.substr(eq + 1);
-  size_t start = 0;
-  while (!rest.empty() && start <= rest.size()) {
-    size_t x = rest.find('x', start);
-    std::string part = rest.substr(start, x == std::string::npos ? std::string::npos : x - start);
-    char* end = nullptr;
-    long long d = std::strtoll(part.c_str(), &end, 10);
-    if (part.empty() || *end || d < 0)
-      return MakeError(ErrorCode::kInvalidArgument, "--input '", spec,
-                       "': a shape is dims joined by 'x', like 64x1x8x8");
-    dims.push_back(d);
-    if (x == std::string::npos) break;
-    start = x + 1;
-  }
-  return std::make_pair(spec.substr(0, eq), Shape(dims));
+  std::optional<Shape> shape = ParseDims(spec.substr(eq + 1));
+  if (!shape)
+    return MakeError(ErrorCode::kInvalidArgument, "--input '", spec,
+                     "': a shape is dims joined by 'x', like 64x1x8x8");
+  return std::make_pair(spec.substr(0, eq), *shape);
 }
 
 int64_t Bytes(const TensorType& t) { return t.shape.NumElements() * DTypeSize(t.dtype); }

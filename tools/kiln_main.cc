@@ -18,21 +18,25 @@ int RunGradcheck(const Command&, const std::vector<std::string>&);
 int RunFreeze(const Command&, const std::vector<std::string>&);
 int RunTrain(const Command&, const std::vector<std::string>&);
 int RunImportOnnx(const Command&, const std::vector<std::string>&);
+int RunBench(const Command&, const std::vector<std::string>&);
+int RunCompile(const Command&, const std::vector<std::string>&);
 
 const std::vector<Command>& Commands() {
   static const std::vector<Command> commands = {
       {"run", "run a model on input files",
        "usage: kiln run MODEL [--input NAME=FILE]... [--fetch NAME]... [--out DIR] [--backend "
-       "B]\n\n"
-       "Runs MODEL (.kgraph, .kgraph.txt or .onnx). Inputs are .npy or ONNX TensorProto .pb "
-       "files.\n"
+       "B]\n"
+       "                [--threads N]\n\n"
+       "Runs MODEL (.kgraph, .kgraph.txt, .onnx, or a module .kmod from kiln compile, which runs\n"
+       "as kilnrt runs it). Inputs are .npy or ONNX TensorProto .pb files.\n"
        "Fetches default to the model's outputs; NAME may be an output name, \"node\" or "
        "\"node:port\".\n"
        "With --out, each fetched tensor is written to DIR/NAME.npy (characters other than "
        "letters,\n"
        "digits, '.', '_' and '-' become '_'); without it a summary of each is printed.\n"
        "Backends: cpu (compiled; the default in builds with the compiler), reference (the\n"
-       "interpreter every compiled result is tested against), auto (the default: cpu if built).\n",
+       "interpreter every compiled result is tested against), auto (the default: cpu if built).\n"
+       "--threads 0 (the default) uses every core this process may use.\n",
        RunRun},
       {"inspect", "ops, inputs, outputs, parameters and FLOPs of a model",
        "usage: kiln inspect MODEL [--fusion] [--memory] [--input NAME=SHAPE]... [--fetch NAME]...\n"
@@ -97,6 +101,36 @@ const std::vector<Command>& Commands() {
        "kiln ops. Every unsupported op type is listed in one error. External data is read only\n"
        "from the model's folder. Every command that takes a MODEL also accepts .onnx directly.\n",
        RunImportOnnx},
+      {"bench", "time runs (or training steps) of a model",
+       "usage: kiln bench MODEL [--input NAME=FILE|NAME=SHAPE]... [--fetch NAME]...\n"
+       "                  [--train --loss NAME [--optimizer sgd] [--lr 0.01]] [--iters 10]\n"
+       "                  [--warmup 1] [--backend B] [--threads N] [--classes K] [--seed 1]\n\n"
+       "Runs MODEL once (timed as compile_ms: on the cpu backend it compiles the plan), --warmup\n"
+       "more times, then --iters timed times, and prints median_ms, min_ms and max_ms. Fetches\n"
+       "default to the model's outputs. --train adds the optimizer's update (as kiln train does)\n"
+       "and times whole training steps: forward, backward and update, fetching --loss.\n"
+       "--input NAME=SHAPE (dims joined by 'x', e.g. x=64x3x32x32) feeds seeded random data of\n"
+       "the input's dtype: floats standard normal, integers uniform in [0, K) with K from\n"
+       "--classes or else from the graph (a SoftmaxCrossEntropy's class count for its labels, a\n"
+       "Gather's rows for its indices, a OneHot's depth; 2 if nothing bounds them). Inputs not\n"
+       "given are random of their own shape, which must then be fully known. On the cpu backend\n"
+       "the plan's steps are counted: generated kernels, library calls, reference steps (ops\n"
+       "not lowered yet, by op). --threads 0 (the default) uses every core this process may use.\n",
+       RunBench},
+      {"compile", "compile a model ahead of time into a module (.kmod)",
+       "usage: kiln compile MODEL -o OUT.kmod [--target cpu] [--fetch NAME]...\n"
+       "                    [--input NAME=SHAPE]... [--checkpoint FILE]\n"
+       "                    [--train --loss NAME [--optimizer sgd] [--lr 0.01]]\n\n"
+       "Compiles MODEL (.kgraph, .kgraph.txt or .onnx) through the same pipeline as the cpu\n"
+       "backend and writes one file holding the plan, its constants, the variables' values (their\n"
+       "initializers, or --checkpoint's) and the kernels' machine code for this CPU, with a\n"
+       "manifest (format version, target, CPU features needed, signature, build id) and a\n"
+       "checksum. `kilnrt` (runtime only) and `kiln run` run it. Fetches default to the model's\n"
+       "outputs. Every input the fetches need must have a known shape: give unknown dims with\n"
+       "--input NAME=SHAPE (dims joined by 'x', e.g. images=64x1x8x8). With --train each run of the\n"
+       "module is one training step: it returns the loss (first output) and updates the\n"
+       "variables it keeps.\n",
+       RunCompile},
       {"help", "show help for kiln or one command", "usage: kiln help [COMMAND]\n", RunHelp},
   };
   return commands;

@@ -4,9 +4,17 @@
 #include <fstream>
 #include <mutex>
 
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVMPass.h"
+#include "mlir/Conversion/LLVMCommon/LoweringOptions.h"
+#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
+#include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/MathToLibm/MathToLibm.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -155,6 +163,48 @@ Status RunPasses(mlir::PassManager& pm, mlir::ModuleOp module, const DiagnosticL
                  const std::string& what) {
   if (mlir::failed(pm.run(module))) return log.Fail(ErrorCode::kUnimplemented, what);
   return OkStatus();
+}
+
+Status LowerToLlvmDialect(mlir::MLIRContext& context, mlir::ModuleOp module,
+                          const DiagnosticLog& log) {
+  mlir::PassManager pm(&context);
+  AddFrontPasses(pm, Target::kHost);
+  AddScalarPasses(pm, Target::kHost);
+  pm.addPass(mlir::createArithToLLVMConversionPass());
+  pm.addPass(mlir::createConvertMathToLLVMPass());
+  pm.addPass(mlir::createMemRefToLLVMConversionPass());
+  mlir::LowerToLLVMOptions llvm_options(&context);
+  llvm_options.useBarePtrCallConv = true;
+  pm.addPass(mlir::createConvertFuncToLLVMPass(llvm_options));
+  pm.addPass(mlir::cf::createConvertControlFlowToLLVMPass());
+  pm.addPass(mlir::createReconcileUnrealizedCastsPass());
+  return RunPasses(pm, module, log, "lowering the module to LLVM failed");
+}
+
+llvm::CodeGenOpt::Level CodeGenLevel(int opt_level) {
+  return opt_level <= 0   ? llvm::CodeGenOpt::None
+         : opt_level == 1 ? llvm::CodeGenOpt::Less
+         : opt_level == 2 ? llvm::CodeGenOpt::Default
+                          : llvm::CodeGenOpt::Aggressive;
+}
+
+std::string ToString(llvm::Error error) {
+  std::string s;
+  llvm::handleAllErrors(std::move(error), [&](const llvm::ErrorInfoBase& e) {
+    s += (s.empty() ? "" : "; ") + e.message();
+  });
+  return s;
+}
+
+Result<std::unique_ptr<llvm::TargetMachine>> HostTargetMachine(int opt_level, bool pic) {
+  auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!builder)
+    return MakeError(ErrorCode::kInternal, "no host target: ", ToString(builder.takeError()));
+  builder->setCodeGenOptLevel(CodeGenLevel(opt_level));
+  if (pic) builder->setRelocationModel(llvm::Reloc::PIC_);
+  auto tm = builder->createTargetMachine();
+  if (!tm) return MakeError(ErrorCode::kInternal, "no host target: ", ToString(tm.takeError()));
+  return std::move(*tm);
 }
 
 std::string DumpDir() {

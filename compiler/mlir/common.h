@@ -16,6 +16,9 @@
 #include <string>
 
 #include "ir/status.h"
+#include "llvm/Support/CodeGen.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Target/TargetMachine.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OwningOpRef.h"
@@ -51,6 +54,17 @@ Result<mlir::OwningOpRef<mlir::ModuleOp>> ParseModule(mlir::MLIRContext& context
 void AddFrontPasses(mlir::OpPassManager& module_pm, Target target);
 // On a module (host) or a gpu.module (device).
 void AddScalarPasses(mlir::OpPassManager& pm, Target target);
+
+// The host pipeline after parsing: front and scalar passes, then arith/math/memref/func/cf to the
+// LLVM dialect with bare-pointer memrefs (what JIT and ahead-of-time code share).
+Status LowerToLlvmDialect(mlir::MLIRContext& context, mlir::ModuleOp module,
+                          const DiagnosticLog& log);
+
+// A target machine for the host CPU (its name and all its features) at `opt_level` (0-3);
+// position-independent code when `pic` (for shared objects).
+Result<std::unique_ptr<llvm::TargetMachine>> HostTargetMachine(int opt_level, bool pic);
+llvm::CodeGenOpt::Level CodeGenLevel(int opt_level);
+std::string ToString(llvm::Error error);
 
 // Runs `pm`; a failure comes back as kInternal with the diagnostics.
 Status RunPasses(mlir::PassManager& pm, mlir::ModuleOp module, const DiagnosticLog& log,

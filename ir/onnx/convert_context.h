@@ -164,8 +164,8 @@ inline constexpr int64_t kMaxDynamicRank = 16;
 Result<std::vector<ShapeDim>> ShapeDims(const OnnxNode& n, int i);
 // Zeros of `dtype` in the shape `dims` (every number must be >= 0).
 Result<Value> ZerosOfDims(const OnnxNode& n, const std::vector<ShapeDim>& dims, DType dtype);
-// ONNX Reshape of x to `dims`: a number 0 copies x's dim (unless allowzero), one -1 is inferred
-// from the element count; run-time entries are taken as they are.
+// ONNX Reshape of x to `dims`: a 0 copies x's dim (unless allowzero), one -1 is inferred from
+// the element count, for entries known at import and run-time entries alike.
 Result<Value> ReshapeToDims(const OnnxNode& n, Value x, std::vector<ShapeDim> dims,
                             bool allowzero);
 

@@ -58,17 +58,30 @@ Result<Value> ZerosOfDims(const OnnxNode& n, const std::vector<ShapeDim>& dims, 
 
 Result<Value> ReshapeToDims(const OnnxNode& n, Value x, std::vector<ShapeDim> dims,
                             bool allowzero) {
+  GraphBuilder& g = n.g();
+  auto scalar = [&g](int64_t v) { return g.Constant(Tensor::Scalar<int64_t>(v)); };
+  // x's dim k, a number when known at import.
+  auto dim_of_x = [&](int k) {
+    if (x.shape()[k] >= 0) return ShapeDim{x.shape()[k], Value()};
+    return ShapeDim{0, Reshape(Slice(ShapeOf(x), {k}, {k + 1}), {})};
+  };
   int infer = -1;
+  std::vector<int> runtime;  // entries read at run time: they may be 0 or -1 there
   for (int k = 0; k < static_cast<int>(dims.size()); ++k) {
-    if (dims[k].runtime.valid()) continue;
+    if (dims[k].runtime.valid()) {
+      runtime.push_back(k);
+      if (!allowzero && k < x.rank()) {  // a 0 copies x's dim k
+        ShapeDim d = dim_of_x(k);
+        Value copy = d.runtime.valid() ? d.runtime : scalar(d.value);
+        dims[k].runtime = Select(Equal(dims[k].runtime, scalar(0)), copy, dims[k].runtime);
+      }
+      continue;
+    }
     int64_t v = dims[k].value;
-    if (v == 0 && !allowzero) {  // copy x's dim k
+    if (v == 0 && !allowzero) {
       if (k >= x.rank())
         return n.Fail("shape entry ", k, " is 0 (copy) but the input has rank ", x.rank());
-      if (x.shape()[k] >= 0)
-        dims[k].value = x.shape()[k];
-      else
-        dims[k].runtime = Reshape(Slice(ShapeOf(x), {k}, {k + 1}), {});
+      dims[k] = dim_of_x(k);
     } else if (v == -1) {
       if (infer >= 0) return n.Fail("the shape has more than one -1");
       infer = k;
@@ -76,22 +89,28 @@ Result<Value> ReshapeToDims(const OnnxNode& n, Value x, std::vector<ShapeDim> di
       return n.Fail("shape entry ", k, " is ", v, "; only -1 may be negative");
     }
   }
-  if (infer >= 0) {  // the element count of x over the product of the other dims
-    int64_t known = 1;
-    Value product;
-    for (int k = 0; k < static_cast<int>(dims.size()); ++k) {
-      if (k == infer) continue;
-      if (!dims[k].runtime.valid()) {
-        known *= dims[k].value;
-        if (known <= 0 || known > (int64_t{1} << 40)) known = 1;  // x is then empty or invalid
-      } else {
-        product = product.valid() ? Mul(product, dims[k].runtime) : dims[k].runtime;
-      }
+  if (infer < 0 && runtime.empty()) return n.Fail("internal: no entry is known at run time");
+  // The element count of x over the product of the other entries. A run-time -1 makes the
+  // product of all entries negative, hence its absolute value.
+  int64_t known = 1;
+  Value product;
+  for (int k = 0; k < static_cast<int>(dims.size()); ++k) {
+    if (k == infer) continue;
+    if (!dims[k].runtime.valid()) {
+      known *= dims[k].value;
+      if (known <= 0 || known > (int64_t{1} << 40)) known = 1;  // x is then empty or invalid
+    } else {
+      product = product.valid() ? Mul(product, dims[k].runtime) : dims[k].runtime;
     }
-    Value divisor = n.g().Constant(Tensor::Scalar<int64_t>(known));
-    if (product.valid()) divisor = Mul(divisor, product);
-    const Value one = n.g().Constant(Tensor::Scalar<int64_t>(1));
-    dims[infer].runtime = Div(Prod(ShapeOf(x)), Maximum(divisor, one));
+  }
+  Value divisor = scalar(known);
+  if (product.valid()) divisor = Abs(Mul(divisor, product));
+  Value inferred = Div(Prod(ShapeOf(x)), Maximum(divisor, scalar(1)));
+  if (infer >= 0) {
+    dims[infer].runtime = inferred;
+  } else {
+    for (int k : runtime)
+      dims[k].runtime = Select(Equal(dims[k].runtime, scalar(-1)), inferred, dims[k].runtime);
   }
   KILN_ASSIGN_OR_RETURN(Value like, ZerosOfDims(n, dims, i64));
   return ReshapeLike(x, like);

@@ -158,10 +158,11 @@ class Importer {
       GraphBuilder::SourceOverride at(&g_, origin_ + ": initializer '" + p.name() + "'");
       OnnxValue v;
       v.known = t;
+      const std::string name = NodeName(p.name());
       if (!options_.initializers_as_constants && IsFloat(t.dtype()))
-        v.value = Variable(g_, p.name(), t.dtype(), t.shape(), Initializer::FromTensor(t));
+        v.value = Variable(g_, name, t.dtype(), t.shape(), Initializer::FromTensor(t));
       else
-        v.value = g_.Constant(t).Named(p.name());
+        v.value = g_.Constant(t).Named(name);
       if (!v.value.valid()) return BuilderError("initializer '" + p.name() + "'");
       values_[p.name()] = std::move(v);
     }
@@ -183,9 +184,9 @@ class Importer {
           return MakeError(ErrorCode::kInvalidArgument, origin_, ": the value given for input '",
                            vi.name(), "' is ", t.Summary(0), ", expected ", type.ToString());
         v.known = t;
-        v.value = g_.Constant(t).Named(vi.name());
+        v.value = g_.Constant(t).Named(NodeName(vi.name()));
       } else {
-        v.value = g_.Placeholder(vi.name(), type.dtype, type.shape);
+        v.value = g_.Placeholder(NodeName(vi.name()), type.dtype, type.shape);
       }
       if (!v.value.valid()) return BuilderError("graph input '" + vi.name() + "'");
       values_[vi.name()] = std::move(v);
@@ -215,6 +216,21 @@ class Importer {
     return OkStatus();
   }
 
+  // The kiln node name for an ONNX initializer or input name: ':' (kiln's port separator, in
+  // PyTorch's "onnx::Conv_193") becomes '_', with a suffix when that name is already taken.
+  std::string NodeName(const std::string& onnx_name) {
+    std::string name = onnx_name;
+    for (char& c : name)
+      if (c == ':') c = '_';
+    if (name != onnx_name) {
+      std::string base = name;
+      for (int k = 1; values_.count(name) || node_names_.count(name); ++k)
+        name = base + "_" + std::to_string(k);
+    }
+    node_names_.insert(name);
+    return name;
+  }
+
   // The first error the builder recorded, with context.
   Error BuilderError(const std::string& what) {
     const Error& e = g_.errors().back();
@@ -227,6 +243,7 @@ class Importer {
   int64_t opset_ = 0;
   GraphBuilder g_;
   std::map<std::string, OnnxValue> values_;
+  std::set<std::string> node_names_;  // names given to initializer and input nodes
 };
 
 }  // namespace

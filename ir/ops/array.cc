@@ -2,6 +2,8 @@
 // array_index.cc (declared in array_internal.h).
 #include "ir/ops/array.h"
 
+#include <algorithm>
+
 #include "ir/ops/array_grad.h"
 #include "ir/ops/array_internal.h"
 #include "ir/ops/op_helpers.h"
@@ -60,15 +62,19 @@ Value Concat(const std::vector<Value>& values, int64_t axis, SourceLocation loc)
 std::vector<Value> Split(At x, int64_t axis, Ints sizes) {
   AttrMap a;
   a.Set("axis", axis);
+  const size_t n = sizes.size();
   a.Set("sizes", std::move(sizes));
-  return MakeOpN("Split", {x.value}, std::move(a), x.loc);
+  return MakeOpN("Split", {x.value}, std::move(a), x.loc, n);
 }
 
 std::vector<Value> SplitEven(At x, int64_t axis, int64_t num_outputs) {
   AttrMap a;
   a.Set("axis", axis);
   a.Set("num_outputs", num_outputs);
-  return MakeOpN("Split", {x.value}, std::move(a), x.loc);
+  // Out-of-range counts are refused by the op (1..65536); the clamp only bounds the invalid
+  // values returned then.
+  return MakeOpN("Split", {x.value}, std::move(a), x.loc,
+                 static_cast<size_t>(std::clamp<int64_t>(num_outputs, 1, 65536)));
 }
 
 Value Slice(At x, Ints begins, Ints ends, Ints axes, Ints steps) {
@@ -119,7 +125,7 @@ Value GatherGrad(At dy, Value indices, Value data_like, int64_t axis) {
 std::vector<Value> ConcatGrad(At dy, const std::vector<Value>& values_like, int64_t axis) {
   std::vector<Value> inputs = {dy.value};
   inputs.insert(inputs.end(), values_like.begin(), values_like.end());
-  return MakeOpN("ConcatGrad", inputs, OneAttr("axis", axis), dy.loc);
+  return MakeOpN("ConcatGrad", inputs, OneAttr("axis", axis), dy.loc, values_like.size());
 }
 
 void RegisterArrayOps(OpRegistry& r) {

@@ -21,12 +21,6 @@ AttrMap PoolAttrs(const Pool2DOptions& o, bool avg) {
   return a;
 }
 
-// A multi-output op's Values, padded with invalid ones when the op could not be added.
-std::vector<Value> Outputs(std::vector<Value> values, size_t n) {
-  values.resize(n);
-  return values;
-}
-
 }  // namespace
 
 Value MaxPool2D(At x, const Pool2DOptions& o) {
@@ -48,7 +42,7 @@ std::vector<Value> BatchNorm(At x, Value scale, Value bias, Value mean, Value va
   AttrMap a;
   a.Set("epsilon", epsilon);
   a.Set("training", training);
-  return Outputs(MakeOpN("BatchNorm", {x.value, scale, bias, mean, var}, std::move(a), x.loc), 3);
+  return MakeOpN("BatchNorm", {x.value, scale, bias, mean, var}, std::move(a), x.loc, 3);
 }
 
 Value LayerNorm(At x, Value scale, Value bias, int64_t axis, double epsilon) {
@@ -78,7 +72,7 @@ std::vector<Value> Dropout(At x, double rate, int64_t seed, bool training) {
   a.Set("rate", rate);
   a.Set("seed", seed);
   a.Set("training", training);
-  return Outputs(MakeOpN("Dropout", {x.value}, std::move(a), x.loc), 2);
+  return MakeOpN("Dropout", {x.value}, std::move(a), x.loc, 2);
 }
 
 namespace {

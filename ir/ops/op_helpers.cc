@@ -3,15 +3,20 @@
 namespace kiln::internal {
 
 std::vector<Value> MakeOpN(const char* op, const std::vector<Value>& inputs, AttrMap attrs,
-                           SourceLocation loc) {
-  for (const Value& v : inputs)
-    if (v.valid()) return v.builder()->AddOp(op, inputs, std::move(attrs), loc);
-  return {Value()};
+                           SourceLocation loc, size_t num_outputs) {
+  for (const Value& v : inputs) {
+    if (!v.valid()) continue;
+    std::vector<Value> outs = v.builder()->AddOp(op, inputs, std::move(attrs), loc);
+    if (outs.size() != num_outputs || !outs[0].valid()) outs.assign(num_outputs, Value());
+    return outs;
+  }
+  return std::vector<Value>(num_outputs);
 }
 
 Value MakeOp(const char* op, const std::vector<Value>& inputs, AttrMap attrs, SourceLocation loc) {
-  std::vector<Value> outs = MakeOpN(op, inputs, std::move(attrs), loc);
-  return outs.empty() ? Value() : outs[0];
+  for (const Value& v : inputs)
+    if (v.valid()) return v.builder()->AddOp(op, inputs, std::move(attrs), loc)[0];
+  return Value();
 }
 
 Value SumToShapeOf(Value grad, Value like) {

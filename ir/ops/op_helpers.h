@@ -13,9 +13,10 @@ namespace kiln::internal {
 
 // Adds a one-output op to the builder that owns the first valid input (invalid if none).
 Value MakeOp(const char* op, const std::vector<Value>& inputs, AttrMap attrs, SourceLocation loc);
-// Adds an op and returns all its outputs.
+// Adds an op with `num_outputs` outputs and returns them; when the op cannot be added (the error
+// is recorded in the builder), `num_outputs` invalid values, so callers may index them.
 std::vector<Value> MakeOpN(const char* op, const std::vector<Value>& inputs, AttrMap attrs,
-                           SourceLocation loc);
+                           SourceLocation loc, size_t num_outputs);
 
 // For gradients: `grad` summed down to the shape of `like` (undoing broadcasting); no node is
 // added when both shapes are fully known and equal.

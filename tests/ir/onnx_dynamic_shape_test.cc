@@ -6,6 +6,7 @@
 #include "ir/onnx/import.h"
 #include "runtime/session.h"
 #include "tests/ir/onnx_model_builder.h"
+#include "tests/testing/backends.h"
 
 using namespace kiln;
 using kiln::testing::OnnxModel;
@@ -61,7 +62,7 @@ TEST_CASE("ONNX dynamic shapes: Reshape to [2 * batch, -1]", "[onnx]") {
   OnnxModel::AttrInt(m.Node("Concat", {"n2", "minus1"}, {"shape"}), "axis", 0);
   m.Node("Reshape", {"x", "shape"}, {"y"});
   Graph g = Import(m);
-  for (const char* backend : {"reference", "cpu"}) {
+  for (const std::string& backend : kiln::testing::AvailableBackends()) {
     // [3, 4] -> [6, 2], elements in the same (row-major) order.
     Tensor y = Run(g, backend, Iota(Shape{3, 4}));
     REQUIRE(y.shape() == Shape{6, 2});
@@ -87,7 +88,7 @@ TEST_CASE("ONNX dynamic shapes: Reshape with two run-time entries and a -1", "[o
   OnnxModel::AttrInt(m.Node("Concat", {"n3", "seq2", "minus1"}, {"shape"}), "axis", 0);
   m.Node("Reshape", {"x", "shape"}, {"y"});
   Graph g = Import(m);
-  for (const char* backend : {"reference", "cpu"}) {
+  for (const std::string& backend : kiln::testing::AvailableBackends()) {
     // [2, 5, 6] (60 elements) -> [6, 10, 1].
     Tensor y = Run(g, backend, Iota(Shape{2, 5, 6}));
     REQUIRE(y.shape() == Shape{6, 10, 1});
@@ -110,7 +111,7 @@ TEST_CASE("ONNX dynamic shapes: ConstantOfShape [2, batch] and Expand to [batch,
   Const(m, "row", Tensor::FromVector<float>({1, 3}, {1, 2, 3}));
   m.Node("Expand", {"row", "eshape"}, {"e"});
   Graph g = Import(m);
-  for (const char* backend : {"reference", "cpu"}) {
+  for (const std::string& backend : kiln::testing::AvailableBackends()) {
     Tensor c = Run(g, backend, Iota(Shape{4}), "c");
     REQUIRE(c.shape() == Shape{2, 4});
     CHECK(c.dtype() == f32);
@@ -133,7 +134,7 @@ TEST_CASE("ONNX dynamic shapes: Resize to sizes [batch, C, 4, 4]", "[onnx]") {
   OnnxModel::AttrInt(m.Node("Concat", {"nc", "hw"}, {"sizes"}), "axis", 0);
   m.Node("Resize", {"x", "", "", "sizes"}, {"y"});  // nearest, half_pixel, round_prefer_floor
   Graph g = Import(m);
-  for (const char* backend : {"reference", "cpu"}) {
+  for (const std::string& backend : kiln::testing::AvailableBackends()) {
     Tensor y = Run(g, backend, Iota(Shape{3, 1, 2, 2}));
     REQUIRE(y.shape() == Shape{3, 1, 4, 4});
     // Each input pixel becomes a 2x2 block: row 0 of sample 1 is [4, 4, 5, 5].

@@ -10,6 +10,7 @@
 // autograd.
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdio>
@@ -19,6 +20,7 @@
 #include "ir/io/npy.h"
 #include "ir/onnx/import.h"
 #include "runtime/session.h"
+#include "tests/testing/backends.h"
 #include "tests/testing/temp_path.h"
 
 using namespace kiln;
@@ -96,7 +98,7 @@ std::string InputFlags(const TorchModel& m, const std::string& data_dir) {
 }  // namespace
 
 TEST_CASE("ONNX from PyTorch: kiln run matches PyTorch on both backends", "[onnx]") {
-  for (const std::string backend : {"reference", "cpu"}) {
+  for (const std::string& backend : kiln::testing::AvailableBackends()) {
     for (const TorchModel& m : Models()) {
       for (const std::string set : {"", "other"}) {
         if (!set.empty() && !m.dynamic) continue;
@@ -120,13 +122,33 @@ TEST_CASE("ONNX from PyTorch: kiln run matches PyTorch on both backends", "[onnx
   }
 }
 
+TEST_CASE("ONNX from PyTorch: kiln import-onnx writes a graph that runs the same", "[onnx]") {
+  // PyTorch names folded initializers "onnx::Conv_193"; kiln's graph files must still load.
+  for (const std::string name : {"resnet", "transformer"}) {
+    const TorchModel& m = *std::find_if(Models().begin(), Models().end(),
+                                        [&](const TorchModel& t) { return t.name == name; });
+    std::string graph = kiln::testing::TempPath(name + ".kgraph");
+    std::string out_dir = kiln::testing::TempPath("torch_" + name + "_kgraph");
+    std::string output;
+    int code = RunKiln("import-onnx " + ModelDir(name) + "/model.onnx -o " + graph, output);
+    INFO(output);
+    REQUIRE(code == 0);
+    code = RunKiln("run " + graph + InputFlags(m, ModelDir(name)) + " --out " + out_dir +
+                       " --backend reference",
+                   output);
+    REQUIRE(code == 0);
+    CheckClose(ReadOrFail(out_dir + "/y.npy"), ReadOrFail(ModelDir(name) + "/y.npy"),
+               name + " from its .kgraph");
+  }
+}
+
 TEST_CASE("ONNX from PyTorch: kiln grad of an imported loss matches autograd", "[onnx]") {
   const TorchModel& m = Models().back();
   REQUIRE(m.name == "cnn_loss");
   const std::vector<std::string> wrt = {"conv.weight", "conv.bias", "fc.weight", "fc.bias", "x"};
   std::string wrt_list;
   for (const std::string& w : wrt) wrt_list += (wrt_list.empty() ? "" : ",") + w;
-  for (const std::string backend : {"reference", "cpu"}) {
+  for (const std::string& backend : kiln::testing::AvailableBackends()) {
     SECTION(backend) {
       std::string out_dir = kiln::testing::TempPath("torch_grad_" + backend);
       std::string output;
@@ -151,7 +173,7 @@ TEST_CASE("ONNX from PyTorch: dynamic axes import as unknown dims, through the C
   INFO((g.ok() ? std::string() : g.error().ToString()));
   REQUIRE(g.ok());
   CHECK(g->FindNode("x")->output_types[0].shape == Shape{-1, -1, 32});
-  for (const std::string backend : {"reference", "cpu"}) {
+  for (const std::string& backend : kiln::testing::AvailableBackends()) {
     Session session(*g, {.backend = backend});
     for (const std::string dir : {"", "/other"}) {
       std::string data_dir = ModelDir("transformer") + dir;

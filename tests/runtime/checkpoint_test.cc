@@ -73,7 +73,7 @@ TEST_CASE("checkpoint: bad files are refused and variables stay as they were",
   Session other(Model({1, 3}));
   REQUIRE(other.SaveCheckpoint(Path("other.kckpt")).ok());
   refused(ReadAll(Path("other.kckpt")),
-          "variable 'w' is f32[1, 3] in the checkpoint but f32[2, 3] in the graph");
+          "variable 'w' is f32[1, 3] in the checkpoint but f32[2, 3] in the model");
   // A checkpoint missing a variable.
   REQUIRE(WriteCheckpoint(Path("partial.kckpt"), {{"w", before}}).ok());
   refused(ReadAll(Path("partial.kckpt")), "no value for variable 'b'");

@@ -16,16 +16,14 @@
 #include "ir/ops/state.h"
 #include "ir/serialize.h"
 #include "runtime/checkpoint.h"
+#include "tests/testing/run_command.h"
 
 using namespace kiln;
 
 namespace {
 
-struct CommandResult {
-  int exit_code = -1;
-  bool signaled = false;
-  std::string out, err;
-};
+using testing::CheckFails;
+using testing::CommandResult;
 
 std::string ReadAll(const std::string& path) {
   std::ifstream f(path);
@@ -43,39 +41,7 @@ std::string Dir() {
 }
 
 CommandResult Kiln(const std::vector<std::string>& args) {
-  std::string out_path = Dir() + "/stdout", err_path = Dir() + "/stderr";
-  pid_t pid = fork();
-  if (pid == 0) {
-    int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(out, 1);
-    dup2(err, 2);
-    std::vector<char*> argv;
-    std::string bin = KILN_BINARY;
-    argv.push_back(bin.data());
-    std::vector<std::string> copy = args;
-    for (std::string& a : copy) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execv(bin.c_str(), argv.data());
-    _exit(127);
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  CommandResult r;
-  r.signaled = WIFSIGNALED(status);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = ReadAll(out_path);
-  r.err = ReadAll(err_path);
-  return r;
-}
-
-// A failure: exit 1, no signal, exactly one line on stderr containing `text`.
-void CheckFails(const CommandResult& r, const std::string& text, int code = 1) {
-  INFO("stdout: " << r.out << "\nstderr: " << r.err);
-  CHECK_FALSE(r.signaled);
-  CHECK(r.exit_code == code);
-  CHECK_THAT(r.err, Catch::Contains(text));
-  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  return testing::RunCommand(KILN_BINARY, args);
 }
 
 std::string Write(const std::string& name, const std::string& bytes) {

@@ -1,0 +1,98 @@
+#include "runtime/module/module.h"
+
+#include "ir/file_util.h"
+#include "runtime/checkpoint.h"
+#include "runtime/cpu/cpu_executor.h"
+#include "runtime/cpu/program.h"
+#include "runtime/module/cpu_features.h"
+#include "runtime/module/kernel_object.h"
+
+namespace kiln {
+namespace {
+
+// "x" and "x:0" name the same tensor.
+std::string CanonicalName(const std::string& name) {
+  return name.find(':') == std::string::npos ? name + ":0" : name;
+}
+
+}  // namespace
+
+Module::Module() = default;
+Module::~Module() = default;
+
+Result<std::unique_ptr<Module>> Module::Load(const std::string& path,
+                                             const ModuleOptions& options) {
+  KILN_ASSIGN_OR_RETURN(std::string bytes, ReadFileToString(path, kMaxModuleBytes));
+  return LoadFromBytes(bytes, path, options);
+}
+
+Result<std::unique_ptr<Module>> Module::LoadFromBytes(const std::string& bytes,
+                                                      const std::string& origin,
+                                                      const ModuleOptions& options) {
+  KILN_ASSIGN_OR_RETURN(ModuleFile file, ParseModule(bytes, origin));
+  if (file.target != "cpu")
+    return MakeError(ErrorCode::kFailedPrecondition, origin, ": the module was compiled for target '",
+                     file.target, "'; this runtime runs 'cpu' modules");
+  KILN_RETURN_IF_ERROR(CheckHostCpuFeatures(file.cpu_features, origin));
+  CompiledPlan plan;
+  plan.executable = file.executable;
+  if (!file.kernels.empty()) {
+    KILN_ASSIGN_OR_RETURN(plan.kernels, OpenKernelObject(file.kernels, origin));
+  }
+  std::unique_ptr<Module> module(new Module());
+  module->origin_ = origin;
+  int threads = options.threads > 0 ? options.threads : cpu::AvailableCores();
+  Result<std::unique_ptr<cpu::Program>> program = cpu::Program::Load(std::move(plan), threads);
+  if (!program.ok()) return program.error().WithContext(origin + ": its plan does not load");
+  module->program_ = std::move(*program);
+  for (const auto& [name, value] : file.variables) module->variables_.Set(name, value);
+  file.executable = {};  // the Program holds its own copy
+  module->file_ = std::move(file);
+  return module;
+}
+
+Result<std::vector<Tensor>> Module::Run(const std::vector<std::pair<std::string, Tensor>>& feeds) {
+  const std::vector<ModuleTensorSpec>& inputs = file_.inputs;
+  std::vector<Tensor> bound(inputs.size());
+  std::vector<bool> given(inputs.size(), false);
+  for (const auto& [name, tensor] : feeds) {
+    size_t i = 0;
+    while (i < inputs.size() && CanonicalName(inputs[i].name) != CanonicalName(name)) ++i;
+    if (i == inputs.size()) {
+      std::string names;
+      for (const ModuleTensorSpec& s : inputs) names += (names.empty() ? "" : ", ") + s.name;
+      return MakeError(ErrorCode::kInvalidArgument, origin_, ": the module has no input '", name,
+                       "' (its inputs: ", names.empty() ? "none" : names, ")");
+    }
+    if (given[i])
+      return MakeError(ErrorCode::kInvalidArgument, origin_, ": input '", name, "' is fed twice");
+    if (tensor.dtype() != inputs[i].type.dtype || tensor.shape() != inputs[i].type.shape)
+      return MakeError(ErrorCode::kInvalidArgument, origin_, ": input '", inputs[i].name, "' is ",
+                       DTypeName(tensor.dtype()), tensor.shape().ToString(), " but the module ",
+                       "was compiled for ", inputs[i].type.ToString());
+    bound[i] = tensor;
+    given[i] = true;
+  }
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (!given[i])
+      return MakeError(ErrorCode::kInvalidArgument, origin_, ": missing input '", inputs[i].name,
+                       "' (", inputs[i].type.ToString(), ")");
+  Result<std::vector<Tensor>> out = program_->Run(bound, variables_, counters_);
+  if (!out.ok()) return out.error().WithContext(origin_);
+  return out;
+}
+
+Status Module::SaveCheckpoint(const std::string& path) const {
+  return WriteCheckpoint(path, variables_.values());
+}
+
+Status Module::RestoreCheckpoint(const std::string& path) {
+  std::map<std::string, TensorType> expected;
+  for (const auto& [name, value] : variables_.values())
+    expected[name] = TensorType{value.dtype(), value.shape()};
+  KILN_ASSIGN_OR_RETURN(auto restored, ReadCheckpointFor(path, expected));
+  for (auto& [name, tensor] : restored) variables_.Set(name, std::move(tensor));
+  return OkStatus();
+}
+
+}  // namespace kiln

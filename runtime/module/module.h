@@ -1,0 +1,67 @@
+// Module: a compiled module (.kmod, see module_file.h) loaded for this CPU and ready to run, with
+// no compiler involved: the deployment half of kiln.
+//
+//   auto module = kiln::Module::Load("digits.kmod");          // Result<std::unique_ptr<Module>>
+//   auto out = (*module)->Run({{"images", batch}});            // outputs in signature order
+//
+// Load refuses a module for another target, one that needs CPU features this host lacks, a newer
+// format, or a damaged file, each with an error naming the file. Run takes one tensor per input
+// of the signature (by name: "x" or "x:0"), each of exactly the signature's dtype and shape, and
+// returns the outputs in signature order. Every Run also runs the module's targets: a module
+// compiled with --train performs one training step per Run and keeps its variables, which
+// SaveCheckpoint/RestoreCheckpoint write and read (the same .kckpt files a Session uses).
+// A Module is run by one caller at a time.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ir/status.h"
+#include "ir/tensor.h"
+#include "runtime/module/module_file.h"
+#include "runtime/variable_store.h"
+
+namespace kiln {
+namespace cpu {
+class Program;
+}
+
+struct ModuleOptions {
+  int threads = 0;  // 0: every core this process may use
+};
+
+class Module {
+ public:
+  static Result<std::unique_ptr<Module>> Load(const std::string& path,
+                                              const ModuleOptions& options = {});
+  // The same from the bytes of a module file; `origin` names it in errors.
+  static Result<std::unique_ptr<Module>> LoadFromBytes(const std::string& bytes,
+                                                       const std::string& origin,
+                                                       const ModuleOptions& options = {});
+  ~Module();
+
+  const std::vector<ModuleTensorSpec>& inputs() const { return file_.inputs; }
+  const std::vector<ModuleTensorSpec>& outputs() const { return file_.outputs; }
+  // The manifest and everything else the file holds (the plan, initial variable values, code).
+  const ModuleFile& file() const { return file_; }
+
+  Result<std::vector<Tensor>> Run(const std::vector<std::pair<std::string, Tensor>>& feeds);
+
+  const VariableStore& variables() const { return variables_; }
+  Status SaveCheckpoint(const std::string& path) const;
+  // All or nothing: every variable of the module must be in the file with its dtype and shape.
+  Status RestoreCheckpoint(const std::string& path);
+
+ private:
+  Module();
+  std::string origin_;
+  ModuleFile file_;
+  std::unique_ptr<cpu::Program> program_;
+  VariableStore variables_;
+  std::map<std::string, uint64_t> counters_;
+};
+
+}  // namespace kiln

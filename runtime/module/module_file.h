@@ -1,0 +1,56 @@
+// Compiled module files (.kmod): what `kiln compile` writes and the runtime loads. A module is one
+// plan compiled ahead of time for one target: its signature (inputs, outputs, and the targets run
+// for their effect), the Executable with its constants, the variables' initial values and the
+// kernels' machine code (an ELF shared object), plus a manifest (format version, target, the CPU
+// features the code needs, a build id). The file is a ModuleProto (proto/kiln.proto) ending with a
+// CRC32C of everything before it; it is written to a temporary file, synced and renamed.
+//
+// ParseModule refuses, with an error naming the file: a truncated or altered file (checksum), a
+// newer format version, a malformed manifest or signature, an Executable whose structure is
+// broken. Whether this host can run it (target, CPU features) is checked by Module::Load.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "ir/status.h"
+#include "ir/tensor.h"
+#include "runtime/executable.h"
+
+namespace kiln {
+
+inline constexpr int kModuleFormatVersion = 1;
+inline constexpr int64_t kMaxModuleBytes = int64_t{16} << 30;
+
+struct ModuleTensorSpec {
+  std::string name;  // inputs: the placeholder's name; outputs: the fetch's name
+  TensorType type;
+};
+
+struct ModuleFile {
+  int format_version = kModuleFormatVersion;
+  std::string target = "cpu";
+  std::string cpu;                        // the CPU the code was tuned for, informative
+  std::vector<std::string> cpu_features;  // features the code needs (names as in cpu_features.h)
+  std::string build_id;                   // set by SerializeModule
+  std::string producer;
+  std::string precision = "fp32";
+  std::string source;
+  std::vector<ModuleTensorSpec> inputs;   // inputs[i] binds executable.feeds[i]
+  std::vector<ModuleTensorSpec> outputs;  // outputs[i] is executable.fetches[i]
+  std::vector<std::string> targets;
+  Executable executable;
+  std::map<std::string, Tensor> variables;  // initial values
+  std::string kernels;                      // ELF shared object; empty when no step is a kernel
+};
+
+// The file's bytes (sets the build id: a digest of the contents). Deterministic.
+std::string SerializeModule(ModuleFile module);
+Status WriteModuleFile(const std::string& path, const ModuleFile& module);
+// `origin` names the bytes in errors (the file's path).
+Result<ModuleFile> ParseModule(const std::string& bytes, const std::string& origin);
+Result<ModuleFile> ReadModuleFile(const std::string& path);
+
+}  // namespace kiln

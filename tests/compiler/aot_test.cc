@@ -1,0 +1,229 @@
+// Ahead-of-time modules (compiler/aot.h -> .kmod -> runtime Module): a module computes bitwise what
+// the session's cpu backend computes (same pipeline, same machine code), training modules keep and
+// checkpoint their variables, and damaged or foreign modules and wrong feeds are refused clearly.
+#include <catch2/catch.hpp>
+#include <cstring>
+
+#include "compiler/aot.h"
+#include "ir/io/npy.h"
+#include "ir/onnx/import.h"
+#include "models/digits_cnn.h"
+#include "passes/optim.h"
+#include "runtime/checkpoint.h"
+#include "runtime/module/cpu_features.h"
+#include "runtime/module/module.h"
+#include "runtime/session.h"
+#include "tests/testing/gradcheck_op.h"
+#include "tests/testing/temp_path.h"
+
+namespace kiln {
+namespace {
+
+Tensor Random(Shape shape, uint64_t seed) { return testing::RandomTensor(shape, seed).CastTo(f32); }
+
+bool BitwiseEqual(const Tensor& a, const Tensor& b) {
+  return a.dtype() == b.dtype() && a.shape() == b.shape() &&
+         std::memcmp(a.raw_data(), b.raw_data(), a.byte_size()) == 0;
+}
+
+ModuleFile Compile(const Graph& graph, compiler::AotOptions options) {
+  Result<ModuleFile> module = compiler::CompileModule(graph, options);
+  INFO(module.status().ToString());
+  REQUIRE(module.ok());
+  return std::move(*module);
+}
+
+std::unique_ptr<Module> Load(const ModuleFile& file) {
+  Result<std::unique_ptr<Module>> module = Module::LoadFromBytes(SerializeModule(file), "m.kmod");
+  INFO(module.status().ToString());
+  REQUIRE(module.ok());
+  return std::move(*module);
+}
+
+// Runs `graph` on the cpu backend and as a module compiled from it; outputs must match bit for bit.
+void CheckModuleMatchesSession(const Graph& graph, const std::string& input, const Tensor& x) {
+  compiler::AotOptions options;
+  options.input_shapes[input] = x.shape();
+  ModuleFile file = Compile(graph, options);
+  std::unique_ptr<Module> module = Load(file);
+  Result<std::vector<Tensor>> got = module->Run({{input, x}});
+  INFO(got.status().ToString());
+  REQUIRE(got.ok());
+  Session session(graph, SessionOptions{.backend = "cpu"});
+  std::vector<TensorName> fetches;
+  for (const ModuleTensorSpec& o : module->outputs()) fetches.emplace_back(o.name);
+  Result<std::vector<Tensor>> want = session.Run({{input, x}}, fetches);
+  REQUIRE(want.ok());
+  REQUIRE(got->size() == want->size());
+  for (size_t i = 0; i < got->size(); ++i) {
+    INFO("output " << module->outputs()[i].name);
+    CHECK(BitwiseEqual((*got)[i], (*want)[i]));
+  }
+}
+
+TEST_CASE("AOT: a module computes bitwise what the cpu backend computes", "[aot]") {
+  SECTION("the digits CNN") {
+    GraphBuilder g;
+    models::BuildDigitsCnn(g);
+    Result<Graph> graph = g.Build();
+    REQUIRE(graph.ok());
+    CheckModuleMatchesSession(*graph, "images", Random(Shape{5, 1, 8, 8}, 3));
+  }
+  for (const char* name : {"resnet", "transformer", "lstm"}) {
+    SECTION(std::string("the PyTorch-exported ") + name) {
+      std::string dir = std::string(KILN_TEST_DATA_DIR) + "/onnx/" + name;
+      Result<Graph> graph = ImportOnnx(dir + "/model.onnx");
+      REQUIRE(graph.ok());
+      Result<Tensor> x = ReadNpy(dir + "/x.npy");
+      REQUIRE(x.ok());
+      CheckModuleMatchesSession(*graph, graph->inputs()[0], *x);
+    }
+  }
+}
+
+TEST_CASE("AOT: the manifest records the signature, target and CPU features", "[aot]") {
+  GraphBuilder g;
+  models::BuildDigitsCnn(g);
+  Graph graph = *g.Build();
+  ModuleFile file = Compile(graph, {.fetches = {"logits"}, .input_shapes = {{"images", {4, 1, 8, 8}}}});
+  Result<ModuleFile> back = ParseModule(SerializeModule(file), "m.kmod");
+  REQUIRE(back.ok());
+  CHECK(back->target == "cpu");
+  CHECK(back->build_id.size() == 16);
+  REQUIRE(back->inputs.size() == 1);
+  CHECK(back->inputs[0].name == "images");
+  CHECK(back->inputs[0].type.ToString() == "f32[4, 1, 8, 8]");
+  REQUIRE(back->outputs.size() == 1);
+  CHECK(back->outputs[0].name == "logits");
+  CHECK(back->outputs[0].type.ToString() == "f32[4, 10]");
+  CHECK(!back->kernels.empty());
+  for (const std::string& f : back->cpu_features) CHECK(HostHasCpuFeature(f));
+  CHECK(back->variables.size() > 0);
+  // The same module twice: the same bytes (deterministic), hence the same build id.
+  CHECK(SerializeModule(file) == SerializeModule(Compile(graph, {.fetches = {"logits"}, .input_shapes = {{"images", {4, 1, 8, 8}}}})));
+}
+
+TEST_CASE("AOT: a training module runs one step per call, keeps and checkpoints its variables",
+          "[aot]") {
+  GraphBuilder g;
+  models::DigitsCnn net = models::BuildDigitsTraining(g);
+  Result<optim::Optimizer> adam = optim::ByName("adam", {.lr = 0.01});
+  REQUIRE(adam.ok());
+  Value update = adam->Minimize(net.loss);
+  Graph graph = *g.Build();
+  Tensor images = Random(Shape{16, 1, 8, 8}, 7);
+  std::vector<int64_t> label_values(16);
+  for (int i = 0; i < 16; ++i) label_values[i] = i % 10;
+  Tensor labels = Tensor::FromVector<int64_t>(Shape{16}, label_values);
+
+  ModuleFile file = Compile(graph, {.fetches = {net.loss.name()},
+                                    .targets = {update.node_name()},
+                                    .input_shapes = {{"images", {16, 1, 8, 8}}, {"labels", {16}}}});
+  std::unique_ptr<Module> module = Load(file);
+  Session session(graph, SessionOptions{.backend = "cpu"});
+  std::vector<double> losses;
+  std::string checkpoint = testing::TempPath("aot_train.kckpt");
+  for (int step = 0; step < 3; ++step) {
+    Result<std::vector<Tensor>> got = module->Run({{"images", images}, {"labels", labels}});
+    INFO(got.status().ToString());
+    REQUIRE(got.ok());
+    Result<std::vector<Tensor>> want =
+        session.Run({{"images", images}, {"labels", labels}}, {net.loss}, {update});
+    REQUIRE(want.ok());
+    CHECK(BitwiseEqual((*got)[0], (*want)[0]));
+    losses.push_back((*got)[0].GetDouble(0));
+    if (step == 0) REQUIRE(module->SaveCheckpoint(checkpoint).ok());
+  }
+  CHECK(losses[2] < losses[0]);
+  // Back to the variables after step 0: step 1 again gives step 1's loss.
+  REQUIRE(module->RestoreCheckpoint(checkpoint).ok());
+  Result<std::vector<Tensor>> again = module->Run({{"images", images}, {"labels", labels}});
+  REQUIRE(again.ok());
+  CHECK((*again)[0].GetDouble(0) == losses[1]);
+  // A checkpoint of another model is refused whole.
+  std::string other = testing::TempPath("aot_other.kckpt");
+  REQUIRE(WriteCheckpoint(other, {{"w", Tensor::Scalar<float>(1)}}).ok());
+  Status s = module->RestoreCheckpoint(other);
+  REQUIRE(!s.ok());
+  CHECK_THAT(s.error().message(), Catch::Contains("no value for variable"));
+}
+
+TEST_CASE("AOT: damaged, foreign or newer modules are refused with a clear error", "[aot]") {
+  GraphBuilder g;
+  models::BuildDigitsCnn(g);
+  Graph graph = *g.Build();
+  ModuleFile file = Compile(graph, {.fetches = {"logits"}, .input_shapes = {{"images", {2, 1, 8, 8}}}});
+  std::string bytes = SerializeModule(file);
+  auto refused = [](const std::string& b, const std::string& expected) {
+    Result<std::unique_ptr<Module>> m = Module::LoadFromBytes(b, "m.kmod");
+    REQUIRE(!m.ok());
+    INFO(m.error().message());
+    CHECK_THAT(m.error().message(), Catch::Contains("m.kmod") && Catch::Contains(expected));
+  };
+  refused(bytes.substr(0, bytes.size() / 2), "");
+  refused("", "");
+  std::string flipped = bytes;
+  flipped[flipped.size() / 3] ^= 0x10;
+  refused(flipped, "");
+  ModuleFile newer = file;
+  newer.format_version = kModuleFormatVersion + 1;
+  refused(SerializeModule(newer), "newer");
+  ModuleFile cuda = file;
+  cuda.target = "cuda";
+  refused(SerializeModule(cuda), "target 'cuda'");
+  ModuleFile unknown_feature = file;
+  unknown_feature.cpu_features.push_back("frobnicate");
+  refused(SerializeModule(unknown_feature), "frobnicate");
+  for (const std::string& f : KnownCpuFeatures()) {
+    if (HostHasCpuFeature(f)) continue;
+    ModuleFile needs = file;
+    needs.cpu_features.push_back(f);
+    refused(SerializeModule(needs), "lacks: " + f);
+    break;
+  }
+  ModuleFile not_elf = file;
+  not_elf.kernels = "this is not machine code";
+  refused(SerializeModule(not_elf), "not an ELF object");
+  ModuleFile bad_signature = file;
+  bad_signature.outputs[0].type.shape = Shape{3, 10};
+  refused(SerializeModule(bad_signature), "in the signature but");
+}
+
+TEST_CASE("AOT: feeds that do not match the signature are refused", "[aot]") {
+  GraphBuilder g;
+  models::BuildDigitsCnn(g);
+  Graph graph = *g.Build();
+  std::unique_ptr<Module> module =
+      Load(Compile(graph, {.fetches = {"logits"}, .input_shapes = {{"images", {2, 1, 8, 8}}}}));
+  auto refused = [&](const std::vector<std::pair<std::string, Tensor>>& feeds,
+                     const std::string& expected) {
+    Result<std::vector<Tensor>> out = module->Run(feeds);
+    REQUIRE(!out.ok());
+    CHECK_THAT(out.error().message(), Catch::Contains(expected));
+  };
+  refused({}, "missing input 'images' (f32[2, 1, 8, 8])");
+  refused({{"images", Random(Shape{3, 1, 8, 8}, 1)}}, "compiled for f32[2, 1, 8, 8]");
+  refused({{"images", Random(Shape{2, 1, 8, 8}, 1).CastTo(f64)}}, "is f64[2, 1, 8, 8]");
+  refused({{"pixels", Random(Shape{2, 1, 8, 8}, 1)}}, "no input 'pixels' (its inputs: images)");
+  refused({{"images", Random(Shape{2, 1, 8, 8}, 1)}, {"images:0", Random(Shape{2, 1, 8, 8}, 1)}},
+          "fed twice");
+  CHECK(module->Run({{"images:0", Random(Shape{2, 1, 8, 8}, 1)}}).ok());
+}
+
+TEST_CASE("AOT: every needed input shape must be known", "[aot]") {
+  GraphBuilder g;
+  models::BuildDigitsCnn(g);
+  Graph graph = *g.Build();
+  Result<ModuleFile> m = compiler::CompileModule(graph, {.fetches = {"logits"}});
+  REQUIRE(!m.ok());
+  CHECK_THAT(m.error().message(), Catch::Contains("placeholder 'images'"));
+  m = compiler::CompileModule(graph, {.input_shapes = {{"images", {2, 3, 8, 8}}}});
+  REQUIRE(!m.ok());
+  CHECK_THAT(m.error().message(), Catch::Contains("does not fit"));
+  m = compiler::CompileModule(graph, {.input_shapes = {{"pixels", {2, 1, 8, 8}}}});
+  REQUIRE(!m.ok());
+  CHECK_THAT(m.error().message(), Catch::Contains("not a placeholder"));
+}
+
+}  // namespace
+}  // namespace kiln

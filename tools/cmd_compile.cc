@@ -1,0 +1,84 @@
+// kiln compile: compiles a model ahead of time into one module file (.kmod) that the runtime
+// library, `kilnrt` and `kiln run` load and run without the compiler (compiler/aot.h). With
+// --train the module runs one training step per call (forward, backward, the optimizer's update)
+// and keeps its variables.
+#include <cstdio>
+#include <cstdlib>
+
+#include "ir/file_util.h"
+#include "runtime/module/module_file.h"
+#include "tools/command.h"
+#include "tools/lib/training_graph.h"
+#ifdef KILN_HAS_COMPILER
+#include "compiler/aot.h"
+#endif
+
+namespace kiln::cli {
+
+int RunCompile(const Command& cmd, const std::vector<std::string>& args) {
+  Flags flags;
+  flags.Option("out").Alias("-o", "out").Option("target").Repeated("fetch").Repeated("input").Option("checkpoint");
+  flags.Switch("train").Option("loss").Option("optimizer").Option("lr").Positional(1, 1);
+  if (int code = ParseOrExit(cmd, flags, args); code >= 0) return code;
+  if (!flags.Has("out")) return UsageError(cmd, "needs -o OUT.kmod");
+  std::string target = flags.Get("target", "cpu");
+  if (target != "cpu")
+    return Fail(cmd, MakeError(ErrorCode::kUnimplemented, "--target ", target,
+                               ": this kiln compiles for 'cpu' only (the CUDA backend is not "
+                               "built yet)"));
+  bool train = flags.On("train");
+  if (train && !flags.Has("loss")) return UsageError(cmd, "--train needs --loss NAME");
+  if (!train)
+    for (const char* f : {"loss", "optimizer", "lr"})
+      if (flags.Has(f)) return UsageError(cmd, std::string("--") + f + " needs --train");
+  double lr = 0.01;
+  if (flags.Has("lr")) {
+    std::string text = flags.Get("lr");
+    char* end = nullptr;
+    lr = std::strtod(text.c_str(), &end);
+    if (text.empty() || *end || !(lr > 0))
+      return UsageError(cmd, "--lr must be a positive number, got '" + text + "'");
+  }
+#ifndef KILN_HAS_COMPILER
+  return Fail(cmd, MakeError(ErrorCode::kUnimplemented,
+                             "this kiln was built without the compiler (KILN_BUILD_COMPILER=OFF)"));
+#else
+  const std::string model_path = flags.positional()[0];
+  Result<Graph> graph = LoadModel(model_path);
+  if (!graph.ok()) return Fail(cmd, graph.error());
+  compiler::AotOptions options;
+  options.source = model_path;
+  options.checkpoint = flags.Get("checkpoint");
+  for (const std::string& spec : flags.GetAll("input")) {
+    size_t eq = spec.find('=');
+    std::optional<Shape> shape =
+        eq == std::string::npos ? std::nullopt : ParseDims(spec.substr(eq + 1));
+    if (eq == 0 || !shape)
+      return UsageError(cmd, "--input '" + spec + "': expected NAME=SHAPE, like x=64x1x8x8");
+    options.input_shapes[spec.substr(0, eq)] = *shape;
+  }
+  if (train) {
+    Result<optim::Optimizer> optimizer = optim::ByName(flags.Get("optimizer", "sgd"), {.lr = lr});
+    if (!optimizer.ok()) return UsageError(cmd, optimizer.error().message());
+    Result<TrainingGraph> training = AddOptimizer(std::move(*graph), flags.Get("loss"), *optimizer);
+    if (!training.ok()) return Fail(cmd, training.error());
+    graph = std::move(training->graph);
+    options.fetches.push_back(training->loss);
+    options.targets.push_back(training->update);
+  }
+  for (const std::string& f : flags.GetAll("fetch")) options.fetches.push_back(f);
+  if (options.fetches.empty())
+    for (const GraphOutput& out : graph->outputs()) options.fetches.push_back(out.name);
+  Result<ModuleFile> module = compiler::CompileModule(*graph, options);
+  if (!module.ok()) return Fail(cmd, module.error().WithContext(model_path));
+  module->producer = "kiln compile";
+  const std::string out = flags.Get("out");
+  if (Status s = WriteModuleFile(out, *module); !s.ok()) return Fail(cmd, s.error());
+  std::printf("wrote %s: %zu inputs, %zu outputs%s, %zu steps, %zu bytes of code\n", out.c_str(),
+              module->inputs.size(), module->outputs.size(), train ? ", one training step per run" : "",
+              module->executable.steps.size(), module->kernels.size());
+  return 0;
+#endif
+}
+
+}  // namespace kiln::cli

@@ -1,0 +1,38 @@
+// kilnrt: runs a compiled module (.kmod) with the runtime library alone: no compiler, no LLVM or
+// MLIR, no Python. Same input and output rules as `kiln run`.
+#include <string>
+#include <vector>
+
+#include "tools/command.h"
+#include "tools/run_module.h"
+
+namespace kiln::cli {
+namespace {
+
+int RunKilnrt(const Command& cmd, const std::vector<std::string>& args) {
+  Flags flags;
+  flags.Repeated("input").Repeated("fetch").Option("out").Option("threads").Switch("describe");
+  flags.Positional(1, 1);
+  if (int code = ParseOrExit(cmd, flags, args); code >= 0) return code;
+  if (flags.On("describe")) return DescribeModuleFile(cmd, flags.positional()[0]);
+  return RunModuleFile(cmd, flags, flags.positional()[0]);
+}
+
+}  // namespace
+}  // namespace kiln::cli
+
+int main(int argc, char** argv) {
+  using namespace kiln::cli;
+  static const Command kilnrt = {
+      "", "run a compiled module",
+      "usage: kilnrt MODULE.kmod [--input NAME=FILE]... [--fetch NAME]... [--out DIR]\n"
+      "              [--threads N] [--describe]\n\n"
+      "Runs a module written by `kiln compile` with the runtime alone. Inputs are .npy or ONNX\n"
+      "TensorProto .pb files, each of exactly the dtype and shape the module was compiled for.\n"
+      "With --out, each output is written to DIR/NAME.npy; without it a summary of each is\n"
+      "printed. --fetch picks some of the module's outputs. --describe prints the manifest\n"
+      "(target, CPU features, build id) and the signature instead of running. --threads 0 (the\n"
+      "default) uses every core this process may use.\n",
+      RunKilnrt, "kilnrt"};
+  return kilnrt.run(kilnrt, std::vector<std::string>(argv + 1, argv + argc));
+}

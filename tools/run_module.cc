@@ -1,0 +1,72 @@
+#include "tools/run_module.h"
+
+#include <cstdio>
+
+#include "runtime/module/module.h"
+
+namespace kiln::cli {
+
+int RunModuleFile(const Command& cmd, const Flags& flags, const std::string& path) {
+  Result<int64_t> threads = ParseCount("threads", flags.Get("threads", "0"), 0);
+  if (!threads.ok()) return UsageError(cmd, threads.error().message());
+  Result<std::unique_ptr<Module>> module =
+      Module::Load(path, ModuleOptions{.threads = static_cast<int>(*threads)});
+  if (!module.ok()) return Fail(cmd, module.error());
+  Result<std::vector<std::pair<std::string, Tensor>>> inputs = LoadInputs(flags.GetAll("input"));
+  if (!inputs.ok()) return Fail(cmd, inputs.error());
+
+  const std::vector<ModuleTensorSpec>& outputs = (*module)->outputs();
+  std::vector<std::string> names = flags.GetAll("fetch");
+  std::vector<size_t> picked;
+  if (names.empty()) {
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      names.push_back(outputs[i].name);
+      picked.push_back(i);
+    }
+  }
+  for (size_t n = 0; picked.size() < names.size(); ++n) {
+    size_t i = 0;
+    while (i < outputs.size() && outputs[i].name != names[n]) ++i;
+    if (i == outputs.size()) {
+      std::string all;
+      for (const ModuleTensorSpec& o : outputs) all += (all.empty() ? "" : ", ") + o.name;
+      return Fail(cmd, MakeError(ErrorCode::kInvalidArgument, path, ": '", names[n],
+                                 "' is not an output of the module (its outputs: ",
+                                 all.empty() ? "none" : all, "); compile it with --fetch ",
+                                 names[n]));
+    }
+    picked.push_back(i);
+  }
+  Result<std::vector<Tensor>> results = (*module)->Run(*inputs);
+  if (!results.ok()) return Fail(cmd, results.error());
+  std::vector<Tensor> chosen;
+  for (size_t i : picked) chosen.push_back((*results)[i]);
+  return EmitOutputs(cmd, flags, names, chosen);
+}
+
+int DescribeModuleFile(const Command& cmd, const std::string& path) {
+  Result<ModuleFile> file = ReadModuleFile(path);
+  if (!file.ok()) return Fail(cmd, file.error());
+  const ModuleFile& m = *file;
+  std::printf("module %s\n  format %d, target %s, precision %s, build %s\n  produced by %s from %s\n",
+              path.c_str(), m.format_version, m.target.c_str(), m.precision.c_str(),
+              m.build_id.c_str(), m.producer.c_str(), m.source.empty() ? "?" : m.source.c_str());
+  std::string features;
+  for (const std::string& f : m.cpu_features) features += " " + f;
+  std::printf("  cpu %s, needs:%s\n", m.cpu.empty() ? "(no generated code)" : m.cpu.c_str(),
+              features.empty() ? " nothing" : features.c_str());
+  for (const ModuleTensorSpec& s : m.inputs)
+    std::printf("  input  %s: %s\n", s.name.c_str(), s.type.ToString().c_str());
+  for (const ModuleTensorSpec& s : m.outputs)
+    std::printf("  output %s: %s\n", s.name.c_str(), s.type.ToString().c_str());
+  for (const std::string& t : m.targets) std::printf("  target %s (run by every call)\n", t.c_str());
+  int64_t variable_bytes = 0;
+  for (const auto& [name, value] : m.variables) variable_bytes += value.byte_size();
+  std::printf("  %zu variables (%lld bytes), %zu steps, arena %lld bytes, code %zu bytes\n",
+              m.variables.size(), static_cast<long long>(variable_bytes),
+              m.executable.steps.size(), static_cast<long long>(m.executable.arena_bytes),
+              m.kernels.size());
+  return 0;
+}
+
+}  // namespace kiln::cli
