@@ -247,6 +247,9 @@ class Lowering {
     if (node.op == "MatMul") {
       KILN_ASSIGN_OR_RETURN(bool library, LowerMatMul(node, step));
       if (!library) step.attrs = AttrMap();
+    } else if (node.op == "Variable") {
+      step.kind = Step::Kind::kLibrary;
+      step.callee = "variable_read";
     } else if (auto conv = kConvRoutines.find(node.op);
                conv != kConvRoutines.end() && node.output_types[0].dtype == f32) {
       step.kind = Step::Kind::kLibrary;
@@ -263,6 +266,7 @@ class Lowering {
     }
     for (size_t i = 0; i < node.output_types.size(); ++i) {
       KILN_ASSIGN_OR_RETURN(int id, BufferFor(TensorRef{node.name, static_cast<int>(i)}));
+      if (step.callee == "variable_read") out_.executable.buffers[id].kind = BufferDesc::Kind::kVariable;
       step.outputs.push_back(id);
     }
     out_.executable.steps.push_back(std::move(step));

@@ -2,9 +2,12 @@
 //
 //   kiln_digits prepare OUT_DIR DATA.csv.gz
 //       writes OUT_DIR/digits_train.kgraph (the CNN in training mode, with "loss" and "accuracy")
-//       and the seeded split as .npy: OUT_DIR/{train,test}_{images,labels}.npy (20% held out)
+//       and the seeded split as .npy: OUT_DIR/{train,test}_{images,labels}.npy (20% held out),
+//       plus OUT_DIR/test_batch_images.npy: the first kDeployBatch test images, one batch of the
+//       shape the main job compiles the deployed module for
 //   kiln_digits evaluate MODEL IMAGES.npy LABELS.npy
 //       runs MODEL's "logits" on the images and prints "test accuracy: 0.NNNN"
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
@@ -20,6 +23,7 @@ using namespace kiln;
 namespace {
 
 constexpr uint64_t kSplitSeed = 20261122;
+constexpr int64_t kDeployBatch = 64;
 
 int Fail(const Error& e) {
   std::fprintf(stderr, "kiln_digits: error: %s\n", e.message().c_str());
@@ -55,11 +59,13 @@ int Prepare(const std::string& out, const std::string& data) {
   int64_t test_count = n / 5;
   models::Digits test = Pick(*digits, {order.begin(), order.begin() + test_count});
   models::Digits train = Pick(*digits, {order.begin() + test_count, order.end()});
+  models::Digits batch = models::SliceDigits(test, 0, std::min(kDeployBatch, test_count));
   for (auto& [name, tensor] :
        std::vector<std::pair<std::string, Tensor>>{{"train_images", train.images},
                                                    {"train_labels", train.labels},
                                                    {"test_images", test.images},
-                                                   {"test_labels", test.labels}})
+                                                   {"test_labels", test.labels},
+                                                   {"test_batch_images", batch.images}})
     if (Status s = WriteNpy(out + "/" + name + ".npy", tensor); !s.ok()) return Fail(s.error());
   std::printf(
       "wrote %s/digits_train.kgraph and the split: %lld training, %lld test images (seed %llu)\n",

@@ -38,6 +38,9 @@ std::string Executable::ToString() const {
       case BufferDesc::Kind::kFeed:
         out << "feed#" << b.index;
         break;
+      case BufferDesc::Kind::kVariable:
+        out << "variable";
+        break;
     }
     out << "  " << b.tensor << "\n";
   }

@@ -9,6 +9,8 @@
 //               along dimension 0 of its iteration space (`rows`);
 //   kLibrary    a call into a library (OpenBLAS gemm, oneDNN), parameters in `attrs`;
 //   kReference  the reference kernel of one node, for ops the compiler does not lower yet.
+// Variable buffers hold no bytes of the plan: the "variable_read" library step points them at the
+// variable's current value in the session's (or module's) store, read-only, for the rest of the run.
 // After the last step, each fetch is copied out of its buffer.
 #pragma once
 
@@ -25,7 +27,7 @@ namespace kiln {
 inline constexpr int64_t kBufferAlignment = 64;
 
 struct BufferDesc {
-  enum class Kind { kArena, kConstant, kFeed };
+  enum class Kind { kArena, kConstant, kFeed, kVariable };
   Kind kind = Kind::kArena;
   TensorType type;     // fully known shape
   int64_t offset = 0;  // kArena: byte offset in the arena

@@ -5,7 +5,8 @@
 namespace kiln {
 
 static_assert(static_cast<int>(BufferDesc::Kind::kFeed) == proto::BufferProto::FEED &&
-              static_cast<int>(BufferDesc::Kind::kConstant) == proto::BufferProto::CONSTANT);
+              static_cast<int>(BufferDesc::Kind::kConstant) == proto::BufferProto::CONSTANT &&
+              static_cast<int>(BufferDesc::Kind::kVariable) == proto::BufferProto::VARIABLE);
 static_assert(static_cast<int>(Step::Kind::kReference) == proto::StepProto::REFERENCE &&
               static_cast<int>(Step::Kind::kLibrary) == proto::StepProto::LIBRARY);
 

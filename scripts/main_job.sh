@@ -3,12 +3,14 @@
 #   1. the C++ API: build the digits CNN, save it, load it back, run it (kiln_example);
 #   2. the CLI on that model: inspect, run, draw;
 #   3. train the digits CNN (training graph + seeded 80/20 split, Adam, checkpoint every epoch),
-#      freeze it with the checkpoint, and evaluate the frozen graph on the held-out 20%.
-# Everything it writes goes to out/. The last line is "test accuracy: 0.NNNN".
+#      freeze it with the checkpoint, and evaluate the frozen graph on the held-out 20%;
+#   4. compile the frozen model ahead of time into out/digits.kmod and run that artifact with
+#      kilnrt (the runtime alone: no compiler), checking it gives bitwise the JIT session's logits.
+# Everything it writes goes to out/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-scripts/build.sh build -- kiln kiln_example kiln_digits
+scripts/build.sh build -- kiln kilnrt kiln_example kiln_digits
 mkdir -p out
 kiln=build/tools/kiln
 step() { echo; echo "== $*"; }
@@ -28,3 +30,11 @@ $kiln train out/digits_train.kgraph --loss loss --data images=out/train_images.n
   --checkpoint out/digits.kckpt
 $kiln freeze out/digits_train.kgraph --checkpoint out/digits.kckpt --fetch logits -o out/digits_infer.kgraph
 build/models/kiln_digits evaluate out/digits_infer.kgraph out/test_images.npy out/test_labels.npy
+
+step "4. compile ahead of time, run the artifact with the runtime alone"
+$kiln compile out/digits_infer.kgraph --input images=64x1x8x8 -o out/digits.kmod
+build/tools/kilnrt out/digits.kmod --describe
+build/tools/kilnrt out/digits.kmod --input images=out/test_batch_images.npy --out out/kilnrt
+$kiln run out/digits_infer.kgraph --input images=out/test_batch_images.npy --out out/jit
+cmp out/kilnrt/logits.npy out/jit/logits.npy
+echo "kilnrt's logits are bitwise those of the JIT session (kiln run)"

@@ -7,9 +7,10 @@ Result<std::unique_ptr<StepRunner>> MakeLibraryStep(const Step& step, const Exec
   if (step.callee == "conv2d" || step.callee == "conv2d_backprop_input" ||
       step.callee == "conv2d_backprop_filter")
     return MakeConvStep(step, exe);
+  if (step.callee == "variable_read") return MakeVariableReadStep(step, exe);
   return MakeError(ErrorCode::kUnimplemented, "unknown library routine '", step.callee,
                    "' (this runtime has: gemm, conv2d, conv2d_backprop_input, "
-                   "conv2d_backprop_filter)");
+                   "conv2d_backprop_filter, variable_read)");
 }
 
 }  // namespace kiln::cpu

@@ -14,7 +14,8 @@ Result<std::unique_ptr<Program>> Program::Load(CompiledPlan plan, int threads) {
     if (!b.type.shape.IsFullyKnown())
       return MakeError(ErrorCode::kInternal, "buffer %", i, " (", b.tensor, ") has type ",
                        b.type.ToString(), ": a compiled plan needs fully known shapes");
-    bool in_range = b.kind == BufferDesc::Kind::kArena
+    bool in_range = b.kind == BufferDesc::Kind::kVariable ? true
+                    : b.kind == BufferDesc::Kind::kArena
                         ? b.offset >= 0 && b.offset % kBufferAlignment == 0 &&
                               b.offset + b.bytes() <= exe.arena_bytes
                     : b.kind == BufferDesc::Kind::kConstant
@@ -31,10 +32,14 @@ Result<std::unique_ptr<Program>> Program::Load(CompiledPlan plan, int threads) {
         if (id < 0 || id >= static_cast<int>(exe.buffers.size()))
           return MakeError(ErrorCode::kInternal, "step ", step.callee, " uses buffer %", id, " of ",
                            exe.buffers.size());
-    for (int id : step.outputs)
-      if (exe.buffers[id].kind != BufferDesc::Kind::kArena)
+    const bool binds_variable = step.kind == Step::Kind::kLibrary && step.callee == "variable_read";
+    for (int id : step.outputs) {
+      const BufferDesc::Kind kind = exe.buffers[id].kind;
+      if (binds_variable ? kind != BufferDesc::Kind::kVariable : kind != BufferDesc::Kind::kArena)
         return MakeError(ErrorCode::kInternal, "step ", step.callee, " writes buffer %", id,
-                         " which is a constant or a feed");
+                         binds_variable ? ", which is not a variable buffer"
+                                        : ", which is a constant, a feed or a variable");
+    }
     Result<std::unique_ptr<StepRunner>> runner =
         step.kind == Step::Kind::kKernel ? MakeKernelStep(step, exe, program->plan_.kernels.get())
         : step.kind == Step::Kind::kLibrary ? MakeLibraryStep(step, exe)
@@ -71,6 +76,9 @@ Result<std::vector<Tensor>> Program::Run(const std::vector<Tensor>& feeds, Varia
       case BufferDesc::Kind::kConstant:
         // Steps never write constants or feeds (checked at load).
         env.data[i] = const_cast<void*>(exe.constants[b.index].raw_data());
+        break;
+      case BufferDesc::Kind::kVariable:
+        env.data[i] = nullptr;  // bound by its variable_read step
         break;
       case BufferDesc::Kind::kFeed: {
         const Tensor& feed = feeds[b.index];

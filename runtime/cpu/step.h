@@ -22,6 +22,7 @@ struct StepEnv {
   VariableStore* variables = nullptr;
   std::map<std::string, uint64_t>* counters = nullptr;  // random streams of reference kernels
   int threads = 1;
+  std::vector<Tensor> pinned;  // values kVariable buffers point into, kept alive for the run
 };
 
 class StepRunner {
