@@ -201,6 +201,15 @@ class Lowering {
     return OkStatus();
   }
 
+  // A BatchNorm the oneDNN step runs: x f32 of rank 2-5, the four statistics f32[C].
+  bool IsF32BatchNorm(const Node& node) const {
+    const TensorType& x = info_.types.at(node.inputs[0]);
+    if (x.dtype != f32 || x.shape.rank() < 2 || x.shape.rank() > 5) return false;
+    for (size_t i = 1; i < node.inputs.size(); ++i)
+      if (!(info_.types.at(node.inputs[i]) == TensorType{f32, Shape{x.shape[1]}})) return false;
+    return true;
+  }
+
   // MatMul as a gemm call when the dtype and the batch broadcasting allow it.
   Result<bool> LowerMatMul(const Node& node, Step& step) {
     const TensorType& a = info_.types.at(node.inputs[0]);
@@ -247,6 +256,10 @@ class Lowering {
     if (node.op == "MatMul") {
       KILN_ASSIGN_OR_RETURN(bool library, LowerMatMul(node, step));
       if (!library) step.attrs = AttrMap();
+    } else if (node.op == "BatchNorm" && IsF32BatchNorm(node)) {
+      step.kind = Step::Kind::kLibrary;
+      step.callee = "batch_norm";
+      step.attrs = OpRegistry::Global().Find(node.op)->WithDefaults(node.attrs);
     } else if (node.op == "Variable") {
       step.kind = Step::Kind::kLibrary;
       step.callee = "variable_read";

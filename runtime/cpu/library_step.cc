@@ -8,9 +8,10 @@ Result<std::unique_ptr<StepRunner>> MakeLibraryStep(const Step& step, const Exec
       step.callee == "conv2d_backprop_filter")
     return MakeConvStep(step, exe);
   if (step.callee == "variable_read") return MakeVariableReadStep(step, exe);
+  if (step.callee == "batch_norm") return MakeBatchNormStep(step, exe);
   return MakeError(ErrorCode::kUnimplemented, "unknown library routine '", step.callee,
                    "' (this runtime has: gemm, conv2d, conv2d_backprop_input, "
-                   "conv2d_backprop_filter, variable_read)");
+                   "conv2d_backprop_filter, variable_read, batch_norm)");
 }
 
 }  // namespace kiln::cpu

@@ -9,6 +9,8 @@ namespace kiln::cpu {
 Result<std::unique_ptr<StepRunner>> MakeGemmStep(const Step& step, const Executable& exe);
 // conv2d, conv2d_backprop_input, conv2d_backprop_filter.
 Result<std::unique_ptr<StepRunner>> MakeConvStep(const Step& step, const Executable& exe);
+// batch_norm: kiln's BatchNorm in f32 (onednn_batch_norm_step.cc).
+Result<std::unique_ptr<StepRunner>> MakeBatchNormStep(const Step& step, const Executable& exe);
 // variable_read: binds a kVariable buffer to the variable's stored value (variable_step.cc).
 Result<std::unique_ptr<StepRunner>> MakeVariableReadStep(const Step& step, const Executable& exe);
 

@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "runtime/cpu/library_steps.h"
+#include "runtime/cpu/onednn.h"
 
 namespace kiln::cpu {
 namespace {
@@ -17,14 +18,7 @@ namespace {
 using dnnl::memory;
 using Tag = memory::format_tag;
 
-dnnl::engine& Engine() {
-  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
-
 enum class ConvKind { kForward, kBackwardInput, kBackwardFilter };
-
-memory::dims Dims(const Shape& s) { return memory::dims(s.dims().begin(), s.dims().end()); }
 
 // One operand: the plan's plain buffer, and the primitive's layout when it differs.
 struct Operand {
@@ -45,11 +39,11 @@ class ConvStep : public StepRunner {
   Status Run(StepEnv& env) const override {
     omp_set_num_threads(env.threads);
     try {
-      dnnl::stream stream(Engine());
+      dnnl::stream stream(OnednnEngine());
       std::unordered_map<int, memory> args;
       std::vector<std::pair<const Operand*, memory>> outputs;
       for (const Operand& op : operands_) {
-        memory user(op.plain, Engine(), env.data[op.buffer]);
+        memory user(op.plain, OnednnEngine(), env.data[op.buffer]);
         if (!op.to_inner && !op.to_plain) {
           args[op.arg] = user;
           continue;
@@ -75,11 +69,11 @@ class ConvStep : public StepRunner {
 void Prepare(Operand& op, const memory::desc& inner) {
   op.inner = inner;
   if (inner == op.plain) return;
-  op.scratch = memory(inner, Engine());
+  op.scratch = memory(inner, OnednnEngine());
   if (op.output)
-    op.to_plain = dnnl::reorder(op.scratch, memory(op.plain, Engine(), nullptr));
+    op.to_plain = dnnl::reorder(op.scratch, memory(op.plain, OnednnEngine(), nullptr));
   else
-    op.to_inner = dnnl::reorder(memory(op.plain, Engine(), nullptr), op.scratch);
+    op.to_inner = dnnl::reorder(memory(op.plain, OnednnEngine(), nullptr), op.scratch);
 }
 
 Result<std::unique_ptr<StepRunner>> MakeConv(const Step& step, const Executable& exe,
@@ -105,22 +99,22 @@ Result<std::unique_ptr<StepRunner>> MakeConv(const Step& step, const Executable&
     if (exe.buffers[id].type.dtype != f32 || exe.buffers[id].type.shape.rank() != 4)
       return MakeError(ErrorCode::kInternal, step.callee, ": needs f32 rank-4 operands, got ",
                        exe.buffers[id].type.ToString());
-  memory::dims w_dims = Dims(ws);
+  memory::dims w_dims = OnednnDims(ws);
   Tag w_tag = Tag::oihw;
   if (groups > 1) {
     w_dims = {groups, ws[0] / groups, ws[1], ws[2], ws[3]};
     w_tag = Tag::goihw;
   }
-  const memory::dims s = Dims(Shape(strides)), d = {dilations[0] - 1, dilations[1] - 1};
+  const memory::dims s = OnednnDims(Shape(strides)), d = {dilations[0] - 1, dilations[1] - 1};
   const memory::dims pl = {pads[0], pads[1]}, pr = {pads[2], pads[3]};
   auto f32_desc = [](const memory::dims& dims, Tag tag) {
     return memory::desc(dims, memory::data_type::f32, tag);
   };
-  memory::desc x_any = f32_desc(Dims(xs), Tag::any), y_any = f32_desc(Dims(ys), Tag::any);
+  memory::desc x_any = f32_desc(OnednnDims(xs), Tag::any), y_any = f32_desc(OnednnDims(ys), Tag::any);
   memory::desc w_any = f32_desc(w_dims, Tag::any);
-  Operand x{x_id, 0, kind == ConvKind::kBackwardInput, f32_desc(Dims(xs), Tag::nchw)};
+  Operand x{x_id, 0, kind == ConvKind::kBackwardInput, f32_desc(OnednnDims(xs), Tag::nchw)};
   Operand w{w_id, 0, kind == ConvKind::kBackwardFilter, f32_desc(w_dims, w_tag)};
-  Operand y{y_id, 0, kind == ConvKind::kForward, f32_desc(Dims(ys), Tag::nchw)};
+  Operand y{y_id, 0, kind == ConvKind::kForward, f32_desc(OnednnDims(ys), Tag::nchw)};
   try {
     const auto algo = dnnl::algorithm::convolution_direct;
     dnnl::convolution_forward::primitive_desc forward(
@@ -128,7 +122,7 @@ Result<std::unique_ptr<StepRunner>> MakeConv(const Step& step, const Executable&
                                             ? dnnl::prop_kind::forward_inference
                                             : dnnl::prop_kind::forward_training,
                                         algo, x_any, w_any, y_any, s, d, pl, pr),
-        Engine());
+        OnednnEngine());
     dnnl::primitive primitive;
     if (kind == ConvKind::kForward) {
       x.arg = DNNL_ARG_SRC, w.arg = DNNL_ARG_WEIGHTS, y.arg = DNNL_ARG_DST;
@@ -137,7 +131,7 @@ Result<std::unique_ptr<StepRunner>> MakeConv(const Step& step, const Executable&
       primitive = dnnl::convolution_forward(forward);
     } else if (kind == ConvKind::kBackwardInput) {
       dnnl::convolution_backward_data::primitive_desc pd(
-          dnnl::convolution_backward_data::desc(algo, x_any, w_any, y_any, s, d, pl, pr), Engine(),
+          dnnl::convolution_backward_data::desc(algo, x_any, w_any, y_any, s, d, pl, pr), OnednnEngine(),
           forward);
       x.arg = DNNL_ARG_DIFF_SRC, w.arg = DNNL_ARG_WEIGHTS, y.arg = DNNL_ARG_DIFF_DST;
       Prepare(x, pd.diff_src_desc()), Prepare(w, pd.weights_desc());
@@ -146,7 +140,7 @@ Result<std::unique_ptr<StepRunner>> MakeConv(const Step& step, const Executable&
     } else {
       dnnl::convolution_backward_weights::primitive_desc pd(
           dnnl::convolution_backward_weights::desc(algo, x_any, w_any, y_any, s, d, pl, pr),
-          Engine(), forward);
+          OnednnEngine(), forward);
       x.arg = DNNL_ARG_SRC, w.arg = DNNL_ARG_DIFF_WEIGHTS, y.arg = DNNL_ARG_DIFF_DST;
       Prepare(x, pd.src_desc()), Prepare(w, pd.diff_weights_desc());
       Prepare(y, pd.diff_dst_desc());

@@ -11,6 +11,7 @@
 #include "ir/ops/array_like.h"
 #include "ir/ops/linalg.h"
 #include "ir/ops/math.h"
+#include "ir/ops/nn.h"
 #include "models/digits_cnn.h"
 #include "passes/optim.h"
 #include "runtime/cpu/cpu_executor.h"
@@ -172,6 +173,37 @@ TEST_CASE("Conv2D and its backward ops run as oneDNN calls", "[cpu]") {
     PlannedExecutable p = Planned(graph, PlanOf(graph, {{"x", xv}, {"w", wv}}, {"y", "dx", "dw"}));
     CHECK(p.lowered.executable.CountSteps(Step::Kind::kLibrary) == 3);
     RunBoth(graph, {{"x", xv}, {"w", wv}}, {"y", "dx", "dw"});
+  }
+}
+
+TEST_CASE("BatchNorm runs as a oneDNN call in training and inference mode, rank 2 to 5", "[cpu]") {
+  for (const Shape& xs : {Shape{6, 3}, Shape{2, 4, 5}, Shape{2, 3, 5, 4}, Shape{2, 2, 3, 2, 3}}) {
+    for (bool training : {true, false}) {
+      INFO(xs.ToString() << (training ? " training" : " inference"));
+      GraphBuilder g;
+      Value x = g.Placeholder("x", f32, xs);
+      std::vector<Value> stats;
+      for (const char* name : {"scale", "bias", "mean", "var"})
+        stats.push_back(g.Placeholder(name, f32, {xs[1]}));
+      std::vector<Value> out = BatchNorm(x, stats[0], stats[1], stats[2], stats[3], 1e-3, training);
+      g.Output("y", out[0]);
+      g.Output("batch_mean", out[1]);
+      g.Output("batch_var", out[2]);
+      Graph graph = *g.Build();
+      std::vector<std::pair<std::string, Tensor>> feeds = {
+          {"x", Random(xs, 1)},
+          {"scale", Random(Shape{xs[1]}, 2)},
+          {"bias", Random(Shape{xs[1]}, 3)},
+          {"mean", Random(Shape{xs[1]}, 4)},
+          {"var", Random(Shape{xs[1]}, 5)}};
+      Tensor& var = feeds.back().second;
+      for (int64_t i = 0; i < var.num_elements(); ++i) var.SetDouble(i, std::fabs(var.GetDouble(i)));
+      PlannedExecutable p = Planned(graph, PlanOf(graph, feeds, {"y", "batch_mean", "batch_var"}));
+      CHECK(p.lowered.executable.CountSteps(Step::Kind::kLibrary) == 1);
+      CHECK(p.lowered.executable.CountSteps(Step::Kind::kReference) == 0);
+      FeedList feed_list(feeds.begin(), feeds.end());
+      RunBoth(graph, feed_list, {"y", "batch_mean", "batch_var"});
+    }
   }
 }
 
