@@ -14,6 +14,29 @@ const std::map<std::string, std::string> kConvRoutines = {
     {"Conv2DBackpropInput", "conv2d_backprop_input"},
     {"Conv2DBackpropFilter", "conv2d_backprop_filter"}};
 
+// A digest of what determines a kernel's code, without attribute values (SameCode compares those
+// exactly): kernels with different keys differ.
+std::string KernelKey(const KernelSpec& spec) {
+  std::string s = spec.shape.ToString();
+  for (const KernelSpec::Operand& in : spec.inputs)
+    s += "|" + std::string(DTypeName(in.dtype)) + in.shape.ToString();
+  for (const KernelSpec::Op& op : spec.ops) {
+    s += "|" + op.op + ":" + std::string(DTypeName(op.dtype)) + ":";
+    for (int a : op.args) s += std::to_string(a) + ",";
+  }
+  s += "|out:";
+  for (int o : spec.outputs) s += std::to_string(o) + ",";
+  return s;
+}
+
+// Whether two kernels with the same key compute the same thing (attributes compared exactly).
+bool SameCode(const KernelSpec& a, const KernelSpec& b) {
+  if (a.ops.size() != b.ops.size()) return false;
+  for (size_t i = 0; i < a.ops.size(); ++i)
+    if (!(a.ops[i].attrs == b.ops[i].attrs)) return false;
+  return KernelKey(a) == KernelKey(b);
+}
+
 // A step-to-be: a cluster, or one node that is not fused.
 struct Unit {
   int cluster = -1;
@@ -196,7 +219,15 @@ class Lowering {
     step.node.op = "Fused";
     CollapseDimensions(spec);
     step.rows = spec.shape.rank() ? spec.shape[0] : 1;
-    out_.kernels.push_back(std::move(spec));
+    // A kernel identical to one generated already (the same layer shape repeats in most networks)
+    // is called again instead of being generated and compiled twice.
+    const std::string key = KernelKey(spec);
+    for (auto [it, end] = kernels_by_key_.equal_range(key); it != end; ++it)
+      if (SameCode(out_.kernels[it->second], spec)) step.callee = out_.kernels[it->second].name;
+    if (step.callee == spec.name) {
+      kernels_by_key_.emplace(key, out_.kernels.size());
+      out_.kernels.push_back(std::move(spec));
+    }
     out_.executable.steps.push_back(std::move(step));
     return OkStatus();
   }
@@ -279,7 +310,8 @@ class Lowering {
     }
     for (size_t i = 0; i < node.output_types.size(); ++i) {
       KILN_ASSIGN_OR_RETURN(int id, BufferFor(TensorRef{node.name, static_cast<int>(i)}));
-      if (step.callee == "variable_read") out_.executable.buffers[id].kind = BufferDesc::Kind::kVariable;
+      if (step.callee == "variable_read")
+        out_.executable.buffers[id].kind = BufferDesc::Kind::kVariable;
       step.outputs.push_back(id);
     }
     out_.executable.steps.push_back(std::move(step));
@@ -292,6 +324,7 @@ class Lowering {
   std::map<std::string, int> unit_of_;
   std::set<TensorRef> used_outside_;
   std::map<TensorRef, int> buffer_of_;
+  std::multimap<std::string, size_t> kernels_by_key_;  // KernelKey -> index in out_.kernels
   LoweredPlan out_;
 };
 

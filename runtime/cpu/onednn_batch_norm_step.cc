@@ -43,8 +43,8 @@ class BatchNormStep : public StepRunner {
       primitive_.execute(stream, args);
       stream.wait();
     } catch (const dnnl::error& e) {
-      return step_.node.MakeNodeError(ErrorCode::kInternal, "oneDNN batch normalization failed: ",
-                                      e.what());
+      return step_.node.MakeNodeError(ErrorCode::kInternal,
+                                      "oneDNN batch normalization failed: ", e.what());
     }
     if (!training_) {  // outputs 1 and 2 are the given statistics
       const size_t bytes = stats_.get_size();
@@ -90,15 +90,15 @@ Result<std::unique_ptr<StepRunner>> MakeBatchNormStep(const Step& step, const Ex
     auto flags = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
     if (!training) flags = flags | dnnl::normalization_flags::use_global_stats;
     dnnl::batch_normalization_forward::primitive_desc pd(
-        dnnl::batch_normalization_forward::desc(training ? dnnl::prop_kind::forward_training
-                                                         : dnnl::prop_kind::forward_inference,
-                                                data, static_cast<float>(epsilon), flags),
+        dnnl::batch_normalization_forward::desc(
+            training ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference, data,
+            static_cast<float>(epsilon), flags),
         OnednnEngine());
     return std::unique_ptr<StepRunner>(new BatchNormStep(
         step, dnnl::batch_normalization_forward(pd), std::move(data), std::move(stats), training));
   } catch (const dnnl::error& e) {
-    return MakeError(ErrorCode::kInternal, "batch_norm ", xs.ToString(), ": oneDNN refused it: ",
-                     e.what());
+    return MakeError(ErrorCode::kInternal, "batch_norm ", xs.ToString(),
+                     ": oneDNN refused it: ", e.what());
   }
 }
 

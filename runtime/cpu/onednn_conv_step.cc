@@ -110,7 +110,8 @@ Result<std::unique_ptr<StepRunner>> MakeConv(const Step& step, const Executable&
   auto f32_desc = [](const memory::dims& dims, Tag tag) {
     return memory::desc(dims, memory::data_type::f32, tag);
   };
-  memory::desc x_any = f32_desc(OnednnDims(xs), Tag::any), y_any = f32_desc(OnednnDims(ys), Tag::any);
+  memory::desc x_any = f32_desc(OnednnDims(xs), Tag::any),
+               y_any = f32_desc(OnednnDims(ys), Tag::any);
   memory::desc w_any = f32_desc(w_dims, Tag::any);
   Operand x{x_id, 0, kind == ConvKind::kBackwardInput, f32_desc(OnednnDims(xs), Tag::nchw)};
   Operand w{w_id, 0, kind == ConvKind::kBackwardFilter, f32_desc(w_dims, w_tag)};
@@ -131,8 +132,8 @@ Result<std::unique_ptr<StepRunner>> MakeConv(const Step& step, const Executable&
       primitive = dnnl::convolution_forward(forward);
     } else if (kind == ConvKind::kBackwardInput) {
       dnnl::convolution_backward_data::primitive_desc pd(
-          dnnl::convolution_backward_data::desc(algo, x_any, w_any, y_any, s, d, pl, pr), OnednnEngine(),
-          forward);
+          dnnl::convolution_backward_data::desc(algo, x_any, w_any, y_any, s, d, pl, pr),
+          OnednnEngine(), forward);
       x.arg = DNNL_ARG_DIFF_SRC, w.arg = DNNL_ARG_WEIGHTS, y.arg = DNNL_ARG_DIFF_DST;
       Prepare(x, pd.diff_src_desc()), Prepare(w, pd.weights_desc());
       Prepare(y, pd.diff_dst_desc());

@@ -81,6 +81,37 @@ TEST_CASE("an elementwise chain with broadcasting becomes one kernel", "[cpu]") 
   RunBoth(graph, {{"x", xv}, {"b", bv}}, {"y", "z"});
 }
 
+TEST_CASE("identical clusters share one generated kernel; different constants do not", "[cpu]") {
+  GraphBuilder g;
+  Value a = g.Placeholder("a", f32, {4, 8});
+  Value b = g.Placeholder("b", f32, {8, 8});
+  Value c = g.Placeholder("c", f32, {8, 8});
+  auto chain = [&](Value x, double shift) {
+    return Relu(Add(Mul(x, g.Scalar(2.0)), g.Scalar(shift)));
+  };
+  // The MatMuls keep the three chains in separate clusters: the first two are the same code.
+  Value ya = chain(a, 1.0);
+  Value yb = chain(MatMul(ya, b), 1.0);
+  Value yc = chain(MatMul(yb, c), 1.0000001);
+  g.Output("y", yc);
+  Graph graph = *g.Build();
+  FeedList feeds = {
+      {"a", Random(Shape{4, 8}, 1)}, {"b", Random(Shape{8, 8}, 2)}, {"c", Random(Shape{8, 8}, 3)}};
+  std::vector<std::pair<std::string, Tensor>> named;
+  for (const auto& [name, t] : feeds) named.emplace_back(name.str(), t);
+  PlannedExecutable p = Planned(graph, PlanOf(graph, named, {"y"}));
+  const Executable& exe = p.lowered.executable;
+  INFO(exe.ToString());
+  std::vector<std::string> callees;
+  for (const Step& s : exe.steps)
+    if (s.kind == Step::Kind::kKernel) callees.push_back(s.callee);
+  REQUIRE(callees.size() == 3);
+  CHECK(callees[0] == callees[1]);
+  CHECK(callees[2] != callees[0]);
+  CHECK(p.lowered.kernels.size() == 2);
+  RunBoth(graph, feeds, {"y"});
+}
+
 TEST_CASE("fusion does not create cycles and explains why", "[cpu]") {
   GraphBuilder g;
   Value x = g.Placeholder("x", f32, {4, 4});
@@ -190,14 +221,14 @@ TEST_CASE("BatchNorm runs as a oneDNN call in training and inference mode, rank 
       g.Output("batch_mean", out[1]);
       g.Output("batch_var", out[2]);
       Graph graph = *g.Build();
-      std::vector<std::pair<std::string, Tensor>> feeds = {
-          {"x", Random(xs, 1)},
-          {"scale", Random(Shape{xs[1]}, 2)},
-          {"bias", Random(Shape{xs[1]}, 3)},
-          {"mean", Random(Shape{xs[1]}, 4)},
-          {"var", Random(Shape{xs[1]}, 5)}};
+      std::vector<std::pair<std::string, Tensor>> feeds = {{"x", Random(xs, 1)},
+                                                           {"scale", Random(Shape{xs[1]}, 2)},
+                                                           {"bias", Random(Shape{xs[1]}, 3)},
+                                                           {"mean", Random(Shape{xs[1]}, 4)},
+                                                           {"var", Random(Shape{xs[1]}, 5)}};
       Tensor& var = feeds.back().second;
-      for (int64_t i = 0; i < var.num_elements(); ++i) var.SetDouble(i, std::fabs(var.GetDouble(i)));
+      for (int64_t i = 0; i < var.num_elements(); ++i)
+        var.SetDouble(i, std::fabs(var.GetDouble(i)));
       PlannedExecutable p = Planned(graph, PlanOf(graph, feeds, {"y", "batch_mean", "batch_var"}));
       CHECK(p.lowered.executable.CountSteps(Step::Kind::kLibrary) == 1);
       CHECK(p.lowered.executable.CountSteps(Step::Kind::kReference) == 0);
