@@ -37,6 +37,13 @@ bool SameCode(const KernelSpec& a, const KernelSpec& b) {
   return KernelKey(a) == KernelKey(b);
 }
 
+// Ops whose output is input 0's bytes under another shape (the "copy" step).
+const std::set<std::string> kCopyOps = {"Reshape", "ReshapeLike", "Flatten",
+                                        "Squeeze", "Unsqueeze",   "Identity"};
+// Assign ops and the "assign" step's mode: replace, add, subtract.
+const std::map<std::string, int64_t> kAssignModes = {
+    {"Assign", 0}, {"AssignAdd", 1}, {"AssignSub", -1}};
+
 // A step-to-be: a cluster, or one node that is not fused.
 struct Unit {
   int cluster = -1;
@@ -232,6 +239,14 @@ class Lowering {
     return OkStatus();
   }
 
+  // An Assign* the "assign" step runs: an f32/f64 variable updated by a value of its exact type.
+  bool IsFloatUpdate(const Node& node) const {
+    if (node.inputs.size() != 2) return false;
+    const TensorType& var = info_.types.at(node.inputs[0]);
+    return (var.dtype == f32 || var.dtype == f64) && info_.types.at(node.inputs[1]) == var &&
+           TensorType{node.output_types[0].dtype, node.output_types[0].shape} == var;
+  }
+
   // A BatchNorm the oneDNN step runs: x f32 of rank 2-5, the four statistics f32[C].
   bool IsF32BatchNorm(const Node& node) const {
     const TensorType& x = info_.types.at(node.inputs[0]);
@@ -291,6 +306,15 @@ class Lowering {
       step.kind = Step::Kind::kLibrary;
       step.callee = "batch_norm";
       step.attrs = OpRegistry::Global().Find(node.op)->WithDefaults(node.attrs);
+    } else if (kCopyOps.count(node.op) && !node.inputs.empty() &&
+               info_.types.at(node.inputs[0]).dtype == node.output_types[0].dtype) {
+      step.kind = Step::Kind::kLibrary;
+      step.callee = "copy";
+    } else if (auto assign = kAssignModes.find(node.op);
+               assign != kAssignModes.end() && IsFloatUpdate(node)) {
+      step.kind = Step::Kind::kLibrary;
+      step.callee = "assign";
+      step.attrs.Set("mode", assign->second);
     } else if (node.op == "Variable") {
       step.kind = Step::Kind::kLibrary;
       step.callee = "variable_read";
@@ -310,7 +334,7 @@ class Lowering {
     }
     for (size_t i = 0; i < node.output_types.size(); ++i) {
       KILN_ASSIGN_OR_RETURN(int id, BufferFor(TensorRef{node.name, static_cast<int>(i)}));
-      if (step.callee == "variable_read")
+      if (step.callee == "variable_read" || step.callee == "assign")
         out_.executable.buffers[id].kind = BufferDesc::Kind::kVariable;
       step.outputs.push_back(id);
     }

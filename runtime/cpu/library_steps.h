@@ -11,6 +11,9 @@ Result<std::unique_ptr<StepRunner>> MakeGemmStep(const Step& step, const Executa
 Result<std::unique_ptr<StepRunner>> MakeConvStep(const Step& step, const Executable& exe);
 // batch_norm: kiln's BatchNorm in f32 (onednn_batch_norm_step.cc).
 Result<std::unique_ptr<StepRunner>> MakeBatchNormStep(const Step& step, const Executable& exe);
+// copy and assign (state_steps.cc).
+Result<std::unique_ptr<StepRunner>> MakeCopyStep(const Step& step, const Executable& exe);
+Result<std::unique_ptr<StepRunner>> MakeAssignStep(const Step& step, const Executable& exe);
 // variable_read: binds a kVariable buffer to the variable's stored value (variable_step.cc).
 Result<std::unique_ptr<StepRunner>> MakeVariableReadStep(const Step& step, const Executable& exe);
 

@@ -32,7 +32,8 @@ Result<std::unique_ptr<Program>> Program::Load(CompiledPlan plan, int threads) {
         if (id < 0 || id >= static_cast<int>(exe.buffers.size()))
           return MakeError(ErrorCode::kInternal, "step ", step.callee, " uses buffer %", id, " of ",
                            exe.buffers.size());
-    const bool binds_variable = step.kind == Step::Kind::kLibrary && step.callee == "variable_read";
+    const bool binds_variable = step.kind == Step::Kind::kLibrary &&
+                                (step.callee == "variable_read" || step.callee == "assign");
     for (int id : step.outputs) {
       const BufferDesc::Kind kind = exe.buffers[id].kind;
       if (binds_variable ? kind != BufferDesc::Kind::kVariable : kind != BufferDesc::Kind::kArena)
