@@ -1,5 +1,6 @@
 #include "compiler/lower.h"
 
+#include <optional>
 #include <queue>
 #include <set>
 
@@ -247,6 +248,33 @@ class Lowering {
            TensorType{node.output_types[0].dtype, node.output_types[0].shape} == var;
   }
 
+  // For Sum, Mean and SumLike over f32/f64: which input dims are summed away (1) or kept (0).
+  std::optional<std::vector<int64_t>> SummedDims(const Node& node) const {
+    if (node.op != "Sum" && node.op != "Mean" && node.op != "SumLike") return std::nullopt;
+    const TensorType& x = info_.types.at(node.inputs[0]);
+    if (x.dtype != f32 && x.dtype != f64) return std::nullopt;
+    const int rank = x.shape.rank();
+    std::vector<int64_t> reduced(rank, 0);
+    if (node.op == "SumLike") {
+      const Shape& like = info_.types.at(node.inputs[1]).shape;
+      if (like.rank() > rank) return std::nullopt;
+      for (int d = 0; d < rank; ++d) {
+        const int l = d - (rank - like.rank());
+        reduced[d] = l < 0 || (like[l] == 1 && x.shape[d] != 1);
+      }
+      return reduced;
+    }
+    Result<std::vector<int64_t>> axes =
+        OpRegistry::Global().Find(node.op)->WithDefaults(node.attrs).GetInts("axes");
+    if (!axes.ok()) return std::nullopt;
+    if (axes->empty()) reduced.assign(rank, 1);
+    for (int64_t a : *axes) {
+      if (a < -rank || a >= rank) return std::nullopt;
+      reduced[a < 0 ? a + rank : a] = 1;
+    }
+    return reduced;
+  }
+
   // A BatchNorm the oneDNN step runs: x f32 of rank 2-5, the four statistics f32[C].
   bool IsF32BatchNorm(const Node& node) const {
     const TensorType& x = info_.types.at(node.inputs[0]);
@@ -315,6 +343,15 @@ class Lowering {
       step.kind = Step::Kind::kLibrary;
       step.callee = "assign";
       step.attrs.Set("mode", assign->second);
+    } else if (std::optional<std::vector<int64_t>> reduced = SummedDims(node)) {
+      step.kind = Step::Kind::kLibrary;
+      step.callee = "reduce_sum";
+      const Shape& x = info_.types.at(node.inputs[0]).shape;
+      int64_t count = 1;
+      for (int d = 0; d < x.rank(); ++d)
+        if ((*reduced)[d]) count *= x[d];
+      step.attrs.Set("reduced", *reduced);
+      step.attrs.Set("scale", node.op == "Mean" ? 1.0 / static_cast<double>(count) : 1.0);
     } else if (node.op == "Variable") {
       step.kind = Step::Kind::kLibrary;
       step.callee = "variable_read";

@@ -17,17 +17,6 @@ bool AllOutputsSmall(const std::vector<TensorType>& types) {
   return true;
 }
 
-// Runs one node on the reference executor with its (known) inputs.
-Result<std::vector<Tensor>> Evaluate(const Node& node, const std::vector<const Tensor*>& inputs) {
-  RunPlan single;
-  single.nodes = {&node};
-  for (size_t i = 0; i < node.inputs.size(); ++i) single.feeds[node.inputs[i]] = *inputs[i];
-  for (size_t i = 0; i < node.output_types.size(); ++i)
-    single.fetches.push_back(TensorRef{node.name, static_cast<int>(i)});
-  VariableStore no_variables;
-  return reference::ReferenceExecutor().Execute(single, no_variables);
-}
-
 }  // namespace
 
 Result<StaticInfo> ResolveStaticTypes(const RunPlan& plan) {
@@ -67,7 +56,9 @@ Result<StaticInfo> ResolveStaticTypes(const RunPlan& plan) {
               .CastTo(out_types[0].dtype);
     } else if (all_known && def && !def->stateful && node->op != "Placeholder" &&
                node->control_inputs.empty() && AllOutputsSmall(out_types)) {
-      KILN_ASSIGN_OR_RETURN(std::vector<Tensor> values, Evaluate(*node, in_values));
+      std::vector<Tensor> inputs;
+      for (const Tensor* v : in_values) inputs.push_back(*v);
+      KILN_ASSIGN_OR_RETURN(std::vector<Tensor> values, reference::EvaluateNode(*node, inputs));
       for (size_t i = 0; i < values.size(); ++i)
         info.values[TensorRef{node->name, static_cast<int>(i)}] = std::move(values[i]);
     }

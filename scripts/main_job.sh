@@ -5,12 +5,15 @@
 #   3. train the digits CNN (training graph + seeded 80/20 split, Adam, checkpoint every epoch),
 #      freeze it with the checkpoint, and evaluate the frozen graph on the held-out 20%;
 #   4. compile the frozen model ahead of time into out/digits.kmod and run that artifact with
-#      kilnrt (the runtime alone: no compiler), checking it gives bitwise the JIT session's logits.
-# Everything it writes goes to out/.
+#      kilnrt (the runtime alone: no compiler), checking it gives bitwise the JIT session's logits,
+#      then with kiln_digits_deploy (a program linking only the runtime, through the C API) on
+#      the whole held-out set.
+# Everything it writes goes to out/. The last line is "deployed module accuracy: 0.NNNN", which
+# equals the "test accuracy" of step 3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-scripts/build.sh build -- kiln kilnrt kiln_example kiln_digits
+scripts/build.sh build -- kiln kilnrt kiln_example kiln_digits kiln_digits_deploy
 mkdir -p out
 kiln=build/tools/kiln
 step() { echo; echo "== $*"; }
@@ -38,3 +41,4 @@ build/tools/kilnrt out/digits.kmod --input images=out/test_batch_images.npy --ou
 $kiln run out/digits_infer.kgraph --input images=out/test_batch_images.npy --out out/jit
 cmp out/kilnrt/logits.npy out/jit/logits.npy
 echo "kilnrt's logits are bitwise those of the JIT session (kiln run)"
+build/models/kiln_digits_deploy out/digits.kmod out/test_images.npy out/test_labels.npy

@@ -1,13 +1,15 @@
 // kiln compile: compiles a model ahead of time into one module file (.kmod) that the runtime
 // library, `kilnrt` and `kiln run` load and run without the compiler (compiler/aot.h). With
 // --train the module runs one training step per call (forward, backward, the optimizer's update)
-// and keeps its variables.
+// and keeps its variables. With --header it also writes a typed C++ header for the module
+// (tools/lib/module_header.h).
 #include <cstdio>
 #include <cstdlib>
 
 #include "ir/file_util.h"
 #include "runtime/module/module_file.h"
 #include "tools/command.h"
+#include "tools/lib/module_header.h"
 #include "tools/lib/training_graph.h"
 #ifdef KILN_HAS_COMPILER
 #include "compiler/aot.h"
@@ -17,10 +19,26 @@ namespace kiln::cli {
 
 int RunCompile(const Command& cmd, const std::vector<std::string>& args) {
   Flags flags;
-  flags.Option("out").Alias("-o", "out").Option("target").Repeated("fetch").Repeated("input").Option("checkpoint");
+  flags.Option("out")
+      .Alias("-o", "out")
+      .Option("target")
+      .Repeated("fetch")
+      .Repeated("input")
+      .Option("checkpoint");
   flags.Switch("train").Option("loss").Option("optimizer").Option("lr").Positional(1, 1);
+  flags.Option("header").Option("class");
   if (int code = ParseOrExit(cmd, flags, args); code >= 0) return code;
   if (!flags.Has("out")) return UsageError(cmd, "needs -o OUT.kmod");
+  if (flags.Has("class") && !flags.Has("header"))
+    return UsageError(cmd, "--class needs --header OUT.h");
+  // The class defaults to the module file's stem in CamelCase: digits_infer.kmod -> DigitsInfer.
+  std::string stem = flags.Get("out");
+  stem = stem.substr(stem.find_last_of('/') + 1);
+  stem = stem.substr(0, stem.find('.'));
+  const std::string class_name = flags.Get("class", CppNameFor(stem).camel);
+  if (flags.Has("header"))
+    if (Status s = CheckCppClassName(class_name); !s.ok())
+      return UsageError(cmd, "--class: " + s.error().message());
   std::string target = flags.Get("target", "cpu");
   if (target != "cpu")
     return Fail(cmd, MakeError(ErrorCode::kUnimplemented, "--target ", target,
@@ -75,8 +93,18 @@ int RunCompile(const Command& cmd, const std::vector<std::string>& args) {
   const std::string out = flags.Get("out");
   if (Status s = WriteModuleFile(out, *module); !s.ok()) return Fail(cmd, s.error());
   std::printf("wrote %s: %zu inputs, %zu outputs%s, %zu steps, %zu bytes of code\n", out.c_str(),
-              module->inputs.size(), module->outputs.size(), train ? ", one training step per run" : "",
-              module->executable.steps.size(), module->kernels.size());
+              module->inputs.size(), module->outputs.size(),
+              train ? ", one training step per run" : "", module->executable.steps.size(),
+              module->kernels.size());
+  if (flags.Has("header")) {
+    Result<ModuleFile> written = ReadModuleFile(out);  // with its build id
+    if (!written.ok()) return Fail(cmd, written.error());
+    Result<std::string> header = ModuleHeader(*written, class_name);
+    if (!header.ok()) return Fail(cmd, header.error());
+    const std::string header_path = flags.Get("header");
+    if (Status s = WriteFileAtomically(header_path, *header); !s.ok()) return Fail(cmd, s.error());
+    std::printf("wrote %s: class %s\n", header_path.c_str(), class_name.c_str());
+  }
   return 0;
 #endif
 }

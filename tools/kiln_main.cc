@@ -20,6 +20,8 @@ int RunTrain(const Command&, const std::vector<std::string>&);
 int RunImportOnnx(const Command&, const std::vector<std::string>&);
 int RunBench(const Command&, const std::vector<std::string>&);
 int RunCompile(const Command&, const std::vector<std::string>&);
+int RunOpt(const Command&, const std::vector<std::string>&);
+const char* OptUsage();  // lists the passes (tools/cmd_opt.cc)
 
 const std::vector<Command>& Commands() {
   static const std::vector<Command> commands = {
@@ -94,6 +96,8 @@ const std::vector<Command>& Commands() {
        "by\n"
        "its checkpoint value, switches BatchNorm and Dropout to inference, and writes OUT.\n",
        RunFreeze},
+      {"opt", "run graph passes (cse, dce, simplify, constant-fold) on a model", OptUsage(),
+       RunOpt},
       {"import-onnx", "convert an ONNX model to a kiln graph",
        "usage: kiln import-onnx IN.onnx -o OUT.kgraph [--constants]\n\n"
        "Imports an ONNX model (opsets up to 17): graph inputs become placeholders, float\n"
@@ -120,16 +124,22 @@ const std::vector<Command>& Commands() {
       {"compile", "compile a model ahead of time into a module (.kmod)",
        "usage: kiln compile MODEL -o OUT.kmod [--target cpu] [--fetch NAME]...\n"
        "                    [--input NAME=SHAPE]... [--checkpoint FILE]\n"
-       "                    [--train --loss NAME [--optimizer sgd] [--lr 0.01]]\n\n"
+       "                    [--train --loss NAME [--optimizer sgd] [--lr 0.01]]\n"
+       "                    [--header OUT.h [--class [NS::]NAME]]\n\n"
        "Compiles MODEL (.kgraph, .kgraph.txt or .onnx) through the same pipeline as the cpu\n"
        "backend and writes one file holding the plan, its constants, the variables' values (their\n"
        "initializers, or --checkpoint's) and the kernels' machine code for this CPU, with a\n"
        "manifest (format version, target, CPU features needed, signature, build id) and a\n"
        "checksum. `kilnrt` (runtime only) and `kiln run` run it. Fetches default to the model's\n"
        "outputs. Every input the fetches need must have a known shape: give unknown dims with\n"
-       "--input NAME=SHAPE (dims joined by 'x', e.g. images=64x1x8x8). With --train each run of the\n"
+       "--input NAME=SHAPE (dims joined by 'x', e.g. images=64x1x8x8). With --train each run of "
+       "the\n"
        "module is one training step: it returns the loss (first output) and updates the\n"
-       "variables it keeps.\n",
+       "variables it keeps. --header also writes a typed C++ header: a class (--class; by\n"
+       "default the module file's name in CamelCase) that loads the module with the runtime\n"
+       "alone, with one buffer per input and output (images_data()) and its shape as constants\n"
+       "(kImagesShape); names become identifiers as tools/lib/module_header.h says. The C API,\n"
+       "for C and other languages, is runtime/c_api/kiln_c.h.\n",
        RunCompile},
       {"help", "show help for kiln or one command", "usage: kiln help [COMMAND]\n", RunHelp},
   };

@@ -14,6 +14,8 @@ Result<std::unique_ptr<StepRunner>> MakeBatchNormStep(const Step& step, const Ex
 // copy and assign (state_steps.cc).
 Result<std::unique_ptr<StepRunner>> MakeCopyStep(const Step& step, const Executable& exe);
 Result<std::unique_ptr<StepRunner>> MakeAssignStep(const Step& step, const Executable& exe);
+// reduce_sum: Sum, Mean, SumLike in f32/f64 (reduce_step.cc).
+Result<std::unique_ptr<StepRunner>> MakeReduceSumStep(const Step& step, const Executable& exe);
 // variable_read: binds a kVariable buffer to the variable's stored value (variable_step.cc).
 Result<std::unique_ptr<StepRunner>> MakeVariableReadStep(const Step& step, const Executable& exe);
 

@@ -79,4 +79,17 @@ Result<std::vector<Tensor>> ReferenceExecutor::Execute(const RunPlan& plan,
   return fetched;
 }
 
+Result<std::vector<Tensor>> EvaluateNode(const Node& node, const std::vector<Tensor>& inputs) {
+  if (inputs.size() != node.inputs.size())
+    return node.MakeNodeError(ErrorCode::kInternal, "has ", node.inputs.size(),
+                              " inputs, evaluated with ", inputs.size(), " values");
+  RunPlan single;
+  single.nodes = {&node};
+  for (size_t i = 0; i < inputs.size(); ++i) single.feeds[node.inputs[i]] = inputs[i];
+  for (size_t i = 0; i < node.output_types.size(); ++i)
+    single.fetches.push_back(TensorRef{node.name, static_cast<int>(i)});
+  VariableStore no_variables;
+  return ReferenceExecutor().Execute(single, no_variables);
+}
+
 }  // namespace kiln::reference

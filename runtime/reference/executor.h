@@ -19,4 +19,9 @@ class ReferenceExecutor : public Executor {
   std::map<std::string, uint64_t> counters_;  // per-node random stream counters
 };
 
+// One node run alone on the values of its inputs (inputs[i] for node.inputs[i]), with no
+// variables: what compile-time constant folding (compiler/static_types, passes/constant_fold)
+// computes, so folded values are exactly what the reference backend gives at run time.
+Result<std::vector<Tensor>> EvaluateNode(const Node& node, const std::vector<Tensor>& inputs);
+
 }  // namespace kiln::reference

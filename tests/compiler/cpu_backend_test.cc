@@ -12,6 +12,7 @@
 #include "ir/ops/linalg.h"
 #include "ir/ops/math.h"
 #include "ir/ops/nn.h"
+#include "ir/ops/reduce.h"
 #include "models/digits_cnn.h"
 #include "passes/optim.h"
 #include "runtime/cpu/cpu_executor.h"
@@ -234,6 +235,45 @@ TEST_CASE("BatchNorm runs as a oneDNN call in training and inference mode, rank 
       CHECK(p.lowered.executable.CountSteps(Step::Kind::kReference) == 0);
       FeedList feed_list(feeds.begin(), feeds.end());
       RunBoth(graph, feed_list, {"y", "batch_mean", "batch_var"});
+    }
+  }
+}
+
+TEST_CASE("Sum, Mean and SumLike run as one strided reduce_sum step", "[cpu]") {
+  struct Case {
+    Shape x;
+    std::vector<int64_t> axes;
+    bool keepdims;
+  };
+  for (DType dtype : {f32, f64}) {
+    for (const Case& c : std::vector<Case>{{Shape{2, 3, 4, 5}, {0, 2, 3}, false},
+                                           {Shape{2, 3, 4, 5}, {1}, true},
+                                           {Shape{2, 3, 4, 5}, {}, false},
+                                           {Shape{2, 1, 4, 5}, {-1, 0}, true},
+                                           {Shape{7}, {0}, false},
+                                           {Shape{3, 0, 2}, {1}, false}}) {
+      INFO(DTypeName(dtype) << c.x.ToString() << " axes " << c.axes.size());
+      GraphBuilder g;
+      Value x = g.Placeholder("x", dtype, c.x);
+      g.Output("sum", Sum(x, c.axes, c.keepdims));
+      g.Output("mean", Mean(x, c.axes, c.keepdims));
+      const Shape like_shape{c.x.rank() > 1 ? c.x[1] : 1, 1, 1};  // sums dims 0, 2, 3 away
+      if (c.x.rank() == 4)
+        g.Output("sum_like", SumLike(x, g.Placeholder("like", dtype, like_shape)));
+      Result<Graph> built = g.Build();
+      REQUIRE(built.ok());
+      Graph graph = std::move(*built);
+      std::vector<std::pair<std::string, Tensor>> feeds = {
+          {"x", testing::RandomTensor(c.x, 4).CastTo(dtype)}};
+      std::vector<std::string> fetches = {"sum", "mean"};
+      if (c.x.rank() == 4) {
+        feeds.push_back({"like", Tensor(dtype, like_shape)});
+        fetches.push_back("sum_like");
+      }
+      PlannedExecutable p = Planned(graph, PlanOf(graph, feeds, fetches));
+      CHECK(p.lowered.executable.CountSteps(Step::Kind::kReference) == 0);
+      FeedList feed_list(feeds.begin(), feeds.end());
+      RunBoth(graph, feed_list, std::vector<TensorName>(fetches.begin(), fetches.end()));
     }
   }
 }

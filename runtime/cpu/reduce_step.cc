@@ -1,0 +1,122 @@
+// Library step "reduce_sum": Sum, Mean and SumLike over f32 or f64, as one strided pass over the
+// input accumulating in double (like the reference kernels), then scaled (1 for sums, 1/count for
+// means: a mean over nothing is NaN) and rounded to the dtype. Attributes: "reduced" (one 0/1 per
+// input dim: 1 = summed away) and "scale". The output holds the kept dims in order (with or
+// without size-1 dims for the reduced ones: the bytes are the same).
+#include <cstring>
+#include <vector>
+
+#include "runtime/cpu/library_steps.h"
+
+namespace kiln::cpu {
+namespace {
+
+class ReduceSumStep : public StepRunner {
+ public:
+  ReduceSumStep(int in, int out, DType dtype, std::vector<int64_t> sizes, std::vector<bool> reduced,
+                double scale)
+      : in_(in),
+        out_(out),
+        dtype_(dtype),
+        sizes_(std::move(sizes)),
+        reduced_(std::move(reduced)),
+        scale_(scale) {
+    const int groups = static_cast<int>(sizes_.size());
+    in_strides_.assign(groups, 1);
+    out_strides_.assign(groups, 0);
+    int64_t out_stride = 1;
+    for (int g = groups - 1; g >= 0; --g) {
+      if (g + 1 < groups) in_strides_[g] = in_strides_[g + 1] * sizes_[g + 1];
+      if (!reduced_[g]) {
+        out_strides_[g] = out_stride;
+        out_stride *= sizes_[g];
+      }
+    }
+    out_count_ = out_stride;
+  }
+
+  Status Run(StepEnv& env) const override {
+    acc_.assign(static_cast<size_t>(out_count_), 0.0);
+    if (dtype_ == f32)
+      Accumulate(static_cast<const float*>(env.data[in_]), env.data[out_]);
+    else
+      Accumulate(static_cast<const double*>(env.data[in_]), env.data[out_]);
+    return OkStatus();
+  }
+
+ private:
+  template <typename T>
+  void Accumulate(const T* x, void* out) const {
+    bool empty = false;
+    for (int64_t s : sizes_) empty = empty || s == 0;
+    if (!sizes_.empty() && !empty) Walk(x, 0, 0, 0);
+    T* y = static_cast<T*>(out);
+    for (int64_t i = 0; i < out_count_; ++i) y[i] = static_cast<T>(acc_[i] * scale_);
+  }
+
+  template <typename T>
+  void Walk(const T* x, int g, int64_t in, int64_t out) const {
+    const int64_t n = sizes_[g];
+    if (g + 1 == static_cast<int>(sizes_.size())) {  // contiguous innermost run
+      if (reduced_[g]) {
+        double s = 0;
+        for (int64_t i = 0; i < n; ++i) s += static_cast<double>(x[in + i]);
+        acc_[out] += s;
+      } else {
+        for (int64_t i = 0; i < n; ++i) acc_[out + i] += static_cast<double>(x[in + i]);
+      }
+      return;
+    }
+    for (int64_t i = 0; i < n; ++i)
+      Walk(x, g + 1, in + i * in_strides_[g], out + i * out_strides_[g]);
+  }
+
+  int in_, out_;
+  DType dtype_;
+  std::vector<int64_t> sizes_;  // input dims, size-1 dims dropped and neighbours of a kind merged
+  std::vector<bool> reduced_;
+  double scale_;
+  std::vector<int64_t> in_strides_, out_strides_;
+  int64_t out_count_ = 1;
+  mutable std::vector<double> acc_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<StepRunner>> MakeReduceSumStep(const Step& step, const Executable& exe) {
+  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> reduced, step.attrs.GetInts("reduced"));
+  KILN_ASSIGN_OR_RETURN(double scale, step.attrs.GetFloat("scale"));
+  if (step.inputs.empty() || step.outputs.size() != 1)
+    return MakeError(ErrorCode::kInternal, "reduce_sum: needs an input and one output");
+  const TensorType& x = exe.buffers[step.inputs[0]].type;
+  const TensorType& y = exe.buffers[step.outputs[0]].type;
+  if (x.dtype != y.dtype || (x.dtype != f32 && x.dtype != f64) ||
+      static_cast<int>(reduced.size()) != x.shape.rank())
+    return MakeError(ErrorCode::kInternal, "reduce_sum: malformed step for ", x.ToString());
+  std::vector<int64_t> sizes;
+  std::vector<bool> kinds;
+  int64_t kept = 1;
+  for (int d = 0; d < x.shape.rank(); ++d) {
+    const int64_t n = x.shape[d];
+    const bool r = reduced[d] != 0;
+    if (!r) kept *= n;
+    if (n == 1) continue;
+    if (!sizes.empty() && kinds.back() == r) {
+      sizes.back() *= n;
+    } else {
+      sizes.push_back(n);
+      kinds.push_back(r);
+    }
+  }
+  if (kept != y.shape.NumElements())
+    return MakeError(ErrorCode::kInternal, "reduce_sum: ", x.ToString(), " keeps ", kept,
+                     " elements but the output is ", y.ToString());
+  if (sizes.empty() && x.shape.NumElements() == 1) {  // everything size 1: a copy, scaled
+    sizes.push_back(1);
+    kinds.push_back(false);
+  }
+  return std::unique_ptr<StepRunner>(new ReduceSumStep(step.inputs[0], step.outputs[0], x.dtype,
+                                                       std::move(sizes), std::move(kinds), scale));
+}
+
+}  // namespace kiln::cpu
