@@ -14,17 +14,7 @@ out=${1:-out/bench_aot}
 scripts/build.sh build -- kiln kilnrt kiln_write_models >/dev/null 2>&1
 mkdir -p "$out"
 build/models/kiln_write_models "$out" resnet-50 >/dev/null
-# A random input as .npy (float32, 1x3x224x224), written without numpy.
-/usr/bin/python3 - "$out/x.npy" <<'PY'
-import array, random, sys
-random.seed(1)
-n = 1 * 3 * 224 * 224
-header = "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 3, 224, 224), }"
-header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
-with open(sys.argv[1], "wb") as f:
-    f.write(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode())
-    f.write(array.array("f", (random.gauss(0, 1) for _ in range(n))).tobytes())
-PY
+/usr/bin/python3 scripts/write_npy.py "$out/x.npy" f32 1x3x224x224
 ms() { local start=$1 end; end=$(date +%s%N); echo $(((end - start) / 1000000)); }
 
 bench=$(build/tools/kiln bench "$out/resnet-50.kgraph" --input x=1x3x224x224 --input labels=1 \

@@ -35,7 +35,7 @@ Result<std::unique_ptr<Module>> Module::LoadFromBytes(const std::string& bytes,
                      file.target, "'; this runtime runs 'cpu' modules");
   KILN_RETURN_IF_ERROR(CheckHostCpuFeatures(file.cpu_features, origin));
   CompiledPlan plan;
-  plan.executable = file.executable;
+  plan.executable = std::move(file.executable);  // the Program keeps the plan
   if (!file.kernels.empty()) {
     KILN_ASSIGN_OR_RETURN(plan.kernels, OpenKernelObject(file.kernels, origin));
   }
@@ -45,8 +45,8 @@ Result<std::unique_ptr<Module>> Module::LoadFromBytes(const std::string& bytes,
   Result<std::unique_ptr<cpu::Program>> program = cpu::Program::Load(std::move(plan), threads);
   if (!program.ok()) return program.error().WithContext(origin + ": its plan does not load");
   module->program_ = std::move(*program);
-  for (const auto& [name, value] : file.variables) module->variables_.Set(name, value);
-  file.executable = {};  // the Program holds its own copy
+  for (auto& [name, value] : file.variables) module->variables_.Set(name, std::move(value));
+  file.variables.clear();  // now in the store
   module->file_ = std::move(file);
   return module;
 }

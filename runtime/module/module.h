@@ -45,7 +45,8 @@ class Module {
 
   const std::vector<ModuleTensorSpec>& inputs() const { return file_.inputs; }
   const std::vector<ModuleTensorSpec>& outputs() const { return file_.outputs; }
-  // The manifest and everything else the file holds (the plan, initial variable values, code).
+  // The manifest and signature. Its plan and variables are empty: they moved into the loaded
+  // program and the variable store at load.
   const ModuleFile& file() const { return file_; }
 
   Result<std::vector<Tensor>> Run(const std::vector<std::pair<std::string, Tensor>>& feeds);
