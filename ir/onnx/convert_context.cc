@@ -265,6 +265,7 @@ const ConverterTable& Converters() {
     AddShapeConverters(*t);
     AddReduceConverters(*t);
     AddLinalgConverters(*t);
+    AddEinsumConverter(*t);
     AddLossConverters(*t);
     AddMaskedConverters(*t);
     AddResizeConverters(*t);

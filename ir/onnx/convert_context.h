@@ -123,6 +123,7 @@ void AddArrayConverters(ConverterTable& t);
 void AddShapeConverters(ConverterTable& t);
 void AddReduceConverters(ConverterTable& t);
 void AddLinalgConverters(ConverterTable& t);
+void AddEinsumConverter(ConverterTable& t);
 void AddLossConverters(ConverterTable& t);
 void AddMaskedConverters(ConverterTable& t);
 void AddResizeConverters(ConverterTable& t);

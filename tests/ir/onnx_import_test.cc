@@ -185,3 +185,43 @@ TEST_CASE("ONNX import: x.view(x.size(0), -1) with an unknown batch dim", "[onnx
   Graph same = Import(two);  // each unknown dim is the input's own: copied
   CHECK(OnlyNodeOf(same, "Reshape").attrs.GetInts("shape").value() == std::vector<int64_t>{0, 0});
 }
+
+TEST_CASE("ONNX import: Einsum, explicit and implicit, and what it refuses", "[onnx]") {
+  auto einsum = [](const std::string& equation) {
+    OnnxModel m;
+    m.Input("a", 1, {2, 3}).Input("b", 1, {3, 4}).Output("y");
+    OnnxModel::AttrString(m.Node("Einsum", {"a", "b"}, {"y"}), "equation", equation);
+    return ImportOnnxFromBytes(m.Bytes(), "", "einsum.onnx");
+  };
+  Tensor a = Tensor::FromVector<float>({2, 3}, {1, 2, 3, 4, 5, 6});
+  Tensor b = Tensor::FromVector<float>({3, 4}, {1, 0, 0, 1, 0, 1, 0, 1, 0, 0, 1, 1});
+  for (const std::string equation : {"ij,jk->ik", "ij,jk", "ij, jk -> ik"}) {
+    Result<Graph> g = einsum(equation);
+    INFO(equation << ": " << g.status().ToString());
+    REQUIRE(g.ok());
+    Session session(*g, SessionOptions{.backend = "reference"});
+    Result<std::vector<Tensor>> y = session.Run({{"a", a}, {"b", b}}, {"y"});
+    REQUIRE(y.ok());
+    // a @ b: columns 0, 1, 2 pick a's columns; column 3 is their sum.
+    CHECK((*y)[0].shape() == Shape{2, 4});
+    const std::vector<double> want = {1, 2, 3, 6, 4, 5, 6, 15};
+    for (int i = 0; i < 8; ++i) CHECK((*y)[0].GetDouble(i) == want[i]);
+  }
+  Result<Graph> transposed = einsum("ij,jk->ki");
+  REQUIRE(transposed.ok());
+  Result<TensorRef> y = transposed->ResolveTensor("y");
+  REQUIRE(y.ok());
+  CHECK(transposed->TypeOf(*y)->shape == Shape{4, 2});
+  for (const auto& [equation, error] : std::vector<std::pair<std::string, std::string>>{
+           {"...j,jk->...k", "ellipsis"},
+           {"ii,jk->k", "diagonal"},
+           {"ij->i", "has 1 operands but the node has 2 inputs"},
+           {"ijk,jk->i", "operand 0 has rank 2"},
+           {"ij,jk->iz", "output subscript 'z'"},
+           {"ij,j1->i", "unexpected character '1'"}}) {
+    Result<Graph> g = einsum(equation);
+    INFO(equation);
+    REQUIRE(!g.ok());
+    CHECK_THAT(g.error().message(), Catch::Contains(error));
+  }
+}

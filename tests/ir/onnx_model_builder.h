@@ -60,6 +60,12 @@ class OnnxModel {
     a->set_type(onnx::AttributeProto::INTS);
     for (int64_t x : v) a->add_ints(x);
   }
+  static void AttrString(onnx::NodeProto* n, const std::string& name, const std::string& v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::STRING);
+    a->set_s(v);
+  }
   static void AttrTensor(onnx::NodeProto* n, const std::string& name, const Tensor& t) {
     auto* a = n->add_attribute();
     a->set_name(name);
