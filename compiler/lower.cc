@@ -275,6 +275,12 @@ class Lowering {
     return reduced;
   }
 
+  // A BiasAdd the "bias_add" step runs: x f32/f64, the bias of x's dtype.
+  bool IsFloatBiasAdd(const Node& node) const {
+    const TensorType& x = info_.types.at(node.inputs[0]);
+    return (x.dtype == f32 || x.dtype == f64) && info_.types.at(node.inputs[1]).dtype == x.dtype;
+  }
+
   // A BatchNorm the oneDNN step runs: x f32 of rank 2-5, the four statistics f32[C].
   bool IsF32BatchNorm(const Node& node) const {
     const TensorType& x = info_.types.at(node.inputs[0]);
@@ -352,6 +358,10 @@ class Lowering {
         if ((*reduced)[d]) count *= x[d];
       step.attrs.Set("reduced", *reduced);
       step.attrs.Set("scale", node.op == "Mean" ? 1.0 / static_cast<double>(count) : 1.0);
+    } else if (node.op == "BiasAdd" && IsFloatBiasAdd(node)) {
+      step.kind = Step::Kind::kLibrary;
+      step.callee = "bias_add";
+      step.attrs = OpRegistry::Global().Find(node.op)->WithDefaults(node.attrs);
     } else if (node.op == "Variable") {
       step.kind = Step::Kind::kLibrary;
       step.callee = "variable_read";

@@ -12,9 +12,11 @@ Result<std::unique_ptr<StepRunner>> MakeLibraryStep(const Step& step, const Exec
   if (step.callee == "copy") return MakeCopyStep(step, exe);
   if (step.callee == "assign") return MakeAssignStep(step, exe);
   if (step.callee == "reduce_sum") return MakeReduceSumStep(step, exe);
-  return MakeError(ErrorCode::kUnimplemented, "unknown library routine '", step.callee,
-                   "' (this runtime has: gemm, conv2d, conv2d_backprop_input, "
-                   "conv2d_backprop_filter, variable_read, batch_norm, copy, assign, reduce_sum)");
+  if (step.callee == "bias_add") return MakeBiasAddStep(step, exe);
+  return MakeError(
+      ErrorCode::kUnimplemented, "unknown library routine '", step.callee,
+      "' (this runtime has: gemm, conv2d, conv2d_backprop_input, "
+      "conv2d_backprop_filter, variable_read, batch_norm, copy, assign, reduce_sum, bias_add)");
 }
 
 }  // namespace kiln::cpu

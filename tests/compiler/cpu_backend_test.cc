@@ -278,6 +278,30 @@ TEST_CASE("Sum, Mean and SumLike run as one strided reduce_sum step", "[cpu]") {
   }
 }
 
+TEST_CASE("BiasAdd runs as a bias_add step along any axis", "[cpu]") {
+  for (DType dtype : {f32, f64}) {
+    for (const auto& [xs, axis] : std::vector<std::pair<Shape, int64_t>>{{Shape{4, 6}, 1},
+                                                                         {Shape{2, 3, 4, 5}, 1},
+                                                                         {Shape{2, 3, 4, 5}, -1},
+                                                                         {Shape{2, 3, 4}, 0}}) {
+      INFO(DTypeName(dtype) << xs.ToString() << " axis " << axis);
+      GraphBuilder g;
+      Value x = g.Placeholder("x", dtype, xs);
+      const int64_t channels = xs[axis < 0 ? axis + xs.rank() : axis];
+      Value b = g.Placeholder("b", dtype, {channels});
+      g.Output("y", BiasAdd(x, b, axis));
+      Graph graph = *g.Build();
+      std::vector<std::pair<std::string, Tensor>> feeds = {
+          {"x", testing::RandomTensor(xs, 1).CastTo(dtype)},
+          {"b", testing::RandomTensor(Shape{channels}, 2).CastTo(dtype)}};
+      PlannedExecutable p = Planned(graph, PlanOf(graph, feeds, {"y"}));
+      CHECK(p.lowered.executable.CountSteps(Step::Kind::kReference) == 0);
+      FeedList feed_list(feeds.begin(), feeds.end());
+      RunBoth(graph, feed_list, {"y"});
+    }
+  }
+}
+
 TEST_CASE("computations on constants fold at compile time", "[cpu]") {
   GraphBuilder g;
   Value x = g.Placeholder("x", f32, {-1, 3});

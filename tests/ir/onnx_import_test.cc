@@ -73,7 +73,7 @@ TEST_CASE("ONNX import: inputs become placeholders, float initializers variables
 }
 
 TEST_CASE("ONNX import: initializers as constants, and the graph survives a file", "[onnx]") {
-  Graph g = Import(GemmRelu(), {.initializers_as_constants = true});
+  Graph g = Import(GemmRelu(), {.initializers_as_constants = true, .input_values = {}});
   CHECK(g.FindNode("W")->op == "Constant");
   std::string path = kiln::testing::TempPath("gemm.kgraph");
   REQUIRE(SaveGraph(Import(GemmRelu()), path).ok());
