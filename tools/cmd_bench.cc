@@ -182,19 +182,9 @@ int RunBench(const Command& cmd, const std::vector<std::string>& args) {
   for (const Result<int64_t>* r : {&iters, &warmup, &threads, &classes, &seed})
     if (!r->ok()) return UsageError(cmd, r->error().message());
   if (flags.Has("classes") && *classes < 1) return UsageError(cmd, "--classes must be >= 1");
-  bool train = flags.On("train");
-  if (train && !flags.Has("loss")) return UsageError(cmd, "--train needs --loss NAME");
-  if (!train)
-    for (const char* f : {"loss", "optimizer", "lr"})
-      if (flags.Has(f)) return UsageError(cmd, std::string("--") + f + " needs --train");
-  double lr = 0.01;
-  if (flags.Has("lr")) {
-    std::string text = flags.Get("lr");
-    char* end = nullptr;
-    lr = std::strtod(text.c_str(), &end);
-    if (text.empty() || *end || !(lr > 0))
-      return UsageError(cmd, "--lr must be a positive number, got '" + text + "'");
-  }
+  Result<std::optional<optim::Optimizer>> optimizer = OptimizerFromFlags(flags);
+  if (!optimizer.ok()) return UsageError(cmd, optimizer.error().message());
+  const bool train = optimizer->has_value();
 
   std::string model_path = flags.positional()[0];
   Result<Graph> graph = LoadModel(model_path);
@@ -270,17 +260,15 @@ int RunBench(const Command& cmd, const std::vector<std::string>& args) {
   std::vector<std::string> fetch_names;  // as the user wrote them
   std::string what;
   if (train) {
-    std::string optimizer_name = flags.Get("optimizer", "sgd");
-    Result<optim::Optimizer> optimizer = optim::ByName(optimizer_name, {.lr = lr});
-    if (!optimizer.ok()) return UsageError(cmd, optimizer.error().message());
-    Result<TrainingGraph> training = AddOptimizer(std::move(*graph), flags.Get("loss"), *optimizer);
+    Result<TrainingGraph> training =
+        AddOptimizer(std::move(*graph), flags.Get("loss"), **optimizer);
     if (!training.ok()) return Fail(cmd, training.error());
     graph = std::move(training->graph);
     fetches.emplace_back(training->loss);
     fetch_names.push_back(flags.Get("loss"));
     targets.emplace_back(training->update);
-    what = "one training step (forward, backward, " + optimizer_name + " update, lr " +
-           flags.Get("lr", "0.01") + ") fetching " + flags.Get("loss");
+    what = "one training step (forward, backward, " + flags.Get("optimizer", "sgd") +
+           " update, lr " + flags.Get("lr", "0.01") + ") fetching " + flags.Get("loss");
   }
   for (const std::string& f : flags.GetAll("fetch")) fetch_names.push_back(f);
   if (fetch_names.empty())

@@ -44,19 +44,9 @@ int RunCompile(const Command& cmd, const std::vector<std::string>& args) {
     return Fail(cmd, MakeError(ErrorCode::kUnimplemented, "--target ", target,
                                ": this kiln compiles for 'cpu' only (the CUDA backend is not "
                                "built yet)"));
-  bool train = flags.On("train");
-  if (train && !flags.Has("loss")) return UsageError(cmd, "--train needs --loss NAME");
-  if (!train)
-    for (const char* f : {"loss", "optimizer", "lr"})
-      if (flags.Has(f)) return UsageError(cmd, std::string("--") + f + " needs --train");
-  double lr = 0.01;
-  if (flags.Has("lr")) {
-    std::string text = flags.Get("lr");
-    char* end = nullptr;
-    lr = std::strtod(text.c_str(), &end);
-    if (text.empty() || *end || !(lr > 0))
-      return UsageError(cmd, "--lr must be a positive number, got '" + text + "'");
-  }
+  Result<std::optional<optim::Optimizer>> optimizer = OptimizerFromFlags(flags);
+  if (!optimizer.ok()) return UsageError(cmd, optimizer.error().message());
+  const bool train = optimizer->has_value();
 #ifndef KILN_HAS_COMPILER
   return Fail(cmd, MakeError(ErrorCode::kUnimplemented,
                              "this kiln was built without the compiler (KILN_BUILD_COMPILER=OFF)"));
@@ -76,9 +66,8 @@ int RunCompile(const Command& cmd, const std::vector<std::string>& args) {
     options.input_shapes[spec.substr(0, eq)] = *shape;
   }
   if (train) {
-    Result<optim::Optimizer> optimizer = optim::ByName(flags.Get("optimizer", "sgd"), {.lr = lr});
-    if (!optimizer.ok()) return UsageError(cmd, optimizer.error().message());
-    Result<TrainingGraph> training = AddOptimizer(std::move(*graph), flags.Get("loss"), *optimizer);
+    Result<TrainingGraph> training =
+        AddOptimizer(std::move(*graph), flags.Get("loss"), **optimizer);
     if (!training.ok()) return Fail(cmd, training.error());
     graph = std::move(training->graph);
     options.fetches.push_back(training->loss);

@@ -13,9 +13,9 @@
 #include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVMPass.h"
 #include "mlir/Conversion/LLVMCommon/LoweringOptions.h"
 #include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
+#include "mlir/Conversion/MathToLibm/MathToLibm.h"
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
-#include "mlir/Conversion/MathToLibm/MathToLibm.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -165,8 +165,13 @@ Status RunPasses(mlir::PassManager& pm, mlir::ModuleOp module, const DiagnosticL
   return OkStatus();
 }
 
-Status LowerToLlvmDialect(mlir::MLIRContext& context, mlir::ModuleOp module,
-                          const DiagnosticLog& log) {
+Result<HostModule> ParseAndLowerForHost(const std::string& mlir_text) {
+  InitializeLlvmTargets();
+  HostModule host;
+  host.context = MakeContext();
+  host.log = std::make_unique<DiagnosticLog>(host.context.get());
+  KILN_ASSIGN_OR_RETURN(host.module, ParseModule(*host.context, mlir_text, *host.log));
+  mlir::MLIRContext& context = *host.context;
   mlir::PassManager pm(&context);
   AddFrontPasses(pm, Target::kHost);
   AddScalarPasses(pm, Target::kHost);
@@ -178,7 +183,9 @@ Status LowerToLlvmDialect(mlir::MLIRContext& context, mlir::ModuleOp module,
   pm.addPass(mlir::createConvertFuncToLLVMPass(llvm_options));
   pm.addPass(mlir::cf::createConvertControlFlowToLLVMPass());
   pm.addPass(mlir::createReconcileUnrealizedCastsPass());
-  return RunPasses(pm, module, log, "lowering the module to LLVM failed");
+  KILN_RETURN_IF_ERROR(
+      RunPasses(pm, *host.module, *host.log, "lowering the module to LLVM failed"));
+  return host;
 }
 
 llvm::CodeGenOpt::Level CodeGenLevel(int opt_level) {

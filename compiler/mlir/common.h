@@ -55,10 +55,15 @@ void AddFrontPasses(mlir::OpPassManager& module_pm, Target target);
 // On a module (host) or a gpu.module (device).
 void AddScalarPasses(mlir::OpPassManager& pm, Target target);
 
-// The host pipeline after parsing: front and scalar passes, then arith/math/memref/func/cf to the
-// LLVM dialect with bare-pointer memrefs (what JIT and ahead-of-time code share).
-Status LowerToLlvmDialect(mlir::MLIRContext& context, mlir::ModuleOp module,
-                          const DiagnosticLog& log);
+// A module parsed and lowered for the host (what JIT and ahead-of-time code share): front and
+// scalar passes, then arith/math/memref/func/cf to the LLVM dialect with bare-pointer memrefs.
+// Members are destroyed module first, context last.
+struct HostModule {
+  std::unique_ptr<mlir::MLIRContext> context;
+  std::unique_ptr<DiagnosticLog> log;  // the context's diagnostics while it lives
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+};
+Result<HostModule> ParseAndLowerForHost(const std::string& mlir_text);
 
 // A target machine for the host CPU (its name and all its features) at `opt_level` (0-3);
 // position-independent code when `pic` (for shared objects).

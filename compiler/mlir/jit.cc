@@ -33,19 +33,14 @@ std::string AssemblyOf(const llvm::Module& module, llvm::TargetMachine& tm) {
   return std::string(text);
 }
 
-
 }  // namespace
 
 Result<std::unique_ptr<JitModule>> JitModule::Compile(const std::string& mlir_text,
                                                       const JitOptions& options) {
-  internal::InitializeLlvmTargets();
   internal::WriteDump(options.name + ".mlir", mlir_text);
-  std::unique_ptr<mlir::MLIRContext> context = internal::MakeContext();
-  internal::DiagnosticLog log(context.get());
-  KILN_ASSIGN_OR_RETURN(mlir::OwningOpRef<mlir::ModuleOp> module,
-                        internal::ParseModule(*context, mlir_text, log));
-
-  KILN_RETURN_IF_ERROR(internal::LowerToLlvmDialect(*context, *module, log));
+  KILN_ASSIGN_OR_RETURN(internal::HostModule host, internal::ParseAndLowerForHost(mlir_text));
+  mlir::OwningOpRef<mlir::ModuleOp>& module = host.module;
+  const internal::DiagnosticLog& log = *host.log;
 
   // The host's CPU name and features, for both the IR optimizer (so the vectorizer knows the
   // vector width) and the code generator (ExecutionEngine uses the same detectHost()).

@@ -40,27 +40,22 @@ void AddPackedEntryPoints(llvm::Module& module) {
 }  // namespace
 
 Result<HostObject> CompileHostObject(const std::string& mlir_text, const JitOptions& options) {
-  internal::InitializeLlvmTargets();
-  std::unique_ptr<mlir::MLIRContext> context = internal::MakeContext();
-  internal::DiagnosticLog log(context.get());
-  KILN_ASSIGN_OR_RETURN(mlir::OwningOpRef<mlir::ModuleOp> module,
-                        internal::ParseModule(*context, mlir_text, log));
-  KILN_RETURN_IF_ERROR(internal::LowerToLlvmDialect(*context, *module, log));
+  KILN_ASSIGN_OR_RETURN(internal::HostModule host, internal::ParseAndLowerForHost(mlir_text));
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<llvm::TargetMachine> tm,
                         internal::HostTargetMachine(options.opt_level, /*pic=*/true));
 
   llvm::LLVMContext llvm_context;
   std::unique_ptr<llvm::Module> llvm_module =
-      mlir::translateModuleToLLVMIR(*module, llvm_context, options.name);
+      mlir::translateModuleToLLVMIR(*host.module, llvm_context, options.name);
   if (!llvm_module)
-    return log.Fail(ErrorCode::kUnimplemented, "translating the module to LLVM IR failed");
+    return host.log->Fail(ErrorCode::kUnimplemented, "translating the module to LLVM IR failed");
   llvm_module->setDataLayout(tm->createDataLayout());
   llvm_module->setTargetTriple(tm->getTargetTriple().str());
   AddPackedEntryPoints(*llvm_module);
   auto optimize = mlir::makeOptimizingTransformer(options.opt_level, 0, tm.get());
   if (llvm::Error e = optimize(llvm_module.get()))
-    return MakeError(ErrorCode::kInternal, "LLVM optimization failed: ",
-                     internal::ToString(std::move(e)));
+    return MakeError(ErrorCode::kInternal,
+                     "LLVM optimization failed: ", internal::ToString(std::move(e)));
 
   HostObject object;
   llvm::SmallString<0> bytes;

@@ -293,7 +293,8 @@ int Main(int argc, char** argv) {
          "the declared shape (as ONNX Runtime does), so the case's own data is refused; CastLike "
          "itself passes in every other dtype pair."}};
     bool any_explained = false;
-    for (const auto& [reason, why] : explained) {
+    for (const auto& [reason_text, why] : explained) {
+      const std::string& reason = reason_text;  // clang 14 cannot capture a structured binding
       bool seen = std::any_of(results.begin(), results.end(), [&](const CaseResult& c) {
         return c.status == "failed" && c.reason.find(reason) != std::string::npos;
       });

@@ -1,8 +1,30 @@
 #include "tools/lib/training_graph.h"
 
+#include <cstdlib>
+
 #include "ir/builder.h"
 
 namespace kiln {
+
+Result<std::optional<optim::Optimizer>> OptimizerFromFlags(const cli::Flags& flags) {
+  auto usage = [](const std::string& message) {
+    return MakeError(ErrorCode::kInvalidArgument, message);
+  };
+  if (!flags.On("train")) {
+    for (const char* f : {"loss", "optimizer", "lr"})
+      if (flags.Has(f)) return usage(std::string("--") + f + " needs --train");
+    return std::optional<optim::Optimizer>();
+  }
+  if (!flags.Has("loss")) return usage("--train needs --loss NAME");
+  const std::string text = flags.Get("lr", "0.01");
+  char* end = nullptr;
+  const double lr = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end || !(lr > 0))
+    return usage("--lr must be a positive number, got '" + text + "'");
+  KILN_ASSIGN_OR_RETURN(optim::Optimizer optimizer,
+                        optim::ByName(flags.Get("optimizer", "sgd"), {.lr = lr}));
+  return std::optional<optim::Optimizer>(std::move(optimizer));
+}
 
 Result<TrainingGraph> AddOptimizer(Graph graph, const std::string& loss,
                                    optim::Optimizer optimizer) {
