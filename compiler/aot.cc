@@ -93,7 +93,8 @@ Result<ModuleFile> CompileModule(const Graph& graph, const AotOptions& options) 
   module.source = options.source;
   module.targets = options.targets;
   // Variables: their current values (initializers, or the checkpoint's).
-  if (!options.checkpoint.empty()) KILN_RETURN_IF_ERROR(session.RestoreCheckpoint(options.checkpoint));
+  if (!options.checkpoint.empty())
+    KILN_RETURN_IF_ERROR(session.RestoreCheckpoint(options.checkpoint));
   KILN_RETURN_IF_ERROR(session.InitializeVariables());
   for (const Node* node : plan.nodes)
     if (node->op == "Variable")
@@ -117,7 +118,8 @@ Result<ModuleFile> CompileModule(const Graph& graph, const AotOptions& options) 
         {feed.port == 0 ? feed.node : feed.ToString(), TensorType{value.dtype(), value.shape()}});
   }
   for (size_t i = 0; i < fetches.size(); ++i)
-    module.outputs.push_back({fetches[i], module.executable.buffers[module.executable.fetches[i]].type});
+    module.outputs.push_back(
+        {fetches[i], module.executable.buffers[module.executable.fetches[i]].type});
   return module;
 }
 

@@ -21,11 +21,11 @@
 namespace kiln::compiler {
 
 struct AotOptions {
-  std::vector<std::string> fetches;       // default: the graph's outputs
-  std::vector<std::string> targets;       // run by every call (e.g. an optimizer's update)
+  std::vector<std::string> fetches;  // default: the graph's outputs
+  std::vector<std::string> targets;  // run by every call (e.g. an optimizer's update)
   std::map<std::string, Shape> input_shapes;
-  std::string checkpoint;                 // variables' values; "" = their initializers
-  std::string source;                     // recorded in the manifest
+  std::string checkpoint;  // variables' values; "" = their initializers
+  std::string source;      // recorded in the manifest
 };
 
 Result<ModuleFile> CompileModule(const Graph& graph, const AotOptions& options);

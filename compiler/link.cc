@@ -47,13 +47,13 @@ class TempFolder {
 Result<std::string> LinkSharedObject(const std::string& object_bytes) {
   TempFolder dir;
   if (!dir.ok())
-    return MakeError(ErrorCode::kInternal, "cannot make a temporary folder to link the kernels: ",
-                     std::strerror(errno));
+    return MakeError(ErrorCode::kInternal,
+                     "cannot make a temporary folder to link the kernels: ", std::strerror(errno));
   const std::string object = dir.File("kernels.o"), shared = dir.File("kernels.so"),
                     log = dir.File("ld.log");
   KILN_RETURN_IF_ERROR(WriteFileAtomically(object, object_bytes));
-  std::vector<std::string> argv = {"ld", "-shared", "-z", "noexecstack", "--hash-style=gnu",
-                                   "-o", shared, object};
+  std::vector<std::string> argv = {"ld", "-shared", "-z",  "noexecstack", "--hash-style=gnu",
+                                   "-o", shared,    object};
   std::vector<char*> args;
   for (std::string& a : argv) args.push_back(a.data());
   args.push_back(nullptr);

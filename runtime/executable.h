@@ -10,8 +10,8 @@
 //   kLibrary    a call into a library (OpenBLAS gemm, oneDNN), parameters in `attrs`;
 //   kReference  the reference kernel of one node, for ops the compiler does not lower yet.
 // Variable buffers hold no bytes of the plan: the "variable_read" library step points them at the
-// variable's current value in the session's (or module's) store, read-only, for the rest of the run.
-// After the last step, each fetch is copied out of its buffer.
+// variable's current value in the session's (or module's) store, read-only, for the rest of the
+// run. After the last step, each fetch is copied out of its buffer.
 #pragma once
 
 #include <cstdint>

@@ -30,10 +30,10 @@ int RunModuleFile(const Command& cmd, const Flags& flags, const std::string& pat
     if (i == outputs.size()) {
       std::string all;
       for (const ModuleTensorSpec& o : outputs) all += (all.empty() ? "" : ", ") + o.name;
-      return Fail(cmd, MakeError(ErrorCode::kInvalidArgument, path, ": '", names[n],
-                                 "' is not an output of the module (its outputs: ",
-                                 all.empty() ? "none" : all, "); compile it with --fetch ",
-                                 names[n]));
+      return Fail(cmd,
+                  MakeError(ErrorCode::kInvalidArgument, path, ": '", names[n],
+                            "' is not an output of the module (its outputs: ",
+                            all.empty() ? "none" : all, "); compile it with --fetch ", names[n]));
     }
     picked.push_back(i);
   }
@@ -48,9 +48,10 @@ int DescribeModuleFile(const Command& cmd, const std::string& path) {
   Result<ModuleFile> file = ReadModuleFile(path);
   if (!file.ok()) return Fail(cmd, file.error());
   const ModuleFile& m = *file;
-  std::printf("module %s\n  format %d, target %s, precision %s, build %s\n  produced by %s from %s\n",
-              path.c_str(), m.format_version, m.target.c_str(), m.precision.c_str(),
-              m.build_id.c_str(), m.producer.c_str(), m.source.empty() ? "?" : m.source.c_str());
+  std::printf(
+      "module %s\n  format %d, target %s, precision %s, build %s\n  produced by %s from %s\n",
+      path.c_str(), m.format_version, m.target.c_str(), m.precision.c_str(), m.build_id.c_str(),
+      m.producer.c_str(), m.source.empty() ? "?" : m.source.c_str());
   std::string features;
   for (const std::string& f : m.cpu_features) features += " " + f;
   std::printf("  cpu %s, needs:%s\n", m.cpu.empty() ? "(no generated code)" : m.cpu.c_str(),
@@ -59,13 +60,13 @@ int DescribeModuleFile(const Command& cmd, const std::string& path) {
     std::printf("  input  %s: %s\n", s.name.c_str(), s.type.ToString().c_str());
   for (const ModuleTensorSpec& s : m.outputs)
     std::printf("  output %s: %s\n", s.name.c_str(), s.type.ToString().c_str());
-  for (const std::string& t : m.targets) std::printf("  target %s (run by every call)\n", t.c_str());
+  for (const std::string& t : m.targets)
+    std::printf("  target %s (run by every call)\n", t.c_str());
   int64_t variable_bytes = 0;
   for (const auto& [name, value] : m.variables) variable_bytes += value.byte_size();
   std::printf("  %zu variables (%lld bytes), %zu steps, arena %lld bytes, code %zu bytes\n",
-              m.variables.size(), static_cast<long long>(variable_bytes),
-              m.executable.steps.size(), static_cast<long long>(m.executable.arena_bytes),
-              m.kernels.size());
+              m.variables.size(), static_cast<long long>(variable_bytes), m.executable.steps.size(),
+              static_cast<long long>(m.executable.arena_bytes), m.kernels.size());
   return 0;
 }
 

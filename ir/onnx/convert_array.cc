@@ -1,8 +1,9 @@
 // ONNX ops that move elements: Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Concat, Split,
 // Slice, Gather, Pad, Tile, Expand, DepthToSpace and SpaceToDepth. Their shape-like inputs (a
 // Reshape's shape, Slice's starts/ends, ...) must be known at import: kiln's ops take them as
-// attributes; only a Reshape's or an Expand's shape may be known at run time alone (see ShapeDim). Reshapes, Concat, Gather and Slice of small integer tensors known at import are
-// folded (the Shape -> Gather -> Concat -> Reshape chains of exported models).
+// attributes; only a Reshape's or an Expand's shape may be known at run time alone (see ShapeDim).
+// Reshapes, Concat, Gather and Slice of small integer tensors known at import are folded (the Shape
+// -> Gather -> Concat -> Reshape chains of exported models).
 #include <algorithm>
 #include <limits>
 
@@ -198,8 +199,7 @@ Status ConvertSlice(OnnxNode& n) {
                   (axes.empty() || axes[0] == 0 || axes[0] == -1) &&
                   (steps.empty() || steps[0] != 0);
   std::optional<std::vector<DimEntry>> p = k ? std::nullopt : n.Partial(0);
-  bool known_vector =
-      k && k->rank() == 1 && k->num_elements() <= 4096 && IsInteger(k->dtype());
+  bool known_vector = k && k->rank() == 1 && k->num_elements() <= 4096 && IsInteger(k->dtype());
   if (y.valid() && one_axis && (known_vector || (p && x.rank() == 1))) {
     // A 1-D slice of a known or partly known shape vector.
     int64_t len = k ? k->num_elements() : static_cast<int64_t>(p->size());

@@ -167,7 +167,6 @@ Result<std::vector<ShapeDim>> ShapeDims(const OnnxNode& n, int i);
 Result<Value> ZerosOfDims(const OnnxNode& n, const std::vector<ShapeDim>& dims, DType dtype);
 // ONNX Reshape of x to `dims`: a 0 copies x's dim (unless allowzero), one -1 is inferred from
 // the element count, for entries known at import and run-time entries alike.
-Result<Value> ReshapeToDims(const OnnxNode& n, Value x, std::vector<ShapeDim> dims,
-                            bool allowzero);
+Result<Value> ReshapeToDims(const OnnxNode& n, Value x, std::vector<ShapeDim> dims, bool allowzero);
 
 }  // namespace kiln::onnx_import

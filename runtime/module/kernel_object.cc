@@ -16,7 +16,10 @@ Status CheckElfHeader(const std::string& bytes, const std::string& origin) {
   auto fail = [&](const std::string& why) {
     return MakeError(ErrorCode::kInvalidArgument, origin, ": its kernel code is not ", why);
   };
-  if (bytes.size() < 64 || bytes.compare(0, 4, "\x7f" "ELF") != 0) return fail("an ELF object");
+  if (bytes.size() < 64 || bytes.compare(0, 4,
+                                         "\x7f"
+                                         "ELF") != 0)
+    return fail("an ELF object");
   if (bytes[4] != 2 || bytes[5] != 1) return fail("64-bit little-endian ELF");
   uint16_t type, machine;
   std::memcpy(&type, bytes.data() + 16, 2);
@@ -62,8 +65,8 @@ Result<std::shared_ptr<const KernelLibrary>> OpenKernelObject(const std::string&
     if (n <= 0) {
       int err = errno;
       close(fd);
-      return MakeError(ErrorCode::kInternal, origin, ": writing its kernel code to memory: ",
-                       std::strerror(err));
+      return MakeError(ErrorCode::kInternal, origin,
+                       ": writing its kernel code to memory: ", std::strerror(err));
     }
     written += static_cast<size_t>(n);
   }
@@ -73,8 +76,8 @@ Result<std::shared_ptr<const KernelLibrary>> OpenKernelObject(const std::string&
   close(fd);  // the mapping keeps the memory alive
   if (!handle) {
     const char* why = dlerror();
-    return MakeError(ErrorCode::kInvalidArgument, origin, ": its kernel code does not load: ",
-                     why ? why : "unknown dlopen error");
+    return MakeError(ErrorCode::kInvalidArgument, origin,
+                     ": its kernel code does not load: ", why ? why : "unknown dlopen error");
   }
   return std::shared_ptr<const KernelLibrary>(new SharedObjectKernels(handle, origin));
 }

@@ -31,8 +31,9 @@ Result<std::unique_ptr<Module>> Module::LoadFromBytes(const std::string& bytes,
                                                       const ModuleOptions& options) {
   KILN_ASSIGN_OR_RETURN(ModuleFile file, ParseModule(bytes, origin));
   if (file.target != "cpu")
-    return MakeError(ErrorCode::kFailedPrecondition, origin, ": the module was compiled for target '",
-                     file.target, "'; this runtime runs 'cpu' modules");
+    return MakeError(ErrorCode::kFailedPrecondition, origin,
+                     ": the module was compiled for target '", file.target,
+                     "'; this runtime runs 'cpu' modules");
   KILN_RETURN_IF_ERROR(CheckHostCpuFeatures(file.cpu_features, origin));
   CompiledPlan plan;
   plan.executable = std::move(file.executable);  // the Program keeps the plan

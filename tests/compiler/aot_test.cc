@@ -1,10 +1,11 @@
 // Ahead-of-time modules (compiler/aot.h -> .kmod -> runtime Module): a module computes bitwise what
 // the session's cpu backend computes (same pipeline, same machine code), training modules keep and
 // checkpoint their variables, and damaged or foreign modules and wrong feeds are refused clearly.
+#include "compiler/aot.h"
+
 #include <catch2/catch.hpp>
 #include <cstring>
 
-#include "compiler/aot.h"
 #include "ir/io/npy.h"
 #include "ir/onnx/import.h"
 #include "models/digits_cnn.h"
@@ -85,7 +86,8 @@ TEST_CASE("AOT: the manifest records the signature, target and CPU features", "[
   GraphBuilder g;
   models::BuildDigitsCnn(g);
   Graph graph = *g.Build();
-  ModuleFile file = Compile(graph, {.fetches = {"logits"}, .input_shapes = {{"images", {4, 1, 8, 8}}}});
+  ModuleFile file =
+      Compile(graph, {.fetches = {"logits"}, .input_shapes = {{"images", {4, 1, 8, 8}}}});
   Result<ModuleFile> back = ParseModule(SerializeModule(file), "m.kmod");
   REQUIRE(back.ok());
   CHECK(back->target == "cpu");
@@ -100,7 +102,9 @@ TEST_CASE("AOT: the manifest records the signature, target and CPU features", "[
   for (const std::string& f : back->cpu_features) CHECK(HostHasCpuFeature(f));
   CHECK(back->variables.size() > 0);
   // The same module twice: the same bytes (deterministic), hence the same build id.
-  CHECK(SerializeModule(file) == SerializeModule(Compile(graph, {.fetches = {"logits"}, .input_shapes = {{"images", {4, 1, 8, 8}}}})));
+  CHECK(SerializeModule(file) ==
+        SerializeModule(
+            Compile(graph, {.fetches = {"logits"}, .input_shapes = {{"images", {4, 1, 8, 8}}}})));
 }
 
 TEST_CASE("AOT: a training module runs one step per call, keeps and checkpoints its variables",
@@ -152,7 +156,8 @@ TEST_CASE("AOT: damaged, foreign or newer modules are refused with a clear error
   GraphBuilder g;
   models::BuildDigitsCnn(g);
   Graph graph = *g.Build();
-  ModuleFile file = Compile(graph, {.fetches = {"logits"}, .input_shapes = {{"images", {2, 1, 8, 8}}}});
+  ModuleFile file =
+      Compile(graph, {.fetches = {"logits"}, .input_shapes = {{"images", {2, 1, 8, 8}}}});
   std::string bytes = SerializeModule(file);
   auto refused = [](const std::string& b, const std::string& expected) {
     Result<std::unique_ptr<Module>> m = Module::LoadFromBytes(b, "m.kmod");

@@ -37,8 +37,8 @@ TEST_CASE("kilnrt: a compiled ONNX ResNet gives bitwise what kiln run gives", "[
   const std::string dir = std::string(KILN_TEST_DATA_DIR) + "/onnx/resnet";
   const std::string module = testing::TempPath("resnet.kmod");
   const std::string input = "x=" + dir + "/x.npy";
-  CheckOk(RunCommand(KILN_BINARY, {"compile", dir + "/model.onnx", "-o", module, "--input",
-                                   "x=2x3x64x64"}));
+  CheckOk(RunCommand(KILN_BINARY,
+                     {"compile", dir + "/model.onnx", "-o", module, "--input", "x=2x3x64x64"}));
   CommandResult described = RunCommand(KILNRT_BINARY, {module, "--describe"});
   CheckOk(described);
   CHECK_THAT(described.out, Catch::Contains("input  x: f32[2, 3, 64, 64]") &&
@@ -74,9 +74,9 @@ TEST_CASE("kilnrt: a compiled ONNX ResNet gives bitwise what kiln run gives", "[
              "--backend does not apply to a compiled module", 2);
   CheckFails(RunCommand(KILN_BINARY, {"compile", dir + "/model.onnx", "-o", module}),
              "give them as NAME=SHAPE");
-  CheckFails(RunCommand(KILN_BINARY, {"compile", dir + "/model.onnx", "-o", module, "--target",
-                                      "tpu"}),
-             "compiles for 'cpu' only");
+  CheckFails(
+      RunCommand(KILN_BINARY, {"compile", dir + "/model.onnx", "-o", module, "--target", "tpu"}),
+      "compiles for 'cpu' only");
 }
 
 }  // namespace

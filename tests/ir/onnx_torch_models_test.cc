@@ -91,7 +91,8 @@ const std::vector<TorchModel>& Models() {
 
 std::string InputFlags(const TorchModel& m, const std::string& data_dir) {
   std::string flags;
-  for (const std::string& in : m.inputs) flags += " --input " + in + "=" + data_dir + "/" + in + ".npy";
+  for (const std::string& in : m.inputs)
+    flags += " --input " + in + "=" + data_dir + "/" + in + ".npy";
   return flags;
 }
 
@@ -104,8 +105,7 @@ TEST_CASE("ONNX from PyTorch: kiln run matches PyTorch on both backends", "[onnx
         if (!set.empty() && !m.dynamic) continue;
         SECTION(m.name + (set.empty() ? "" : "/" + set) + " on " + backend) {
           std::string data_dir = ModelDir(m.name) + (set.empty() ? "" : "/" + set);
-          std::string out_dir =
-              kiln::testing::TempPath("torch_" + m.name + set + "_" + backend);
+          std::string out_dir = kiln::testing::TempPath("torch_" + m.name + set + "_" + backend);
           std::string output;
           int code = RunKiln("run " + ModelDir(m.name) + "/model.onnx" + InputFlags(m, data_dir) +
                                  " --out " + out_dir + " --backend " + backend,
@@ -153,7 +153,8 @@ TEST_CASE("ONNX from PyTorch: kiln grad of an imported loss matches autograd", "
       std::string out_dir = kiln::testing::TempPath("torch_grad_" + backend);
       std::string output;
       int code = RunKiln("grad " + ModelDir(m.name) + "/model.onnx --of loss --wrt " + wrt_list +
-                             InputFlags(m, ModelDir(m.name)) + " --out " + out_dir + " --backend " + backend,
+                             InputFlags(m, ModelDir(m.name)) + " --out " + out_dir + " --backend " +
+                             backend,
                          output);
       INFO(output);
       REQUIRE(code == 0);
@@ -165,8 +166,7 @@ TEST_CASE("ONNX from PyTorch: kiln grad of an imported loss matches autograd", "
   }
 }
 
-TEST_CASE("ONNX from PyTorch: dynamic axes import as unknown dims, through the C++ API",
-          "[onnx]") {
+TEST_CASE("ONNX from PyTorch: dynamic axes import as unknown dims, through the C++ API", "[onnx]") {
   // The transformer was exported with dynamic batch and sequence dims: its attention reshapes
   // depend on them at run time. One imported graph runs both input sizes.
   Result<Graph> g = ImportOnnx(ModelDir("transformer") + "/model.onnx");
@@ -181,7 +181,8 @@ TEST_CASE("ONNX from PyTorch: dynamic axes import as unknown dims, through the C
           session.Run({{"x", ReadOrFail(data_dir + "/x.npy")}}, {"y"});
       INFO(backend << dir << ": " << (out.ok() ? std::string() : out.error().ToString()));
       REQUIRE(out.ok());
-      CheckClose(out->at(0), ReadOrFail(data_dir + "/y.npy"), "transformer" + dir + " on " + backend);
+      CheckClose(out->at(0), ReadOrFail(data_dir + "/y.npy"),
+                 "transformer" + dir + " on " + backend);
     }
   }
 }

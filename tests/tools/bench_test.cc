@@ -44,7 +44,6 @@ void CheckOk(const CommandResult& r) {
     CHECK_THAT(r.out, Catch::Contains("\nsteps: ") && Catch::Contains("\nkernels: "));
 }
 
-
 // A 3 -> 4 linear classifier: x f32[-1, 3], labels i64[-1]; outputs logits and loss.
 std::string TinyClassifier() {
   static std::string path = [] {
@@ -70,7 +69,7 @@ TEST_CASE("bench: forward runs on random inputs", "[cli][bench]") {
   for (const char* backend : {"reference", "auto"}) {
     DYNAMIC_SECTION(backend) {
       CommandResult r = Bench({model, "--input", "x=5x3", "--input", "labels=5", "--iters", "3",
-                             "--warmup", "0", "--backend", backend});
+                               "--warmup", "0", "--backend", backend});
       CheckOk(r);
       CHECK_THAT(r.out, Catch::Contains("input x: f32[5, 3] random normal"));
       // The label range comes from the SoftmaxCrossEntropy's 4 classes.
@@ -86,7 +85,7 @@ TEST_CASE("bench: training steps, inputs from files, --classes", "[cli][bench]")
   std::string x = Dir() + "/x.npy";
   REQUIRE(WriteNpy(x, Tensor::FromVector<float>({2, 3}, {1, 2, 3, -1, 0, 1})).ok());
   CommandResult r = Bench({model, "--train", "--loss", "loss", "--lr", "0.1", "--input", "x=" + x,
-                         "--input", "labels=2", "--classes", "3", "--iters", "2"});
+                           "--input", "labels=2", "--classes", "3", "--iters", "2"});
   CheckOk(r);
   CHECK_THAT(r.out, Catch::Contains("run: one training step (forward, backward, sgd update"));
   CHECK_THAT(r.out, Catch::Contains("input x: f32[2, 3] from " + x));
