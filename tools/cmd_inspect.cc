@@ -67,7 +67,7 @@ int RunInspect(const Command& cmd, const std::vector<std::string>& args) {
   std::printf("constants: %s\n", HumanBytes(static_cast<double>(stats.constant_bytes)).c_str());
   std::printf("FLOPs (estimate): %s%s\n", HumanCount(stats.flops).c_str(),
               stats.has_unknown_dims ? " (unknown dims counted as 1, e.g. per example)" : "");
-  if (flags.Has("fusion") || flags.Has("memory")) return PrintPlanReport(cmd, *graph, flags);
+  if (flags.On("fusion") || flags.On("memory")) return PrintPlanReport(cmd, *graph, flags);
   return 0;
 }
 

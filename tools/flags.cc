@@ -72,6 +72,7 @@ Status Flags::Parse(const std::vector<std::string>& args) {
 }
 
 bool Flags::Has(const std::string& name) const {
+  if (switches_.count(name)) return On(name);
   auto it = values_.find(name);
   return it != values_.end() && !it->second.empty();
 }

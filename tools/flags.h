@@ -25,6 +25,7 @@ class Flags {
   Status Parse(const std::vector<std::string>& args);
 
   bool help() const { return help_; }
+  // True when the option was given a value, or the switch was given.
   bool Has(const std::string& name) const;
   std::string Get(const std::string& name, const std::string& fallback = "") const;
   const std::vector<std::string>& GetAll(const std::string& name) const;

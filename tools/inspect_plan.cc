@@ -73,7 +73,7 @@ int PrintPlanReport(const Command& cmd, const Graph& graph, const Flags& flags) 
   for (const auto& [name, t] : feeds)
     std::printf(" %s=%s", name.str().c_str(), t.shape().ToString().c_str());
   std::printf("\n");
-  if (flags.Has("fusion")) {
+  if (flags.On("fusion")) {
     std::printf("\nfusion decisions:\n");
     for (const std::string& d : planned->fusion.decisions) std::printf("  %s\n", d.c_str());
     for (const std::string& d : planned->lowered.decisions) std::printf("  %s\n", d.c_str());
@@ -102,7 +102,7 @@ int PrintPlanReport(const Command& cmd, const Graph& graph, const Flags& flags) 
     std::printf("bytes moved: %.3f MB (one kernel per op: %.3f MB)\n", fused_bytes / 1e6,
                 per_op_bytes / 1e6);
   }
-  if (flags.Has("memory")) {
+  if (flags.On("memory")) {
     const compiler::MemoryStats& m = planned->memory;
     std::printf("\nmemory of the plan:\n");
     std::printf("  arena (peak of intermediate values): %lld bytes\n",
