@@ -90,4 +90,32 @@ void Rewirer::Finish(Graph& graph) const {
   graph.RemoveNodesIf([this](const Node& n) { return removed_.count(n.name) > 0; });
 }
 
+bool IsVariableReference(const Node& node, size_t i) {
+  const OpDef* def = OpRegistry::Global().Find(node.op);
+  return def && def->stateful && i < def->inputs.size() && def->inputs[i].name == "variable";
+}
+
+Status AddAfterProducers(Graph& graph, std::vector<Node> nodes) {
+  std::map<std::string, std::vector<Node>> after;
+  for (Node& n : nodes) after[n.inputs.empty() ? "" : n.inputs[0].node].push_back(std::move(n));
+  std::vector<Node> old = std::move(graph.mutable_nodes());
+  graph.RemoveNodesIf([](const Node&) { return true; });
+  auto add_after = [&](const std::string& producer) -> Status {
+    auto it = after.find(producer);
+    if (it == after.end()) return OkStatus();
+    for (Node& n : it->second) KILN_RETURN_IF_ERROR(graph.AddNode(std::move(n)).status());
+    after.erase(it);
+    return OkStatus();
+  };
+  for (Node& node : old) {
+    std::string name = node.name;
+    KILN_RETURN_IF_ERROR(graph.AddNode(std::move(node)).status());
+    KILN_RETURN_IF_ERROR(add_after(name));
+  }
+  // Nodes whose first input is not in the graph (or that have none) go last.
+  for (auto& [producer, rest] : after)
+    for (Node& n : rest) KILN_RETURN_IF_ERROR(graph.AddNode(std::move(n)).status());
+  return OkStatus();
+}
+
 }  // namespace kiln

@@ -9,6 +9,7 @@
 //   replaced nodes. Replacements are resolved transitively, so chains (y -> x, z -> y) work.
 // - TopologicalNames: the order by name, which stays valid while a pass edits nodes in place.
 // - ConstantValue: the value of a tensor a Constant node produces.
+// - AddAfterProducers: adds new nodes, each right after the node its first input comes from.
 #pragma once
 
 #include <map>
@@ -33,6 +34,14 @@ const Tensor* ConstantValue(const Graph& graph, const TensorRef& ref);
 
 // Node names in an order where each comes after its data and control inputs.
 Result<std::vector<std::string>> TopologicalNames(const Graph& graph);
+
+// True when input `i` of `node` names the variable a stateful op writes (Assign's "variable"): it
+// must stay a Variable node, never a value computed from one.
+bool IsVariableReference(const Node& node, size_t i);
+
+// Adds `nodes` to `graph`, each placed right after the producer of its first input (so that the
+// text form reads in order); fails if a name is taken.
+Status AddAfterProducers(Graph& graph, std::vector<Node> nodes);
 
 class Rewirer {
  public:

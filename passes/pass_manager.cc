@@ -9,8 +9,10 @@
 #include "ir/file_util.h"
 #include "ir/serialize.h"
 #include "ir/verifier.h"
+#include "passes/check_numerics.h"
 #include "passes/cse.h"
 #include "passes/dce.h"
+#include "passes/mixed_precision.h"
 #include "passes/simplify.h"
 
 namespace kiln {
@@ -23,12 +25,17 @@ struct PassEntry {
 
 const std::vector<PassEntry>& Registry() {
   static const std::vector<PassEntry> entries = {
+      {{"check-numerics", "fail a run at the first node whose float output has an inf or NaN"},
+       [](const PassOptions&) { return std::make_unique<CheckNumericsPass>(); }},
       {{"constant-fold", "evaluate small nodes whose inputs are all constants into constants"},
        [](const PassOptions& o) { return std::make_unique<ConstantFolding>(o.evaluate); }},
       {{"cse", "merge nodes that compute the same thing from the same inputs"},
        [](const PassOptions&) { return std::make_unique<CommonSubexpressionElimination>(); }},
       {{"dce", "remove nodes that no output, target or state update needs"},
        [](const PassOptions&) { return std::make_unique<DeadCodeElimination>(); }},
+      {{"mixed-precision", "compute float32 math in bf16/f16 where the precision lists allow",
+        /*exact=*/false},
+       [](const PassOptions& o) { return std::make_unique<MixedPrecision>(o.precision); }},
       {{"simplify", "algebraic identities (x*1, x+0, Identity, Transpose/Reshape/Cast chains)"},
        [](const PassOptions&) { return std::make_unique<AlgebraicSimplifier>(); }},
   };

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/precision.h"
 #include "passes/constant_fold.h"
 #include "passes/pass.h"
 
@@ -24,11 +25,15 @@ struct PassOptions {
   ConstantEvaluator evaluate;
   // Where to dump the graph after each pass; empty: $KILN_DUMP_DIR, or no dumps when unset.
   std::string dump_dir;
+  // What mixed-precision computes in, and its list changes (default: bf16, the default lists).
+  PrecisionPolicy precision = {.compute = bf16};
 };
 
 struct PassInfo {
   std::string name;
   std::string summary;  // one line, for kiln opt --help
+  // The graph computes the same values, bit for bit, after the pass (mixed-precision: not).
+  bool exact = true;
 };
 
 // Every pass, in a fixed order.

@@ -4,6 +4,7 @@
 
 #include "ir/verifier.h"
 #include "runtime/checkpoint.h"
+#include "runtime/session_rewrite.h"
 
 namespace kiln {
 namespace {
@@ -29,6 +30,18 @@ Session::Session(Graph graph, SessionOptions options)
     : graph_(std::move(graph)), options_(std::move(options)) {
   status_ = Verify(graph_);
   if (!status_.ok()) return;
+  if (options_.precision.enabled() || options_.check_numerics) {
+    SessionGraphRewrite rewrite = RegisteredSessionGraphRewrite();
+    if (!rewrite) {
+      status_ = MakeError(ErrorCode::kUnimplemented,
+                          options_.precision.enabled() ? "mixed precision" : "check_numerics",
+                          " needs the graph passes: link kiln_session_passes");
+      return;
+    }
+    status_ = rewrite(graph_, options_.precision, options_.check_numerics);
+    if (status_.ok()) status_ = Verify(graph_);
+    if (!status_.ok()) return;
+  }
   Result<std::unique_ptr<Executor>> executor = CreateExecutor(options_.backend, options_.threads);
   if (!executor.ok()) {
     status_ = executor.error();

@@ -16,6 +16,7 @@
 
 #include "ir/builder.h"
 #include "ir/graph.h"
+#include "ir/precision.h"
 #include "ir/tensor.h"
 #include "runtime/executor.h"
 #include "runtime/variable_store.h"
@@ -27,6 +28,13 @@ struct SessionOptions {
   // "auto": cpu when the program links the compiler, reference otherwise.
   std::string backend = "auto";
   int threads = 0;  // compiled backends: threads to use; 0 = every core this process may use
+  // Mixed precision (ir/precision.h): compute float32 math in bf16 or fp16 where the lists allow.
+  // The graph is rewritten once, when the Session is made (passes/mixed_precision.h): graph
+  // outputs keep their dtypes; fetching an inner node that became 16-bit gives its 16-bit value.
+  PrecisionPolicy precision;
+  // Check every float value a run computes; the first inf or NaN fails the run with an error
+  // naming the node that produced it and where it was built (passes/check_numerics.h).
+  bool check_numerics = false;
 };
 
 // A tensor or node named by string or by builder Value.

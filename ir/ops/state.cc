@@ -43,6 +43,11 @@ Value Assign(At v, Value x) { return internal::MakeOp("Assign", {v.value, x}, {}
 Value AssignAdd(At v, Value x) { return internal::MakeOp("AssignAdd", {v.value, x}, {}, v.loc); }
 Value AssignSub(At v, Value x) { return internal::MakeOp("AssignSub", {v.value, x}, {}, v.loc); }
 Value Identity(At x) { return internal::MakeOp("Identity", {x.value}, {}, x.loc); }
+Value CheckNumerics(At x, const std::string& what) {
+  AttrMap attrs;
+  attrs.Set("what", what);
+  return internal::MakeOp("CheckNumerics", {x.value}, std::move(attrs), x.loc);
+}
 Value StopGradient(At x) { return internal::MakeOp("StopGradient", {x.value}, {}, x.loc); }
 
 Value Group(const std::vector<Value>& deps, const std::string& name, SourceLocation loc) {
@@ -161,6 +166,17 @@ void RegisterStateOps(OpRegistry& r) {
                  .Input("x", "T")
                  .Output("y")
                  .Types("T", all)
+                 .Infer(SameAsInput(0))
+                 .Grad([](GradContext& ctx) {
+                   ctx.SetInputGrad(0, ctx.grad(0));
+                   return OkStatus();
+                 })
+                 .Build());
+  r.Register(OpDefBuilder("CheckNumerics", "state")
+                 .Input("x", "T")
+                 .Output("y")
+                 .Types("T", FloatTypes())
+                 .RequiredAttr("what", AttrType::kString)
                  .Infer(SameAsInput(0))
                  .Grad([](GradContext& ctx) {
                    ctx.SetInputGrad(0, ctx.grad(0));

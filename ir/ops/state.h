@@ -1,5 +1,6 @@
 // Op family "state": sources of values and state (Placeholder and Constant live on GraphBuilder;
-// Variable, Assign, AssignAdd, AssignSub here), plus Identity, StopGradient and NoOp.
+// Variable, Assign, AssignAdd, AssignSub here), plus Identity, StopGradient, CheckNumerics and
+// NoOp.
 //
 // Semantics within one Session::Run: a Variable node's output is the variable's value when that
 // node runs; Assign* read and replace the stored value when they run and output the new value.
@@ -60,6 +61,10 @@ Value AssignAdd(At variable, Value value);
 Value AssignSub(At variable, Value value);
 Value Identity(At x);
 Value StopGradient(At x);
+// y = x for float x, or the run fails when x holds an inf or NaN: "<what> has -inf at element 3
+// (2 of 6 values are not finite)". `what` names the checked value, e.g. "node 'log' (Log, built
+// at model.cc:12) output 0" (passes/check_numerics.h inserts these after every float value).
+Value CheckNumerics(At x, const std::string& what);
 // A node with no outputs that runs after all of `deps`: a target that groups other targets.
 Value Group(const std::vector<Value>& deps, const std::string& name = "",
             SourceLocation loc = SourceLocation::current());

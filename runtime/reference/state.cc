@@ -1,4 +1,6 @@
 // Reference kernels of op family "state" (see ir/ops/state.h for the semantics).
+#include <cmath>
+
 #include "runtime/reference/kernel.h"
 #include "runtime/reference/scalar_math.h"
 #include "runtime/variable_init.h"
@@ -55,6 +57,22 @@ Status Forward(KernelContext& ctx) {
   return OkStatus();
 }
 
+Status CheckNumericsKernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  int64_t bad = 0, first = -1;
+  for (int64_t i = 0; i < x.num_elements(); ++i) {
+    if (std::isfinite(x.GetDouble(i))) continue;
+    if (bad++ == 0) first = i;
+  }
+  if (bad)
+    return MakeError(ErrorCode::kInvalidArgument, "check-numerics: ",
+                     ctx.attrs().Find("what")->get<std::string>(), " has ",
+                     x.GetDouble(first), " at element ", first, " (", bad, " of ",
+                     x.num_elements(), " values are not finite)");
+  ctx.set_output(0, x);
+  return OkStatus();
+}
+
 }  // namespace
 
 void RegisterStateKernels(KernelRegistry& r) {
@@ -72,6 +90,7 @@ void RegisterStateKernels(KernelRegistry& r) {
   r.Register("AssignSub", AssignKernel(-1));
   r.Register("Identity", Forward);
   r.Register("StopGradient", Forward);
+  r.Register("CheckNumerics", CheckNumericsKernel);
   r.Register("NoOp", [](KernelContext&) { return OkStatus(); });
 }
 
