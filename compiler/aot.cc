@@ -68,7 +68,7 @@ Result<ModuleFile> CompileModule(const Graph& graph, const AotOptions& options) 
     return MakeError(ErrorCode::kInvalidArgument,
                      "the model declares no outputs; name what the module computes (fetches)");
 
-  Session session(graph, SessionOptions{.backend = "reference"});
+  Session session(graph, SessionOptions{.backend = "reference", .precision = options.precision});
   KILN_RETURN_IF_ERROR(session.status());
   KILN_ASSIGN_OR_RETURN(FeedList feeds, PlaceholderFeeds(graph, options));
   std::vector<TensorName> fetch_names(fetches.begin(), fetches.end());
@@ -91,6 +91,7 @@ Result<ModuleFile> CompileModule(const Graph& graph, const AotOptions& options) 
 
   ModuleFile module;
   module.source = options.source;
+  module.precision = PrecisionName(options.precision.compute);
   module.targets = options.targets;
   // Variables: their current values (initializers, or the checkpoint's).
   if (!options.checkpoint.empty())

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "ir/precision.h"
 #include "ir/status.h"
 #include "runtime/module/module_file.h"
 
@@ -26,6 +27,9 @@ struct AotOptions {
   std::map<std::string, Shape> input_shapes;
   std::string checkpoint;  // variables' values; "" = their initializers
   std::string source;      // recorded in the manifest
+  // Mixed precision, applied as a Session applies it (needs kiln_session_passes linked); the
+  // manifest records its name ("fp32", "bf16", "fp16").
+  PrecisionPolicy precision;
 };
 
 Result<ModuleFile> CompileModule(const Graph& graph, const AotOptions& options);

@@ -52,6 +52,10 @@ std::string Quote(const std::string& name) { return "'" + name + "'"; }
 
 Result<std::vector<PrecisionDecision>> DecidePrecision(const Graph& graph,
                                                        const PrecisionPolicy& policy) {
+  for (const auto& [name, list] : policy.node_lists)
+    if (!graph.FindNode(name))
+      return MakeError(ErrorCode::kNotFound, "precision choice for node '", name,
+                       "': the graph has no node of that name");
   KILN_ASSIGN_OR_RETURN(std::vector<const Node*> order, graph.TopologicalOrder());
   std::vector<PrecisionDecision> decisions;
   std::map<std::string, size_t> index;  // node -> its decision

@@ -20,6 +20,7 @@
 #include "runtime/cpu/plan_compiler.h"
 #include "runtime/session.h"
 #include "tools/command.h"
+#include "tools/lib/session_flags.h"
 #include "tools/lib/training_graph.h"
 #ifdef KILN_HAS_COMPILER
 #include "compiler/codegen/emit_mlir.h"
@@ -168,18 +169,18 @@ int RunBench(const Command& cmd, const std::vector<std::string>& args) {
       .Option("lr")
       .Option("iters")
       .Option("warmup")
-      .Option("backend")
-      .Option("threads")
       .Option("classes")
       .Option("seed")
       .Positional(1, 1);
+  DeclareSessionFlags(flags);
   if (int code = ParseOrExit(cmd, flags, args); code >= 0) return code;
+  Result<SessionOptions> options = SessionOptionsFromFlags(flags);
+  if (!options.ok()) return UsageError(cmd, options.error().message());
   Result<int64_t> iters = ParseCount("iters", flags.Get("iters", "10"), 1);
   Result<int64_t> warmup = ParseCount("warmup", flags.Get("warmup", "1"), 0);
-  Result<int64_t> threads = ParseCount("threads", flags.Get("threads", "0"), 0);
   Result<int64_t> classes = ParseCount("classes", flags.Get("classes", "0"), 0);
   Result<int64_t> seed = ParseCount("seed", flags.Get("seed", "1"), 0);
-  for (const Result<int64_t>* r : {&iters, &warmup, &threads, &classes, &seed})
+  for (const Result<int64_t>* r : {&iters, &warmup, &classes, &seed})
     if (!r->ok()) return UsageError(cmd, r->error().message());
   if (flags.Has("classes") && *classes < 1) return UsageError(cmd, "--classes must be >= 1");
   Result<std::optional<optim::Optimizer>> optimizer = OptimizerFromFlags(flags);
@@ -281,16 +282,18 @@ int RunBench(const Command& cmd, const std::vector<std::string>& args) {
   if (!train) what = "forward, fetching";
   for (size_t i = train ? 1 : 0; i < fetch_names.size(); ++i) what += " " + fetch_names[i];
 
-  std::string backend = flags.Get("backend", kDefaultBackend);
-  Session session(std::move(*graph),
-                  SessionOptions{.backend = backend, .threads = static_cast<int>(*threads)});
+  const std::string backend = options->backend;
+  const int threads = options->threads;
+  Session session(std::move(*graph), *options);
   if (!session.status().ok()) return Fail(cmd, session.status().error());
   bool compiled = backend == "cpu" || (backend == "auto" && GetPlanCompiler() != nullptr);
   std::printf("model: %s\n", model_path.c_str());
   std::printf("backend: %s", compiled ? "cpu" : backend == "auto" ? "reference" : backend.c_str());
   if (compiled)
-    std::printf(", %d threads", *threads > 0 ? static_cast<int>(*threads) : cpu::AvailableCores());
-  std::printf("\nrun: %s\n", what.c_str());
+    std::printf(", %d threads", threads > 0 ? threads : cpu::AvailableCores());
+  std::printf("\nprecision: %s%s\n", std::string(PrecisionName(options->precision.compute)).c_str(),
+              options->check_numerics ? ", numerics checked" : "");
+  std::printf("run: %s\n", what.c_str());
   for (const std::string& d : descriptions) std::printf("%s\n", d.c_str());
   std::fflush(stdout);
 

@@ -10,6 +10,7 @@
 #include "runtime/module/module_file.h"
 #include "tools/command.h"
 #include "tools/lib/module_header.h"
+#include "tools/lib/session_flags.h"
 #include "tools/lib/training_graph.h"
 #ifdef KILN_HAS_COMPILER
 #include "compiler/aot.h"
@@ -27,7 +28,10 @@ int RunCompile(const Command& cmd, const std::vector<std::string>& args) {
       .Option("checkpoint");
   flags.Switch("train").Option("loss").Option("optimizer").Option("lr").Positional(1, 1);
   flags.Option("header").Option("class");
+  DeclarePrecisionFlags(flags);
   if (int code = ParseOrExit(cmd, flags, args); code >= 0) return code;
+  Result<PrecisionPolicy> precision = PrecisionFromFlags(flags);
+  if (!precision.ok()) return UsageError(cmd, precision.error().message());
   if (!flags.Has("out")) return UsageError(cmd, "needs -o OUT.kmod");
   if (flags.Has("class") && !flags.Has("header"))
     return UsageError(cmd, "--class needs --header OUT.h");
@@ -57,6 +61,7 @@ int RunCompile(const Command& cmd, const std::vector<std::string>& args) {
   compiler::AotOptions options;
   options.source = model_path;
   options.checkpoint = flags.Get("checkpoint");
+  options.precision = *precision;
   for (const std::string& spec : flags.GetAll("input")) {
     size_t eq = spec.find('=');
     std::optional<Shape> shape =

@@ -6,6 +6,7 @@
 #include "ir/graph_stats.h"
 #include "tools/command.h"
 #include "tools/inspect_plan.h"
+#include "tools/inspect_precision.h"
 
 namespace kiln::cli {
 namespace {
@@ -39,6 +40,7 @@ std::string HumanCount(double n) {
 int RunInspect(const Command& cmd, const std::vector<std::string>& args) {
   Flags flags;
   flags.Switch("fusion").Switch("memory").Repeated("input").Repeated("fetch").Repeated("target");
+  flags.Switch("precision").Repeated("precision-op").Repeated("precision-node");
   flags.Positional(1, 1);
   if (int code = ParseOrExit(cmd, flags, args); code >= 0) return code;
   Result<Graph> graph = LoadModel(flags.positional()[0]);
@@ -67,6 +69,8 @@ int RunInspect(const Command& cmd, const std::vector<std::string>& args) {
   std::printf("constants: %s\n", HumanBytes(static_cast<double>(stats.constant_bytes)).c_str());
   std::printf("FLOPs (estimate): %s%s\n", HumanCount(stats.flops).c_str(),
               stats.has_unknown_dims ? " (unknown dims counted as 1, e.g. per example)" : "");
+  if (flags.On("precision"))
+    if (int code = PrintPrecisionReport(cmd, *graph, flags); code != 0) return code;
   if (flags.On("fusion") || flags.On("memory")) return PrintPlanReport(cmd, *graph, flags);
   return 0;
 }

@@ -4,20 +4,28 @@
 #include "ir/file_util.h"
 #include "runtime/session.h"
 #include "tools/command.h"
+#include "tools/lib/session_flags.h"
 #include "tools/run_module.h"
 
 namespace kiln::cli {
 
 int RunRun(const Command& cmd, const std::vector<std::string>& args) {
   Flags flags;
-  flags.Repeated("input").Repeated("fetch").Option("out").Option("backend").Positional(1, 1);
-  flags.Option("threads");
+  flags.Repeated("input").Repeated("fetch").Option("out").Positional(1, 1);
+  DeclareSessionFlags(flags);
   if (int code = ParseOrExit(cmd, flags, args); code >= 0) return code;
   if (EndsWith(flags.positional()[0], ".kmod")) {
-    if (flags.Has("backend"))
-      return UsageError(cmd, "--backend does not apply to a compiled module (.kmod)");
+    for (const char* flag : {"backend", "precision", "precision-op", "precision-node"})
+      if (flags.Has(flag))
+        return UsageError(cmd, std::string("--") + flag +
+                                   " does not apply to a compiled module (.kmod): its plan and "
+                                   "precision were fixed by kiln compile");
+    if (flags.On("check-numerics"))
+      return UsageError(cmd, "--check-numerics does not apply to a compiled module (.kmod)");
     return RunModuleFile(cmd, flags, flags.positional()[0]);
   }
+  Result<SessionOptions> options = SessionOptionsFromFlags(flags);
+  if (!options.ok()) return UsageError(cmd, options.error().message());
 
   Result<Graph> graph = LoadModel(flags.positional()[0]);
   if (!graph.ok()) return Fail(cmd, graph.error());
@@ -32,11 +40,7 @@ int RunRun(const Command& cmd, const std::vector<std::string>& args) {
                 MakeError(ErrorCode::kInvalidArgument,
                           "the model declares no outputs; name what to compute with --fetch NAME"));
 
-  Result<int64_t> threads = ParseCount("threads", flags.Get("threads", "0"), 0);
-  if (!threads.ok()) return UsageError(cmd, threads.error().message());
-  Session session(std::move(*graph),
-                  SessionOptions{.backend = flags.Get("backend", kDefaultBackend),
-                                 .threads = static_cast<int>(*threads)});
+  Session session(std::move(*graph), *options);
   FeedList feeds;
   for (auto& [name, tensor] : *inputs) feeds.emplace_back(name, std::move(tensor));
   std::vector<TensorName> fetches(fetch_names.begin(), fetch_names.end());

@@ -13,6 +13,7 @@
 #include "passes/optim.h"
 #include "runtime/session.h"
 #include "tools/command.h"
+#include "tools/lib/session_flags.h"
 #include "tools/lib/training_graph.h"
 
 namespace kiln::cli {
@@ -59,11 +60,13 @@ int RunTrain(const Command& cmd, const std::vector<std::string>& args) {
       .Option("batch")
       .Option("epochs")
       .Option("checkpoint")
-      .Option("backend")
       .Option("seed")
       .Switch("resume")
       .Positional(1, 1);
+  DeclareSessionFlags(flags);
   if (int code = ParseOrExit(cmd, flags, args); code >= 0) return code;
+  Result<SessionOptions> options = SessionOptionsFromFlags(flags);
+  if (!options.ok()) return UsageError(cmd, options.error().message());
   if (!flags.Has("loss") || !flags.Has("data"))
     return UsageError(cmd, "needs --loss NAME and --data NAME=FILE");
   Result<double> lr = ParsePositive("lr", flags.Get("lr", "0.001"));
@@ -94,8 +97,7 @@ int RunTrain(const Command& cmd, const std::vector<std::string>& args) {
   Result<TrainingGraph> training = AddOptimizer(std::move(*graph), flags.Get("loss"), *optimizer);
   if (!training.ok()) return Fail(cmd, training.error());
   const std::string loss = training->loss, update = training->update;
-  Session session(std::move(training->graph),
-                  SessionOptions{.backend = flags.Get("backend", kDefaultBackend)});
+  Session session(std::move(training->graph), *options);
   std::string checkpoint = flags.Get("checkpoint");
   if (flags.On("resume")) {
     if (Status s = session.RestoreCheckpoint(checkpoint); !s.ok()) return Fail(cmd, s.error());
