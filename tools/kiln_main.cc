@@ -28,7 +28,7 @@ const std::vector<Command>& Commands() {
       {"run", "run a model on input files",
        "usage: kiln run MODEL [--input NAME=FILE]... [--fetch NAME]... [--out DIR] [--backend "
        "B]\n"
-       "                [--threads N]\n\n"
+       "                [--threads N] [--precision P] [--check-numerics]\n\n"
        "Runs MODEL (.kgraph, .kgraph.txt, .onnx, or a module .kmod from kiln compile, which runs\n"
        "as kilnrt runs it). Inputs are .npy or ONNX TensorProto .pb files.\n"
        "Fetches default to the model's outputs; NAME may be an output name, \"node\" or "
@@ -38,11 +38,17 @@ const std::vector<Command>& Commands() {
        "digits, '.', '_' and '-' become '_'); without it a summary of each is printed.\n"
        "Backends: cpu (compiled; the default in builds with the compiler), reference (the\n"
        "interpreter every compiled result is tested against), auto (the default: cpu if built).\n"
-       "--threads 0 (the default) uses every core this process may use.\n",
+       "--threads 0 (the default) uses every core this process may use.\n"
+       "--precision fp32|bf16|fp16 computes float32 math in 16 bits where the mixed-precision\n"
+       "lists allow (kiln inspect --precision prints them and what they decide); graph outputs\n"
+       "keep their dtypes. --precision-op OP=LIST moves an op to another list (always16, follow,\n"
+       "keep32, neutral), --precision-node NODE=LIST decides for one node.\n"
+       "--check-numerics fails at the first node whose float output has an inf or NaN, naming\n"
+       "it, its op and where it was built.\n",
        RunRun},
       {"inspect", "ops, inputs, outputs, parameters and FLOPs of a model",
        "usage: kiln inspect MODEL [--fusion] [--memory] [--input NAME=SHAPE]... [--fetch NAME]...\n"
-       "                    [--target NAME]...\n\n"
+       "                    [--target NAME]... [--precision [--precision-op OP=LIST]...]\n\n"
        "Prints the model's inputs and outputs with dtypes and shapes, its ops by count, the "
        "number\n"
        "and bytes of its parameters (Variables), constant bytes and an estimate of FLOPs.\n"
@@ -50,7 +56,8 @@ const std::vector<Command>& Commands() {
        "without running it: --fusion explains every fusion decision and counts kernels, library\n"
        "calls and reference steps against one kernel per op, with the bytes they move; --memory\n"
        "prints the plan's peak arena bytes. Unknown input dims are 1 unless --input NAME=SHAPE\n"
-       "(e.g. images=64x1x8x8) gives them.\n",
+       "(e.g. images=64x1x8x8) gives them. --precision prints the mixed-precision lists and what\n"
+       "they decide for each node in bf16 (with --precision-op/--precision-node changes).\n",
        RunInspect},
       {"convert", "convert a model between binary and text forms",
        "usage: kiln convert IN OUT\n\n"
@@ -83,12 +90,15 @@ const std::vector<Command>& Commands() {
        "usage: kiln train MODEL --loss NAME --data NAME=FILE... [--optimizer "
        "sgd|momentum|adam|adamw]\n"
        "                  [--lr 0.001] [--batch 32] [--epochs 1] [--checkpoint FILE] [--resume]\n"
-       "                  [--seed 1] [--backend B]\n\n"
+       "                  [--seed 1] [--backend B] [--threads N] [--precision P]\n"
+       "                  [--check-numerics]\n\n"
        "Adds the optimizer's update to MODEL, slices every --data array along its first axis into\n"
        "shuffled mini-batches (seeded), runs one training step per batch, prints each epoch's "
        "mean\n"
        "loss and examples per second, and writes --checkpoint after every epoch (atomically).\n"
-       "--resume starts from the checkpoint's variables.\n",
+       "--resume starts from the checkpoint's variables. With --precision bf16|fp16 the step\n"
+       "computes in 16 bits where the lists allow and the variables stay float32 (kiln run\n"
+       "--help has the precision flags).\n",
        RunTrain},
       {"freeze", "variables -> constants: the deployable inference graph",
        "usage: kiln freeze MODEL --checkpoint CKPT [--fetch NAME]... -o OUT\n\n"
@@ -108,7 +118,8 @@ const std::vector<Command>& Commands() {
       {"bench", "time runs (or training steps) of a model",
        "usage: kiln bench MODEL [--input NAME=FILE|NAME=SHAPE]... [--fetch NAME]...\n"
        "                  [--train --loss NAME [--optimizer sgd] [--lr 0.01]] [--iters 10]\n"
-       "                  [--warmup 1] [--backend B] [--threads N] [--classes K] [--seed 1]\n\n"
+       "                  [--warmup 1] [--backend B] [--threads N] [--classes K] [--seed 1]\n"
+       "                  [--precision P] [--check-numerics]\n\n"
        "Runs MODEL once (timed as compile_ms: on the cpu backend it compiles the plan), --warmup\n"
        "more times, then --iters timed times, and prints median_ms, min_ms and max_ms. Fetches\n"
        "default to the model's outputs. --train adds the optimizer's update (as kiln train does)\n"
@@ -125,7 +136,7 @@ const std::vector<Command>& Commands() {
        "usage: kiln compile MODEL -o OUT.kmod [--target cpu] [--fetch NAME]...\n"
        "                    [--input NAME=SHAPE]... [--checkpoint FILE]\n"
        "                    [--train --loss NAME [--optimizer sgd] [--lr 0.01]]\n"
-       "                    [--header OUT.h [--class [NS::]NAME]]\n\n"
+       "                    [--header OUT.h [--class [NS::]NAME]] [--precision P]\n\n"
        "Compiles MODEL (.kgraph, .kgraph.txt or .onnx) through the same pipeline as the cpu\n"
        "backend and writes one file holding the plan, its constants, the variables' values (their\n"
        "initializers, or --checkpoint's) and the kernels' machine code for this CPU, with a\n"
@@ -139,7 +150,8 @@ const std::vector<Command>& Commands() {
        "default the module file's name in CamelCase) that loads the module with the runtime\n"
        "alone, with one buffer per input and output (images_data()) and its shape as constants\n"
        "(kImagesShape); names become identifiers as tools/lib/module_header.h says. The C API,\n"
-       "for C and other languages, is runtime/c_api/kiln_c.h.\n",
+       "for C and other languages, is runtime/c_api/kiln_c.h. --precision bf16|fp16 compiles the\n"
+       "mixed-precision graph (as kiln run --precision runs it) and records it in the manifest.\n",
        RunCompile},
       {"help", "show help for kiln or one command", "usage: kiln help [COMMAND]\n", RunHelp},
   };

@@ -1,8 +1,11 @@
-// `kiln inspect --fusion/--memory` as a user runs it: the plan report appears (decisions, step
-// counts against one kernel per op, bytes moved, arena bytes), and bad --input specs fail cleanly.
+// Compiler features of the CLI as a user runs them: `kiln inspect --fusion/--memory` prints the
+// plan report (decisions, step counts against one kernel per op, bytes moved, arena bytes) and
+// fails cleanly on bad --input specs; `kiln compile --precision bf16` records its precision in
+// the manifest and the module runs.
 #include <catch2/catch.hpp>
 
 #include "tests/testing/run_command.h"
+#include "tests/testing/temp_path.h"
 
 namespace kiln {
 namespace {
@@ -27,6 +30,25 @@ TEST_CASE("kiln inspect --fusion and --memory print the compiled plan", "[cli][c
   CheckFails(RunCommand(KILN_BINARY, {"inspect", model, "--fusion", "--input", "nope=2x3"}),
              "the model has no input of that name");
   CheckFails(RunCommand(KILN_BINARY, {"inspect", model, "--fusion=yes"}), "takes no value", 2);
+}
+
+TEST_CASE("kiln compile --precision bf16 records it and the module runs", "[cli][precision]") {
+  const std::string dir = std::string(KILN_TEST_DATA_DIR) + "/onnx/resnet";
+  const std::string module = testing::TempPath("resnet_bf16.kmod");
+  CommandResult compiled = RunCommand(KILN_BINARY, {"compile", dir + "/model.onnx", "-o", module,
+                                                    "--input", "x=2x3x64x64", "--precision",
+                                                    "bf16"});
+  INFO(compiled.err);
+  REQUIRE(compiled.exit_code == 0);
+  CommandResult described = RunCommand(KILNRT_BINARY, {module, "--describe"});
+  REQUIRE(described.exit_code == 0);
+  CHECK_THAT(described.out, Catch::Contains("precision bf16"));
+  CommandResult ran = RunCommand(KILNRT_BINARY, {module, "--input", "x=" + dir + "/x.npy"});
+  INFO(ran.err);
+  REQUIRE(ran.exit_code == 0);
+  CHECK_THAT(ran.out, Catch::StartsWith("y: f32[2, 10]"));
+  CheckFails(RunCommand(KILN_BINARY, {"run", module, "--precision", "fp16"}),
+             "--precision does not apply to a compiled module (.kmod)", 2);
 }
 
 }  // namespace
