@@ -295,7 +295,7 @@ class Lowering {
     const TensorType& a = info_.types.at(node.inputs[0]);
     const TensorType& b = info_.types.at(node.inputs[1]);
     const TensorType& c = info_.types.at(TensorRef{node.name, 0});
-    if ((c.dtype != f32 && c.dtype != f64)) return false;
+    if (c.dtype != f32 && c.dtype != f64 && c.dtype != bf16 && c.dtype != f16) return false;
     KILN_ASSIGN_OR_RETURN(bool ta, node.attrs.GetBool("transpose_a"));
     KILN_ASSIGN_OR_RETURN(bool tb, node.attrs.GetBool("transpose_b"));
     const Shape& sa = a.shape;
@@ -366,7 +366,8 @@ class Lowering {
       step.kind = Step::Kind::kLibrary;
       step.callee = "variable_read";
     } else if (auto conv = kConvRoutines.find(node.op);
-               conv != kConvRoutines.end() && node.output_types[0].dtype == f32) {
+               conv != kConvRoutines.end() && (node.output_types[0].dtype == f32 ||
+                                               node.output_types[0].dtype == bf16)) {
       step.kind = Step::Kind::kLibrary;
       step.callee = conv->second;
       step.attrs = OpRegistry::Global().Find(node.op)->WithDefaults(node.attrs);

@@ -5,8 +5,9 @@
 //       and the seeded split as .npy: OUT_DIR/{train,test}_{images,labels}.npy (20% held out),
 //       plus OUT_DIR/test_batch_images.npy: the first kDeployBatch test images, one batch of the
 //       shape the main job compiles the deployed module for
-//   kiln_digits evaluate MODEL IMAGES.npy LABELS.npy
-//       runs MODEL's "logits" on the images and prints "test accuracy: 0.NNNN"
+//   kiln_digits evaluate MODEL IMAGES.npy LABELS.npy [fp32|bf16|fp16]
+//       runs MODEL's "logits" on the images (in that precision: SessionOptions::precision) and
+//       prints "test accuracy: 0.NNNN"
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -75,14 +76,18 @@ int Prepare(const std::string& out, const std::string& data) {
 }
 
 int Evaluate(const std::string& model, const std::string& images_path,
-             const std::string& labels_path) {
+             const std::string& labels_path, const std::string& precision) {
+  Result<DType> compute = ParsePrecision(precision);
+  if (!compute.ok()) return Fail(compute.error());
   Result<Graph> graph = LoadGraph(model);
   if (!graph.ok()) return Fail(graph.error());
   Result<Tensor> images = ReadNpy(images_path);
   if (!images.ok()) return Fail(images.error());
   Result<Tensor> labels = ReadNpy(labels_path);
   if (!labels.ok()) return Fail(labels.error());
-  Session session(std::move(*graph));
+  SessionOptions options;
+  options.precision.compute = *compute;
+  Session session(std::move(*graph), options);
   Result<std::vector<Tensor>> logits = session.Run({{"images", *images}}, {"logits"});
   if (!logits.ok()) return Fail(logits.error());
   const Tensor& l = (*logits)[0];
@@ -105,9 +110,10 @@ int Evaluate(const std::string& model, const std::string& images_path,
 int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "";
   if (mode == "prepare" && argc == 4) return Prepare(argv[2], argv[3]);
-  if (mode == "evaluate" && argc == 5) return Evaluate(argv[2], argv[3], argv[4]);
+  if (mode == "evaluate" && (argc == 5 || argc == 6))
+    return Evaluate(argv[2], argv[3], argv[4], argc == 6 ? argv[5] : "fp32");
   std::fprintf(stderr,
                "usage: kiln_digits prepare OUT_DIR DATA.csv.gz\n"
-               "       kiln_digits evaluate MODEL IMAGES.npy LABELS.npy\n");
+               "       kiln_digits evaluate MODEL IMAGES.npy LABELS.npy [fp32|bf16|fp16]\n");
   return 2;
 }

@@ -1,5 +1,7 @@
 // Library steps "conv2d", "conv2d_backprop_input", "conv2d_backprop_filter": oneDNN convolutions
-// in f32 on kiln's plain layouts (x/y NCHW, w OIHW, or GOIHW with groups). Each primitive is
+// computed in f32 on kiln's plain layouts (x/y NCHW, w OIHW, or GOIHW with groups), whose
+// buffers are f32 or bf16 (bf16 operands are converted by the reorders below: oneDNN 2.6 has no
+// bf16 convolution on CPUs without AVX-512, so this is the portable path). Each primitive is
 // created once, at load, with format_tag::any so oneDNN picks its fastest (blocked) layouts;
 // operands are reordered into them and results back in every run, using scratch memory allocated
 // at load. (Keeping activations blocked between consecutive convolutions is the layout pass's job,
@@ -95,9 +97,12 @@ Result<std::unique_ptr<StepRunner>> MakeConv(const Step& step, const Executable&
   const Shape& xs = exe.buffers[x_id].type.shape;
   const Shape& ws = exe.buffers[w_id].type.shape;
   const Shape& ys = exe.buffers[y_id].type.shape;
+  const DType dtype = exe.buffers[y_id].type.dtype;
   for (int id : {x_id, w_id, y_id})
-    if (exe.buffers[id].type.dtype != f32 || exe.buffers[id].type.shape.rank() != 4)
-      return MakeError(ErrorCode::kInternal, step.callee, ": needs f32 rank-4 operands, got ",
+    if ((dtype != f32 && dtype != bf16) || exe.buffers[id].type.dtype != dtype ||
+        exe.buffers[id].type.shape.rank() != 4)
+      return MakeError(ErrorCode::kInternal, step.callee,
+                       ": needs f32 or bf16 rank-4 operands of one dtype, got ",
                        exe.buffers[id].type.ToString());
   memory::dims w_dims = OnednnDims(ws);
   Tag w_tag = Tag::oihw;
@@ -113,9 +118,12 @@ Result<std::unique_ptr<StepRunner>> MakeConv(const Step& step, const Executable&
   memory::desc x_any = f32_desc(OnednnDims(xs), Tag::any),
                y_any = f32_desc(OnednnDims(ys), Tag::any);
   memory::desc w_any = f32_desc(w_dims, Tag::any);
-  Operand x{x_id, 0, kind == ConvKind::kBackwardInput, f32_desc(OnednnDims(xs), Tag::nchw)};
-  Operand w{w_id, 0, kind == ConvKind::kBackwardFilter, f32_desc(w_dims, w_tag)};
-  Operand y{y_id, 0, kind == ConvKind::kForward, f32_desc(OnednnDims(ys), Tag::nchw)};
+  const memory::data_type plain_type =
+      dtype == bf16 ? memory::data_type::bf16 : memory::data_type::f32;
+  auto plain = [&](const memory::dims& dims, Tag tag) { return memory::desc(dims, plain_type, tag); };
+  Operand x{x_id, 0, kind == ConvKind::kBackwardInput, plain(OnednnDims(xs), Tag::nchw)};
+  Operand w{w_id, 0, kind == ConvKind::kBackwardFilter, plain(w_dims, w_tag)};
+  Operand y{y_id, 0, kind == ConvKind::kForward, plain(OnednnDims(ys), Tag::nchw)};
   try {
     const auto algo = dnnl::algorithm::convolution_direct;
     dnnl::convolution_forward::primitive_desc forward(
