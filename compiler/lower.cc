@@ -366,8 +366,8 @@ class Lowering {
       step.kind = Step::Kind::kLibrary;
       step.callee = "variable_read";
     } else if (auto conv = kConvRoutines.find(node.op);
-               conv != kConvRoutines.end() && (node.output_types[0].dtype == f32 ||
-                                               node.output_types[0].dtype == bf16)) {
+               conv != kConvRoutines.end() &&
+               (node.output_types[0].dtype == f32 || node.output_types[0].dtype == bf16)) {
       step.kind = Step::Kind::kLibrary;
       step.callee = conv->second;
       step.attrs = OpRegistry::Global().Find(node.op)->WithDefaults(node.attrs);

@@ -32,19 +32,21 @@ const std::map<std::string, PrecisionList>& DefaultPrecisionLists() {
     put(PrecisionList::kAlways16,
         {"MatMul", "Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter"});
     put(PrecisionList::kFollow,
-        {"Add", "Sub", "Mul", "Div", "Neg", "Abs", "Maximum", "Minimum", "Clip", "Relu",
-         "LeakyRelu", "Elu", "Gelu", "Sigmoid", "Tanh", "BiasAdd", "MaxPool2D", "MaxPool2DGrad",
-         "AvgPool2D", "AvgPool2DGrad", "GlobalAvgPool", "BatchNorm", "Dropout", "Select"});
-    put(PrecisionList::kKeep32,
-        {"Exp", "Log", "Pow", "Sqrt", "Rsqrt", "Reciprocal", "Square", "Erf", "Softmax",
-         "LogSoftmax", "SoftmaxCrossEntropy", "LayerNorm", "Sum", "Mean", "Prod", "SumLike",
-         "TileGrad", "Max", "Min"});
+        {"Add",       "Sub",           "Mul",           "Div",       "Neg",       "Abs",
+         "Maximum",   "Minimum",       "Clip",          "Relu",      "LeakyRelu", "Elu",
+         "Gelu",      "Sigmoid",       "Tanh",          "BiasAdd",   "MaxPool2D", "MaxPool2DGrad",
+         "AvgPool2D", "AvgPool2DGrad", "GlobalAvgPool", "BatchNorm", "Dropout",   "Select"});
+    put(PrecisionList::kKeep32, {"Exp", "Log", "Pow", "Sqrt", "Rsqrt", "Reciprocal", "Square",
+                                 "Erf", "Softmax", "LogSoftmax", "SoftmaxCrossEntropy", "LayerNorm",
+                                 "Sum", "Mean", "Prod", "SumLike", "TileGrad", "Max", "Min"});
     put(PrecisionList::kNeutral,
-        {"Reshape", "ReshapeLike", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Concat",
-         "ConcatGrad", "Split", "Slice", "SliceGrad", "Pad", "PadGrad", "Gather", "GatherElements",
-         "Tile", "BroadcastTo", "BroadcastLike", "Identity", "StopGradient", "ZerosLike",
-         "OnesLike", "ArgMax", "ArgMin", "Equal", "Less", "LessEqual", "Greater", "GreaterEqual",
-         "Floor", "Ceil", "Round", "Sign"});
+        {"Reshape",   "ReshapeLike", "Flatten",       "Squeeze",      "Unsqueeze",
+         "Transpose", "Concat",      "ConcatGrad",    "Split",        "Slice",
+         "SliceGrad", "Pad",         "PadGrad",       "Gather",       "GatherElements",
+         "Tile",      "BroadcastTo", "BroadcastLike", "Identity",     "StopGradient",
+         "ZerosLike", "OnesLike",    "ArgMax",        "ArgMin",       "Equal",
+         "Less",      "LessEqual",   "Greater",       "GreaterEqual", "Floor",
+         "Ceil",      "Round",       "Sign"});
     return m;
   }();
   return lists;

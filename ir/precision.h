@@ -8,10 +8,10 @@
 //             Sum/Mean, normalization statistics, losses);
 //   neutral   data movement that is exact in any type (Reshape, Transpose, Concat, Slice, ...),
 //             painted like `follow`.
-// An op in no list stays float32 (so an op added later is safe until someone lists it). Accumulation
-// inside 16-bit matrix math is float32; variables stay float32 (master weights). passes/
-// mixed_precision.h applies a policy to a graph; SessionOptions and `kiln --precision` choose one;
-// `kiln inspect --precision` prints the lists.
+// An op in no list stays float32 (so an op added later is safe until someone lists it).
+// Accumulation inside 16-bit matrix math is float32; variables stay float32 (master weights).
+// passes/ mixed_precision.h applies a policy to a graph; SessionOptions and `kiln --precision`
+// choose one; `kiln inspect --precision` prints the lists.
 #pragma once
 
 #include <map>

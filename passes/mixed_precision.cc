@@ -82,12 +82,10 @@ Result<std::vector<PrecisionDecision>> DecidePrecision(const Graph& graph,
         const Node* producer = graph.FindNode(in.node);
         if (producer->output_types[in.port].dtype != f32) continue;
         d.in16 = true;
-        d.why = std::string(PrecisionListName(*d.list)) + ": reads " + Quote(in.node) +
-                " (16-bit)";
+        d.why = std::string(PrecisionListName(*d.list)) + ": reads " + Quote(in.node) + " (16-bit)";
         break;
       }
-      if (!d.in16)
-        d.why = std::string(PrecisionListName(*d.list)) + ": no 16-bit float input";
+      if (!d.in16) d.why = std::string(PrecisionListName(*d.list)) + ": no 16-bit float input";
     }
     index[node->name] = decisions.size();
     decisions.push_back(std::move(d));
@@ -121,8 +119,7 @@ Result<bool> MixedPrecision::Run(Graph& graph) {
   if (policy_.compute != bf16 && policy_.compute != f16)
     return MakeError(ErrorCode::kInvalidArgument, "mixed-precision computes in bf16 or f16, not ",
                      DTypeName(policy_.compute));
-  KILN_ASSIGN_OR_RETURN(std::vector<PrecisionDecision> decisions,
-                        DecidePrecision(graph, policy_));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrecisionDecision> decisions, DecidePrecision(graph, policy_));
   std::set<std::string> in16;
   for (const PrecisionDecision& d : decisions)
     if (d.in16) in16.insert(d.node);
@@ -182,8 +179,8 @@ Result<bool> MixedPrecision::Run(Graph& graph) {
   KILN_RETURN_IF_ERROR(AddAfterProducers(graph, std::move(new_nodes)));
   Status verified = Verify(graph);
   if (!verified.ok())
-    return MakeError(ErrorCode::kInternal, "mixed-precision left an invalid graph: ",
-                     verified.error().message());
+    return MakeError(ErrorCode::kInternal,
+                     "mixed-precision left an invalid graph: ", verified.error().message());
   return true;
 }
 

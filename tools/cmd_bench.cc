@@ -289,8 +289,7 @@ int RunBench(const Command& cmd, const std::vector<std::string>& args) {
   bool compiled = backend == "cpu" || (backend == "auto" && GetPlanCompiler() != nullptr);
   std::printf("model: %s\n", model_path.c_str());
   std::printf("backend: %s", compiled ? "cpu" : backend == "auto" ? "reference" : backend.c_str());
-  if (compiled)
-    std::printf(", %d threads", threads > 0 ? threads : cpu::AvailableCores());
+  if (compiled) std::printf(", %d threads", threads > 0 ? threads : cpu::AvailableCores());
   std::printf("\nprecision: %s%s\n", std::string(PrecisionName(options->precision.compute)).c_str(),
               options->check_numerics ? ", numerics checked" : "");
   std::printf("run: %s\n", what.c_str());

@@ -36,8 +36,8 @@ int PrintPrecisionReport(const Command& cmd, const Graph& graph, const Flags& fl
   int in16 = 0;
   for (const PrecisionDecision& d : *decisions) {
     in16 += d.in16;
-    std::printf("  %-6s %-28s %s\n", d.in16 ? "bf16" : "f32",
-                (d.op + " '" + d.node + "'").c_str(), d.why.c_str());
+    std::printf("  %-6s %-28s %s\n", d.in16 ? "bf16" : "f32", (d.op + " '" + d.node + "'").c_str(),
+                d.why.c_str());
   }
   Graph rewritten = graph;
   Result<bool> changed = MixedPrecision(*policy).Run(rewritten);

@@ -102,10 +102,10 @@ Result<std::unique_ptr<StepRunner>> MakeGemmStep(const Step& step, const Executa
   const BufferDesc& b = exe.buffers[step.inputs[1]];
   const BufferDesc& c = exe.buffers[step.outputs[0]];
   DType dtype = c.type.dtype;
-  if ((dtype != f32 && dtype != f64 && dtype != bf16 && dtype != f16) ||
-      a.type.dtype != dtype || b.type.dtype != dtype)
-    return MakeError(ErrorCode::kInternal, "gemm supports f32, f64, bf16 and f16, got ", a.type.ToString(),
-                     " x ", b.type.ToString(), " -> ", c.type.ToString());
+  if ((dtype != f32 && dtype != f64 && dtype != bf16 && dtype != f16) || a.type.dtype != dtype ||
+      b.type.dtype != dtype)
+    return MakeError(ErrorCode::kInternal, "gemm supports f32, f64, bf16 and f16, got ",
+                     a.type.ToString(), " x ", b.type.ToString(), " -> ", c.type.ToString());
   // Every matrix the loop touches must lie inside its buffer.
   auto last = [&](int64_t stride, int64_t size) { return (p.batch - 1) * stride + size; };
   if (p.m < 1 || p.n < 1 || p.k < 0 || p.batch < 1 || p.stride_a < 0 || p.stride_b < 0 ||
@@ -115,8 +115,8 @@ Result<std::unique_ptr<StepRunner>> MakeGemmStep(const Step& step, const Executa
     return MakeError(ErrorCode::kInternal,
                      "gemm parameters do not fit its buffers: ", a.type.ToString(), " x ",
                      b.type.ToString(), " -> ", c.type.ToString());
-  return std::unique_ptr<StepRunner>(new GemmStep(step, p, dtype, a.type.shape.NumElements(),
-                                                   b.type.shape.NumElements()));
+  return std::unique_ptr<StepRunner>(
+      new GemmStep(step, p, dtype, a.type.shape.NumElements(), b.type.shape.NumElements()));
 }
 
 }  // namespace kiln::cpu

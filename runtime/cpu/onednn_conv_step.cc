@@ -120,7 +120,9 @@ Result<std::unique_ptr<StepRunner>> MakeConv(const Step& step, const Executable&
   memory::desc w_any = f32_desc(w_dims, Tag::any);
   const memory::data_type plain_type =
       dtype == bf16 ? memory::data_type::bf16 : memory::data_type::f32;
-  auto plain = [&](const memory::dims& dims, Tag tag) { return memory::desc(dims, plain_type, tag); };
+  auto plain = [&](const memory::dims& dims, Tag tag) {
+    return memory::desc(dims, plain_type, tag);
+  };
   Operand x{x_id, 0, kind == ConvKind::kBackwardInput, plain(OnednnDims(xs), Tag::nchw)};
   Operand w{w_id, 0, kind == ConvKind::kBackwardFilter, plain(w_dims, w_tag)};
   Operand y{y_id, 0, kind == ConvKind::kForward, plain(OnednnDims(ys), Tag::nchw)};

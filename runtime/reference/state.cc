@@ -65,10 +65,10 @@ Status CheckNumericsKernel(KernelContext& ctx) {
     if (bad++ == 0) first = i;
   }
   if (bad)
-    return MakeError(ErrorCode::kInvalidArgument, "check-numerics: ",
-                     ctx.attrs().Find("what")->get<std::string>(), " has ",
-                     x.GetDouble(first), " at element ", first, " (", bad, " of ",
-                     x.num_elements(), " values are not finite)");
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "check-numerics: ", ctx.attrs().Find("what")->get<std::string>(), " has ",
+                     x.GetDouble(first), " at element ", first, " (", bad, " of ", x.num_elements(),
+                     " values are not finite)");
   ctx.set_output(0, x);
   return OkStatus();
 }

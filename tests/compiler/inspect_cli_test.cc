@@ -35,9 +35,9 @@ TEST_CASE("kiln inspect --fusion and --memory print the compiled plan", "[cli][c
 TEST_CASE("kiln compile --precision bf16 records it and the module runs", "[cli][precision]") {
   const std::string dir = std::string(KILN_TEST_DATA_DIR) + "/onnx/resnet";
   const std::string module = testing::TempPath("resnet_bf16.kmod");
-  CommandResult compiled = RunCommand(KILN_BINARY, {"compile", dir + "/model.onnx", "-o", module,
-                                                    "--input", "x=2x3x64x64", "--precision",
-                                                    "bf16"});
+  CommandResult compiled =
+      RunCommand(KILN_BINARY, {"compile", dir + "/model.onnx", "-o", module, "--input",
+                               "x=2x3x64x64", "--precision", "bf16"});
   INFO(compiled.err);
   REQUIRE(compiled.exit_code == 0);
   CommandResult described = RunCommand(KILNRT_BINARY, {module, "--describe"});

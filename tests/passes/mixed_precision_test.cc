@@ -194,7 +194,8 @@ TEST_CASE("check_numerics names the first node that computes an inf or NaN",
       INFO(m);
       CHECK_THAT(m, Catch::StartsWith("check-numerics: node '" + log_name + "' (Log, built at "));
       CHECK_THAT(m, Catch::Contains("mixed_precision_test.cc:"));
-      CHECK_THAT(m, Catch::Contains("output 0 has -inf at element 3 (3 of 6 values are not finite)"));
+      CHECK_THAT(m,
+                 Catch::Contains("output 0 has -inf at element 3 (3 of 6 values are not finite)"));
 
       // Finite inputs run as without checks.
       Tensor ok_x = Tensor::FromVector<float>({2, 3}, {1, 2, 3, 4, 5, 6});

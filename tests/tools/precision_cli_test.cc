@@ -71,9 +71,8 @@ TEST_CASE("cli: kiln inspect --precision prints the lists and the decisions", "[
                                     "MatMul") &&
                         Catch::Contains("bf16   MatMul") && Catch::Contains("f32    Log 'log'") &&
                         Catch::Contains("keep32"));
-  CommandResult moved =
-      Kiln({"inspect", model, "--precision", "--precision-op", "Log=follow", "--precision-node",
-            "MatMul=keep32"});
+  CommandResult moved = Kiln({"inspect", model, "--precision", "--precision-op", "Log=follow",
+                              "--precision-node", "MatMul=keep32"});
   INFO(moved.err);
   REQUIRE(moved.exit_code == 0);
   CHECK_THAT(moved.out, Catch::Contains("Log*") && Catch::Contains("node choice keep32"));
