@@ -82,7 +82,7 @@ TEST_CASE("LayerNorm over trailing axes is one generated kernel", "[cpu]") {
       Check(dtype, shape, [&](GraphBuilder& g, Value x) {
         Value scale = g.Constant(testing::RandomTensor(norm, 3).CastTo(dtype));
         Value bias = g.Constant(testing::RandomTensor(norm, 4).CastTo(dtype));
-        return LayerNorm(x, scale, bias, axis, 1e-3);
+        return LayerNorm(x, scale, bias, a, 1e-3);  // clang 14: no structured binding capture
       });
     }
 }
