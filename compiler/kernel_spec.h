@@ -11,6 +11,14 @@
 // by numpy's rules (right-aligned, size-1 or missing dims repeat). bool is one byte (0 or 1).
 // The packed entry point the runtime calls is `void(void** args)`, args[i] pointing at the i-th
 // argument above.
+//
+// Row-reduction kernels (`row_reduction` set; see compiler/codegen/emit_reduction.h): `shape` is
+// [rows, cols] and inputs have rank <= 2, broadcast to it. Ops may also be "ReduceSum",
+// "ReduceMax" or "ReduceMin" (one float argument, result of its dtype): the reduction of that
+// value over the columns of one row, a per-row value that later ops use broadcast over the
+// columns. A value is per row when it depends on no input with cols > 1 except through a
+// reduction. An output that is per row is a buffer of `rows` elements, the others of [rows, cols].
+// begin/end still split the rows, so the ABI is unchanged.
 #pragma once
 
 #include <string>
@@ -44,6 +52,7 @@ struct KernelSpec {
   std::vector<Operand> inputs;
   std::vector<Op> ops;
   std::vector<int> outputs;  // value indices written to the output buffers, in order
+  bool row_reduction = false;
 
   int num_values() const { return static_cast<int>(inputs.size() + ops.size()); }
   DType ValueType(int v) const {

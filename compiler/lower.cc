@@ -4,6 +4,7 @@
 #include <queue>
 #include <set>
 
+#include "compiler/reduction_fusion.h"
 #include "ir/op_registry.h"
 
 namespace kiln::compiler {
@@ -18,7 +19,7 @@ const std::map<std::string, std::string> kConvRoutines = {
 // A digest of what determines a kernel's code, without attribute values (SameCode compares those
 // exactly): kernels with different keys differ.
 std::string KernelKey(const KernelSpec& spec) {
-  std::string s = spec.shape.ToString();
+  std::string s = (spec.row_reduction ? "rows" : "") + spec.shape.ToString();
   for (const KernelSpec::Operand& in : spec.inputs)
     s += "|" + std::string(DTypeName(in.dtype)) + in.shape.ToString();
   for (const KernelSpec::Op& op : spec.ops) {
@@ -176,8 +177,6 @@ class Lowering {
     spec.name = "k" + std::to_string(out_.kernels.size());
     spec.shape = cluster.shape;
     Step step;
-    step.kind = Step::Kind::kKernel;
-    step.callee = spec.name;
     std::set<std::string> members;
     for (const Node* n : cluster.nodes) members.insert(n->name);
     auto inlined = [&](const TensorRef& ref) {
@@ -226,6 +225,14 @@ class Lowering {
     if (spec.outputs.empty() || spec.shape.NumElements() == 0) return OkStatus();
     step.node.op = "Fused";
     CollapseDimensions(spec);
+    AddKernelStep(std::move(spec), std::move(step));
+    return OkStatus();
+  }
+
+  // Appends a kernel step calling `spec` (or an identical kernel generated already).
+  void AddKernelStep(KernelSpec spec, Step step) {
+    step.kind = Step::Kind::kKernel;
+    step.callee = spec.name;
     step.rows = spec.shape.rank() ? spec.shape[0] : 1;
     // A kernel identical to one generated already (the same layer shape repeats in most networks)
     // is called again instead of being generated and compiled twice.
@@ -237,7 +244,32 @@ class Lowering {
       out_.kernels.push_back(std::move(spec));
     }
     out_.executable.steps.push_back(std::move(step));
-    return OkStatus();
+  }
+
+  // A node as one row-reduction kernel (compiler/reduction_fusion.h); false, with the reason in
+  // `why`, when it has none.
+  Result<bool> LowerRowReduction(const Node& node, std::string* why) {
+    Result<KernelSpec> spec = LowerToRowReduction(node, info_);
+    if (!spec.ok()) {
+      *why = spec.error().message();
+      return false;
+    }
+    spec->name = "k" + std::to_string(out_.kernels.size());
+    out_.decisions.push_back(node.op + " '" + node.name + "': row-reduction kernel over " +
+                             spec->shape.ToString());
+    if (spec->shape[0] == 0) return true;  // no rows: nothing to compute
+    Step step;
+    step.node = node;
+    for (const TensorRef& in : node.inputs) {
+      KILN_ASSIGN_OR_RETURN(int id, BufferFor(in));
+      step.inputs.push_back(id);
+    }
+    for (size_t i = 0; i < node.output_types.size(); ++i) {
+      KILN_ASSIGN_OR_RETURN(int id, BufferFor(TensorRef{node.name, static_cast<int>(i)}));
+      step.outputs.push_back(id);
+    }
+    AddKernelStep(std::move(*spec), std::move(step));
+    return true;
   }
 
   // An Assign* the "assign" step runs: an f32/f64 variable updated by a value of its exact type.
@@ -372,10 +404,15 @@ class Lowering {
       step.callee = conv->second;
       step.attrs = OpRegistry::Global().Find(node.op)->WithDefaults(node.attrs);
     }
+    std::string why = "no lowering yet";
+    if (step.kind == Step::Kind::kReference && HasRowReductionLowering(node.op)) {
+      KILN_ASSIGN_OR_RETURN(bool lowered, LowerRowReduction(node, &why));
+      if (lowered) return OkStatus();
+    }
     out_.decisions.push_back(node.op + " '" + node.name + "': " +
                              (step.kind == Step::Kind::kLibrary
                                   ? "library call " + step.callee
-                                  : std::string("reference kernel (no lowering yet)")));
+                                  : "reference kernel (" + why + ")"));
     for (const TensorRef& in : node.inputs) {
       KILN_ASSIGN_OR_RETURN(int id, BufferFor(in));
       step.inputs.push_back(id);

@@ -4,6 +4,7 @@
 #include <set>
 #include <sstream>
 
+#include "compiler/codegen/emit_reduction.h"
 #include "compiler/codegen/scalar_ops.h"
 #include "compiler/codegen/scalar_writer.h"
 
@@ -11,6 +12,8 @@ namespace kiln::compiler {
 namespace {
 
 using internal::ComputeType;
+using internal::Join;
+using internal::MemRef;
 using internal::Scalar;
 using internal::ScalarWriter;
 using internal::StorageType;
@@ -67,26 +70,6 @@ Result<Canonical> Canonicalize(const KernelSpec& spec) {
   return c;
 }
 
-std::string Join(const std::vector<std::string>& parts, const std::string& sep) {
-  std::string s;
-  for (size_t i = 0; i < parts.size(); ++i) s += (i ? sep : "") + parts[i];
-  return s;
-}
-
-std::string MemRef(const std::vector<int64_t>& dims, DType t, bool dynamic_first = false) {
-  std::string s = "memref<";
-  for (size_t g = 0; g < dims.size(); ++g)
-    s += (g == 0 && dynamic_first ? std::string("?") : std::to_string(dims[g])) + "x";
-  s += StorageType(t);
-  if (dynamic_first) {
-    std::vector<std::string> strides(dims.size());
-    int64_t stride = 1;
-    for (size_t g = dims.size(); g-- > 0;) strides[g] = std::to_string(stride), stride *= dims[g];
-    s += ", strided<[" + Join(strides, ", ") + "], offset: ?>";
-  }
-  return s + ">";
-}
-
 struct Buffer {
   std::string arg;  // "%in0"
   std::vector<int64_t> dims;
@@ -135,7 +118,9 @@ Status CheckSpec(const KernelSpec& spec) {
                          "') uses value ", a, ", which is not defined before it");
       arg_types.push_back(spec.ValueType(a));
     }
-    Status st = internal::CheckScalarOp(op.op, arg_types, op.dtype);
+    Status st = spec.row_reduction && internal::IsRowReduction(op.op)
+                    ? internal::CheckRowReductionOp(op.op, arg_types, op.dtype)
+                    : internal::CheckScalarOp(op.op, arg_types, op.dtype);
     if (!st.ok())
       return st.error().WithContext("op " + std::to_string(k) + " '" + op.op + "' (node '" +
                                     op.node + "')");
@@ -148,6 +133,7 @@ Status CheckSpec(const KernelSpec& spec) {
 
 Result<std::string> EmitKernel(const KernelSpec& spec) {
   KILN_RETURN_IF_ERROR(CheckSpec(spec));
+  if (spec.row_reduction) return internal::EmitRowReductionKernel(spec);
   KILN_ASSIGN_OR_RETURN(Canonical c, Canonicalize(spec));
   const int n_in = static_cast<int>(spec.inputs.size());
   const size_t rank = c.dims.size();

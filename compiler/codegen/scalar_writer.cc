@@ -45,6 +45,26 @@ int Bits(DType t) { return t == DType::kBool ? 1 : DTypeSize(t) * 8; }
 
 }  // namespace
 
+std::string Join(const std::vector<std::string>& parts, const std::string& sep) {
+  std::string s;
+  for (size_t i = 0; i < parts.size(); ++i) s += (i ? sep : "") + parts[i];
+  return s;
+}
+
+std::string MemRef(const std::vector<int64_t>& dims, DType t, bool dynamic_first) {
+  std::string s = "memref<";
+  for (size_t g = 0; g < dims.size(); ++g)
+    s += (g == 0 && dynamic_first ? std::string("?") : std::to_string(dims[g])) + "x";
+  s += StorageType(t);
+  if (dynamic_first) {
+    std::vector<std::string> strides(dims.size());
+    int64_t stride = 1;
+    for (size_t g = dims.size(); g-- > 0;) strides[g] = std::to_string(stride), stride *= dims[g];
+    s += ", strided<[" + Join(strides, ", ") + "], offset: ?>";
+  }
+  return s + ">";
+}
+
 std::string ComputeType(DType t) {
   switch (t) {
     case DType::kF32:

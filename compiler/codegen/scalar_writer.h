@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "ir/dtype.h"
 
@@ -24,6 +25,11 @@ struct Scalar {
 
 std::string ComputeType(DType t);
 std::string StorageType(DType t);
+
+std::string Join(const std::vector<std::string>& parts, const std::string& sep);
+// "memref<4x8xf32>" of StorageType(t); with `dynamic_first`, dimension 0 is "?" and the layout a
+// row-major strided one with a dynamic offset (a subview of rows).
+std::string MemRef(const std::vector<int64_t>& dims, DType t, bool dynamic_first = false);
 
 class ScalarWriter {
  public:

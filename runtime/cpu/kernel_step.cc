@@ -55,7 +55,10 @@ Result<std::unique_ptr<StepRunner>> MakeKernelStep(const Step& step, const Execu
   if (step.rows < 1 || step.outputs.empty())
     return MakeError(ErrorCode::kInternal, "kernel step ", step.callee, " has ", step.rows,
                      " rows and ", step.outputs.size(), " outputs");
-  int64_t elements = exe.buffers[step.outputs[0]].type.shape.NumElements();
+  // The work: the largest buffer (a row reduction reads [rows, cols] and may write only rows).
+  int64_t elements = 0;
+  for (const std::vector<int>* ids : {&step.inputs, &step.outputs})
+    for (int id : *ids) elements = std::max(elements, exe.buffers[id].type.shape.NumElements());
   return std::unique_ptr<StepRunner>(new KernelStep(step, entry, elements));
 }
 

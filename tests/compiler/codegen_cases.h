@@ -116,4 +116,46 @@ inline std::vector<KernelSpec> GoldenSpecs() {
   return specs;
 }
 
+// Row-reduction kernels (KernelSpec::row_reduction) of each form: per-element and per-row outputs,
+// inputs broadcast along rows or columns, f32, f64 and bf16 (computed in f32).
+inline std::vector<KernelSpec> RowReductionSpecs() {
+  std::vector<KernelSpec> specs(3);
+  for (KernelSpec& spec : specs) spec.row_reduction = true;
+  // softmax: e = exp(x - max(x)); y = e / sum(e).
+  specs[0].name = "row_softmax";
+  specs[0].shape = Shape{5, 7};
+  specs[0].inputs = {{DType::kF32, Shape{5, 7}}};
+  specs[0].ops = {{"ReduceMax", {0}, {}, DType::kF32, "max"},
+                  {"Sub", {0, 1}, {}, DType::kF32, "sub"},
+                  {"Exp", {2}, {}, DType::kF32, "exp"},
+                  {"ReduceSum", {3}, {}, DType::kF32, "sum"},
+                  {"Div", {3, 4}, {}, DType::kF32, "div"}};
+  specs[0].outputs = {5, 4};
+  // normalize: d = x - sum(x) / 7 + r; y = d * s / sqrt(sum(d * d)); r per row, s per column.
+  specs[1].name = "row_normalize_f64";
+  specs[1].shape = Shape{5, 7};
+  specs[1].inputs = {
+      {DType::kF64, Shape{5, 7}}, {DType::kF64, Shape{7}}, {DType::kF64, Shape{5, 1}}};
+  specs[1].ops = {{"ReduceSum", {0}, {}, DType::kF64, "sum"},
+                  {"Constant", {}, Attrs({{"value", 7.0}}), DType::kF64, "n"},
+                  {"Div", {3, 4}, {}, DType::kF64, "mean"},
+                  {"Add", {5, 2}, {}, DType::kF64, "shift"},
+                  {"Sub", {0, 6}, {}, DType::kF64, "centered"},
+                  {"Square", {7}, {}, DType::kF64, "square"},
+                  {"ReduceSum", {8}, {}, DType::kF64, "sq"},
+                  {"Sqrt", {9}, {}, DType::kF64, "norm"},
+                  {"Mul", {7, 1}, {}, DType::kF64, "scaled"},
+                  {"Div", {11, 10}, {}, DType::kF64, "y"}};
+  specs[1].outputs = {12, 10};
+  // bf16 min over rows, computed in f32 and rounded.
+  specs[2].name = "row_min_bf16";
+  specs[2].shape = Shape{3, 9};
+  specs[2].inputs = {{DType::kBF16, Shape{3, 9}}};
+  specs[2].ops = {{"Cast", {0}, Attrs({{"to", DType::kF32}}), DType::kF32, "widen"},
+                  {"ReduceMin", {1}, {}, DType::kF32, "min"},
+                  {"Cast", {2}, Attrs({{"to", DType::kBF16}}), DType::kBF16, "round"}};
+  specs[2].outputs = {3};
+  return specs;
+}
+
 }  // namespace kiln::compiler::testing

@@ -38,6 +38,7 @@ std::string RunPtxas(const std::string& ptxas, const std::string& ptx, int sm) {
 
 std::vector<KernelSpec> AllTestedSpecs() {
   std::vector<KernelSpec> specs = testing::GoldenSpecs();
+  for (KernelSpec& spec : testing::RowReductionSpecs()) specs.push_back(spec);
   std::vector<testing::OpCase> cases = testing::AllOpCases();
   for (size_t i = 0; i < cases.size(); ++i)
     specs.push_back(testing::OneOpSpec("k" + std::to_string(i), cases[i], Shape{3, 4, 5},
@@ -60,6 +61,7 @@ TEST_CASE("PTX: every tested kernel lowers to PTX that ptxas accepts (sm_80, sm_
     CHECK(ptx->find(".target sm_" + std::to_string(sm)) != std::string::npos);
     CHECK(ptx->find(".visible .entry add_broadcast_kernel(") != std::string::npos);
     CHECK(ptx->find(".visible .entry rank0_kernel(") != std::string::npos);
+    CHECK(ptx->find(".visible .entry row_softmax_kernel(") != std::string::npos);
     if (ptxas.empty()) {
       WARN(
           "SKIPPED: ptxas not found (/usr/local/cuda/bin/ptxas or $KILN_PTXAS); PTX not validated");
