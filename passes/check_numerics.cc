@@ -21,18 +21,10 @@ Result<bool> CheckNumericsPass::Run(Graph& graph) {
     for (size_t port = 0; port < node.output_types.size(); ++port) {
       TensorRef ref{node.name, static_cast<int>(port)};
       if (!IsFloat(node.output_types[port].dtype) || already.count(ref)) continue;
-      std::string base = node.name + "/check_numerics" + (port ? "_" + std::to_string(port) : "");
-      std::string name = base;
-      for (int k = 2; taken.count(name); ++k) name = base + "_" + std::to_string(k);
-      taken.insert(name);
-      Node check;
-      check.name = name;
-      check.op = "CheckNumerics";
-      check.inputs = {ref};
+      Node check =
+          NodeReading(node, static_cast<int>(port), "CheckNumerics", "check_numerics", taken);
       check.attrs.Set("what", node.Describe() + " output " + std::to_string(port));
-      check.device = node.device;
-      check.source = node.source;
-      checked[ref] = TensorRef{name, 0};
+      checked[ref] = TensorRef{check.name, 0};
       checks.push_back(std::move(check));
     }
   }

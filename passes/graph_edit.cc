@@ -95,6 +95,21 @@ bool IsVariableReference(const Node& node, size_t i) {
   return def && def->stateful && i < def->inputs.size() && def->inputs[i].name == "variable";
 }
 
+Node NodeReading(const Node& producer, int port, const std::string& op, const std::string& suffix,
+                 std::set<std::string>& taken) {
+  std::string base = producer.name + "/" + suffix + (port ? "_" + std::to_string(port) : "");
+  std::string name = base;
+  for (int k = 2; taken.count(name); ++k) name = base + "_" + std::to_string(k);
+  taken.insert(name);
+  Node node;
+  node.name = name;
+  node.op = op;
+  node.inputs = {TensorRef{producer.name, port}};
+  node.device = producer.device;
+  node.source = producer.source;
+  return node;
+}
+
 Status AddAfterProducers(Graph& graph, std::vector<Node> nodes) {
   std::map<std::string, std::vector<Node>> after;
   for (Node& n : nodes) after[n.inputs.empty() ? "" : n.inputs[0].node].push_back(std::move(n));

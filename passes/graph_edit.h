@@ -39,6 +39,12 @@ Result<std::vector<std::string>> TopologicalNames(const Graph& graph);
 // must stay a Variable node, never a value computed from one.
 bool IsVariableReference(const Node& node, size_t i);
 
+// A new `op` node whose only input is output `port` of `producer`, on the producer's device and
+// with its source location, named "<producer>/<suffix>" ("_<port>" added for ports other than 0,
+// then "_2", "_3", ... while `taken` has the name); the name is added to `taken`.
+Node NodeReading(const Node& producer, int port, const std::string& op, const std::string& suffix,
+                 std::set<std::string>& taken);
+
 // Adds `nodes` to `graph`, each placed right after the producer of its first input (so that the
 // text form reads in order); fails if a name is taken.
 Status AddAfterProducers(Graph& graph, std::vector<Node> nodes);

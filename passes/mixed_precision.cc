@@ -136,21 +136,11 @@ Result<bool> MixedPrecision::Run(Graph& graph) {
   auto cast = [&](const TensorRef& ref, DType to) {
     auto [it, fresh] = casts.try_emplace({ref, to});
     if (!fresh) return it->second;
-    const Node* producer = graph.FindNode(ref.node);
-    std::string base = ref.node + "/to_" + std::string(DTypeName(to)) +
-                       (ref.port ? "_" + std::to_string(ref.port) : "");
-    std::string name = base;
-    for (int k = 2; taken.count(name); ++k) name = base + "_" + std::to_string(k);
-    taken.insert(name);
-    Node c;
-    c.name = name;
-    c.op = "Cast";
-    c.inputs = {ref};
+    Node c = NodeReading(*graph.FindNode(ref.node), ref.port, "Cast",
+                         "to_" + std::string(DTypeName(to)), taken);
     c.attrs.Set("to", to);
-    c.device = producer->device;
-    c.source = producer->source;
+    it->second = TensorRef{c.name, 0};
     new_nodes.push_back(std::move(c));
-    it->second = TensorRef{name, 0};
     return it->second;
   };
 
