@@ -29,7 +29,7 @@ struct AotOptions {
   std::string source;      // recorded in the manifest
   // Mixed precision, applied as a Session applies it (needs kiln_session_passes linked); the
   // manifest records its name ("fp32", "bf16", "fp16").
-  PrecisionPolicy precision;
+  PrecisionPolicy precision = {};
 };
 
 Result<ModuleFile> CompileModule(const Graph& graph, const AotOptions& options);

@@ -31,7 +31,7 @@ struct SessionOptions {
   // Mixed precision (ir/precision.h): compute float32 math in bf16 or fp16 where the lists allow.
   // The graph is rewritten once, when the Session is made (passes/mixed_precision.h): graph
   // outputs keep their dtypes; fetching an inner node that became 16-bit gives its 16-bit value.
-  PrecisionPolicy precision;
+  PrecisionPolicy precision = {};
   // Check every float value a run computes; the first inf or NaN fails the run with an error
   // naming the node that produced it and where it was built (passes/check_numerics.h).
   bool check_numerics = false;
