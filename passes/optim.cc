@@ -1,5 +1,6 @@
 #include "passes/optim.h"
 
+#include <optional>
 #include <set>
 
 #include "ir/ops/math.h"
@@ -38,6 +39,48 @@ std::vector<Value> TrainableVariables(GraphBuilder& g, const Value& loss) {
   }
   return vars;
 }
+
+// Dynamic loss scaling's graph ops (see optim.h).
+struct LossScale {
+  Value scale;   // the f32 variable "loss_scale"
+  Value finite;  // bool scalar: every gradient is finite this step
+
+  // Multiplies `loss` by the scale.
+  static LossScale Begin(GraphBuilder& g, const Options& o, Value& loss) {
+    LossScale ls;
+    ls.scale = Variable(g, "loss_scale", f32, {}, Initializer::Constant(o.initial_loss_scale),
+                        false);
+    loss = loss * Cast(ls.scale, loss.dtype());
+    return ls;
+  }
+
+  // Divides the gradients by the scale and finds whether they are all finite: a sum of g * 0 is
+  // 0 exactly when every element of g is finite (inf * 0 and NaN * 0 are NaN).
+  void Unscale(GraphBuilder& g, std::vector<Value>& grads) {
+    Value poison;
+    for (Value& grad : grads) {
+      grad = grad / Cast(scale, grad.dtype());
+      Value p = Cast(Sum(grad * 0.0), f32);
+      poison = poison.valid() ? poison + p : p;
+    }
+    finite = Equal(poison, g.Scalar(0.0));
+  }
+
+  // The value `var` takes: `updated` on a finite step, its old value otherwise.
+  Value Gate(const Value& var, const Value& updated) const {
+    return finite.valid() ? Select(finite, updated, var) : updated;
+  }
+
+  // Halves the scale on a skipped step; doubles it after `period` finite steps in a row.
+  std::vector<Value> Update(GraphBuilder& g, int64_t period) const {
+    Value good = Variable(g, "loss_scale/good_steps", i64, {}, Initializer::Zeros(), false);
+    Value next_good = good + g.Scalar(1, i64);
+    Value grow = GreaterEqual(next_good, g.Scalar(static_cast<double>(period), i64));
+    Value new_scale = Select(finite, Select(grow, scale * 2.0, scale), scale * 0.5);
+    Value new_good = Select(finite, Select(grow, g.Scalar(0, i64), next_good), g.Scalar(0, i64));
+    return {Assign(scale, new_scale), Assign(good, new_good)};
+  }
+};
 
 }  // namespace
 
@@ -83,9 +126,19 @@ Value Optimizer::Minimize(At loss_at, std::vector<Value> var_list) {
   if (var_list.empty()) var_list = TrainableVariables(g, loss);
   if (var_list.empty()) return fail("the loss depends on no trainable variable");
   auto scope = g.Scope("optimizer").Enter();
+  std::optional<LossScale> loss_scale;
+  if (options_.loss_scaling) loss_scale = LossScale::Begin(g, options_, loss);
   Result<std::vector<Value>> grads_or = Gradients({loss}, var_list);
   if (!grads_or.ok()) return fail(grads_or.error().message());
   std::vector<Value> grads = *grads_or;
+  if (loss_scale) loss_scale->Unscale(g, grads);
+  // var -= delta, or on a loss-scaled step: var = finite ? var - delta : var.
+  auto subtract = [&](const Value& var, const Value& delta) {
+    return loss_scale ? Assign(var, loss_scale->Gate(var, var - delta)) : AssignSub(var, delta);
+  };
+  auto assign = [&](const Value& var, const Value& value) {
+    return Assign(var, loss_scale ? loss_scale->Gate(var, value) : value);
+  };
 
   if (options_.clip_norm > 0) {
     Value sum_sq;
@@ -98,7 +151,9 @@ Value Optimizer::Minimize(At loss_at, std::vector<Value> var_list) {
     for (Value& grad : grads) grad = grad * Cast(scale, grad.dtype());
   }
 
-  Value step = AssignAdd(GlobalStep(g), g.Scalar(1, i64));  // this step's number, from 1
+  // This step's number, from 1 (skipped loss-scaled steps do not count).
+  Value step = loss_scale ? AssignAdd(GlobalStep(g), Cast(loss_scale->finite, i64))
+                          : AssignAdd(GlobalStep(g), g.Scalar(1, i64));
   Value lr = options_.lr_schedule.valid() ? options_.lr_schedule : g.Scalar(options_.lr);
   std::vector<Value> updates = {step};
   for (size_t i = 0; i < var_list.size(); ++i) {
@@ -107,31 +162,33 @@ Value Optimizer::Minimize(At loss_at, std::vector<Value> var_list) {
     Value lr_w = Cast(lr, w.dtype());
     switch (kind_) {
       case Kind::kSGD:
-        updates.push_back(AssignSub(w, lr_w * grad));
+        updates.push_back(subtract(w, lr_w * grad));
         break;
       case Kind::kMomentum: {
         Value buffer = Slot(g, w, "momentum");
-        Value v = Assign(buffer, options_.momentum * buffer + grad);
+        Value v = assign(buffer, options_.momentum * buffer + grad);
         Value direction = options_.nesterov ? grad + options_.momentum * v : v;
-        updates.push_back(AssignSub(w, lr_w * direction));
+        updates.push_back(subtract(w, lr_w * direction));
         break;
       }
       case Kind::kAdam:
       case Kind::kAdamW: {
         Value t = Cast(step, w.dtype());
         Value m_slot = Slot(g, w, "adam_m"), v_slot = Slot(g, w, "adam_v");
-        Value m = Assign(m_slot, options_.beta1 * m_slot + (1.0 - options_.beta1) * grad);
-        Value v = Assign(v_slot, options_.beta2 * v_slot + (1.0 - options_.beta2) * Square(grad));
+        Value m = assign(m_slot, options_.beta1 * m_slot + (1.0 - options_.beta1) * grad);
+        Value v = assign(v_slot, options_.beta2 * v_slot + (1.0 - options_.beta2) * Square(grad));
         Value m_hat = m / (1.0 - Pow(g.Scalar(options_.beta1, w.dtype()), t));
         Value v_hat = v / (1.0 - Pow(g.Scalar(options_.beta2, w.dtype()), t));
         Value delta = lr_w * m_hat / (Sqrt(v_hat) + options_.epsilon);
         if (kind_ == Kind::kAdamW && options_.weight_decay > 0)
           delta = delta + lr_w * options_.weight_decay * w;
-        updates.push_back(AssignSub(w, delta));
+        updates.push_back(subtract(w, delta));
         break;
       }
     }
   }
+  if (loss_scale)
+    for (const Value& u : loss_scale->Update(g, options_.loss_scale_period)) updates.push_back(u);
   for (const std::string& name : g.graph().update_ops()) {
     Result<Value> u = g.Find(name);
     if (u.ok()) updates.push_back(*u);

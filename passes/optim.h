@@ -15,6 +15,13 @@
 // Slots (momentum buffers, Adam moments) are non-trainable variables "<var>/<slot>"; the step count
 // is the i64 variable "global_step", incremented once per Minimize target run. The graph's update
 // ops (GraphBuilder::AddUpdateOp, e.g. BatchNorm running statistics) run with the train target.
+//
+// Dynamic loss scaling (Options::loss_scaling, for fp16 training where small gradients underflow),
+// all as graph ops so a compiled step carries it with no host logic: the loss is multiplied by the
+// f32 variable "loss_scale" (initially initial_loss_scale) before differentiation and every
+// gradient divided by it. When any gradient holds an inf or NaN the step is skipped (no weight,
+// slot or global_step changes) and the scale halves; after loss_scale_period finite steps in a row
+// (counted in the i64 variable "loss_scale/good_steps") it doubles.
 #pragma once
 
 #include <string>
@@ -45,6 +52,10 @@ struct Options {
   // Adam / AdamW
   double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;
   double weight_decay = 0.0;  // AdamW only
+  // Dynamic loss scaling (see above)
+  bool loss_scaling = false;
+  double initial_loss_scale = 32768.0;  // 2^15
+  int64_t loss_scale_period = 2000;
 };
 
 class Optimizer {

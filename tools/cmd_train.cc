@@ -92,7 +92,11 @@ int RunTrain(const Command& cmd, const std::vector<std::string>& args) {
     examples = t.shape()[0];
   }
 
-  Result<optim::Optimizer> optimizer = optim::ByName(flags.Get("optimizer", "adam"), {.lr = *lr});
+  optim::Options optimizer_options;
+  optimizer_options.lr = *lr;
+  optimizer_options.loss_scaling = options->precision.compute == f16;  // fp16 needs it, bf16 not
+  Result<optim::Optimizer> optimizer =
+      optim::ByName(flags.Get("optimizer", "adam"), optimizer_options);
   if (!optimizer.ok()) return UsageError(cmd, optimizer.error().message());
   Result<TrainingGraph> training = AddOptimizer(std::move(*graph), flags.Get("loss"), *optimizer);
   if (!training.ok()) return Fail(cmd, training.error());

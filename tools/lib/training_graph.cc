@@ -21,8 +21,12 @@ Result<std::optional<optim::Optimizer>> OptimizerFromFlags(const cli::Flags& fla
   const double lr = std::strtod(text.c_str(), &end);
   if (text.empty() || *end || !(lr > 0))
     return usage("--lr must be a positive number, got '" + text + "'");
+  optim::Options options;
+  options.lr = lr;
+  // fp16 training scales the loss (bf16 has float32's range and needs no scaling).
+  options.loss_scaling = flags.Get("precision") == "fp16" || flags.Get("precision") == "f16";
   KILN_ASSIGN_OR_RETURN(optim::Optimizer optimizer,
-                        optim::ByName(flags.Get("optimizer", "sgd"), {.lr = lr}));
+                        optim::ByName(flags.Get("optimizer", "sgd"), options));
   return std::optional<optim::Optimizer>(std::move(optimizer));
 }
 

@@ -23,7 +23,8 @@ struct TrainingGraph {
 // The --train, --loss NAME, --optimizer NAME (default sgd) and --lr F (default 0.01) flags that
 // `kiln bench` and `kiln compile` share: the optimizer with --train, nullopt without it; an error
 // (for a usage message) for --train without --loss, --loss/--optimizer/--lr without --train, a
-// non-positive or malformed --lr, or an unknown optimizer.
+// non-positive or malformed --lr, or an unknown optimizer. With --precision fp16 the optimizer
+// scales the loss dynamically (passes/optim.h).
 Result<std::optional<optim::Optimizer>> OptimizerFromFlags(const cli::Flags& flags);
 
 // Fails when `loss` is not a tensor of the graph or cannot be differentiated.
