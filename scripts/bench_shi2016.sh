@@ -15,6 +15,8 @@
 #                  ones; the first step (kiln: compilation included) is reported apart
 #   BENCH_THREADS  threads for both (default 2)
 #   BENCH_BACKEND  kiln's backend (default cpu)
+#   BENCH_PRECISION fp32 (default) or bf16: kiln bench --precision bf16 against PyTorch's
+#                  torch.autocast("cpu", dtype=torch.bfloat16) around the forward pass and loss
 #   BENCH_TIMEOUT  seconds allowed per network and framework (default 3600)
 #   BENCH_OUT      where the models and each run's full output go (default: a temp dir)
 #   PYTHON         the interpreter with torch (default /usr/bin/python3)
@@ -28,6 +30,8 @@ iters=${BENCH_ITERS:-5}
 warmup=${BENCH_WARMUP:-1}
 threads=${BENCH_THREADS:-2}
 backend=${BENCH_BACKEND:-cpu}
+precision=${BENCH_PRECISION:-fp32}
+[[ $precision == fp32 || $precision == bf16 ]] || { echo "bench_shi2016.sh: BENCH_PRECISION must be fp32 or bf16" >&2; exit 2; }
 limit=${BENCH_TIMEOUT:-3600}
 div=${BENCH_BATCH_DIV:-1}
 [[ ${BENCH_SMALL:-0} == 1 && -z ${BENCH_BATCH_DIV:-} ]] && div=8
@@ -57,7 +61,7 @@ field() { sed -n "s/^$1: \([^ ]*\).*/\1/p" "$2" | head -1; }
 
 "$write_models" "$out" "${names[@]}" >"$out/write_models.txt" || { cat "$out/write_models.txt"; exit 1; }
 echo "# kiln vs PyTorch, Shi et al. 2016 networks, one training step (fwd + bwd + SGD) per batch"
-echo "# $(date -u +%Y-%m-%dT%H:%MZ) on $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)), $threads threads each, kiln backend $backend, median of $iters steps after $warmup warmup, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# $(date -u +%Y-%m-%dT%H:%MZ) on $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)), $threads threads each, kiln backend $backend, precision $precision, median of $iters steps after $warmup warmup, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# outputs in $out"
 printf '| %-9s | %5s | %11s | %14s | %11s | %6s | %-22s |\n' network batch "kiln ms" "PyTorch ms" "kiln first" ratio "kiln steps (k/lib/ref)"
 printf '|%s|%s|%s|%s|%s|%s|%s|\n' ----------- ------- ------------- ---------------- ------------- -------- ------------------------
@@ -68,10 +72,11 @@ for name in "${names[@]}"; do
   kiln_log=$out/$name.kiln.txt torch_log=$out/$name.torch.txt
   timeout "$limit" "$kiln" bench "$out/$name.kgraph" --train --loss loss --optimizer sgd --lr 0.01 \
     --input "$(shape_flag "${input[$name]}" "$n")" --input "$label_flag" --iters "$iters" \
-    --warmup "$warmup" --threads "$threads" --backend "$backend" >"$kiln_log" 2>&1
+    --warmup "$warmup" --threads "$threads" --backend "$backend" --precision "$precision" \
+    >"$kiln_log" 2>&1
   kiln_rc=$?
   timeout "$limit" "$python" scripts/bench_shi2016_torch.py "$name" --batch "$n" --iters "$iters" \
-    --warmup "$warmup" --threads "$threads" --lr 0.01 >"$torch_log" 2>&1
+    --warmup "$warmup" --threads "$threads" --lr 0.01 --precision "$precision" >"$torch_log" 2>&1
   torch_rc=$?
   kiln_ms=$(field median_ms "$kiln_log") torch_ms=$(field median_ms "$torch_log")
   first=$(field compile_ms "$kiln_log")

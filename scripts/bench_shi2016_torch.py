@@ -180,6 +180,8 @@ def main():
     parser.add_argument("--warmup", type=int, default=1)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--lr", type=float, default=0.01)
+    parser.add_argument("--precision", choices=["fp32", "bf16"], default="fp32",
+                        help="bf16: torch.autocast on the CPU around the forward pass and loss")
     args = parser.parse_args()
 
     torch.set_num_threads(args.threads)
@@ -198,7 +200,8 @@ def main():
 
     def step():
         optimizer.zero_grad(set_to_none=True)
-        loss = F.cross_entropy(model(x), labels)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.precision == "bf16"):
+            loss = F.cross_entropy(model(x), labels)
         loss.backward()
         optimizer.step()
         return loss.item()
