@@ -307,18 +307,20 @@ class Lowering {
     return reduced;
   }
 
-  // A BiasAdd the "bias_add" step runs: x f32/f64, the bias of x's dtype.
+  // A BiasAdd the "bias_add" step runs: x f32/f64 (bf16/f16 widened), the bias of x's dtype.
   bool IsFloatBiasAdd(const Node& node) const {
     const TensorType& x = info_.types.at(node.inputs[0]);
-    return (x.dtype == f32 || x.dtype == f64) && info_.types.at(node.inputs[1]).dtype == x.dtype;
+    return IsFloat(x.dtype) && info_.types.at(node.inputs[1]).dtype == x.dtype;
   }
 
-  // A BatchNorm the oneDNN step runs: x f32 of rank 2-5, the four statistics f32[C].
-  bool IsF32BatchNorm(const Node& node) const {
+  // A BatchNorm the oneDNN step runs: x f32 (bf16/f16 widened) of rank 2-5, the four statistics
+  // of x's dtype, shape [C].
+  bool IsFloatBatchNorm(const Node& node) const {
     const TensorType& x = info_.types.at(node.inputs[0]);
-    if (x.dtype != f32 || x.shape.rank() < 2 || x.shape.rank() > 5) return false;
+    if (!IsFloat(x.dtype) || x.dtype == f64 || x.shape.rank() < 2 || x.shape.rank() > 5)
+      return false;
     for (size_t i = 1; i < node.inputs.size(); ++i)
-      if (!(info_.types.at(node.inputs[i]) == TensorType{f32, Shape{x.shape[1]}})) return false;
+      if (!(info_.types.at(node.inputs[i]) == TensorType{x.dtype, Shape{x.shape[1]}})) return false;
     return true;
   }
 
@@ -368,7 +370,7 @@ class Lowering {
     if (node.op == "MatMul") {
       KILN_ASSIGN_OR_RETURN(bool library, LowerMatMul(node, step));
       if (!library) step.attrs = AttrMap();
-    } else if (node.op == "BatchNorm" && IsF32BatchNorm(node)) {
+    } else if (node.op == "BatchNorm" && IsFloatBatchNorm(node)) {
       step.kind = Step::Kind::kLibrary;
       step.callee = "batch_norm";
       step.attrs = OpRegistry::Global().Find(node.op)->WithDefaults(node.attrs);

@@ -4,15 +4,16 @@
 // Each cluster becomes one kernel step (scalar constants folded into its body, iteration space
 // collapsed to the fewest dimensions its broadcasting allows, so it splits well over threads); a
 // cluster identical to an earlier one (same code, attributes compared exactly) calls its kernel.
-// Library steps (runtime/cpu/library_steps.h): MatMul f32/f64 (bf16/f16 widened) -> gemm
-// (OpenBLAS); Conv2D and its backward ops f32/bf16 (computed in f32), BatchNorm f32 -> oneDNN;
-// Sum/Mean/SumLike f32/f64 -> reduce_sum; BiasAdd f32/f64 -> bias_add; reshape-family ops -> copy;
-// Variable -> variable_read (its buffer is bound to the stored value, kind kVariable); Assign*
-// f32/f64 -> assign. Softmax, LogSoftmax, LayerNorm and Max/Min (and Sum/Mean not taken by
-// reduce_sum) over trailing axes -> one row-reduction kernel each (compiler/reduction_fusion.h).
-// Every other node runs its reference kernel (the compiler's to-do list, shown by `kiln inspect
-// --fusion`). Values known at compile time become constants and run no step. Steps keep the plan's
-// order except where a cluster gathers nodes: units are ordered topologically, earliest node first.
+// Library steps (runtime/cpu/library_steps.h): MatMul f32/f64 -> gemm (OpenBLAS); Conv2D and its
+// backward ops f32/bf16 (computed in f32), BatchNorm f32 -> oneDNN; Sum/Mean/SumLike f32/f64 ->
+// reduce_sum; BiasAdd f32/f64 -> bias_add (gemm, batch_norm and bias_add also take bf16/f16,
+// widened to f32 by the runtime); reshape-family ops -> copy; Variable -> variable_read (its
+// buffer is bound to the stored value, kind kVariable); Assign* f32/f64 -> assign. Softmax,
+// LogSoftmax, LayerNorm and Max/Min (and Sum/Mean not taken by reduce_sum) over trailing axes ->
+// one row-reduction kernel each (compiler/reduction_fusion.h). Every other node runs its reference
+// kernel (the compiler's to-do list, shown by `kiln inspect --fusion`). Values known at compile
+// time become constants and run no step. Steps keep the plan's order except where a cluster
+// gathers nodes: units are ordered topologically, earliest node first.
 #pragma once
 
 #include <string>

@@ -1,13 +1,9 @@
 // Library step "gemm": a (batched) matrix multiply through OpenBLAS, f32 (sgemm) and f64 (dgemm);
-// bf16 and f16 operands are widened to f32, multiplied by sgemm (float32 accumulation) and the
-// result rounded once to the 16-bit type (this CPU's oneDNN 2.6 has no bf16 matmul without
-// AVX-512, and OpenBLAS's sbgemm has no fast kernel here either).
+// bf16/f16 operands go through widened_step.cc.
 // Parameters (attrs, all ints): m n k, trans_a trans_b (0/1), batch, stride_a stride_b (elements
 // between consecutive matrices of a batch; 0 repeats the same matrix). Inputs a, b; output c,
 // row-major [batch, m, n]. Leading dimensions follow from the shapes and transposes.
 #include <cblas.h>
-
-#include <vector>
 
 #include "runtime/cpu/library_steps.h"
 
@@ -35,43 +31,22 @@ void Gemm(const GemmParams& p, const T* a, const T* b, T* c) {
   }
 }
 
-// The elements of a 16-bit float buffer as float32, and back (round to nearest even).
-std::vector<float> Widen(const void* data, int64_t n, DType dtype) {
-  std::vector<float> out(n);
-  const auto* bits = static_cast<const uint16_t*>(data);
-  for (int64_t i = 0; i < n; ++i)
-    out[i] = dtype == bf16 ? BFloat16ToFloat(bits[i]) : HalfToFloat(bits[i]);
-  return out;
-}
-
-void Narrow(const std::vector<float>& values, void* data, DType dtype) {
-  auto* bits = static_cast<uint16_t*>(data);
-  for (size_t i = 0; i < values.size(); ++i)
-    bits[i] = dtype == bf16 ? FloatToBFloat16(values[i]) : FloatToHalf(values[i]);
-}
-
 class GemmStep : public StepRunner {
  public:
-  GemmStep(const Step& step, GemmParams params, DType dtype, int64_t a_size, int64_t b_size)
-      : step_(step), params_(params), dtype_(dtype), a_size_(a_size), b_size_(b_size) {}
+  GemmStep(const Step& step, GemmParams params, DType dtype)
+      : step_(step), params_(params), dtype_(dtype) {}
 
   Status Run(StepEnv& env) const override {
     openblas_set_num_threads(env.threads);
     void* a = env.data[step_.inputs[0]];
     void* b = env.data[step_.inputs[1]];
     void* c = env.data[step_.outputs[0]];
-    if (dtype_ == bf16 || dtype_ == f16) {
-      std::vector<float> wa = Widen(a, a_size_, dtype_), wb = Widen(b, b_size_, dtype_);
-      std::vector<float> wc(params_.batch * params_.m * params_.n);
-      Gemm(params_, wa.data(), wb.data(), wc.data());
-      Narrow(wc, c, dtype_);
-    } else if (dtype_ == f32) {
+    if (dtype_ == f32)
       Gemm(params_, static_cast<const float*>(a), static_cast<const float*>(b),
            static_cast<float*>(c));
-    } else {
+    else
       Gemm(params_, static_cast<const double*>(a), static_cast<const double*>(b),
            static_cast<double*>(c));
-    }
     return OkStatus();
   }
 
@@ -79,7 +54,6 @@ class GemmStep : public StepRunner {
   const Step& step_;
   GemmParams params_;
   DType dtype_;
-  int64_t a_size_, b_size_;  // elements of the input buffers
 };
 
 }  // namespace
@@ -102,10 +76,9 @@ Result<std::unique_ptr<StepRunner>> MakeGemmStep(const Step& step, const Executa
   const BufferDesc& b = exe.buffers[step.inputs[1]];
   const BufferDesc& c = exe.buffers[step.outputs[0]];
   DType dtype = c.type.dtype;
-  if ((dtype != f32 && dtype != f64 && dtype != bf16 && dtype != f16) || a.type.dtype != dtype ||
-      b.type.dtype != dtype)
-    return MakeError(ErrorCode::kInternal, "gemm supports f32, f64, bf16 and f16, got ",
-                     a.type.ToString(), " x ", b.type.ToString(), " -> ", c.type.ToString());
+  if ((dtype != f32 && dtype != f64) || a.type.dtype != dtype || b.type.dtype != dtype)
+    return MakeError(ErrorCode::kInternal, "gemm supports f32 and f64, got ", a.type.ToString(),
+                     " x ", b.type.ToString(), " -> ", c.type.ToString());
   // Every matrix the loop touches must lie inside its buffer.
   auto last = [&](int64_t stride, int64_t size) { return (p.batch - 1) * stride + size; };
   if (p.m < 1 || p.n < 1 || p.k < 0 || p.batch < 1 || p.stride_a < 0 || p.stride_b < 0 ||
@@ -115,8 +88,7 @@ Result<std::unique_ptr<StepRunner>> MakeGemmStep(const Step& step, const Executa
     return MakeError(ErrorCode::kInternal,
                      "gemm parameters do not fit its buffers: ", a.type.ToString(), " x ",
                      b.type.ToString(), " -> ", c.type.ToString());
-  return std::unique_ptr<StepRunner>(
-      new GemmStep(step, p, dtype, a.type.shape.NumElements(), b.type.shape.NumElements()));
+  return std::unique_ptr<StepRunner>(new GemmStep(step, p, dtype));
 }
 
 }  // namespace kiln::cpu

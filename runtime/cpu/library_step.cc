@@ -3,6 +3,12 @@
 namespace kiln::cpu {
 
 Result<std::unique_ptr<StepRunner>> MakeLibraryStep(const Step& step, const Executable& exe) {
+  // Routines computed in float32 for 16-bit operands (conv2d converts in its own reorders).
+  if (HasWidenableOperands(step, exe)) {
+    if (step.callee == "gemm") return MakeWidenedStep(step, exe, MakeGemmStep);
+    if (step.callee == "batch_norm") return MakeWidenedStep(step, exe, MakeBatchNormStep);
+    if (step.callee == "bias_add") return MakeWidenedStep(step, exe, MakeBiasAddStep);
+  }
   if (step.callee == "gemm") return MakeGemmStep(step, exe);
   if (step.callee == "conv2d" || step.callee == "conv2d_backprop_input" ||
       step.callee == "conv2d_backprop_filter")

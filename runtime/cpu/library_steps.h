@@ -2,6 +2,8 @@
 // parameters against its buffers once, at load time, and creates whatever the library needs then.
 #pragma once
 
+#include <functional>
+
 #include "runtime/cpu/step.h"
 
 namespace kiln::cpu {
@@ -20,5 +22,14 @@ Result<std::unique_ptr<StepRunner>> MakeReduceSumStep(const Step& step, const Ex
 Result<std::unique_ptr<StepRunner>> MakeBiasAddStep(const Step& step, const Executable& exe);
 // variable_read: binds a kVariable buffer to the variable's stored value (variable_step.cc).
 Result<std::unique_ptr<StepRunner>> MakeVariableReadStep(const Step& step, const Executable& exe);
+
+using LibraryStepFactory =
+    std::function<Result<std::unique_ptr<StepRunner>>(const Step&, const Executable&)>;
+// Whether a buffer of the step is bf16 or f16.
+bool HasWidenableOperands(const Step& step, const Executable& exe);
+// The step run by its float32 routine `make_f32` on float32 copies of its 16-bit buffers
+// (widened_step.cc): gemm, batch_norm and bias_add on bf16/f16.
+Result<std::unique_ptr<StepRunner>> MakeWidenedStep(const Step& step, const Executable& exe,
+                                                    const LibraryStepFactory& make_f32);
 
 }  // namespace kiln::cpu

@@ -1,0 +1,105 @@
+// A library step over 16-bit floats (bf16, f16) run by its float32 routine: the step's 16-bit
+// input buffers are widened into float32 scratch, the float32 routine runs on them, and its
+// 16-bit outputs are rounded back once (round to nearest even). For routines that have no 16-bit
+// implementation on CPUs without AVX-512 (OpenBLAS gemm, oneDNN batch normalization, bias_add), so
+// that mixed-precision graphs do not fall back to reference kernels. It is correct, not faster
+// than float32: the conversion is extra work (README, "Mixed precision").
+#include "runtime/cpu/library_steps.h"
+
+namespace kiln::cpu {
+namespace {
+
+bool Is16Bit(DType t) { return t == bf16 || t == f16; }
+
+class WidenedStep : public StepRunner {
+ public:
+  // `operands`: the step's buffers (inputs, then outputs) in the original plan; `local` the same
+  // step renumbered over `exe32`'s buffers, which are those operands with 16-bit ones as f32.
+  WidenedStep(std::vector<int> operands, size_t num_inputs, std::unique_ptr<Step> local,
+              std::unique_ptr<Executable> exe32)
+      : operands_(std::move(operands)),
+        num_inputs_(num_inputs),
+        local_(std::move(local)),
+        exe32_(std::move(exe32)) {}
+
+  Status Build(const LibraryStepFactory& make_f32) {
+    KILN_ASSIGN_OR_RETURN(inner_, make_f32(*local_, *exe32_));
+    return OkStatus();
+  }
+
+  Status Run(StepEnv& env) const override {
+    const std::vector<BufferDesc>& buffers = env.executable->buffers;
+    std::vector<std::vector<float>> scratch(operands_.size());
+    StepEnv inner;
+    inner.executable = exe32_.get();
+    inner.variables = env.variables;
+    inner.counters = env.counters;
+    inner.threads = env.threads;
+    for (size_t i = 0; i < operands_.size(); ++i) {
+      const BufferDesc& b = buffers[operands_[i]];
+      void* data = env.data[operands_[i]];
+      if (!Is16Bit(b.type.dtype)) {
+        inner.data.push_back(data);
+        continue;
+      }
+      const int64_t n = b.type.shape.NumElements();
+      scratch[i].resize(n);
+      if (i < num_inputs_) {
+        const auto* bits = static_cast<const uint16_t*>(data);
+        for (int64_t k = 0; k < n; ++k)
+          scratch[i][k] = b.type.dtype == bf16 ? BFloat16ToFloat(bits[k]) : HalfToFloat(bits[k]);
+      }
+      inner.data.push_back(scratch[i].data());
+    }
+    KILN_RETURN_IF_ERROR(inner_->Run(inner));
+    for (size_t i = num_inputs_; i < operands_.size(); ++i) {
+      const BufferDesc& b = buffers[operands_[i]];
+      if (!Is16Bit(b.type.dtype)) continue;
+      auto* bits = static_cast<uint16_t*>(env.data[operands_[i]]);
+      for (size_t k = 0; k < scratch[i].size(); ++k)
+        bits[k] =
+            b.type.dtype == bf16 ? FloatToBFloat16(scratch[i][k]) : FloatToHalf(scratch[i][k]);
+    }
+    return OkStatus();
+  }
+
+ private:
+  std::vector<int> operands_;
+  size_t num_inputs_;
+  std::unique_ptr<Step> local_;
+  std::unique_ptr<Executable> exe32_;
+  std::unique_ptr<StepRunner> inner_;
+};
+
+}  // namespace
+
+bool HasWidenableOperands(const Step& step, const Executable& exe) {
+  for (const std::vector<int>* ids : {&step.inputs, &step.outputs})
+    for (int id : *ids)
+      if (Is16Bit(exe.buffers[id].type.dtype)) return true;
+  return false;
+}
+
+Result<std::unique_ptr<StepRunner>> MakeWidenedStep(const Step& step, const Executable& exe,
+                                                    const LibraryStepFactory& make_f32) {
+  auto exe32 = std::make_unique<Executable>();
+  auto local = std::make_unique<Step>(step);
+  local->inputs.clear();
+  local->outputs.clear();
+  std::vector<int> operands;
+  auto add = [&](int id, std::vector<int>& into) {
+    BufferDesc b = exe.buffers[id];
+    if (Is16Bit(b.type.dtype)) b.type.dtype = f32;
+    into.push_back(static_cast<int>(exe32->buffers.size()));
+    exe32->buffers.push_back(std::move(b));
+    operands.push_back(id);
+  };
+  for (int id : step.inputs) add(id, local->inputs);
+  for (int id : step.outputs) add(id, local->outputs);
+  auto runner = std::make_unique<WidenedStep>(std::move(operands), step.inputs.size(),
+                                              std::move(local), std::move(exe32));
+  KILN_RETURN_IF_ERROR(runner->Build(make_f32));
+  return std::unique_ptr<StepRunner>(std::move(runner));
+}
+
+}  // namespace kiln::cpu
