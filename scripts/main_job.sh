@@ -4,6 +4,8 @@
 #   2. the CLI on that model: inspect, run, draw;
 #   3. train the digits CNN (training graph + seeded 80/20 split, Adam, checkpoint every epoch),
 #      freeze it with the checkpoint, and evaluate the frozen graph on the held-out 20%;
+#   3b. the same training in mixed precision (--precision bf16), evaluated in bf16 (README,
+#      "Mixed precision": within half a point of step 3 is the goal);
 #   4. compile the frozen model ahead of time into out/digits.kmod and run that artifact with
 #      kilnrt (the runtime alone: no compiler), checking it gives bitwise the JIT session's logits,
 #      then with kiln_digits_deploy (a program linking only the runtime, through the C API) on
@@ -33,6 +35,15 @@ $kiln train out/digits_train.kgraph --loss loss --data images=out/train_images.n
   --checkpoint out/digits.kckpt
 $kiln freeze out/digits_train.kgraph --checkpoint out/digits.kckpt --fetch logits -o out/digits_infer.kgraph
 build/models/kiln_digits evaluate out/digits_infer.kgraph out/test_images.npy out/test_labels.npy
+
+step "3b. the same training in mixed precision (bf16), evaluated in bf16"
+$kiln train out/digits_train.kgraph --loss loss --data images=out/train_images.npy \
+  --data labels=out/train_labels.npy --optimizer adam --lr 0.003 --batch 32 --epochs 10 \
+  --checkpoint out/digits_bf16.kckpt --precision bf16
+$kiln freeze out/digits_train.kgraph --checkpoint out/digits_bf16.kckpt --fetch logits \
+  -o out/digits_bf16_infer.kgraph
+build/models/kiln_digits evaluate out/digits_bf16_infer.kgraph out/test_images.npy \
+  out/test_labels.npy bf16
 
 step "4. compile ahead of time, run the artifact with the runtime alone"
 $kiln compile out/digits_infer.kgraph --input images=64x1x8x8 -o out/digits.kmod
