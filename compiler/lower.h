@@ -6,11 +6,13 @@
 // cluster identical to an earlier one (same code, attributes compared exactly) calls its kernel.
 // Library steps (runtime/cpu/library_steps.h): MatMul f32/f64 (bf16/f16 widened) -> gemm
 // (OpenBLAS); Conv2D and its backward ops f32/bf16 (computed in f32), BatchNorm f32 -> oneDNN;
-// Sum/Mean/SumLike f32/f64 -> reduce_sum; BiasAdd f32/f64 -> bias_add; reshape-family ops -> copy;
-// Variable -> variable_read (its buffer is bound to the stored value, kind kVariable); Assign*
-// f32/f64 -> assign. Softmax, LogSoftmax, LayerNorm and Max/Min (and Sum/Mean not taken by
-// reduce_sum) over trailing axes -> one row-reduction kernel each (compiler/reduction_fusion.h).
-// Every other node runs its reference kernel (the compiler's to-do list, shown by `kiln inspect
+// Conv2D f32 absorbs its bias, folded BatchNorm, residual Add and Relu as oneDNN post-ops
+// (compiler/epilogue_fusion.h); Sum/Mean/SumLike f32/f64 -> reduce_sum; BiasAdd f32/f64 ->
+// bias_add; reshape-family ops -> copy; Variable -> variable_read (its buffer is bound to the
+// stored value, kind kVariable); Assign* f32/f64 -> assign. Softmax, LogSoftmax, LayerNorm and
+// Max/Min (and Sum/Mean not taken by reduce_sum) over trailing axes -> one row-reduction kernel
+// each (compiler/reduction_fusion.h). Every other node runs its reference kernel (the compiler's
+// to-do list, shown by `kiln inspect
 // --fusion`). Values known at compile time become constants and run no step. Steps keep the plan's
 // order except where a cluster gathers nodes: units are ordered topologically, earliest node first.
 #pragma once
@@ -18,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/epilogue_fusion.h"
 #include "compiler/fusion.h"
 #include "compiler/kernel_spec.h"
 #include "compiler/static_types.h"
@@ -31,7 +34,9 @@ struct LoweredPlan {
   std::vector<std::string> decisions;  // one line per library call or reference step
 };
 
-Result<LoweredPlan> Lower(const RunPlan& plan, const StaticInfo& info, const FusionPlan& fusion);
+// Nodes that `epilogues` absorbs run no step of their own: their Conv2D's step computes them.
+Result<LoweredPlan> Lower(const RunPlan& plan, const StaticInfo& info, const FusionPlan& fusion,
+                          const EpiloguePlan& epilogues);
 
 // The iteration space of a kernel reduced to the fewest dimensions: adjacent dimensions merge
 // when every input is either full or broadcast in both. Rewrites spec.shape and input shapes.
