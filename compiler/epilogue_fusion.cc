@@ -22,11 +22,9 @@ class EpiloguePlanner {
 
   EpiloguePlan Run() {
     for (const Node* node : plan_.nodes) {
-      if (node->op != "Conv2D" || !IsF32(TensorRef{node->name, 0}) ||
-          info_.values.count(TensorRef{node->name, 0}))
-        continue;
-      ConvEpilogue e;
-      e.conv = node;
+      if (!HasEpilogue(*node)) continue;
+      Epilogue e;
+      e.producer = node;
       e.output = TensorRef{node->name, 0};
       std::string why = Extend(e);
       std::string line = Quote(*node) + ": ";
@@ -36,14 +34,30 @@ class EpiloguePlanner {
       }
       for (size_t i = 0; i < e.absorbed.size(); ++i)
         line += (i ? ", " : "fused ") + Quote(*e.absorbed[i]);
-      out_.decisions.push_back(line + " into its oneDNN call; stopped: " + why);
+      out_.decisions.push_back(line +
+                               (node->op == "Conv2D" ? " into its oneDNN call" : " into its gemm") +
+                               "; stopped: " + why);
       for (const Node* n : e.absorbed) out_.absorbed[n->name] = node->name;
-      out_.by_conv[node->name] = std::move(e);
+      out_.by_producer[node->name] = std::move(e);
     }
     return std::move(out_);
   }
 
  private:
+  // A forward f32 Conv2D, or a MatMul that lowers to one f32/f64 gemm (both operands rank 2).
+  bool HasEpilogue(const Node& node) const {
+    const TensorRef out{node.name, 0};
+    if (info_.values.count(out)) return false;
+    if (node.op == "Conv2D") return IsF32(out);
+    if (node.op != "MatMul") return false;
+    const DType dtype = info_.types.at(out).dtype;
+    return (dtype == f32 || dtype == f64) && info_.types.at(node.inputs[0]).shape.rank() == 2 &&
+           info_.types.at(node.inputs[1]).shape.rank() == 2;
+  }
+  bool IsFloat(const TensorRef& ref, DType dtype) const {
+    auto t = info_.types.find(ref);
+    return t != info_.types.end() && t->second.dtype == dtype;
+  }
   bool IsF32(const TensorRef& ref) const {
     auto t = info_.types.find(ref);
     return t != info_.types.end() && t->second.dtype == f32;
@@ -52,8 +66,8 @@ class EpiloguePlanner {
     auto v = info_.values.find(ref);
     return v == info_.values.end() ? nullptr : &v->second;
   }
-  int64_t Channels(const ConvEpilogue& e) const {
-    return info_.types.at(TensorRef{e.conv->name, 0}).shape[1];
+  int64_t Channels(const Epilogue& e) const {
+    return info_.types.at(TensorRef{e.producer->name, 0}).shape[1];
   }
 
   // The one node that reads `value`, when `value` may disappear into the step; else why not.
@@ -85,19 +99,21 @@ class EpiloguePlanner {
   }
 
   // Folds a known per-channel bias into the epilogue's compile-time bias.
-  void AddKnownBias(ConvEpilogue& e, const std::vector<double>& bias) const {
+  void AddKnownBias(Epilogue& e, const std::vector<double>& bias) const {
     if (!e.folded_bias)
-      e.folded_bias = Tensor::FromDoubles(f32, Shape{Channels(e)}, bias);
+      e.folded_bias = Tensor::FromDoubles(info_.types.at(TensorRef{e.producer->name, 0}).dtype,
+                                          Shape{Channels(e)}, bias);
     else
       for (int64_t c = 0; c < Channels(e); ++c)
         e.folded_bias->SetDouble(c, e.folded_bias->GetDouble(c) + bias[c]);
   }
 
   // BiasAdd on the output: false, with the reason, when it cannot be absorbed.
-  bool TakeBiasAdd(ConvEpilogue& e, const Node& node, std::string* why) const {
+  bool TakeBiasAdd(Epilogue& e, const Node& node, std::string* why) const {
     Result<int64_t> axis =
         OpRegistry::Global().Find(node.op)->WithDefaults(node.attrs).GetInt("axis");
-    if (!axis.ok() || (*axis != 1 && *axis != -3) || !(node.inputs[0] == e.output)) {
+    const int rank = info_.types.at(e.output).shape.rank();
+    if (!axis.ok() || (*axis < 0 ? *axis + rank : *axis) != 1 || !(node.inputs[0] == e.output)) {
       *why = Quote(node) + " is not along the channels";
       return false;
     }
@@ -105,7 +121,8 @@ class EpiloguePlanner {
       std::vector<double> values(Channels(e));
       for (int64_t c = 0; c < Channels(e); ++c) values[c] = b->GetDouble(c);
       AddKnownBias(e, values);
-    } else if (!e.bias && !e.folded_bias && IsF32(node.inputs[1])) {
+    } else if (!e.bias && !e.folded_bias &&
+               IsFloat(node.inputs[1], info_.types.at(e.output).dtype)) {
       e.bias = node.inputs[1];
     } else {
       *why = Quote(node) + " would be a second bias, not known at compile time";
@@ -115,12 +132,12 @@ class EpiloguePlanner {
   }
 
   // BatchNorm in inference mode folded into known weights (see the header for the arithmetic).
-  bool TakeBatchNorm(ConvEpilogue& e, const Node& node, std::string* why) const {
+  bool TakeBatchNorm(Epilogue& e, const Node& node, std::string* why) const {
     Result<bool> training =
         OpRegistry::Global().Find(node.op)->WithDefaults(node.attrs).GetBool("training");
     Result<double> epsilon =
         OpRegistry::Global().Find(node.op)->WithDefaults(node.attrs).GetFloat("epsilon");
-    const Tensor* w = e.folded_weights ? &*e.folded_weights : Known(e.conv->inputs[1]);
+    const Tensor* w = e.folded_weights ? &*e.folded_weights : Known(e.producer->inputs[1]);
     std::vector<const Tensor*> stats;
     for (size_t i = 1; i < node.inputs.size(); ++i) stats.push_back(Known(node.inputs[i]));
     if (!training.ok() || *training || !epsilon.ok()) {
@@ -149,33 +166,38 @@ class EpiloguePlanner {
   }
 
   // Walks the chain after the convolution; returns why it stopped.
-  std::string Extend(ConvEpilogue& e) const {
+  std::string Extend(Epilogue& e) const {
     bool bias_stage = true;
+    const bool conv = e.producer->op == "Conv2D";
+    const DType dtype = info_.types.at(e.output).dtype;
     std::string why;
     while (true) {
       const Node* next = SoleReader(e.output, &why);
       if (!next) return why;
+      if (auto owner = out_.absorbed.find(next->name); owner != out_.absorbed.end())
+        return Quote(*next) + " is fused into '" + owner->second + "' already";
       bool taken = false;
       if (next->op == "BiasAdd" && bias_stage) {
         taken = TakeBiasAdd(e, *next, &why);
-      } else if (next->op == "BatchNorm" && bias_stage) {
+      } else if (next->op == "BatchNorm" && bias_stage && conv) {
         taken = TakeBatchNorm(e, *next, &why);
-      } else if (next->op == "Add" && e.post_ops.empty() && next->inputs.size() == 2) {
+      } else if (next->op == "Add" && e.post_ops.empty() && next->inputs.size() == 2 && conv) {
         const TensorRef& other = next->inputs[0] == e.output ? next->inputs[1] : next->inputs[0];
         if (other == e.output || !(info_.types.at(other) == info_.types.at(e.output)) ||
             !(info_.types.at(TensorRef{next->name, 0}) == info_.types.at(e.output))) {
           why = Quote(*next) + " adds a tensor of another type or shape";
         } else {
           e.residual = other;
-          e.post_ops.push_back(ConvPostOp::kSum);
+          e.post_ops.push_back(PostOp::kSum);
           taken = true;
         }
-      } else if (next->op == "Relu" && IsF32(TensorRef{next->name, 0})) {
-        e.post_ops.push_back(ConvPostOp::kRelu);
+      } else if (next->op == "Relu" && IsFloat(TensorRef{next->name, 0}, dtype)) {
+        e.post_ops.push_back(PostOp::kRelu);
         taken = true;
       } else {
         why = e.output.ToString() + " is read by " + Quote(*next) +
-              ", not a bias, folded BatchNorm, residual Add or Relu";
+              (conv ? ", not a bias, folded BatchNorm, residual Add or Relu"
+                    : ", not a bias or Relu");
       }
       if (!taken) return why;
       bias_stage &= next->op == "BiasAdd" || next->op == "BatchNorm";

@@ -379,23 +379,23 @@ class Lowering {
     return static_cast<int>(exe.buffers.size()) - 1;
   }
 
-  // A Conv2D with its epilogue (compiler/epilogue_fusion.h): inputs x, w, [bias], [residual];
-  // the output of the chain's last node.
-  Status LowerConvEpilogue(const ConvEpilogue& e, Step& step) {
+  // A Conv2D or MatMul with its epilogue (compiler/epilogue_fusion.h): inputs x, w, [bias],
+  // [residual]; the output of the chain's last node.
+  Status LowerEpilogue(const Epilogue& e, Step& step) {
     step.attrs.Set("bias", static_cast<int64_t>(e.bias || e.folded_bias));
     std::vector<int64_t> post_ops;
-    for (ConvPostOp op : e.post_ops) post_ops.push_back(static_cast<int64_t>(op));
+    for (PostOp op : e.post_ops) post_ops.push_back(static_cast<int64_t>(op));
     step.attrs.Set("post_ops", post_ops);
-    KILN_ASSIGN_OR_RETURN(int x, BufferFor(e.conv->inputs[0]));
+    KILN_ASSIGN_OR_RETURN(int x, BufferFor(e.producer->inputs[0]));
     step.inputs.push_back(x);
     if (e.folded_weights) {
-      step.inputs.push_back(NewConstant(*e.folded_weights, e.conv->name + ":folded_weights"));
+      step.inputs.push_back(NewConstant(*e.folded_weights, e.producer->name + ":folded_weights"));
     } else {
-      KILN_ASSIGN_OR_RETURN(int w, BufferFor(e.conv->inputs[1]));
+      KILN_ASSIGN_OR_RETURN(int w, BufferFor(e.producer->inputs[1]));
       step.inputs.push_back(w);
     }
     if (e.folded_bias) {
-      step.inputs.push_back(NewConstant(*e.folded_bias, e.conv->name + ":folded_bias"));
+      step.inputs.push_back(NewConstant(*e.folded_bias, e.producer->name + ":folded_bias"));
     } else if (e.bias) {
       KILN_ASSIGN_OR_RETURN(int b, BufferFor(*e.bias));
       step.inputs.push_back(b);
@@ -418,6 +418,11 @@ class Lowering {
     if (node.op == "MatMul") {
       KILN_ASSIGN_OR_RETURN(bool library, LowerMatMul(node, step));
       if (!library) step.attrs = AttrMap();
+      if (auto e = epilogues_.by_producer.find(node.name); e != epilogues_.by_producer.end()) {
+        if (!library)
+          return MakeError(ErrorCode::kInternal, "MatMul '", node.name, "': epilogue, no gemm");
+        return LowerEpilogue(e->second, step);
+      }
     } else if (node.op == "BatchNorm" && IsF32BatchNorm(node)) {
       step.kind = Step::Kind::kLibrary;
       step.callee = "batch_norm";
@@ -453,8 +458,8 @@ class Lowering {
       step.kind = Step::Kind::kLibrary;
       step.callee = conv->second;
       step.attrs = OpRegistry::Global().Find(node.op)->WithDefaults(node.attrs);
-      if (auto e = epilogues_.by_conv.find(node.name); e != epilogues_.by_conv.end())
-        return LowerConvEpilogue(e->second, step);
+      if (auto e = epilogues_.by_producer.find(node.name); e != epilogues_.by_producer.end())
+        return LowerEpilogue(e->second, step);
     }
     std::string why = "no lowering yet";
     if (step.kind == Step::Kind::kReference && HasRowReductionLowering(node.op)) {

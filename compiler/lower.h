@@ -6,13 +6,13 @@
 // cluster identical to an earlier one (same code, attributes compared exactly) calls its kernel.
 // Library steps (runtime/cpu/library_steps.h): MatMul f32/f64 (bf16/f16 widened) -> gemm
 // (OpenBLAS); Conv2D and its backward ops f32/bf16 (computed in f32), BatchNorm f32 -> oneDNN;
-// Conv2D f32 absorbs its bias, folded BatchNorm, residual Add and Relu as oneDNN post-ops
-// (compiler/epilogue_fusion.h); Sum/Mean/SumLike f32/f64 -> reduce_sum; BiasAdd f32/f64 ->
-// bias_add; reshape-family ops -> copy; Variable -> variable_read (its buffer is bound to the
-// stored value, kind kVariable); Assign* f32/f64 -> assign. Softmax, LogSoftmax, LayerNorm and
-// Max/Min (and Sum/Mean not taken by reduce_sum) over trailing axes -> one row-reduction kernel
-// each (compiler/reduction_fusion.h). Every other node runs its reference kernel (the compiler's
-// to-do list, shown by `kiln inspect
+// Conv2D f32 absorbs its bias, folded BatchNorm, residual Add and Relu as oneDNN post-ops, and a
+// rank-2 MatMul its bias and Relu (compiler/epilogue_fusion.h); Sum/Mean/SumLike f32/f64 ->
+// reduce_sum; BiasAdd f32/f64 -> bias_add; reshape-family ops -> copy; Variable -> variable_read
+// (its buffer is bound to the stored value, kind kVariable); Assign* f32/f64 -> assign. Softmax,
+// LogSoftmax, LayerNorm and Max/Min (and Sum/Mean not taken by reduce_sum) over trailing axes ->
+// one row-reduction kernel each (compiler/reduction_fusion.h). Every other node runs its reference
+// kernel (the compiler's to-do list, shown by `kiln inspect
 // --fusion`). Values known at compile time become constants and run no step. Steps keep the plan's
 // order except where a cluster gathers nodes: units are ordered topologically, earliest node first.
 #pragma once
@@ -34,7 +34,8 @@ struct LoweredPlan {
   std::vector<std::string> decisions;  // one line per library call or reference step
 };
 
-// Nodes that `epilogues` absorbs run no step of their own: their Conv2D's step computes them.
+// Nodes that `epilogues` absorbs run no step of their own: the step of their Conv2D or MatMul
+// computes them.
 Result<LoweredPlan> Lower(const RunPlan& plan, const StaticInfo& info, const FusionPlan& fusion,
                           const EpiloguePlan& epilogues);
 
