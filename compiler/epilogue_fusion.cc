@@ -133,10 +133,9 @@ class EpiloguePlanner {
 
   // BatchNorm in inference mode folded into known weights (see the header for the arithmetic).
   bool TakeBatchNorm(Epilogue& e, const Node& node, std::string* why) const {
-    Result<bool> training =
-        OpRegistry::Global().Find(node.op)->WithDefaults(node.attrs).GetBool("training");
-    Result<double> epsilon =
-        OpRegistry::Global().Find(node.op)->WithDefaults(node.attrs).GetFloat("epsilon");
+    const AttrMap attrs = OpRegistry::Global().Find(node.op)->WithDefaults(node.attrs);
+    Result<bool> training = attrs.GetBool("training");
+    Result<double> epsilon = attrs.GetFloat("epsilon");
     const Tensor* w = e.folded_weights ? &*e.folded_weights : Known(e.producer->inputs[1]);
     std::vector<const Tensor*> stats;
     for (size_t i = 1; i < node.inputs.size(); ++i) stats.push_back(Known(node.inputs[i]));
