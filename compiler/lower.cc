@@ -55,10 +55,12 @@ struct Unit {
 
 class Lowering {
  public:
-  Lowering(const RunPlan& plan, const StaticInfo& info, const FusionPlan& fusion)
-      : plan_(plan), info_(info), fusion_(fusion) {}
+  Lowering(const RunPlan& plan, const StaticInfo& info, const FusionPlan& fusion,
+           const EpiloguePlan& epilogues)
+      : plan_(plan), info_(info), fusion_(fusion), epilogues_(epilogues) {}
 
   Result<LoweredPlan> Run() {
+    out_.decisions = epilogues_.decisions;
     KILN_ASSIGN_OR_RETURN(std::vector<Unit> order, OrderUnits());
     for (const Unit& unit : order) {
       if (unit.cluster >= 0)
@@ -96,6 +98,10 @@ class Lowering {
       const Node* node = plan_.nodes[i];
       position[node->name] = static_cast<int>(i);
       if (Skipped(*node)) continue;
+      if (auto conv = epilogues_.absorbed.find(node->name); conv != epilogues_.absorbed.end()) {
+        unit_of_[node->name] = unit_of_.at(conv->second);  // computed by the convolution's step
+        continue;
+      }
       int c = ClusterOf(node->name);
       int u;
       if (c >= 0 && unit_of_cluster.count(c)) {
@@ -362,6 +368,50 @@ class Lowering {
     return true;
   }
 
+  // A buffer for a tensor computed at compile time that no node of the plan produces.
+  int NewConstant(Tensor value, const std::string& name) {
+    Executable& exe = out_.executable;
+    BufferDesc b;
+    b.kind = BufferDesc::Kind::kConstant;
+    b.type = TensorType{value.dtype(), value.shape()};
+    b.tensor = name;
+    b.index = static_cast<int>(exe.constants.size());
+    exe.constants.push_back(std::move(value));
+    exe.buffers.push_back(std::move(b));
+    return static_cast<int>(exe.buffers.size()) - 1;
+  }
+
+  // A Conv2D or MatMul with its epilogue (compiler/epilogue_fusion.h): inputs x, w, [bias],
+  // [residual]; the output of the chain's last node.
+  Status LowerEpilogue(const Epilogue& e, Step& step) {
+    step.attrs.Set("bias", static_cast<int64_t>(e.bias || e.folded_bias));
+    std::vector<int64_t> post_ops;
+    for (PostOp op : e.post_ops) post_ops.push_back(static_cast<int64_t>(op));
+    step.attrs.Set("post_ops", post_ops);
+    KILN_ASSIGN_OR_RETURN(int x, BufferFor(e.producer->inputs[0]));
+    step.inputs.push_back(x);
+    if (e.folded_weights) {
+      step.inputs.push_back(NewConstant(*e.folded_weights, e.producer->name + ":folded_weights"));
+    } else {
+      KILN_ASSIGN_OR_RETURN(int w, BufferFor(e.producer->inputs[1]));
+      step.inputs.push_back(w);
+    }
+    if (e.folded_bias) {
+      step.inputs.push_back(NewConstant(*e.folded_bias, e.producer->name + ":folded_bias"));
+    } else if (e.bias) {
+      KILN_ASSIGN_OR_RETURN(int b, BufferFor(*e.bias));
+      step.inputs.push_back(b);
+    }
+    if (e.residual) {
+      KILN_ASSIGN_OR_RETURN(int r, BufferFor(*e.residual));
+      step.inputs.push_back(r);
+    }
+    KILN_ASSIGN_OR_RETURN(int y, BufferFor(e.output));
+    step.outputs.push_back(y);
+    out_.executable.steps.push_back(std::move(step));
+    return OkStatus();
+  }
+
   Status LowerNode(const Node& node) {
     Step step;
     step.node = node;
@@ -370,6 +420,11 @@ class Lowering {
     if (node.op == "MatMul") {
       KILN_ASSIGN_OR_RETURN(bool library, LowerMatMul(node, step));
       if (!library) step.attrs = AttrMap();
+      if (auto e = epilogues_.by_producer.find(node.name); e != epilogues_.by_producer.end()) {
+        if (!library)
+          return MakeError(ErrorCode::kInternal, "MatMul '", node.name, "': epilogue, no gemm");
+        return LowerEpilogue(e->second, step);
+      }
     } else if (node.op == "BatchNorm" && IsFloatBatchNorm(node)) {
       step.kind = Step::Kind::kLibrary;
       step.callee = "batch_norm";
@@ -405,6 +460,8 @@ class Lowering {
       step.kind = Step::Kind::kLibrary;
       step.callee = conv->second;
       step.attrs = OpRegistry::Global().Find(node.op)->WithDefaults(node.attrs);
+      if (auto e = epilogues_.by_producer.find(node.name); e != epilogues_.by_producer.end())
+        return LowerEpilogue(e->second, step);
     }
     std::string why = "no lowering yet";
     if (step.kind == Step::Kind::kReference && HasRowReductionLowering(node.op)) {
@@ -432,6 +489,7 @@ class Lowering {
   const RunPlan& plan_;
   const StaticInfo& info_;
   const FusionPlan& fusion_;
+  const EpiloguePlan& epilogues_;
   std::map<std::string, int> unit_of_;
   std::set<TensorRef> used_outside_;
   std::map<TensorRef, int> buffer_of_;
@@ -441,8 +499,9 @@ class Lowering {
 
 }  // namespace
 
-Result<LoweredPlan> Lower(const RunPlan& plan, const StaticInfo& info, const FusionPlan& fusion) {
-  return Lowering(plan, info, fusion).Run();
+Result<LoweredPlan> Lower(const RunPlan& plan, const StaticInfo& info, const FusionPlan& fusion,
+                          const EpiloguePlan& epilogues) {
+  return Lowering(plan, info, fusion, epilogues).Run();
 }
 
 void CollapseDimensions(KernelSpec& spec) {

@@ -8,8 +8,10 @@ Result<PlannedExecutable> PlanExecutable(const RunPlan& plan, const PlanOptions&
   PlannedExecutable out;
   KILN_ASSIGN_OR_RETURN(out.info, ResolveStaticTypes(plan));
   const StaticInfo& info = out.info;
+  out.epilogues = PlanEpilogues(plan, info);
   auto fusible = [&](const Node& node) {
     if (!options.can_emit || node.output_types.size() != 1) return false;
+    if (out.epilogues.absorbed.count(node.name)) return false;  // a convolution computes it
     const OpDef* def = OpRegistry::Global().Find(node.op);
     TensorRef result{node.name, 0};
     if (!def || def->stateful || info.values.count(result)) return false;
@@ -21,7 +23,7 @@ Result<PlannedExecutable> PlanExecutable(const RunPlan& plan, const PlanOptions&
     return options.can_emit(node.op, inputs, info.types.at(result).dtype);
   };
   out.fusion = FuseElementwise(plan, info, fusible);
-  KILN_ASSIGN_OR_RETURN(out.lowered, Lower(plan, info, out.fusion));
+  KILN_ASSIGN_OR_RETURN(out.lowered, Lower(plan, info, out.fusion, out.epilogues));
   out.memory = AssignBuffers(out.lowered.executable);
   return out;
 }

@@ -1,6 +1,6 @@
 // The compiler's pipeline from a RunPlan to an Executable, without generating code: static types
-// (and compile-time values), elementwise fusion, lowering to steps, buffer assignment. The JIT
-// (cpu_compiler.h) and `kiln inspect` both start here.
+// (and compile-time values), epilogue fusion into convolutions, elementwise fusion, lowering to
+// steps, buffer assignment. The JIT (cpu_compiler.h) and `kiln inspect` both start here.
 #pragma once
 
 #include <functional>
@@ -23,6 +23,7 @@ struct PlanOptions {
 
 struct PlannedExecutable {
   StaticInfo info;
+  EpiloguePlan epilogues;
   FusionPlan fusion;
   LoweredPlan lowered;  // lowered.executable has its offsets assigned
   MemoryStats memory;

@@ -78,26 +78,34 @@ int PrintPlanReport(const Command& cmd, const Graph& graph, const Flags& flags) 
     for (const std::string& d : planned->fusion.decisions) std::printf("  %s\n", d.c_str());
     for (const std::string& d : planned->lowered.decisions) std::printf("  %s\n", d.c_str());
     // One kernel per op: every node that computes something at run time, reading its inputs and
-    // writing its outputs.
+    // writing its outputs. Variables compute nothing (their buffers are bound to the stored
+    // values), so neither side counts them.
     int per_op = 0;
     int64_t per_op_bytes = 0, fused_bytes = 0;
     for (const Node* node : plan->nodes) {
       bool runs = false;
       for (size_t i = 0; i < node->output_types.size(); ++i)
         runs |= !planned->info.values.count(TensorRef{node->name, static_cast<int>(i)});
-      if (!runs) continue;
+      if (!runs || node->op == "Variable") continue;
       ++per_op;
       for (const TensorRef& in : node->inputs) per_op_bytes += Bytes(planned->info.types.at(in));
       for (size_t i = 0; i < node->output_types.size(); ++i)
         per_op_bytes += Bytes(planned->info.types.at(TensorRef{node->name, static_cast<int>(i)}));
     }
+    int variables = 0;
     for (const Step& step : exe.steps) {
+      if (step.kind == Step::Kind::kLibrary && step.callee == "variable_read") {
+        ++variables;
+        continue;
+      }
       for (int id : step.inputs) fused_bytes += exe.buffers[id].bytes();
       for (int id : step.outputs) fused_bytes += exe.buffers[id].bytes();
     }
     std::printf("\nsteps: %zu (generated kernels %d, library calls %d, reference kernels %d)\n",
-                exe.steps.size(), exe.CountSteps(Step::Kind::kKernel),
-                exe.CountSteps(Step::Kind::kLibrary), exe.CountSteps(Step::Kind::kReference));
+                exe.steps.size() - variables, exe.CountSteps(Step::Kind::kKernel),
+                exe.CountSteps(Step::Kind::kLibrary) - variables,
+                exe.CountSteps(Step::Kind::kReference));
+    std::printf("variables bound: %d (bindings, not counted as steps)\n", variables);
     std::printf("one kernel per op: %d steps\n", per_op);
     std::printf("bytes moved: %.3f MB (one kernel per op: %.3f MB)\n", fused_bytes / 1e6,
                 per_op_bytes / 1e6);

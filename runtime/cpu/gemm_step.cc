@@ -3,7 +3,13 @@
 // Parameters (attrs, all ints): m n k, trans_a trans_b (0/1), batch, stride_a stride_b (elements
 // between consecutive matrices of a batch; 0 repeats the same matrix). Inputs a, b; output c,
 // row-major [batch, m, n]. Leading dimensions follow from the shapes and transposes.
+// An epilogue the compiler fused (compiler/epilogue_fusion.h; f32/f64, batch 1): attribute "bias"
+// (1: inputs[2] holds n values added to every row: c is filled with them and the multiply runs
+// with beta = 1) and "post_ops" (only 2, relu: applied to c after the multiply).
 #include <cblas.h>
+
+#include <algorithm>
+#include <vector>
 
 #include "runtime/cpu/library_steps.h"
 
@@ -13,22 +19,28 @@ namespace {
 struct GemmParams {
   int64_t m, n, k, batch, stride_a, stride_b;
   bool trans_a, trans_b;
+  bool bias = false, relu = false;
 };
 
 template <typename T>
-void Gemm(const GemmParams& p, const T* a, const T* b, T* c) {
+void Gemm(const GemmParams& p, const T* a, const T* b, T* c, const T* bias = nullptr) {
   const CBLAS_TRANSPOSE ta = p.trans_a ? CblasTrans : CblasNoTrans;
   const CBLAS_TRANSPOSE tb = p.trans_b ? CblasTrans : CblasNoTrans;
   const int64_t lda = p.trans_a ? p.m : p.k, ldb = p.trans_b ? p.k : p.n;
+  const T beta = bias ? T(1) : T(0);
+  if (bias)
+    for (int64_t r = 0; r < p.batch * p.m; ++r) std::copy(bias, bias + p.n, c + r * p.n);
   for (int64_t i = 0; i < p.batch; ++i) {
     const T* ai = a + i * p.stride_a;
     const T* bi = b + i * p.stride_b;
     T* ci = c + i * p.m * p.n;
     if constexpr (std::is_same_v<T, float>)
-      cblas_sgemm(CblasRowMajor, ta, tb, p.m, p.n, p.k, 1.0f, ai, lda, bi, ldb, 0.0f, ci, p.n);
+      cblas_sgemm(CblasRowMajor, ta, tb, p.m, p.n, p.k, 1.0f, ai, lda, bi, ldb, beta, ci, p.n);
     else
-      cblas_dgemm(CblasRowMajor, ta, tb, p.m, p.n, p.k, 1.0, ai, lda, bi, ldb, 0.0, ci, p.n);
+      cblas_dgemm(CblasRowMajor, ta, tb, p.m, p.n, p.k, 1.0, ai, lda, bi, ldb, beta, ci, p.n);
   }
+  if (p.relu)
+    for (int64_t i = 0; i < p.batch * p.m * p.n; ++i) c[i] = c[i] > T(0) ? c[i] : T(0);
 }
 
 class GemmStep : public StepRunner {
@@ -41,16 +53,21 @@ class GemmStep : public StepRunner {
     void* a = env.data[step_.inputs[0]];
     void* b = env.data[step_.inputs[1]];
     void* c = env.data[step_.outputs[0]];
-    if (dtype_ == f32)
+    if (dtype_ == f32) {
       Gemm(params_, static_cast<const float*>(a), static_cast<const float*>(b),
-           static_cast<float*>(c));
-    else
+           static_cast<float*>(c), static_cast<const float*>(Bias(env)));
+    } else {
       Gemm(params_, static_cast<const double*>(a), static_cast<const double*>(b),
-           static_cast<double*>(c));
+           static_cast<double*>(c), static_cast<const double*>(Bias(env)));
+    }
     return OkStatus();
   }
 
  private:
+  const void* Bias(StepEnv& env) const {
+    return params_.bias ? env.data[step_.inputs[2]] : nullptr;
+  }
+
   const Step& step_;
   GemmParams params_;
   DType dtype_;
@@ -70,8 +87,17 @@ Result<std::unique_ptr<StepRunner>> MakeGemmStep(const Step& step, const Executa
   KILN_ASSIGN_OR_RETURN(int64_t tb, step.attrs.GetInt("trans_b"));
   p.trans_a = ta != 0;
   p.trans_b = tb != 0;
-  if (step.inputs.size() != 2 || step.outputs.size() != 1)
-    return MakeError(ErrorCode::kInternal, "gemm takes 2 inputs and 1 output");
+  if (step.attrs.Has("post_ops")) {
+    KILN_ASSIGN_OR_RETURN(int64_t bias, step.attrs.GetInt("bias"));
+    KILN_ASSIGN_OR_RETURN(std::vector<int64_t> post_ops, step.attrs.GetInts("post_ops"));
+    p.bias = bias != 0;
+    for (int64_t op : post_ops) {
+      if (op != 2) return MakeError(ErrorCode::kInternal, "gemm: unknown post-op ", op);
+      p.relu = true;
+    }
+  }
+  if (step.inputs.size() != 2u + p.bias || step.outputs.size() != 1)
+    return MakeError(ErrorCode::kInternal, "gemm takes ", 2 + p.bias, " inputs and 1 output");
   const BufferDesc& a = exe.buffers[step.inputs[0]];
   const BufferDesc& b = exe.buffers[step.inputs[1]];
   const BufferDesc& c = exe.buffers[step.outputs[0]];
@@ -79,6 +105,9 @@ Result<std::unique_ptr<StepRunner>> MakeGemmStep(const Step& step, const Executa
   if ((dtype != f32 && dtype != f64) || a.type.dtype != dtype || b.type.dtype != dtype)
     return MakeError(ErrorCode::kInternal, "gemm supports f32 and f64, got ", a.type.ToString(),
                      " x ", b.type.ToString(), " -> ", c.type.ToString());
+  if (p.bias && !(exe.buffers[step.inputs[2]].type == TensorType{dtype, Shape{p.n}}))
+    return MakeError(ErrorCode::kInternal, "gemm: the bias must be ", DTypeName(dtype), "[", p.n,
+                     "], got ", exe.buffers[step.inputs[2]].type.ToString());
   // Every matrix the loop touches must lie inside its buffer.
   auto last = [&](int64_t stride, int64_t size) { return (p.batch - 1) * stride + size; };
   if (p.m < 1 || p.n < 1 || p.k < 0 || p.batch < 1 || p.stride_a < 0 || p.stride_b < 0 ||

@@ -6,6 +6,11 @@
 // operands are reordered into them and results back in every run, using scratch memory allocated
 // at load. (Keeping activations blocked between consecutive convolutions is the layout pass's job,
 // not done yet.) Attributes: strides, pads [top, left, bottom, right], dilations, groups.
+//
+// A "conv2d" step may carry the epilogue the compiler fused into it (compiler/epilogue_fusion.h):
+// attribute "bias" (1: inputs[2] is a bias f32[C]) and "post_ops" (1: sum, whose operand is the
+// next input, a tensor of the output's type; 2: relu), applied in order as oneDNN post-ops. The
+// sum post-op accumulates into dst, so the residual is reordered into dst before the primitive.
 #include <omp.h>
 
 #include <dnnl.hpp>
@@ -33,10 +38,20 @@ struct Operand {
   mutable memory scratch;  // dnnl::reorder::execute takes non-const memory
 };
 
+// The sum post-op's operand: copied (reordered) into the primitive's dst before it runs.
+struct Residual {
+  int buffer = -1;
+  memory::desc plain;
+  dnnl::reorder to_dst;
+};
+
 class ConvStep : public StepRunner {
  public:
-  ConvStep(dnnl::primitive primitive, std::vector<Operand> operands)
-      : primitive_(std::move(primitive)), operands_(std::move(operands)) {}
+  ConvStep(dnnl::primitive primitive, std::vector<Operand> operands,
+           std::optional<Residual> residual)
+      : primitive_(std::move(primitive)),
+        operands_(std::move(operands)),
+        residual_(std::move(residual)) {}
 
   Status Run(StepEnv& env) const override {
     omp_set_num_threads(env.threads);
@@ -54,6 +69,10 @@ class ConvStep : public StepRunner {
         args[op.arg] = op.scratch;
         if (op.output) outputs.push_back({&op, user});
       }
+      if (residual_) {
+        memory r(residual_->plain, OnednnEngine(), env.data[residual_->buffer]);
+        residual_->to_dst.execute(stream, r, args[DNNL_ARG_DST]);
+      }
       primitive_.execute(stream, args);
       for (auto& [op, user] : outputs) op->to_plain->execute(stream, op->scratch, user);
       stream.wait();
@@ -66,7 +85,40 @@ class ConvStep : public StepRunner {
  private:
   dnnl::primitive primitive_;
   std::vector<Operand> operands_;
+  std::optional<Residual> residual_;
 };
+
+// The forward epilogue of a "conv2d" step: whether it has a bias, and its post-ops.
+struct Epilogue {
+  bool bias = false;
+  bool residual = false;
+  dnnl::primitive_attr attr;
+};
+
+Result<Epilogue> ReadEpilogue(const Step& step) {
+  Epilogue e;
+  if (step.callee != "conv2d" || !step.attrs.Has("post_ops")) return e;
+  KILN_ASSIGN_OR_RETURN(int64_t bias, step.attrs.GetInt("bias"));
+  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> post_ops, step.attrs.GetInts("post_ops"));
+  e.bias = bias != 0;
+  dnnl::post_ops ops;
+  for (size_t i = 0; i < post_ops.size(); ++i) {
+    if (post_ops[i] == 1 && i == 0) {
+      e.residual = true;
+      ops.append_sum(1.f);
+    } else if (post_ops[i] == 2) {
+      ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+    } else {
+      return MakeError(ErrorCode::kInternal, "conv2d: unknown post-op ", post_ops[i]);
+    }
+  }
+  e.attr.set_post_ops(ops);
+  const size_t inputs = 2 + e.bias + e.residual;
+  if (step.inputs.size() != inputs)
+    return MakeError(ErrorCode::kInternal, "conv2d: its epilogue needs ", inputs,
+                     " inputs, the step has ", step.inputs.size());
+  return e;
+}
 
 void Prepare(Operand& op, const memory::desc& inner) {
   op.inner = inner;
@@ -81,7 +133,8 @@ void Prepare(Operand& op, const memory::desc& inner) {
 Result<std::unique_ptr<StepRunner>> MakeConv(const Step& step, const Executable& exe,
                                              ConvKind kind) {
   if (step.inputs.size() < 2 || step.outputs.size() != 1)
-    return MakeError(ErrorCode::kInternal, step.callee, " takes 2-3 inputs and 1 output");
+    return MakeError(ErrorCode::kInternal, step.callee, " takes 2-4 inputs and 1 output");
+  KILN_ASSIGN_OR_RETURN(Epilogue epilogue, ReadEpilogue(step));
   KILN_ASSIGN_OR_RETURN(std::vector<int64_t> strides, step.attrs.GetInts("strides"));
   KILN_ASSIGN_OR_RETURN(std::vector<int64_t> pads, step.attrs.GetInts("pads"));
   KILN_ASSIGN_OR_RETURN(std::vector<int64_t> dilations, step.attrs.GetInts("dilations"));
@@ -126,19 +179,39 @@ Result<std::unique_ptr<StepRunner>> MakeConv(const Step& step, const Executable&
   Operand x{x_id, 0, kind == ConvKind::kBackwardInput, plain(OnednnDims(xs), Tag::nchw)};
   Operand w{w_id, 0, kind == ConvKind::kBackwardFilter, plain(w_dims, w_tag)};
   Operand y{y_id, 0, kind == ConvKind::kForward, plain(OnednnDims(ys), Tag::nchw)};
+  const memory::dims c_dims = {ys[1]};
+  Operand b{epilogue.bias ? step.inputs[2] : -1, DNNL_ARG_BIAS, false, plain(c_dims, Tag::x)};
+  if (epilogue.bias && !(exe.buffers[b.buffer].type == TensorType{dtype, Shape{ys[1]}}))
+    return MakeError(ErrorCode::kInternal, "conv2d: the bias must be ", DTypeName(dtype), "[",
+                     ys[1], "], got ", exe.buffers[b.buffer].type.ToString());
+  std::optional<Residual> residual;
+  if (epilogue.residual) {
+    const int r_id = step.inputs.back();
+    if (!(exe.buffers[r_id].type == exe.buffers[y_id].type))
+      return MakeError(ErrorCode::kInternal, "conv2d: the residual must be ",
+                       exe.buffers[y_id].type.ToString(), ", got ",
+                       exe.buffers[r_id].type.ToString());
+    residual = Residual{r_id, y.plain, {}};
+  }
   try {
     const auto algo = dnnl::algorithm::convolution_direct;
+    const auto prop = kind == ConvKind::kForward ? dnnl::prop_kind::forward_inference
+                                                 : dnnl::prop_kind::forward_training;
     dnnl::convolution_forward::primitive_desc forward(
-        dnnl::convolution_forward::desc(kind == ConvKind::kForward
-                                            ? dnnl::prop_kind::forward_inference
-                                            : dnnl::prop_kind::forward_training,
-                                        algo, x_any, w_any, y_any, s, d, pl, pr),
-        OnednnEngine());
+        epilogue.bias
+            ? dnnl::convolution_forward::desc(prop, algo, x_any, w_any, f32_desc(c_dims, Tag::x),
+                                              y_any, s, d, pl, pr)
+            : dnnl::convolution_forward::desc(prop, algo, x_any, w_any, y_any, s, d, pl, pr),
+        epilogue.attr, OnednnEngine());
     dnnl::primitive primitive;
     if (kind == ConvKind::kForward) {
       x.arg = DNNL_ARG_SRC, w.arg = DNNL_ARG_WEIGHTS, y.arg = DNNL_ARG_DST;
       Prepare(x, forward.src_desc()), Prepare(w, forward.weights_desc());
       Prepare(y, forward.dst_desc());
+      if (epilogue.bias) Prepare(b, forward.bias_desc());
+      if (residual)
+        residual->to_dst = dnnl::reorder(memory(residual->plain, OnednnEngine(), nullptr),
+                                         memory(forward.dst_desc(), OnednnEngine(), nullptr));
       primitive = dnnl::convolution_forward(forward);
     } else if (kind == ConvKind::kBackwardInput) {
       dnnl::convolution_backward_data::primitive_desc pd(
@@ -159,11 +232,12 @@ Result<std::unique_ptr<StepRunner>> MakeConv(const Step& step, const Executable&
     }
     // Inputs first: their reorders run before the primitive.
     std::vector<Operand> operands;
-    for (Operand* op : {&x, &w, &y})
-      if (!op->output) operands.push_back(*op);
+    for (Operand* op : {&x, &w, &b, &y})
+      if (!op->output && op->buffer >= 0) operands.push_back(*op);
     for (Operand* op : {&x, &w, &y})
       if (op->output) operands.push_back(*op);
-    return std::unique_ptr<StepRunner>(new ConvStep(std::move(primitive), std::move(operands)));
+    return std::unique_ptr<StepRunner>(
+        new ConvStep(std::move(primitive), std::move(operands), std::move(residual)));
   } catch (const dnnl::error& e) {
     return MakeError(ErrorCode::kInternal, step.callee, " ", xs.ToString(), " * ", ws.ToString(),
                      " -> ", ys.ToString(), ": oneDNN refused it: ", e.what());

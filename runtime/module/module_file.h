@@ -21,7 +21,9 @@
 
 namespace kiln {
 
-inline constexpr int kModuleFormatVersion = 1;
+// 2: conv2d and gemm steps may carry fused epilogues (attributes "bias", "post_ops"), which a
+// version-1 runtime would ignore; it refuses version-2 modules instead.
+inline constexpr int kModuleFormatVersion = 2;
 inline constexpr int64_t kMaxModuleBytes = int64_t{16} << 30;
 
 struct ModuleTensorSpec {

@@ -1,6 +1,8 @@
 // The compiled cpu backend end to end: fusion decisions, buffer reuse, library calls, plans that
 // cannot be static, and training steps, each against the reference executor.
 #include <catch2/catch.hpp>
+#include <cmath>
+#include <functional>
 
 #include "compiler/buffer_assignment.h"
 #include "compiler/codegen/emit_mlir.h"
@@ -14,6 +16,7 @@
 #include "ir/ops/nn.h"
 #include "ir/ops/reduce.h"
 #include "models/digits_cnn.h"
+#include "passes/autodiff.h"
 #include "passes/optim.h"
 #include "runtime/cpu/cpu_executor.h"
 #include "runtime/session.h"
@@ -315,6 +318,249 @@ TEST_CASE("computations on constants fold at compile time", "[cpu]") {
   CHECK(p.lowered.executable.constants.size() == 1);
   CHECK(p.lowered.executable.steps.size() == 3);
   RunBoth(graph, {{"x", xv}}, {"y"});
+}
+
+// A convolution, then `tail` applied to it (given the bias and a residual); x, w, b, r fed.
+struct EpilogueGraph {
+  Graph graph;
+  std::vector<std::pair<std::string, Tensor>> feeds;
+  FeedList feed_list() const { return FeedList(feeds.begin(), feeds.end()); }
+};
+
+EpilogueGraph ConvWithTail(
+    const Shape& xs, const Shape& ws, const Conv2DOptions& options,
+    const std::function<void(GraphBuilder&, Value conv, Value bias, Value residual)>& tail) {
+  GraphBuilder g;
+  Value x = g.Placeholder("x", f32, xs);
+  Value w = g.Placeholder("w", f32, ws);
+  Value b = g.Placeholder("b", f32, {ws[0]});
+  Value conv = Conv2D(x, w, options);
+  const Shape ys = conv.type().shape;
+  Value r = g.Placeholder("r", f32, ys);
+  tail(g, conv, b, r);
+  EpilogueGraph out{*g.Build(), {}};
+  out.feeds = {{"x", Random(xs, 11)},
+               {"w", Random(ws, 12)},
+               {"b", Random(Shape{ws[0]}, 13)},
+               {"r", Random(ys, 14)}};
+  return out;
+}
+
+int CountCallee(const Executable& exe, const std::string& callee) {
+  int n = 0;
+  for (const Step& s : exe.steps) n += s.callee == callee;
+  return n;
+}
+
+TEST_CASE("Conv2D absorbs its bias, residual Add and Relu as oneDNN post-ops", "[cpu]") {
+  using Tail = std::function<void(GraphBuilder&, Value, Value, Value)>;
+  struct Form {
+    const char* name;
+    Tail tail;
+  };
+  const std::vector<Form> forms = {
+      {"conv+bias",
+       [](GraphBuilder& g, Value c, Value b, Value) {
+         Value y = BiasAdd(c, b);
+         g.Output("y", y);
+       }},
+      {"conv+bias+relu",
+       [](GraphBuilder& g, Value c, Value b, Value) {
+         Value y = BiasAdd(c, b);
+         g.Output("y", Relu(y));
+       }},
+      {"conv+bias+add+relu",
+       [](GraphBuilder& g, Value c, Value b, Value r) {
+         Value y = BiasAdd(c, b);
+         g.Output("y", Relu(Add(r, y)));
+       }},
+      // Both operands of the Add are convolutions (ResNet's projection shortcut): the first
+      // absorbs the Add, the second's output is its residual.
+      {"conv+bias+add(conv+bias)+relu",
+       [](GraphBuilder& g, Value c, Value b, Value r) {
+         Value y = BiasAdd(c, b);
+         Value w2 = g.Constant(Random(Shape{r.shape()[1], r.shape()[1], 1, 1}, 21));
+         g.Output("y", Relu(Add(y, BiasAdd(Conv2D(r, w2), b))));
+       }},
+      {"conv+relu", [](GraphBuilder& g, Value c, Value, Value) { g.Output("y", Relu(c)); }}};
+  struct Case {
+    Shape x, w;
+    Conv2DOptions options;
+  };
+  for (const Case& c :
+       std::vector<Case>{{Shape{2, 3, 8, 8}, Shape{4, 3, 3, 3}, {.pads = {1, 1, 1, 1}}},
+                         {Shape{1, 4, 9, 7},
+                          Shape{6, 2, 3, 2},
+                          {.strides = {2, 1}, .pads = {1, 0, 1, 1}, .groups = 2}},
+                         {Shape{2, 16, 6, 6}, Shape{16, 16, 1, 1}, {}}}) {
+    for (const Form& form : forms) {
+      INFO(form.name << " " << c.x.ToString() << " * " << c.w.ToString());
+      EpilogueGraph e = ConvWithTail(c.x, c.w, c.options, form.tail);
+      PlannedExecutable p = Planned(e.graph, PlanOf(e.graph, e.feeds, {"y"}));
+      // Only convolutions run: every epilogue is inside one.
+      CHECK(p.lowered.executable.steps.size() ==
+            static_cast<size_t>(CountCallee(p.lowered.executable, "conv2d")));
+      RunBoth(e.graph, e.feed_list(), {"y"});
+    }
+  }
+}
+
+TEST_CASE("Conv2D epilogues stop at values read elsewhere, fetched, or of another shape", "[cpu]") {
+  using Tail = std::function<void(GraphBuilder&, Value, Value, Value)>;
+  struct Form {
+    const char* name;
+    Tail tail;
+    std::vector<std::string> fetches;
+    size_t steps;  // conv2d plus what stays outside it
+  };
+  const std::vector<Form> forms = {
+      // The bias output fetched: conv2d writes it (bias fused), the Relu stays a kernel.
+      {"bias fetched",
+       [](GraphBuilder& g, Value c, Value b, Value) {
+         Value y = BiasAdd(c, b);
+         g.Output("biased", y);
+         g.Output("y", Relu(y));
+       },
+       {"biased", "y"},
+       2},
+      // The pre-activation read twice (as Relu's gradient does): conv2d+bias, one kernel.
+      {"pre-activation read twice",
+       [](GraphBuilder& g, Value c, Value b, Value) {
+         Value y = BiasAdd(c, b);
+         g.Output("y", Mul(Relu(y), y));
+       },
+       {"y"},
+       2},
+      // The Relu output read twice: it is still computed by the convolution.
+      {"relu output read twice",
+       [](GraphBuilder& g, Value c, Value b, Value) {
+         Value y = BiasAdd(c, b);
+         Value a = Relu(y);
+         g.Output("y", Mul(a, a));
+       },
+       {"y"},
+       2},
+      // A residual broadcast from another shape stays an elementwise kernel.
+      {"residual of another shape",
+       [](GraphBuilder& g, Value c, Value b, Value r) {
+         Value y = BiasAdd(c, b);
+         g.Output("y", Relu(Add(y, Sum(r, {0}, /*keepdims=*/true))));
+       },
+       {"y"},
+       3},
+      // Conv output fetched: nothing fused.
+      {"conv fetched",
+       [](GraphBuilder& g, Value c, Value b, Value) {
+         Value y = BiasAdd(c, b);
+         g.Output("c", c);
+         g.Output("y", Relu(y));
+       },
+       {"c", "y"},
+       3}};
+  for (const Form& form : forms) {
+    INFO(form.name);
+    EpilogueGraph e = ConvWithTail(Shape{2, 3, 8, 8}, Shape{4, 3, 3, 3}, {}, form.tail);
+    PlannedExecutable p = Planned(e.graph, PlanOf(e.graph, e.feeds, form.fetches));
+    INFO(p.lowered.executable.ToString());
+    CHECK(p.lowered.executable.steps.size() == form.steps);
+    std::vector<TensorName> fetches(form.fetches.begin(), form.fetches.end());
+    RunBoth(e.graph, e.feed_list(), fetches);
+  }
+}
+
+TEST_CASE("a rank-2 MatMul absorbs its bias and Relu into the gemm call", "[cpu]") {
+  for (DType dtype : {f32, f64}) {
+    for (bool relu : {false, true}) {
+      for (bool batched : {false, true}) {
+        INFO(DTypeName(dtype) << (relu ? " relu" : "") << (batched ? " batched" : ""));
+        GraphBuilder g;
+        const Shape xs = batched ? Shape{2, 6, 5} : Shape{6, 5};
+        Value x = g.Placeholder("x", dtype, xs);
+        Value w = g.Placeholder("w", dtype, {5, 3});
+        Value b = g.Placeholder("b", dtype, {3});
+        Value y = BiasAdd(MatMul(x, w), b, -1);
+        g.Output("y", relu ? Relu(y) : y);
+        Graph graph = *g.Build();
+        std::vector<std::pair<std::string, Tensor>> feeds = {
+            {"x", testing::RandomTensor(xs, 1).CastTo(dtype)},
+            {"w", testing::RandomTensor(Shape{5, 3}, 2).CastTo(dtype)},
+            {"b", testing::RandomTensor(Shape{3}, 3).CastTo(dtype)}};
+        PlannedExecutable p = Planned(graph, PlanOf(graph, feeds, {"y"}));
+        // Batched MatMuls keep the bias_add step (and the Relu kernel).
+        CHECK(p.lowered.executable.steps.size() == (batched ? 2u + relu : 1u));
+        CHECK(CountCallee(p.lowered.executable, "gemm") == 1);
+        RunBoth(graph, FeedList(feeds.begin(), feeds.end()), {"y"});
+      }
+    }
+  }
+}
+
+TEST_CASE("gradients through a fused convolution match the reference", "[cpu]") {
+  GraphBuilder g;
+  Value x = g.Placeholder("x", f32, {2, 4, 6, 6});
+  Value w = g.Placeholder("w", f32, {4, 4, 3, 3});
+  Value b = g.Placeholder("b", f32, {4});
+  Value y = Relu(Add(x, BiasAdd(Conv2D(x, w, {.pads = {1, 1, 1, 1}}), b)));
+  Value loss = Sum(Mul(y, y), {});
+  Result<std::vector<Value>> grads = Gradients({loss}, {x, w, b});
+  REQUIRE(grads.ok());
+  g.Output("loss", loss);
+  g.Output("dx", (*grads)[0]);
+  g.Output("dw", (*grads)[1]);
+  g.Output("db", (*grads)[2]);
+  Graph graph = *g.Build();
+  std::vector<std::pair<std::string, Tensor>> feeds = {{"x", Random(Shape{2, 4, 6, 6}, 1)},
+                                                       {"w", Random(Shape{4, 4, 3, 3}, 2)},
+                                                       {"b", Random(Shape{4}, 3)}};
+  PlannedExecutable p = Planned(graph, PlanOf(graph, feeds, {"loss", "dx", "dw", "db"}));
+  // Relu's gradient reads the Add's output: the Relu (and so the Add after it) stays outside.
+  for (const auto& [node, conv] : p.epilogues.absorbed)
+    CHECK(node.find("Relu") == std::string::npos);
+  RunBoth(graph, FeedList(feeds.begin(), feeds.end()), {"loss", "dx", "dw", "db"});
+}
+
+TEST_CASE("BatchNorm after a convolution folds into it when frozen, within f32 tolerance",
+          "[cpu]") {
+  // Folding computes w * s and (b - mean) * s + beta in double, rounded to f32 once: the
+  // convolution then sums rounded products, so results differ from the reference's by f32
+  // rounding (relative 1e-4 here), not bitwise.
+  // A training-mode BatchNorm (constants or not) computes batch statistics: never folded.
+  for (const auto& mode :
+       std::vector<std::pair<bool, bool>>{{true, false}, {false, false}, {true, true}}) {
+    const bool frozen = mode.first, training = mode.second;  // captured below (clang 14)
+    INFO((frozen ? "frozen" : "statistics fed") << (training ? ", training" : ""));
+    GraphBuilder g;
+    Value x = g.Placeholder("x", f32, {2, 3, 8, 8});
+    auto param = [&](const char* name, Shape shape, uint64_t seed, bool positive) {
+      Tensor t = Random(shape, seed);
+      for (int64_t i = 0; i < t.num_elements() && positive; ++i)
+        t.SetDouble(i, std::fabs(t.GetDouble(i)) + 0.1);
+      return frozen ? g.Constant(t) : g.Placeholder(name, f32, shape);
+    };
+    Value w = param("w", Shape{5, 3, 3, 3}, 2, false);
+    std::vector<Value> bn =
+        BatchNorm(Conv2D(x, w, {.pads = {1, 1, 1, 1}}), param("scale", Shape{5}, 3, false),
+                  param("beta", Shape{5}, 4, false), param("mean", Shape{5}, 5, false),
+                  param("var", Shape{5}, 6, true), 1e-3, training);
+    g.Output("y", Relu(bn[0]));
+    Graph graph = *g.Build();
+    std::vector<std::pair<std::string, Tensor>> feeds = {{"x", Random(Shape{2, 3, 8, 8}, 1)}};
+    if (!frozen) {
+      feeds.push_back({"w", Random(Shape{5, 3, 3, 3}, 2)});
+      for (auto [name, seed] :
+           std::vector<std::pair<const char*, uint64_t>>{{"scale", 3}, {"beta", 4}, {"mean", 5}}) {
+        feeds.push_back({name, Random(Shape{5}, seed)});
+      }
+      Tensor var = Random(Shape{5}, 6);
+      for (int64_t i = 0; i < 5; ++i) var.SetDouble(i, std::fabs(var.GetDouble(i)) + 0.1);
+      feeds.push_back({"var", var});
+    }
+    PlannedExecutable p = Planned(graph, PlanOf(graph, feeds, {"y"}));
+    const bool folded = frozen && !training;
+    CHECK(CountCallee(p.lowered.executable, "batch_norm") == (folded ? 0 : 1));
+    CHECK(p.lowered.executable.steps.size() == (folded ? 1u : 3u));
+    RunBoth(graph, FeedList(feeds.begin(), feeds.end()), {"y"});
+  }
 }
 
 TEST_CASE("the cpu backend trains the digits CNN like the reference executor", "[cpu]") {

@@ -21,7 +21,8 @@ TEST_CASE("kiln inspect --fusion and --memory print the compiled plan", "[cli][c
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out, Catch::Contains("fusion decisions:") && Catch::Contains("generated kernels") &&
                         Catch::Contains("one kernel per op:") && Catch::Contains("bytes moved:") &&
-                        Catch::Contains("arena (peak of intermediate values):"));
+                        Catch::Contains("arena (peak of intermediate values):") &&
+                        Catch::Contains("variables bound:"));
 
   CommandResult memory_only = RunCommand(KILN_BINARY, {"inspect", "--memory", model});
   REQUIRE(memory_only.exit_code == 0);

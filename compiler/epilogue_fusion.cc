@@ -1,0 +1,222 @@
+#include "compiler/epilogue_fusion.h"
+
+#include <cmath>
+#include <set>
+
+#include "ir/op_registry.h"
+
+namespace kiln::compiler {
+namespace {
+
+std::string Quote(const Node& node) { return node.op + " '" + node.name + "'"; }
+
+class EpiloguePlanner {
+ public:
+  EpiloguePlanner(const RunPlan& plan, const StaticInfo& info) : plan_(plan), info_(info) {
+    for (const Node* node : plan.nodes) {
+      for (const TensorRef& in : node->inputs) readers_[in].push_back(node);
+      for (const std::string& c : node->control_inputs) controlled_.insert(c);
+    }
+    for (const TensorRef& f : plan.fetches) fetched_.insert(f);
+  }
+
+  EpiloguePlan Run() {
+    for (const Node* node : plan_.nodes) {
+      if (!HasEpilogue(*node)) continue;
+      Epilogue e;
+      e.producer = node;
+      e.output = TensorRef{node->name, 0};
+      std::string why = Extend(e);
+      std::string line = Quote(*node) + ": ";
+      if (e.absorbed.empty()) {
+        out_.decisions.push_back(line + "no epilogue fused (" + why + ")");
+        continue;
+      }
+      for (size_t i = 0; i < e.absorbed.size(); ++i)
+        line += (i ? ", " : "fused ") + Quote(*e.absorbed[i]);
+      out_.decisions.push_back(line +
+                               (node->op == "Conv2D" ? " into its oneDNN call" : " into its gemm") +
+                               "; stopped: " + why);
+      for (const Node* n : e.absorbed) out_.absorbed[n->name] = node->name;
+      out_.by_producer[node->name] = std::move(e);
+    }
+    return std::move(out_);
+  }
+
+ private:
+  // A forward f32 Conv2D, or a MatMul that lowers to one f32/f64 gemm (both operands rank 2).
+  bool HasEpilogue(const Node& node) const {
+    const TensorRef out{node.name, 0};
+    if (info_.values.count(out)) return false;
+    if (node.op == "Conv2D") return IsF32(out);
+    if (node.op != "MatMul") return false;
+    const DType dtype = info_.types.at(out).dtype;
+    return (dtype == f32 || dtype == f64) && info_.types.at(node.inputs[0]).shape.rank() == 2 &&
+           info_.types.at(node.inputs[1]).shape.rank() == 2;
+  }
+  bool IsFloat(const TensorRef& ref, DType dtype) const {
+    auto t = info_.types.find(ref);
+    return t != info_.types.end() && t->second.dtype == dtype;
+  }
+  bool IsF32(const TensorRef& ref) const {
+    auto t = info_.types.find(ref);
+    return t != info_.types.end() && t->second.dtype == f32;
+  }
+  const Tensor* Known(const TensorRef& ref) const {
+    auto v = info_.values.find(ref);
+    return v == info_.values.end() ? nullptr : &v->second;
+  }
+  int64_t Channels(const Epilogue& e) const {
+    return info_.types.at(TensorRef{e.producer->name, 0}).shape[1];
+  }
+
+  // The one node that reads `value`, when `value` may disappear into the step; else why not.
+  const Node* SoleReader(const TensorRef& value, std::string* why) const {
+    auto r = readers_.find(value);
+    if (fetched_.count(value)) {
+      *why = value.ToString() + " is fetched";
+    } else if (value.port != 0 || controlled_.count(value.node)) {
+      *why = value.ToString() + " is a control input";
+    } else if (r == readers_.end() || r->second.empty()) {
+      *why = value.ToString() + " has no reader";
+    } else if (r->second.size() > 1) {
+      *why = value.ToString() + " has " + std::to_string(r->second.size()) + " readers";
+    } else if (plan_.feeds.count(TensorRef{r->second[0]->name, 0})) {
+      *why = Quote(*r->second[0]) + " is fed";
+    } else {
+      return r->second[0];
+    }
+    return nullptr;
+  }
+
+  // Whether every other output of `node` is unused (BatchNorm's batch statistics).
+  bool OnlyOutputZeroUsed(const Node& node) const {
+    for (size_t i = 1; i < node.output_types.size(); ++i) {
+      TensorRef ref{node.name, static_cast<int>(i)};
+      if (fetched_.count(ref) || readers_.count(ref)) return false;
+    }
+    return true;
+  }
+
+  // Folds a known per-channel bias into the epilogue's compile-time bias.
+  void AddKnownBias(Epilogue& e, const std::vector<double>& bias) const {
+    if (!e.folded_bias)
+      e.folded_bias = Tensor::FromDoubles(info_.types.at(TensorRef{e.producer->name, 0}).dtype,
+                                          Shape{Channels(e)}, bias);
+    else
+      for (int64_t c = 0; c < Channels(e); ++c)
+        e.folded_bias->SetDouble(c, e.folded_bias->GetDouble(c) + bias[c]);
+  }
+
+  // BiasAdd on the output: false, with the reason, when it cannot be absorbed.
+  bool TakeBiasAdd(Epilogue& e, const Node& node, std::string* why) const {
+    Result<int64_t> axis =
+        OpRegistry::Global().Find(node.op)->WithDefaults(node.attrs).GetInt("axis");
+    const int rank = info_.types.at(e.output).shape.rank();
+    if (!axis.ok() || (*axis < 0 ? *axis + rank : *axis) != 1 || !(node.inputs[0] == e.output)) {
+      *why = Quote(node) + " is not along the channels";
+      return false;
+    }
+    if (const Tensor* b = Known(node.inputs[1]); b && !e.bias) {
+      std::vector<double> values(Channels(e));
+      for (int64_t c = 0; c < Channels(e); ++c) values[c] = b->GetDouble(c);
+      AddKnownBias(e, values);
+    } else if (!e.bias && !e.folded_bias &&
+               IsFloat(node.inputs[1], info_.types.at(e.output).dtype)) {
+      e.bias = node.inputs[1];
+    } else {
+      *why = Quote(node) + " would be a second bias, not known at compile time";
+      return false;
+    }
+    return true;
+  }
+
+  // BatchNorm in inference mode folded into known weights (see the header for the arithmetic).
+  bool TakeBatchNorm(Epilogue& e, const Node& node, std::string* why) const {
+    const AttrMap attrs = OpRegistry::Global().Find(node.op)->WithDefaults(node.attrs);
+    Result<bool> training = attrs.GetBool("training");
+    Result<double> epsilon = attrs.GetFloat("epsilon");
+    const Tensor* w = e.folded_weights ? &*e.folded_weights : Known(e.producer->inputs[1]);
+    std::vector<const Tensor*> stats;
+    for (size_t i = 1; i < node.inputs.size(); ++i) stats.push_back(Known(node.inputs[i]));
+    if (!training.ok() || *training || !epsilon.ok()) {
+      *why = Quote(node) + " is in training mode";
+    } else if (!(node.inputs[0] == e.output) || stats.size() != 4 || !OnlyOutputZeroUsed(node)) {
+      *why = Quote(node) + "'s batch statistics are used";
+    } else if (!w || e.bias || stats[0] == nullptr || stats[1] == nullptr || stats[2] == nullptr ||
+               stats[3] == nullptr) {
+      *why = Quote(node) + ": weights or statistics not known at compile time (freeze the model)";
+    } else {
+      const int64_t channels = Channels(e), per_channel = w->num_elements() / channels;
+      Tensor folded = w->CastTo(f32);
+      std::vector<double> bias(channels);
+      for (int64_t c = 0; c < channels; ++c) {
+        const double s = stats[0]->GetDouble(c) / std::sqrt(stats[3]->GetDouble(c) + *epsilon);
+        for (int64_t i = c * per_channel; i < (c + 1) * per_channel; ++i)
+          folded.SetDouble(i, w->GetDouble(i) * s);
+        const double b = e.folded_bias ? e.folded_bias->GetDouble(c) : 0.0;
+        bias[c] = (b - stats[2]->GetDouble(c)) * s + stats[1]->GetDouble(c) - b;
+      }
+      e.folded_weights = std::move(folded);
+      AddKnownBias(e, bias);  // b + ((b - mean) * s + beta - b)
+      return true;
+    }
+    return false;
+  }
+
+  // Walks the chain after the convolution; returns why it stopped.
+  std::string Extend(Epilogue& e) const {
+    bool bias_stage = true;
+    const bool conv = e.producer->op == "Conv2D";
+    const DType dtype = info_.types.at(e.output).dtype;
+    std::string why;
+    while (true) {
+      const Node* next = SoleReader(e.output, &why);
+      if (!next) return why;
+      if (auto owner = out_.absorbed.find(next->name); owner != out_.absorbed.end())
+        return Quote(*next) + " is fused into '" + owner->second + "' already";
+      bool taken = false;
+      if (next->op == "BiasAdd" && bias_stage) {
+        taken = TakeBiasAdd(e, *next, &why);
+      } else if (next->op == "BatchNorm" && bias_stage && conv) {
+        taken = TakeBatchNorm(e, *next, &why);
+      } else if (next->op == "Add" && e.post_ops.empty() && next->inputs.size() == 2 && conv) {
+        const TensorRef& other = next->inputs[0] == e.output ? next->inputs[1] : next->inputs[0];
+        if (other == e.output || !(info_.types.at(other) == info_.types.at(e.output)) ||
+            !(info_.types.at(TensorRef{next->name, 0}) == info_.types.at(e.output))) {
+          why = Quote(*next) + " adds a tensor of another type or shape";
+        } else {
+          e.residual = other;
+          e.post_ops.push_back(PostOp::kSum);
+          taken = true;
+        }
+      } else if (next->op == "Relu" && IsFloat(TensorRef{next->name, 0}, dtype)) {
+        e.post_ops.push_back(PostOp::kRelu);
+        taken = true;
+      } else {
+        why = e.output.ToString() + " is read by " + Quote(*next) +
+              (conv ? ", not a bias, folded BatchNorm, residual Add or Relu"
+                    : ", not a bias or Relu");
+      }
+      if (!taken) return why;
+      bias_stage &= next->op == "BiasAdd" || next->op == "BatchNorm";
+      e.absorbed.push_back(next);
+      e.output = TensorRef{next->name, 0};
+    }
+  }
+
+  const RunPlan& plan_;
+  const StaticInfo& info_;
+  std::map<TensorRef, std::vector<const Node*>> readers_;
+  std::set<std::string> controlled_;
+  std::set<TensorRef> fetched_;
+  EpiloguePlan out_;
+};
+
+}  // namespace
+
+EpiloguePlan PlanEpilogues(const RunPlan& plan, const StaticInfo& info) {
+  return EpiloguePlanner(plan, info).Run();
+}
+
+}  // namespace kiln::compiler

@@ -1,0 +1,65 @@
+// Epilogue fusion into library calls: the f32 Conv2D of a plan absorbs the chain of nodes that
+// only post-process its output, so that one oneDNN convolution (runtime/cpu/onednn_conv_step.cc,
+// attributes "bias" and "post_ops") computes what took several steps and memory round trips:
+//
+//   Conv2D -> [BiasAdd axis 1]* -> [BatchNorm, inference, folded]* -> [Add residual] -> [Relu]*
+//   MatMul -> [BiasAdd, last axis]* -> [Relu]*      (f32/f64, both operands of rank 2: one gemm)
+//
+// The MatMul's "gemm" step (runtime/cpu/gemm_step.cc) fills its output with the bias and
+// multiplies with beta = 1, then applies the Relu to the rows it just wrote.
+//
+// (BiasAdd and folded BatchNorm in any order; an Add right after them, or a Relu alone.)
+//   - BiasAdd (axis 1, bias f32[C]) becomes the convolution's bias argument; two BiasAdds, or a
+//     BiasAdd around a folded BatchNorm, combine only when their biases are known at compile time.
+//   - BatchNorm with training=false whose four statistics and the convolution's weights are known
+//     at compile time (frozen graphs) is folded: per output channel c, with
+//     s = scale[c] / sqrt(var[c] + epsilon), w'[c] = w[c] * s and b'[c] = (b[c] - mean[c]) * s +
+//     bias[c], computed in double and rounded to f32 once (this reassociates the reference's
+//     arithmetic: results agree within f32 rounding, not bitwise).
+//   - Add of another tensor of exactly the output's type (ResNet's residual) becomes a sum
+//     post-op: the step reads the residual buffer as an extra input. At most one, first post-op.
+//   - Relu becomes an eltwise post-op.
+// A node is absorbed only when the value it reads has that node as its one reader, is not
+// fetched, and is no node's control input; so a value that a gradient op reads (Relu's gradient
+// reads its input) is never hidden, and training graphs keep their pre-activations.
+//
+// Contract: `absorbed` maps every absorbed node to the Conv2D or MatMul that computes it; that
+// node's step writes `output` (the last absorbed node's output 0) and no other absorbed value
+// exists at run time. Every forward f32 Conv2D and every rank-2 f32/f64 MatMul gets one decision
+// line (fused what, or why not).
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compiler/static_types.h"
+#include "ir/graph.h"
+#include "runtime/executor.h"
+
+namespace kiln::compiler {
+
+// Post-ops of a "conv2d" or "gemm" step, in order (attribute "post_ops").
+enum class PostOp : int64_t { kSum = 1, kRelu = 2 };
+
+struct Epilogue {
+  const Node* producer = nullptr;        // the Conv2D or MatMul
+  std::vector<const Node*> absorbed;     // in chain order
+  TensorRef output;                      // what the step writes
+  std::optional<TensorRef> bias;         // a bias tensor of the plan, or
+  std::optional<Tensor> folded_bias;     // one computed at compile time (f32[C])
+  std::optional<Tensor> folded_weights;  // replaces the weights when a BatchNorm was folded
+  std::optional<TensorRef> residual;     // the sum post-op's operand
+  std::vector<PostOp> post_ops;
+};
+
+struct EpiloguePlan {
+  std::map<std::string, Epilogue> by_producer;  // Conv2D/MatMul name -> its epilogue (non-empty)
+  std::map<std::string, std::string> absorbed;  // absorbed node name -> Conv2D/MatMul name
+  std::vector<std::string> decisions;
+};
+
+EpiloguePlan PlanEpilogues(const RunPlan& plan, const StaticInfo& info);
+
+}  // namespace kiln::compiler
