@@ -571,21 +571,12 @@ TEST_CASE("the cpu backend trains the digits CNN like the reference executor", "
   Value train = adam->Minimize(net.loss);
   Result<Graph> graph = g.Build();
   REQUIRE(graph.ok());
-  Session reference(*graph, SessionOptions{.backend = "reference"});
-  Session compiled(*graph, SessionOptions{.backend = "cpu"});
   Tensor images = Random(Shape{16, 1, 8, 8}, 7);
   std::vector<int64_t> labels(16);
   for (int i = 0; i < 16; ++i) labels[i] = i % 10;
   FeedList feeds = {{net.images, images},
                     {net.labels, Tensor::FromVector<int64_t>(Shape{16}, labels)}};
-  for (int step = 0; step < 3; ++step) {
-    auto r = reference.Run(feeds, {net.loss}, {train});
-    auto c = compiled.Run(feeds, {net.loss}, {train});
-    INFO(c.status().ToString());
-    REQUIRE(r.ok());
-    REQUIRE(c.ok());
-    CHECK((*c)[0].GetDouble(0) == Approx((*r)[0].GetDouble(0)).epsilon(1e-4));
-  }
+  testing::CheckTrainingMatchesReference(*graph, feeds, net.loss, train, 3);
 }
 
 }  // namespace

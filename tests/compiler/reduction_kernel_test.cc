@@ -140,20 +140,11 @@ TEST_CASE("training through LayerNorm and softmax cross-entropy matches the refe
   Value train = sgd->Minimize(loss);
   Result<Graph> graph = g.Build();
   REQUIRE(graph.ok());
-  Session reference(*graph, SessionOptions{.backend = "reference"});
-  Session compiled(*graph, SessionOptions{.backend = "cpu"});
   std::vector<int64_t> y(10);
   for (int i = 0; i < 10; ++i) y[i] = (i * 3) % 5;
   FeedList feeds = {{x, testing::RandomTensor(Shape{10, 12}, 8).CastTo(f32)},
                     {labels, Tensor::FromVector<int64_t>(Shape{10}, y)}};
-  for (int step = 0; step < 4; ++step) {
-    auto r = reference.Run(feeds, {loss}, {train});
-    auto c = compiled.Run(feeds, {loss}, {train});
-    INFO(c.status().ToString());
-    REQUIRE(r.ok());
-    REQUIRE(c.ok());
-    CHECK((*c)[0].GetDouble(0) == Approx((*r)[0].GetDouble(0)).epsilon(1e-4));
-  }
+  testing::CheckTrainingMatchesReference(*graph, feeds, loss, train, 4);
 }
 
 }  // namespace

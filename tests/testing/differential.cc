@@ -52,4 +52,19 @@ void CheckCompiledMatchesReference(const Graph& graph, const FeedList& feeds,
   }
 }
 
+void CheckTrainingMatchesReference(const Graph& graph, const FeedList& feeds,
+                                   const TensorName& loss, const TensorName& train, int steps) {
+  if (!GetPlanCompiler()) return;
+  Session reference(graph, SessionOptions{.backend = "reference"});
+  Session compiled(graph, SessionOptions{.backend = "cpu"});
+  for (int step = 0; step < steps; ++step) {
+    auto r = reference.Run(feeds, {loss}, {train});
+    auto c = compiled.Run(feeds, {loss}, {train});
+    INFO("step " << step << ": " << c.status().ToString());
+    REQUIRE(r.ok());
+    REQUIRE(c.ok());
+    CHECK((*c)[0].GetDouble(0) == Approx((*r)[0].GetDouble(0)).epsilon(1e-4));
+  }
+}
+
 }  // namespace kiln::testing

@@ -16,6 +16,12 @@ void CheckCompiledMatchesReference(const Graph& graph, const FeedList& feeds,
                                    const std::vector<TensorName>& fetches,
                                    const std::vector<Tensor>& expected);
 
+// Runs `steps` training steps (fetch `loss`, run `train`) on the reference and the compiled
+// backend from the same initial variables and checks each step's loss agrees (rtol 1e-4). Does
+// nothing without a compiler, like CheckCompiledMatchesReference.
+void CheckTrainingMatchesReference(const Graph& graph, const FeedList& feeds,
+                                   const TensorName& loss, const TensorName& train, int steps);
+
 // Whether `actual` equals `expected` within the tolerance of its dtype; `why` says where not.
 bool CloseForDType(const Tensor& expected, const Tensor& actual, std::string* why);
 
