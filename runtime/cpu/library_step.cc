@@ -3,9 +3,14 @@
 namespace kiln::cpu {
 
 Result<std::unique_ptr<StepRunner>> MakeLibraryStep(const Step& step, const Executable& exe) {
-  // Routines computed in float32 for 16-bit operands (conv2d converts in its own reorders).
+  // 16-bit operands: bf16 gemm natively where oneDNN can (AVX-512 BF16, AMX); otherwise the
+  // routines computed in float32 on widened copies (conv2d chooses in its own factory).
   if (HasWidenableOperands(step, exe)) {
-    if (step.callee == "gemm") return MakeWidenedStep(step, exe, MakeGemmStep);
+    if (step.callee == "gemm") {
+      Result<std::unique_ptr<StepRunner>> native = MakeOnednnMatmulStep(step, exe);
+      if (native.ok() || native.error().code() != ErrorCode::kUnimplemented) return native;
+      return MakeWidenedStep(step, exe, MakeGemmStep);
+    }
     if (step.callee == "batch_norm") return MakeWidenedStep(step, exe, MakeBatchNormStep);
     if (step.callee == "bias_add") return MakeWidenedStep(step, exe, MakeBiasAddStep);
   }

@@ -9,6 +9,10 @@
 namespace kiln::cpu {
 
 Result<std::unique_ptr<StepRunner>> MakeGemmStep(const Step& step, const Executable& exe);
+// gemm over bf16 through oneDNN's native bf16 matmul; kUnimplemented where this CPU has none.
+Result<std::unique_ptr<StepRunner>> MakeOnednnMatmulStep(const Step& step, const Executable& exe);
+// Whether this CPU runs bf16 MatMul natively through oneDNN (asked once, by creating one).
+bool HasNativeBf16Matmul();
 // conv2d, conv2d_backprop_input, conv2d_backprop_filter.
 Result<std::unique_ptr<StepRunner>> MakeConvStep(const Step& step, const Executable& exe);
 // batch_norm: kiln's BatchNorm in f32 (onednn_batch_norm_step.cc).

@@ -1,11 +1,12 @@
 // Library steps "conv2d", "conv2d_backprop_input", "conv2d_backprop_filter": oneDNN convolutions
-// computed in f32 on kiln's plain layouts (x/y NCHW, w OIHW, or GOIHW with groups), whose
-// buffers are f32 or bf16 (bf16 operands are converted by the reorders below: oneDNN 2.6 has no
-// bf16 convolution on CPUs without AVX-512, so this is the portable path). Each primitive is
-// created once, at load, with format_tag::any so oneDNN picks its fastest (blocked) layouts;
-// operands are reordered into them and results back in every run, using scratch memory allocated
-// at load. (Keeping activations blocked between consecutive convolutions is the layout pass's job,
-// not done yet.) Attributes: strides, pads [top, left, bottom, right], dilations, groups.
+// on kiln's plain layouts (x/y NCHW, w OIHW, or GOIHW with groups), whose buffers are f32 or bf16.
+// bf16 steps compute in bf16 (float32 accumulation) where oneDNN has a native bf16 convolution
+// for this CPU (AVX-512 BF16, AMX); elsewhere (AVX2) oneDNN 2.6 has none, and they compute in f32
+// with the bf16 operands converted by the reorders below. Each primitive is created once, at
+// load, with format_tag::any so oneDNN picks its fastest (blocked) layouts; operands are
+// reordered into them and results back in every run, using scratch memory allocated at load.
+// (Keeping activations blocked between consecutive convolutions is the layout pass's job, not
+// done yet.) Attributes: strides, pads [top, left, bottom, right], dilations, groups.
 //
 // A "conv2d" step may carry the epilogue the compiler fused into it (compiler/epilogue_fusion.h):
 // attribute "bias" (1: inputs[2] is a bias f32[C]) and "post_ops" (1: sum, whose operand is the
@@ -130,8 +131,11 @@ void Prepare(Operand& op, const memory::desc& inner) {
     op.to_inner = dnnl::reorder(memory(op.plain, OnednnEngine(), nullptr), op.scratch);
 }
 
-Result<std::unique_ptr<StepRunner>> MakeConv(const Step& step, const Executable& exe,
-                                             ConvKind kind) {
+// The step's primitive computing in `compute` (f32, or bf16 for bf16 buffers). A bf16 primitive
+// that oneDNN cannot create, or offers only as its slow reference implementation, is
+// kUnimplemented, so that the caller falls back to f32.
+Result<std::unique_ptr<StepRunner>> MakeConv(const Step& step, const Executable& exe, ConvKind kind,
+                                             memory::data_type compute) {
   if (step.inputs.size() < 2 || step.outputs.size() != 1)
     return MakeError(ErrorCode::kInternal, step.callee, " takes 2-4 inputs and 1 output");
   KILN_ASSIGN_OR_RETURN(Epilogue epilogue, ReadEpilogue(step));
@@ -165,12 +169,12 @@ Result<std::unique_ptr<StepRunner>> MakeConv(const Step& step, const Executable&
   }
   const memory::dims s = OnednnDims(Shape(strides)), d = {dilations[0] - 1, dilations[1] - 1};
   const memory::dims pl = {pads[0], pads[1]}, pr = {pads[2], pads[3]};
-  auto f32_desc = [](const memory::dims& dims, Tag tag) {
-    return memory::desc(dims, memory::data_type::f32, tag);
+  auto compute_desc = [compute](const memory::dims& dims, Tag tag) {
+    return memory::desc(dims, compute, tag);
   };
-  memory::desc x_any = f32_desc(OnednnDims(xs), Tag::any),
-               y_any = f32_desc(OnednnDims(ys), Tag::any);
-  memory::desc w_any = f32_desc(w_dims, Tag::any);
+  memory::desc x_any = compute_desc(OnednnDims(xs), Tag::any),
+               y_any = compute_desc(OnednnDims(ys), Tag::any);
+  memory::desc w_any = compute_desc(w_dims, Tag::any);
   const memory::data_type plain_type =
       dtype == bf16 ? memory::data_type::bf16 : memory::data_type::f32;
   auto plain = [&](const memory::dims& dims, Tag tag) {
@@ -199,10 +203,17 @@ Result<std::unique_ptr<StepRunner>> MakeConv(const Step& step, const Executable&
                                                  : dnnl::prop_kind::forward_training;
     dnnl::convolution_forward::primitive_desc forward(
         epilogue.bias
-            ? dnnl::convolution_forward::desc(prop, algo, x_any, w_any, f32_desc(c_dims, Tag::x),
-                                              y_any, s, d, pl, pr)
+            ? dnnl::convolution_forward::desc(prop, algo, x_any, w_any,
+                                              compute_desc(c_dims, Tag::x), y_any, s, d, pl, pr)
             : dnnl::convolution_forward::desc(prop, algo, x_any, w_any, y_any, s, d, pl, pr),
         epilogue.attr, OnednnEngine());
+    auto refuse_reference = [&](const std::string& impl) -> Status {
+      if (compute == memory::data_type::bf16 && impl.rfind("ref", 0) == 0)
+        return MakeError(ErrorCode::kUnimplemented, step.callee,
+                         ": oneDNN has only its reference bf16 convolution here (", impl, ")");
+      return OkStatus();
+    };
+    KILN_RETURN_IF_ERROR(refuse_reference(forward.impl_info_str()));
     dnnl::primitive primitive;
     if (kind == ConvKind::kForward) {
       x.arg = DNNL_ARG_SRC, w.arg = DNNL_ARG_WEIGHTS, y.arg = DNNL_ARG_DST;
@@ -217,6 +228,7 @@ Result<std::unique_ptr<StepRunner>> MakeConv(const Step& step, const Executable&
       dnnl::convolution_backward_data::primitive_desc pd(
           dnnl::convolution_backward_data::desc(algo, x_any, w_any, y_any, s, d, pl, pr),
           OnednnEngine(), forward);
+      KILN_RETURN_IF_ERROR(refuse_reference(pd.impl_info_str()));
       x.arg = DNNL_ARG_DIFF_SRC, w.arg = DNNL_ARG_WEIGHTS, y.arg = DNNL_ARG_DIFF_DST;
       Prepare(x, pd.diff_src_desc()), Prepare(w, pd.weights_desc());
       Prepare(y, pd.diff_dst_desc());
@@ -225,6 +237,7 @@ Result<std::unique_ptr<StepRunner>> MakeConv(const Step& step, const Executable&
       dnnl::convolution_backward_weights::primitive_desc pd(
           dnnl::convolution_backward_weights::desc(algo, x_any, w_any, y_any, s, d, pl, pr),
           OnednnEngine(), forward);
+      KILN_RETURN_IF_ERROR(refuse_reference(pd.impl_info_str()));
       x.arg = DNNL_ARG_SRC, w.arg = DNNL_ARG_DIFF_WEIGHTS, y.arg = DNNL_ARG_DIFF_DST;
       Prepare(x, pd.src_desc()), Prepare(w, pd.diff_weights_desc());
       Prepare(y, pd.diff_dst_desc());
@@ -239,8 +252,10 @@ Result<std::unique_ptr<StepRunner>> MakeConv(const Step& step, const Executable&
     return std::unique_ptr<StepRunner>(
         new ConvStep(std::move(primitive), std::move(operands), std::move(residual)));
   } catch (const dnnl::error& e) {
-    return MakeError(ErrorCode::kInternal, step.callee, " ", xs.ToString(), " * ", ws.ToString(),
-                     " -> ", ys.ToString(), ": oneDNN refused it: ", e.what());
+    return MakeError(
+        compute == memory::data_type::bf16 ? ErrorCode::kUnimplemented : ErrorCode::kInternal,
+        step.callee, " ", xs.ToString(), " * ", ws.ToString(), " -> ", ys.ToString(),
+        ": oneDNN refused it: ", e.what());
   }
 }
 
@@ -250,7 +265,14 @@ Result<std::unique_ptr<StepRunner>> MakeConvStep(const Step& step, const Executa
   ConvKind kind = step.callee == "conv2d"                  ? ConvKind::kForward
                   : step.callee == "conv2d_backprop_input" ? ConvKind::kBackwardInput
                                                            : ConvKind::kBackwardFilter;
-  return MakeConv(step, exe, kind);
+  const bool is_bf16 = !step.outputs.empty() &&
+                       step.outputs[0] < static_cast<int>(exe.buffers.size()) &&
+                       exe.buffers[step.outputs[0]].type.dtype == bf16;
+  if (is_bf16) {
+    Result<std::unique_ptr<StepRunner>> native = MakeConv(step, exe, kind, memory::data_type::bf16);
+    if (native.ok() || native.error().code() != ErrorCode::kUnimplemented) return native;
+  }
+  return MakeConv(step, exe, kind, memory::data_type::f32);
 }
 
 }  // namespace kiln::cpu

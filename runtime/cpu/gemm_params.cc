@@ -1,0 +1,50 @@
+#include "runtime/cpu/gemm_params.h"
+
+namespace kiln::cpu {
+
+Result<GemmParams> ReadGemmParams(const Step& step, const Executable& exe) {
+  GemmParams p;
+  KILN_ASSIGN_OR_RETURN(p.m, step.attrs.GetInt("m"));
+  KILN_ASSIGN_OR_RETURN(p.n, step.attrs.GetInt("n"));
+  KILN_ASSIGN_OR_RETURN(p.k, step.attrs.GetInt("k"));
+  KILN_ASSIGN_OR_RETURN(p.batch, step.attrs.GetInt("batch"));
+  KILN_ASSIGN_OR_RETURN(p.stride_a, step.attrs.GetInt("stride_a"));
+  KILN_ASSIGN_OR_RETURN(p.stride_b, step.attrs.GetInt("stride_b"));
+  KILN_ASSIGN_OR_RETURN(int64_t ta, step.attrs.GetInt("trans_a"));
+  KILN_ASSIGN_OR_RETURN(int64_t tb, step.attrs.GetInt("trans_b"));
+  p.trans_a = ta != 0;
+  p.trans_b = tb != 0;
+  if (step.attrs.Has("post_ops")) {
+    KILN_ASSIGN_OR_RETURN(int64_t bias, step.attrs.GetInt("bias"));
+    KILN_ASSIGN_OR_RETURN(std::vector<int64_t> post_ops, step.attrs.GetInts("post_ops"));
+    p.bias = bias != 0;
+    for (int64_t op : post_ops) {
+      if (op != 2) return MakeError(ErrorCode::kInternal, "gemm: unknown post-op ", op);
+      p.relu = true;
+    }
+  }
+  if (step.inputs.size() != 2u + p.bias || step.outputs.size() != 1)
+    return MakeError(ErrorCode::kInternal, "gemm takes ", 2 + p.bias, " inputs and 1 output");
+  const BufferDesc& a = exe.buffers[step.inputs[0]];
+  const BufferDesc& b = exe.buffers[step.inputs[1]];
+  const BufferDesc& c = exe.buffers[step.outputs[0]];
+  p.dtype = c.type.dtype;
+  if (a.type.dtype != p.dtype || b.type.dtype != p.dtype)
+    return MakeError(ErrorCode::kInternal, "gemm operands differ in dtype: ", a.type.ToString(),
+                     " x ", b.type.ToString(), " -> ", c.type.ToString());
+  if (p.bias && !(exe.buffers[step.inputs[2]].type == TensorType{p.dtype, Shape{p.n}}))
+    return MakeError(ErrorCode::kInternal, "gemm: the bias must be ", DTypeName(p.dtype), "[", p.n,
+                     "], got ", exe.buffers[step.inputs[2]].type.ToString());
+  // Every matrix the loop touches must lie inside its buffer.
+  auto last = [&](int64_t stride, int64_t size) { return (p.batch - 1) * stride + size; };
+  if (p.m < 1 || p.n < 1 || p.k < 0 || p.batch < 1 || p.stride_a < 0 || p.stride_b < 0 ||
+      last(p.stride_a, p.m * p.k) > a.type.shape.NumElements() ||
+      last(p.stride_b, p.k * p.n) > b.type.shape.NumElements() ||
+      p.batch * p.m * p.n != c.type.shape.NumElements())
+    return MakeError(ErrorCode::kInternal,
+                     "gemm parameters do not fit its buffers: ", a.type.ToString(), " x ",
+                     b.type.ToString(), " -> ", c.type.ToString());
+  return p;
+}
+
+}  // namespace kiln::cpu

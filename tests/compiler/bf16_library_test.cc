@@ -1,0 +1,96 @@
+// bf16 MatMul and Conv2D (forward and both backward passes) on the cpu backend against the
+// reference executor: through oneDNN's native bf16 primitives where this CPU has bf16 arithmetic
+// (AVX-512 BF16, AMX), through float32 routines otherwise (runtime/cpu/library_step.cc chooses
+// at load). Both paths round once from a float32 accumulation, as the reference does.
+#include <catch2/catch.hpp>
+
+#include "ir/builder.h"
+#include "ir/ops/linalg.h"
+#include "ir/ops/math.h"
+#include "ir/ops/nn.h"
+#include "runtime/cpu/library_steps.h"
+#include "runtime/session.h"
+#include "tests/testing/differential.h"
+#include "tests/testing/gradcheck_op.h"
+
+namespace kiln {
+namespace {
+
+Tensor RandomBf16(Shape shape, uint64_t seed) {
+  return testing::RandomTensor(shape, seed).CastTo(bf16);
+}
+
+void RunBoth(const Graph& graph, const FeedList& feeds, const std::vector<TensorName>& fetches) {
+  Session reference(graph, SessionOptions{.backend = "reference"});
+  Result<std::vector<Tensor>> expected = reference.Run(feeds, fetches);
+  INFO((expected.ok() ? "" : expected.error().ToString()));
+  REQUIRE(expected.ok());
+  testing::CheckCompiledMatchesReference(graph, feeds, fetches, *expected);
+}
+
+TEST_CASE("bf16 MatMul, batched, transposed, broadcast and fused, matches the reference",
+          "[cpu][precision]") {
+  WARN("bf16 MatMul on this CPU: "
+       << (cpu::HasNativeBf16Matmul() ? "oneDNN native bf16" : "OpenBLAS sgemm on widened copies"));
+  for (auto [sa, sb, ta, tb] : std::vector<std::tuple<Shape, Shape, bool, bool>>{
+           {Shape{5, 3}, Shape{3, 4}, false, false},
+           {Shape{3, 5}, Shape{4, 3}, true, true},
+           {Shape{2, 5, 3}, Shape{3, 4}, false, false},
+           {Shape{2, 5, 3}, Shape{2, 3, 4}, false, false},
+           {Shape{2, 3, 5}, Shape{2, 4, 3}, true, true},
+           {Shape{3, 5}, Shape{2, 3, 4}, true, false},
+           {Shape{3}, Shape{3, 4}, false, false},
+           {Shape{5, 3}, Shape{3}, false, false},
+           {Shape{64, 96}, Shape{96, 80}, false, false}}) {
+    INFO(sa.ToString() << " x " << sb.ToString() << " ta=" << ta << " tb=" << tb);
+    GraphBuilder g;
+    Value a = g.Placeholder("a", bf16, sa);
+    Value b = g.Placeholder("b", bf16, sb);
+    g.Output("c", MatMul(a, b, ta, tb));
+    Graph graph = *g.Build();
+    RunBoth(graph, {{"a", RandomBf16(sa, 4)}, {"b", RandomBf16(sb, 5)}}, {"c"});
+  }
+  for (bool relu : {false, true}) {
+    INFO("bias" << (relu ? " + relu" : ""));
+    GraphBuilder g;
+    Value x = g.Placeholder("x", bf16, {6, 5});
+    Value w = g.Placeholder("w", bf16, {5, 3});
+    Value b = g.Placeholder("b", bf16, {3});
+    Value y = BiasAdd(MatMul(x, w), b, -1);
+    g.Output("y", relu ? Relu(y) : y);
+    Graph graph = *g.Build();
+    RunBoth(graph,
+            {{"x", RandomBf16(Shape{6, 5}, 1)},
+             {"w", RandomBf16(Shape{5, 3}, 2)},
+             {"b", RandomBf16(Shape{3}, 3)}},
+            {"y"});
+  }
+}
+
+TEST_CASE("bf16 Conv2D and its backward passes match the reference", "[cpu][precision]") {
+  struct Case {
+    Shape x, w;
+    Conv2DOptions options;
+  };
+  for (const Case& c :
+       std::vector<Case>{{Shape{2, 3, 8, 8}, Shape{4, 3, 3, 3}, {}},
+                         {Shape{2, 16, 8, 8}, Shape{16, 16, 3, 3}, {.pads = {1, 1, 1, 1}}},
+                         {Shape{1, 4, 9, 7},
+                          Shape{6, 2, 3, 2},
+                          {.strides = {2, 1}, .pads = {1, 0, 1, 1}, .groups = 2}}}) {
+    INFO(c.x.ToString() << " * " << c.w.ToString());
+    GraphBuilder g;
+    Value x = g.Placeholder("x", bf16, c.x);
+    Value w = g.Placeholder("w", bf16, c.w);
+    Value y = Conv2D(x, w, c.options);
+    Value dy = Mul(y, y);  // any upstream gradient
+    g.Output("y", y);
+    g.Output("dx", Conv2DBackpropInput(dy, w, x, c.options));
+    g.Output("dw", Conv2DBackpropFilter(x, dy, w, c.options));
+    Graph graph = *g.Build();
+    RunBoth(graph, {{"x", RandomBf16(c.x, 8)}, {"w", RandomBf16(c.w, 9)}}, {"y", "dx", "dw"});
+  }
+}
+
+}  // namespace
+}  // namespace kiln
