@@ -4,6 +4,7 @@
 #include <queue>
 #include <set>
 
+#include "compiler/pool_lowering.h"
 #include "compiler/reduction_fusion.h"
 #include "ir/op_registry.h"
 
@@ -464,6 +465,13 @@ class Lowering {
         return LowerEpilogue(e->second, step);
     }
     std::string why = "no lowering yet";
+    if (HasPoolLowering(node.op)) {
+      Status pooled = LowerPool(node, info_, step);
+      if (!pooled.ok()) {
+        if (pooled.error().code() != ErrorCode::kUnimplemented) return pooled;
+        why = pooled.error().message();
+      }
+    }
     if (step.kind == Step::Kind::kReference && HasRowReductionLowering(node.op)) {
       KILN_ASSIGN_OR_RETURN(bool lowered, LowerRowReduction(node, &why));
       if (lowered) return OkStatus();

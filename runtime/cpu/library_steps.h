@@ -15,6 +15,9 @@ Result<std::unique_ptr<StepRunner>> MakeOnednnMatmulStep(const Step& step, const
 bool HasNativeBf16Matmul();
 // conv2d, conv2d_backprop_input, conv2d_backprop_filter.
 Result<std::unique_ptr<StepRunner>> MakeConvStep(const Step& step, const Executable& exe);
+// max_pool2d, avg_pool2d, max_pool2d_grad, avg_pool2d_grad (onednn_pool_step.cc); bf16 ones are
+// kUnimplemented where oneDNN has no bf16 pooling for this CPU.
+Result<std::unique_ptr<StepRunner>> MakePoolStep(const Step& step, const Executable& exe);
 // batch_norm: kiln's BatchNorm in f32 (onednn_batch_norm_step.cc).
 Result<std::unique_ptr<StepRunner>> MakeBatchNormStep(const Step& step, const Executable& exe);
 // copy and assign (state_steps.cc).
@@ -32,7 +35,7 @@ using LibraryStepFactory =
 // Whether a buffer of the step is bf16 or f16.
 bool HasWidenableOperands(const Step& step, const Executable& exe);
 // The step run by its float32 routine `make_f32` on float32 copies of its 16-bit buffers
-// (widened_step.cc): gemm, batch_norm and bias_add on bf16/f16.
+// (widened_step.cc): gemm, batch_norm, bias_add and pooling on bf16/f16.
 Result<std::unique_ptr<StepRunner>> MakeWidenedStep(const Step& step, const Executable& exe,
                                                     const LibraryStepFactory& make_f32);
 
