@@ -44,23 +44,18 @@ class EpiloguePlanner {
   }
 
  private:
-  // A forward f32 Conv2D, or a MatMul that lowers to one f32/f64 gemm (both operands rank 2).
+  // A forward f32 or bf16 Conv2D, or a MatMul that lowers to one gemm (both operands rank 2).
   bool HasEpilogue(const Node& node) const {
     const TensorRef out{node.name, 0};
-    if (info_.values.count(out)) return false;
-    if (node.op == "Conv2D") return IsF32(out);
-    if (node.op != "MatMul") return false;
+    if ((node.op != "Conv2D" && node.op != "MatMul") || info_.values.count(out)) return false;
     const DType dtype = info_.types.at(out).dtype;
-    return (dtype == f32 || dtype == f64) && info_.types.at(node.inputs[0]).shape.rank() == 2 &&
+    if (node.op == "Conv2D") return dtype == f32 || dtype == bf16;
+    return kiln::IsFloat(dtype) && info_.types.at(node.inputs[0]).shape.rank() == 2 &&
            info_.types.at(node.inputs[1]).shape.rank() == 2;
   }
   bool IsFloat(const TensorRef& ref, DType dtype) const {
     auto t = info_.types.find(ref);
     return t != info_.types.end() && t->second.dtype == dtype;
-  }
-  bool IsF32(const TensorRef& ref) const {
-    auto t = info_.types.find(ref);
-    return t != info_.types.end() && t->second.dtype == f32;
   }
   const Tensor* Known(const TensorRef& ref) const {
     auto v = info_.values.find(ref);
@@ -157,7 +152,7 @@ class EpiloguePlanner {
         const double b = e.folded_bias ? e.folded_bias->GetDouble(c) : 0.0;
         bias[c] = (b - stats[2]->GetDouble(c)) * s + stats[1]->GetDouble(c) - b;
       }
-      e.folded_weights = std::move(folded);
+      e.folded_weights = folded.CastTo(w->dtype());
       AddKnownBias(e, bias);  // b + ((b - mean) * s + beta - b)
       return true;
     }

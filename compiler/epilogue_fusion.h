@@ -1,21 +1,24 @@
-// Epilogue fusion into library calls: the f32 Conv2D of a plan absorbs the chain of nodes that
-// only post-process its output, so that one oneDNN convolution (runtime/cpu/onednn_conv_step.cc,
-// attributes "bias" and "post_ops") computes what took several steps and memory round trips:
+// Epilogue fusion into library calls: the f32 or bf16 Conv2D of a plan absorbs the chain of nodes
+// that only post-process its output, so that one oneDNN convolution
+// (runtime/cpu/onednn_conv_step.cc, attributes "bias" and "post_ops") computes what took several
+// steps and memory round trips:
 //
 //   Conv2D -> [BiasAdd axis 1]* -> [BatchNorm, inference, folded]* -> [Add residual] -> [Relu]*
-//   MatMul -> [BiasAdd, last axis]* -> [Relu]*      (f32/f64, both operands of rank 2: one gemm)
+//   MatMul -> [BiasAdd, last axis]* -> [Relu]*      (any float, both operands of rank 2: one gemm)
 //
 // The MatMul's "gemm" step (runtime/cpu/gemm_step.cc) fills its output with the bias and
-// multiplies with beta = 1, then applies the Relu to the rows it just wrote.
+// multiplies with beta = 1, then applies the Relu to the rows it just wrote (bf16 on oneDNN:
+// its bias argument and relu post-op, onednn_matmul_step.cc).
 //
 // (BiasAdd and folded BatchNorm in any order; an Add right after them, or a Relu alone.)
-//   - BiasAdd (axis 1, bias f32[C]) becomes the convolution's bias argument; two BiasAdds, or a
+//   - BiasAdd (axis 1, bias [C] of the output's dtype) becomes the convolution's bias argument; two
+//   BiasAdds, or a
 //     BiasAdd around a folded BatchNorm, combine only when their biases are known at compile time.
 //   - BatchNorm with training=false whose four statistics and the convolution's weights are known
 //     at compile time (frozen graphs) is folded: per output channel c, with
 //     s = scale[c] / sqrt(var[c] + epsilon), w'[c] = w[c] * s and b'[c] = (b[c] - mean[c]) * s +
-//     bias[c], computed in double and rounded to f32 once (this reassociates the reference's
-//     arithmetic: results agree within f32 rounding, not bitwise).
+//     bias[c], computed in double and rounded to the weights' dtype once (this reassociates the
+//     reference's arithmetic: results agree within that dtype's rounding, not bitwise).
 //   - Add of another tensor of exactly the output's type (ResNet's residual) becomes a sum
 //     post-op: the step reads the residual buffer as an extra input. At most one, first post-op.
 //   - Relu becomes an eltwise post-op.
@@ -25,7 +28,7 @@
 //
 // Contract: `absorbed` maps every absorbed node to the Conv2D or MatMul that computes it; that
 // node's step writes `output` (the last absorbed node's output 0) and no other absorbed value
-// exists at run time. Every forward f32 Conv2D and every rank-2 f32/f64 MatMul gets one decision
+// exists at run time. Every forward f32/bf16 Conv2D and every rank-2 float MatMul gets one decision
 // line (fused what, or why not).
 #pragma once
 

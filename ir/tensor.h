@@ -78,6 +78,9 @@ class Tensor {
 
   void* raw_data() { return storage_.get(); }
   const void* raw_data() const { return storage_.get(); }
+  // How many Tensors share this storage: an in-place update is invisible to others only at 1
+  // (or at the count of holders the updater knows about).
+  long storage_use_count() const { return storage_.use_count(); }
   template <typename T>
   T* data() {
     return static_cast<T*>(raw_data());

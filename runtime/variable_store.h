@@ -15,6 +15,10 @@ class VariableStore {
     auto it = values_.find(name);
     return it == values_.end() ? nullptr : &it->second;
   }
+  Tensor* FindMutable(const std::string& name) {
+    auto it = values_.find(name);
+    return it == values_.end() ? nullptr : &it->second;
+  }
   void Set(const std::string& name, Tensor value) { values_[name] = std::move(value); }
   const std::map<std::string, Tensor>& values() const { return values_; }
 

@@ -51,6 +51,7 @@ Result<std::unique_ptr<Program>> Program::Load(CompiledPlan plan, int threads) {
   for (int id : exe.fetches)
     if (id < 0 || id >= static_cast<int>(exe.buffers.size()))
       return MakeError(ErrorCode::kInternal, "fetch of buffer %", id, " of ", exe.buffers.size());
+  program->profile_ = StepProfile::FromEnvironment(exe);
   KILN_ASSIGN_OR_RETURN(Tensor arena, Tensor::Create(u8, Shape{exe.arena_bytes}));
   program->arena_ = std::shared_ptr<uint8_t[]>(arena.data<uint8_t>(), [arena](uint8_t*) {});
   return program;
@@ -92,7 +93,16 @@ Result<std::vector<Tensor>> Program::Run(const std::vector<Tensor>& feeds, Varia
       }
     }
   }
-  for (const std::unique_ptr<StepRunner>& step : steps_) KILN_RETURN_IF_ERROR(step->Run(env));
+  if (profile_) {
+    profile_->BeginRun();
+    for (size_t i = 0; i < steps_.size(); ++i) {
+      const auto start = std::chrono::steady_clock::now();
+      KILN_RETURN_IF_ERROR(steps_[i]->Run(env));
+      profile_->Add(i, std::chrono::steady_clock::now() - start);
+    }
+  } else {
+    for (const std::unique_ptr<StepRunner>& step : steps_) KILN_RETURN_IF_ERROR(step->Run(env));
+  }
   std::vector<Tensor> fetched;
   for (int id : exe.fetches) {
     const BufferDesc& b = exe.buffers[id];

@@ -1,6 +1,7 @@
 // Program: a compiled plan loaded for this CPU. Load resolves every step once (kernels, library
 // primitives) and allocates the arena once; Run binds the feeds, runs the steps in order and
-// copies the fetches out. A Program is run by one caller at a time.
+// copies the fetches out. A Program is run by one caller at a time. KILN_PROFILE=1 times its
+// steps (step_profile.h).
 #pragma once
 
 #include <map>
@@ -12,6 +13,7 @@
 #include "ir/tensor.h"
 #include "runtime/cpu/plan_compiler.h"
 #include "runtime/cpu/step.h"
+#include "runtime/cpu/step_profile.h"
 #include "runtime/variable_store.h"
 
 namespace kiln::cpu {
@@ -34,6 +36,7 @@ class Program {
   int threads_ = 1;
   std::shared_ptr<uint8_t[]> arena_;
   std::vector<std::unique_ptr<StepRunner>> steps_;
+  std::unique_ptr<StepProfile> profile_;  // KILN_PROFILE
 };
 
 }  // namespace kiln::cpu

@@ -11,6 +11,27 @@ namespace {
 
 bool Is16Bit(DType t) { return t == bf16 || t == f16; }
 
+// 16-bit bits -> float32 and back (round to nearest even), over the session's threads.
+void Widen(const uint16_t* bits, DType dtype, int64_t n, float* out, int threads) {
+  if (dtype == bf16) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t k = 0; k < n; ++k) out[k] = BFloat16ToFloat(bits[k]);
+  } else {
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t k = 0; k < n; ++k) out[k] = HalfToFloat(bits[k]);
+  }
+}
+
+void Narrow(const float* in, int64_t n, DType dtype, uint16_t* bits, int threads) {
+  if (dtype == bf16) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t k = 0; k < n; ++k) bits[k] = FloatToBFloat16(in[k]);
+  } else {
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t k = 0; k < n; ++k) bits[k] = FloatToHalf(in[k]);
+  }
+}
+
 class WidenedStep : public StepRunner {
  public:
   // `operands`: the step's buffers (inputs, then outputs) in the original plan; `local` the same
@@ -44,21 +65,16 @@ class WidenedStep : public StepRunner {
       }
       const int64_t n = b.type.shape.NumElements();
       scratch[i].resize(n);
-      if (i < num_inputs_) {
-        const auto* bits = static_cast<const uint16_t*>(data);
-        for (int64_t k = 0; k < n; ++k)
-          scratch[i][k] = b.type.dtype == bf16 ? BFloat16ToFloat(bits[k]) : HalfToFloat(bits[k]);
-      }
+      if (i < num_inputs_)
+        Widen(static_cast<const uint16_t*>(data), b.type.dtype, n, scratch[i].data(), env.threads);
       inner.data.push_back(scratch[i].data());
     }
     KILN_RETURN_IF_ERROR(inner_->Run(inner));
     for (size_t i = num_inputs_; i < operands_.size(); ++i) {
       const BufferDesc& b = buffers[operands_[i]];
       if (!Is16Bit(b.type.dtype)) continue;
-      auto* bits = static_cast<uint16_t*>(env.data[operands_[i]]);
-      for (size_t k = 0; k < scratch[i].size(); ++k)
-        bits[k] =
-            b.type.dtype == bf16 ? FloatToBFloat16(scratch[i][k]) : FloatToHalf(scratch[i][k]);
+      Narrow(scratch[i].data(), static_cast<int64_t>(scratch[i].size()), b.type.dtype,
+             static_cast<uint16_t*>(env.data[operands_[i]]), env.threads);
     }
     return OkStatus();
   }
