@@ -6,12 +6,11 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 
-#include "compiler/codegen/emit_mlir.h"
-#include "compiler/plan_executable.h"
 #include "ir/builder.h"
 #include "ir/ops/math.h"
 #include "ir/ops/nn.h"
 #include "runtime/session.h"
+#include "tests/compiler/lowering_decisions.h"
 #include "tests/testing/differential.h"
 #include "tests/testing/gradcheck_op.h"
 
@@ -40,18 +39,10 @@ PoolGraph MakePoolGraph(DType dtype, const Shape& shape, const Pool2DOptions& o,
   return PoolGraph{std::move(*graph), {{"x", std::move(x)}}};
 }
 
+// The decisions about the pooling nodes.
 std::vector<std::string> Decisions(const PoolGraph& p) {
-  Session session(p.graph, SessionOptions{.backend = "reference"});
-  Result<RunPlan> plan = session.Plan(p.feeds, p.fetches);
-  INFO((plan.ok() ? "" : plan.error().ToString()));
-  REQUIRE(plan.ok());
-  compiler::PlanOptions options;
-  options.can_emit = compiler::CanEmit;
-  Result<compiler::PlannedExecutable> planned = compiler::PlanExecutable(*plan, options);
-  INFO((planned.ok() ? "" : planned.error().ToString()));
-  REQUIRE(planned.ok());
   std::vector<std::string> pooling;
-  for (const std::string& d : planned->lowered.decisions)
+  for (const std::string& d : testing::LoweringDecisions(p.graph, p.feeds, p.fetches))
     if (d.find("Pool") != std::string::npos) pooling.push_back(d);
   return pooling;
 }

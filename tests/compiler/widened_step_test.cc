@@ -4,13 +4,12 @@
 // reference executor within the 16-bit tolerance of tests/testing/differential.h.
 #include <catch2/catch.hpp>
 
-#include "compiler/codegen/emit_mlir.h"
-#include "compiler/plan_executable.h"
 #include "ir/builder.h"
 #include "ir/ops/linalg.h"
 #include "ir/ops/math.h"
 #include "ir/ops/nn.h"
 #include "runtime/session.h"
+#include "tests/compiler/lowering_decisions.h"
 #include "tests/testing/differential.h"
 
 namespace kiln {
@@ -24,15 +23,7 @@ Tensor Filled(DType dtype, Shape shape, double scale) {
 
 void CheckNoReferenceSteps(const Graph& graph, const FeedList& feeds,
                            const std::vector<TensorName>& fetches) {
-  Session session(graph, SessionOptions{.backend = "reference"});
-  Result<RunPlan> plan = session.Plan(feeds, fetches);
-  REQUIRE(plan.ok());
-  compiler::PlanOptions options;
-  options.can_emit = compiler::CanEmit;
-  Result<compiler::PlannedExecutable> planned = compiler::PlanExecutable(*plan, options);
-  INFO((planned.ok() ? "" : planned.error().ToString()));
-  REQUIRE(planned.ok());
-  for (const std::string& d : planned->lowered.decisions) {
+  for (const std::string& d : testing::LoweringDecisions(graph, feeds, fetches)) {
     INFO(d);
     CHECK(d.find("reference kernel") == std::string::npos);
   }
