@@ -9,9 +9,9 @@
 // done yet.) Attributes: strides, pads [top, left, bottom, right], dilations, groups.
 //
 // A "conv2d" step may carry the epilogue the compiler fused into it (compiler/epilogue_fusion.h):
-// attribute "bias" (1: inputs[2] is a bias f32[C]) and "post_ops" (1: sum, whose operand is the
-// next input, a tensor of the output's type; 2: relu), applied in order as oneDNN post-ops. The
-// sum post-op accumulates into dst, so the residual is reordered into dst before the primitive.
+// attribute "bias" (1: inputs[2] is a bias [C] of y's dtype) and "post_ops" (1: sum, whose operand
+// is the next input, a tensor of the output's type; 2: relu), applied in order as oneDNN post-ops.
+// The sum post-op accumulates into dst, so the residual is reordered into dst before the primitive.
 #include <omp.h>
 
 #include <dnnl.hpp>
