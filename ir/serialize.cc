@@ -89,6 +89,8 @@ Result<AttrValue> AttrFromProto(const proto::AttrValue& p) {
       return AttrValue(std::move(s));
     }
     case proto::AttrValue::kDtype: {
+      // An attribute may hold "no dtype" (e.g. MatMul's unset out_dtype); a tensor may not.
+      if (p.dtype() == proto::DT_INVALID) return AttrValue(DType::kInvalid);
       KILN_ASSIGN_OR_RETURN(DType t, DTypeFromProto(p.dtype()));
       return AttrValue(t);
     }

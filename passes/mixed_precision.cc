@@ -48,6 +48,9 @@ std::vector<int> InputsToNarrow(const Graph& graph, const Node& node) {
 
 std::string Quote(const std::string& name) { return "'" + name + "'"; }
 
+// Ops that can take 16-bit operands and write a float32 result (an attribute out_dtype).
+bool CanWriteF32From16(const std::string& op) { return op == "MatMul"; }
+
 }  // namespace
 
 Result<std::vector<PrecisionDecision>> DecidePrecision(const Graph& graph,
@@ -61,7 +64,10 @@ Result<std::vector<PrecisionDecision>> DecidePrecision(const Graph& graph,
   std::map<std::string, size_t> index;  // node -> its decision
   for (const Node* node : order) {
     if (!IsCandidate(graph, *node)) continue;
-    PrecisionDecision d{node->name, node->op, PrecisionListOf(policy, node->op), false, ""};
+    PrecisionDecision d;
+    d.node = node->name;
+    d.op = node->op;
+    d.list = PrecisionListOf(policy, node->op);
     bool pinned_by_node = false;
     if (auto it = policy.node_lists.find(node->name); it != policy.node_lists.end()) {
       d.list = it->second;
@@ -97,20 +103,29 @@ Result<std::vector<PrecisionDecision>> DecidePrecision(const Graph& graph,
     for (const TensorRef& in : node.inputs) readers[in.node].push_back(node.name);
   std::set<std::string> output_producers;
   for (const GraphOutput& out : graph.outputs()) output_producers.insert(out.tensor.node);
+  auto read_in16 = [&](const std::string& producer) {
+    for (const std::string& r : readers[producer]) {
+      auto it = index.find(r);
+      if (it != index.end() && decisions[it->second].in16) return true;
+    }
+    return false;
+  };
   for (size_t k = decisions.size(); k-- > 0;) {
     PrecisionDecision& d = decisions[k];
     if (!d.in16 || !d.list || policy.node_lists.count(d.node) ||
         (*d.list != PrecisionList::kFollow && *d.list != PrecisionList::kNeutral))
       continue;
-    bool read_in16 = false;
-    for (const std::string& r : readers[d.node]) {
-      auto it = index.find(r);
-      read_in16 = read_in16 || (it != index.end() && decisions[it->second].in16);
-    }
-    if (read_in16) continue;
+    if (read_in16(d.node)) continue;
     d.in16 = false;
     d.why = std::string(PrecisionListName(*d.list)) + ": only float32 readers" +
             (output_producers.count(d.node) ? " (a graph output)" : "");
+  }
+
+  // Rule 3: 16-bit products that only float32 readers read stay float32.
+  for (PrecisionDecision& d : decisions) {
+    if (!d.in16 || !CanWriteF32From16(d.op) || read_in16(d.node)) continue;
+    d.f32_output = true;
+    d.why += ", float32 output: only float32 readers";
   }
   return decisions;
 }
@@ -120,13 +135,16 @@ Result<bool> MixedPrecision::Run(Graph& graph) {
     return MakeError(ErrorCode::kInvalidArgument, "mixed-precision computes in bf16 or f16, not ",
                      DTypeName(policy_.compute));
   KILN_ASSIGN_OR_RETURN(std::vector<PrecisionDecision> decisions, DecidePrecision(graph, policy_));
-  std::set<std::string> in16;
-  for (const PrecisionDecision& d : decisions)
+  std::set<std::string> in16, f32_output;
+  for (const PrecisionDecision& d : decisions) {
     if (d.in16) in16.insert(d.node);
-  // Tensors that become 16-bit: float32 outputs of 16-bit nodes.
+    if (d.f32_output) f32_output.insert(d.node);
+  }
+  // Tensors that become 16-bit: float32 outputs of 16-bit nodes that do not write float32.
   auto narrowed = [&](const TensorRef& ref) {
     const Node* producer = graph.FindNode(ref.node);
-    return in16.count(ref.node) && producer->output_types[ref.port].dtype == f32;
+    return in16.count(ref.node) && !f32_output.count(ref.node) &&
+           producer->output_types[ref.port].dtype == f32;
   };
 
   std::map<std::pair<TensorRef, DType>, TensorRef> casts;
@@ -147,6 +165,13 @@ Result<bool> MixedPrecision::Run(Graph& graph) {
   bool changed = false;
   for (Node& node : graph.mutable_nodes()) {
     if (in16.count(node.name)) {
+      if (f32_output.count(node.name)) {
+        Result<DType> out_dtype = node.attrs.GetDType("out_dtype");
+        if (!out_dtype.ok() || *out_dtype != f32) {
+          node.attrs.Set("out_dtype", f32);
+          changed = true;
+        }
+      }
       for (int i : InputsToNarrow(graph, node)) {
         if (narrowed(node.inputs[i])) continue;  // already 16-bit
         node.inputs[i] = cast(node.inputs[i], policy_.compute);

@@ -8,7 +8,10 @@
 // 2. backward, consumers first: a follow/neutral node decided 16-bit whose outputs no 16-bit node
 //    reads goes back to float32 (no cast down just to cast up again; this also keeps optimizer
 //    updates, which only feed Assign, in float32).
-// A node's own entry in node_lists wins over both rules.
+// 3. a 16-bit MatMul whose product no 16-bit node reads (a classifier's logits, a weight
+//    gradient feeding the optimizer) writes it in float32 (out_dtype f32): the float32
+//    accumulator is kept instead of being rounded to 16 bits and widened again.
+// A node's own entry in node_lists wins over rules 1 and 2.
 // Rewrite: a 16-bit node reads its float32 inputs (those of the type variable of its first float
 // input) through a Cast to the 16-bit type, one per tensor, shared by all its readers (so a
 // Variable is cast once per step and stays float32: master weights); a float32 node or a graph
@@ -32,7 +35,8 @@ struct PrecisionDecision {
   std::string node, op;
   std::optional<PrecisionList> list;  // the list that decided (node_lists first); nullopt: none
   bool in16 = false;
-  std::string why;  // "always16", "follows 'conv1' (16-bit)", "only float32 readers", ...
+  std::string why;          // "always16", "follows 'conv1' (16-bit)", "only float32 readers", ...
+  bool f32_output = false;  // 16-bit operands, float32 result (rule 3)
 };
 
 // The decision for every candidate node, in topological order (the graph must be verified).

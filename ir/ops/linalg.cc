@@ -13,10 +13,11 @@ namespace kiln {
 
 using internal::MakeOp;
 
-Value MatMul(At a, Value b, bool transpose_a, bool transpose_b) {
+Value MatMul(At a, Value b, bool transpose_a, bool transpose_b, DType out_dtype) {
   AttrMap attrs;
   attrs.Set("transpose_a", transpose_a);
   attrs.Set("transpose_b", transpose_b);
+  if (out_dtype != DType::kInvalid) attrs.Set("out_dtype", out_dtype);
   return MakeOp("MatMul", {a.value, b}, std::move(attrs), a.loc);
 }
 
@@ -94,7 +95,15 @@ Status InferMatMul(InferContext& ctx) {
   std::vector<int64_t> out = batch->dims();
   if (sa.rank() > 1) out.push_back(ma.rows);
   if (sb.rank() > 1) out.push_back(mb.cols);
-  ctx.AddOutput(ctx.dtype(0), Shape(std::move(out)));
+  KILN_ASSIGN_OR_RETURN(DType out_dtype, ctx.attrs().GetDType("out_dtype"));
+  const DType operand_dtype = ctx.dtype(0);
+  if (out_dtype == DType::kInvalid) out_dtype = operand_dtype;
+  if (out_dtype != operand_dtype &&
+      !(out_dtype == f32 && (operand_dtype == bf16 || operand_dtype == f16)))
+    return ctx.Fail("attribute 'out_dtype' ", DTypeName(out_dtype), " with ",
+                    DTypeName(operand_dtype),
+                    " operands: it is unset, the operands' dtype, or f32 for bf16/f16 operands");
+  ctx.AddOutput(out_dtype, Shape(std::move(out)));
   return OkStatus();
 }
 
@@ -252,6 +261,7 @@ void RegisterLinalgOps(OpRegistry& registry) {
                  .Types("T", MatMulTypes())
                  .Attr("transpose_a", AttrType::kBool, false)
                  .Attr("transpose_b", AttrType::kBool, false)
+                 .Attr("out_dtype", AttrType::kDType, DType::kInvalid)
                  .Infer(InferMatMul)
                  .Build());
   r.Register(OpDefBuilder("BiasAdd", "linalg")

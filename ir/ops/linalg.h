@@ -5,7 +5,10 @@
 // 1-D `b` a column vector (a 1 is appended, then removed). transpose_a / transpose_b swap the last
 // two dims of an operand of rank >= 2 and are ignored for 1-D operands. The contracted dims must
 // be equal; an unknown (-1) dim passes at build time and is checked when the graph runs. Floats
-// and i32/i64; integer products and sums wrap (two's complement).
+// and i32/i64; integer products and sums wrap (two's complement). Attribute out_dtype (unset: the
+// operands' dtype) may be f32 for bf16/f16 operands: the float32 accumulator is written as is,
+// not rounded to 16 bits (XLA's preferred_element_type; passes/mixed_precision uses it where
+// only float32 ops read the product).
 //
 // BiasAdd adds a 1-D `bias` of length x.shape[axis] along `axis` of `x` (rank >= 2, floats).
 //
@@ -36,7 +39,9 @@
 
 namespace kiln {
 
-Value MatMul(At a, Value b, bool transpose_a = false, bool transpose_b = false);
+// out_dtype: see above (kInvalid: the operands' dtype).
+Value MatMul(At a, Value b, bool transpose_a = false, bool transpose_b = false,
+             DType out_dtype = DType::kInvalid);
 
 Value BiasAdd(At x, Value bias, int64_t axis = 1);
 

@@ -8,6 +8,7 @@
 
 #include "ir/ops/array.h"
 #include "ir/ops/linalg.h"
+#include "ir/ops/math.h"
 #include "ir/ops/op_helpers.h"
 #include "ir/ops/reduce.h"
 
@@ -20,8 +21,10 @@ namespace {
 //   dA = dY @ op(B)^T, stored as op(A) is: (dY @ op(B)^T)^T when transpose_a;
 //   dB = op(A)^T @ dY, stored as op(B) is: (op(A)^T @ dY)^T when transpose_b.
 // The products have the broadcast batch dims; SumToShapeOf reduces them to each operand's.
+// With out_dtype f32 over 16-bit operands, dy is rounded to the operands' dtype first.
 Status MatMulGrad(GradContext& ctx) {
   Value a = ctx.input(0), b = ctx.input(1), dy = ctx.grad(0);
+  if (dy.dtype() != a.dtype()) dy = Cast(dy, a.dtype());
   bool a_vector = a.rank() == 1, b_vector = b.rank() == 1;
   bool ta = ctx.attrs().Find("transpose_a")->get<bool>() && !a_vector;
   bool tb = ctx.attrs().Find("transpose_b")->get<bool>() && !b_vector;

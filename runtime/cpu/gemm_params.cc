@@ -28,13 +28,15 @@ Result<GemmParams> ReadGemmParams(const Step& step, const Executable& exe) {
   const BufferDesc& a = exe.buffers[step.inputs[0]];
   const BufferDesc& b = exe.buffers[step.inputs[1]];
   const BufferDesc& c = exe.buffers[step.outputs[0]];
-  p.dtype = c.type.dtype;
-  if (a.type.dtype != p.dtype || b.type.dtype != p.dtype)
+  p.dtype = a.type.dtype;
+  p.out_dtype = c.type.dtype;
+  const bool wide_output = p.out_dtype == f32 && (p.dtype == bf16 || p.dtype == f16);
+  if (b.type.dtype != p.dtype || (p.out_dtype != p.dtype && !wide_output))
     return MakeError(ErrorCode::kInternal, "gemm operands differ in dtype: ", a.type.ToString(),
                      " x ", b.type.ToString(), " -> ", c.type.ToString());
-  if (p.bias && !(exe.buffers[step.inputs[2]].type == TensorType{p.dtype, Shape{p.n}}))
-    return MakeError(ErrorCode::kInternal, "gemm: the bias must be ", DTypeName(p.dtype), "[", p.n,
-                     "], got ", exe.buffers[step.inputs[2]].type.ToString());
+  if (p.bias && !(exe.buffers[step.inputs[2]].type == TensorType{p.out_dtype, Shape{p.n}}))
+    return MakeError(ErrorCode::kInternal, "gemm: the bias must be ", DTypeName(p.out_dtype), "[",
+                     p.n, "], got ", exe.buffers[step.inputs[2]].type.ToString());
   // Every matrix the loop touches must lie inside its buffer.
   auto last = [&](int64_t stride, int64_t size) { return (p.batch - 1) * stride + size; };
   if (p.m < 1 || p.n < 1 || p.k < 0 || p.batch < 1 || p.stride_a < 0 || p.stride_b < 0 ||

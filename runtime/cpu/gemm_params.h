@@ -13,12 +13,15 @@ struct GemmParams {
   int64_t m = 0, n = 0, k = 0, batch = 1, stride_a = 0, stride_b = 0;
   bool trans_a = false, trans_b = false;
   bool bias = false, relu = false;
-  DType dtype = f32;  // of a, b, c and the bias alike
+  DType dtype = f32;      // of a and b
+  DType out_dtype = f32;  // of c and the bias: dtype, or f32 for bf16/f16 operands (MatMul's
+                          // out_dtype)
 };
 
 // Reads the step's attributes (m n k, trans_a trans_b, batch, stride_a stride_b, and "bias" and
 // "post_ops" when fused) and checks that every matrix the loop touches lies inside its buffer and
-// that the operands share one dtype. Errors are kInternal: the compiler wrote a bad step.
+// that the operands share one dtype (c: theirs, or f32 for 16-bit operands). Errors are kInternal:
+// the compiler wrote a bad step.
 Result<GemmParams> ReadGemmParams(const Step& step, const Executable& exe);
 
 }  // namespace kiln::cpu

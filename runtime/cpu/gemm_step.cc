@@ -1,6 +1,6 @@
 // Library step "gemm": a (batched) matrix multiply through OpenBLAS, f32 (sgemm) and f64 (dgemm);
-// bf16 operands go through oneDNN's matmul where the CPU has bf16 arithmetic
-// (onednn_matmul_step.cc), other bf16 and f16 ones through widened_step.cc.
+// bf16 operands (c bf16, or f32: MatMul's out_dtype) go through oneDNN's matmul where the CPU
+// has bf16 arithmetic (onednn_matmul_step.cc), other bf16 and f16 ones through widened_step.cc.
 // Parameters (attrs, all ints): m n k, trans_a trans_b (0/1), batch, stride_a stride_b (elements
 // between consecutive matrices of a batch; 0 repeats the same matrix). Inputs a, b; output c,
 // row-major [batch, m, n]. Leading dimensions follow from the shapes and transposes.

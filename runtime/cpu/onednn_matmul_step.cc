@@ -2,7 +2,8 @@
 // native bf16 implementation (AVX-512 BF16 or AMX: brgemm). Same parameters as gemm_step.cc (m n
 // k, trans_a trans_b, batch, stride_a stride_b, and the fused epilogue "bias"/"post_ops"):
 // transposes and batch broadcasting (stride 0) are expressed as strides of the memory
-// descriptors, so nothing is copied; oneDNN accumulates in float32 and rounds c once. The
+// descriptors, so nothing is copied; oneDNN accumulates in float32 and rounds c once (or writes
+// it as is when c is float32: MatMul's out_dtype). The
 // primitive is created once, at load; where oneDNN offers only its reference implementation or
 // none (AVX2 CPUs), the factory returns kUnimplemented and the caller widens to OpenBLAS sgemm
 // instead (library_step.cc).
@@ -73,9 +74,10 @@ Result<std::unique_ptr<StepRunner>> MakeOnednnMatmulStep(const Step& step, const
   };
   memory::desc a = operand(p.stride_a, p.m, p.k, p.trans_a);
   memory::desc b = operand(p.stride_b, p.k, p.n, p.trans_b);
-  memory::desc c({p.batch, p.m, p.n}, bf, memory::format_tag::abc);
+  const auto out = p.out_dtype == f32 ? memory::data_type::f32 : bf;
+  memory::desc c({p.batch, p.m, p.n}, out, memory::format_tag::abc);
   std::optional<memory::desc> bias;
-  if (p.bias) bias = memory::desc({1, 1, p.n}, bf, memory::format_tag::abc);
+  if (p.bias) bias = memory::desc({1, 1, p.n}, out, memory::format_tag::abc);
   dnnl::primitive_attr attr;
   if (p.relu) {
     dnnl::post_ops ops;

@@ -50,20 +50,34 @@ TEST_CASE("bf16 MatMul, batched, transposed, broadcast and fused, matches the re
     Graph graph = *g.Build();
     RunBoth(graph, {{"a", RandomBf16(sa, 4)}, {"b", RandomBf16(sb, 5)}}, {"c"});
   }
-  for (bool relu : {false, true}) {
-    INFO("bias" << (relu ? " + relu" : ""));
+  // out_dtype f32: the float32 product is written as is (a float32 bias then, as for y).
+  for (DType out : {DType::kInvalid, f32}) {
+    for (bool relu : {false, true}) {
+      INFO("bias" << (relu ? " + relu" : "") << ", out_dtype " << DTypeName(out));
+      GraphBuilder g;
+      Value x = g.Placeholder("x", bf16, {6, 5});
+      Value w = g.Placeholder("w", bf16, {5, 3});
+      const DType y_dtype = out == f32 ? f32 : bf16;
+      Value b = g.Placeholder("b", y_dtype, {3});
+      Value y = BiasAdd(MatMul(x, w, false, false, out), b, -1);
+      g.Output("y", relu ? Relu(y) : y);
+      Graph graph = *g.Build();
+      RunBoth(graph,
+              {{"x", RandomBf16(Shape{6, 5}, 1)},
+               {"w", RandomBf16(Shape{5, 3}, 2)},
+               {"b", testing::RandomTensor(Shape{3}, 3).CastTo(y_dtype)}},
+              {"y"});
+    }
+  }
+  for (auto [sa, sb, ta, tb] : std::vector<std::tuple<Shape, Shape, bool, bool>>{
+           {Shape{2, 5, 3}, Shape{3, 4}, false, false}, {Shape{3, 5}, Shape{4, 3}, true, true}}) {
+    INFO("out_dtype f32: " << sa.ToString() << " x " << sb.ToString());
     GraphBuilder g;
-    Value x = g.Placeholder("x", bf16, {6, 5});
-    Value w = g.Placeholder("w", bf16, {5, 3});
-    Value b = g.Placeholder("b", bf16, {3});
-    Value y = BiasAdd(MatMul(x, w), b, -1);
-    g.Output("y", relu ? Relu(y) : y);
+    Value c = MatMul(g.Placeholder("a", bf16, sa), g.Placeholder("b", bf16, sb), ta, tb, f32);
+    REQUIRE(c.dtype() == f32);
+    g.Output("c", c);
     Graph graph = *g.Build();
-    RunBoth(graph,
-            {{"x", RandomBf16(Shape{6, 5}, 1)},
-             {"w", RandomBf16(Shape{5, 3}, 2)},
-             {"b", RandomBf16(Shape{3}, 3)}},
-            {"y"});
+    RunBoth(graph, {{"a", RandomBf16(sa, 6)}, {"b", RandomBf16(sb, 7)}}, {"c"});
   }
 }
 

@@ -7,6 +7,7 @@
 
 #include "ir/builder.h"
 #include "ir/ops/linalg.h"
+#include "ir/serialize.h"
 #include "runtime/session.h"
 
 using namespace kiln;
@@ -133,6 +134,40 @@ TEST_CASE("linalg: MatMul on integers", "[linalg]") {
     Value a = g.Constant(Tensor::FromVector<bool>({1, 1}, {true}));
     MatMul(a, a);
     CHECK_FALSE(BuildError(g).empty());
+  }
+}
+
+TEST_CASE("linalg: MatMul of 16-bit operands writes float32 when out_dtype says so", "[linalg]") {
+  // 1 + 2^-8 is not a bf16 value: rounded to bf16 the product would be 1 (or 1 + 2^-7).
+  Tensor a = Tensor::FromVector<float>({1, 2}, {1.0f, 0.00390625f}).CastTo(bf16);
+  Tensor b = Tensor::FromVector<float>({2, 1}, {1.0f, 1.0f}).CastTo(bf16);
+  SECTION("f32 keeps the float32 accumulator") {
+    GraphBuilder g;
+    Value y = MatMul(g.Constant(a), g.Constant(b), false, false, f32);
+    CHECK(y.dtype() == f32);
+    Tensor t = Eval(g, y);
+    CHECK(t.dtype() == f32);
+    CHECK(t.ToDoubles() == std::vector<double>{1.00390625});
+  }
+  SECTION("unset rounds to the operands' dtype") {
+    GraphBuilder g;
+    Tensor t = Eval(g, MatMul(g.Constant(a), g.Constant(b)));
+    CHECK(t.dtype() == bf16);
+    CHECK(t.ToDoubles() != std::vector<double>{1.00390625});
+  }
+  SECTION("it survives saving and loading") {
+    GraphBuilder g;
+    g.Output("y", MatMul(g.Constant(a), g.Constant(b), false, false, f32));
+    Result<Graph> graph = g.Build();
+    REQUIRE(graph.ok());
+    Result<Graph> loaded = GraphFromText(GraphToText(*graph));
+    REQUIRE(loaded.ok());
+    CHECK(GraphToText(*loaded) == GraphToText(*graph));
+  }
+  SECTION("anything but f32 over 16-bit operands is refused") {
+    GraphBuilder g;
+    MatMul(g.Placeholder("x", f32, {2, 2}), g.Placeholder("w", f32, {2, 2}), false, false, bf16);
+    CHECK_THAT(BuildError(g), Contains("attribute 'out_dtype' bf16 with f32 operands"));
   }
 }
 

@@ -301,6 +301,34 @@ TEST_CASE("linalg gradients: MatMul with unknown dims", "[grad][linalg]") {
                    [](GraphBuilder&, auto& v) { return MatMul(v[0], v[1], true); });
 }
 
+// MatMul(a, b, out_dtype f32) over bf16 operands is Cast(MatMul(a, b), f32) without the rounding;
+// its gradients are those of the cast form: dy rounded to bf16, then the bf16 products.
+TEST_CASE("linalg gradients: MatMul with a float32 out_dtype", "[grad][linalg]") {
+  Tensor a = RandomTensor({3, 4}, 13).CastTo(bf16), b = RandomTensor({4, 2}, 14).CastTo(bf16);
+  Tensor weight = RandomTensor({3, 2}, 15).CastTo(f32);
+  std::vector<std::vector<double>> grads[2];
+  for (bool out_f32 : {true, false}) {
+    GraphBuilder g;
+    Value va = g.Placeholder("a", bf16, a.shape()), vb = g.Placeholder("b", bf16, b.shape());
+    Value y = out_f32 ? MatMul(va, vb, false, false, f32) : Cast(MatMul(va, vb), f32);
+    Value loss = Sum(Mul(y, g.Constant(weight)));
+    Result<std::vector<Value>> d = Gradients({loss}, {va, vb});
+    REQUIRE(d.ok());
+    g.Output("da", (*d)[0]);
+    g.Output("db", (*d)[1]);
+    Result<Graph> graph = g.Build();
+    REQUIRE(graph.ok());
+    Session session(*graph);
+    Result<std::vector<Tensor>> out = session.Run({{"a", a}, {"b", b}}, {"da", "db"});
+    REQUIRE(out.ok());
+    for (const Tensor& t : *out) {
+      CHECK(t.dtype() == bf16);
+      grads[out_f32].push_back(t.ToDoubles());
+    }
+  }
+  CHECK(grads[true] == grads[false]);
+}
+
 TEST_CASE("linalg gradients: BiasAdd sums dy over every axis but `axis`", "[grad][linalg]") {
   struct Case {
     Shape x;
