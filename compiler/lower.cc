@@ -320,14 +320,16 @@ class Lowering {
     return IsFloat(x.dtype) && info_.types.at(node.inputs[1]).dtype == x.dtype;
   }
 
-  // A BatchNorm the oneDNN step runs: x f32 (bf16/f16 widened) of rank 2-5, the four statistics
-  // of x's dtype, shape [C].
-  bool IsFloatBatchNorm(const Node& node) const {
-    const TensorType& x = info_.types.at(node.inputs[0]);
+  // A BatchNorm or BatchNormGrad the oneDNN steps run: input `x_input` (x) f32 (bf16/f16
+  // widened) of rank 2-5, the other inputs x's type (dy) or [C] of x's dtype (statistics).
+  bool IsFloatBatchNorm(const Node& node, size_t x_input) const {
+    const TensorType& x = info_.types.at(node.inputs[x_input]);
     if (!IsFloat(x.dtype) || x.dtype == f64 || x.shape.rank() < 2 || x.shape.rank() > 5)
       return false;
-    for (size_t i = 1; i < node.inputs.size(); ++i)
-      if (!(info_.types.at(node.inputs[i]) == TensorType{x.dtype, Shape{x.shape[1]}})) return false;
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      const TensorType& t = info_.types.at(node.inputs[i]);
+      if (!(t == x || t == TensorType{x.dtype, Shape{x.shape[1]}})) return false;
+    }
     return true;
   }
 
@@ -426,9 +428,13 @@ class Lowering {
           return MakeError(ErrorCode::kInternal, "MatMul '", node.name, "': epilogue, no gemm");
         return LowerEpilogue(e->second, step);
       }
-    } else if (node.op == "BatchNorm" && IsFloatBatchNorm(node)) {
+    } else if (node.op == "BatchNorm" && IsFloatBatchNorm(node, 0)) {
       step.kind = Step::Kind::kLibrary;
       step.callee = "batch_norm";
+      step.attrs = OpRegistry::Global().Find(node.op)->WithDefaults(node.attrs);
+    } else if (node.op == "BatchNormGrad" && IsFloatBatchNorm(node, 1)) {
+      step.kind = Step::Kind::kLibrary;
+      step.callee = "batch_norm_grad";
       step.attrs = OpRegistry::Global().Find(node.op)->WithDefaults(node.attrs);
     } else if (kCopyOps.count(node.op) && !node.inputs.empty() &&
                info_.types.at(node.inputs[0]).dtype == node.output_types[0].dtype) {

@@ -5,10 +5,11 @@
 // collapsed to the fewest dimensions its broadcasting allows, so it splits well over threads); a
 // cluster identical to an earlier one (same code, attributes compared exactly) calls its kernel.
 // Library steps (runtime/cpu/library_steps.h): MatMul f32/f64 -> gemm (OpenBLAS); Conv2D and its
-// backward ops f32/bf16 (computed in f32), BatchNorm f32 -> oneDNN; Conv2D f32 absorbs its bias,
+// backward ops f32/bf16 (computed in f32), BatchNorm and BatchNormGrad f32 -> oneDNN (batch_norm,
+// batch_norm_grad); Conv2D f32 absorbs its bias,
 // folded BatchNorm, residual Add and Relu as oneDNN post-ops, and a rank-2 MatMul its bias and Relu
 // (compiler/epilogue_fusion.h); Sum/Mean/SumLike f32/f64 -> reduce_sum; BiasAdd f32/f64 ->
-// bias_add (gemm, batch_norm and bias_add also take bf16/f16, widened to f32 by the runtime);
+// bias_add (gemm, batch_norm(_grad) and bias_add also take bf16/f16, widened by the runtime);
 // reshape-family ops -> copy; Variable -> variable_read (its buffer is bound to the stored value,
 // kind kVariable); Assign* f32/f64 -> assign. Softmax, LogSoftmax, LayerNorm and Max/Min (and
 // Sum/Mean not taken by reduce_sum) over trailing axes -> one row-reduction kernel each

@@ -4,10 +4,12 @@
 
 namespace kiln::compiler {
 
-Result<PlannedExecutable> PlanExecutable(const RunPlan& plan, const PlanOptions& options) {
+Result<PlannedExecutable> PlanExecutable(const RunPlan& given, const PlanOptions& options) {
   PlannedExecutable out;
-  KILN_ASSIGN_OR_RETURN(out.info, ResolveStaticTypes(plan));
+  KILN_ASSIGN_OR_RETURN(out.info, ResolveStaticTypes(given));
   const StaticInfo& info = out.info;
+  out.simplified = SimplifyWithStaticTypes(given, info);
+  const RunPlan& plan = out.simplified.plan;
   out.epilogues = PlanEpilogues(plan, info);
   auto fusible = [&](const Node& node) {
     if (!options.can_emit || node.output_types.size() != 1) return false;

@@ -1,6 +1,7 @@
 // The compiler's pipeline from a RunPlan to an Executable, without generating code: static types
-// (and compile-time values), epilogue fusion into convolutions, elementwise fusion, lowering to
-// steps, buffer assignment. The JIT (cpu_compiler.h) and `kiln inspect` both start here.
+// (and compile-time values), rewrites those allow (static_simplify.h), epilogue fusion into
+// convolutions, elementwise fusion, lowering to steps, buffer assignment. The JIT (cpu_compiler.h)
+// and `kiln inspect` both start here.
 #pragma once
 
 #include <functional>
@@ -10,6 +11,7 @@
 #include "compiler/buffer_assignment.h"
 #include "compiler/fusion.h"
 #include "compiler/lower.h"
+#include "compiler/static_simplify.h"
 #include "compiler/static_types.h"
 
 namespace kiln::compiler {
@@ -23,6 +25,7 @@ struct PlanOptions {
 
 struct PlannedExecutable {
   StaticInfo info;
+  SimplifiedPlan simplified;  // the plan the later stages saw (they point into its nodes)
   EpiloguePlan epilogues;
   FusionPlan fusion;
   LoweredPlan lowered;  // lowered.executable has its offsets assigned

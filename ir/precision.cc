@@ -32,10 +32,11 @@ const std::map<std::string, PrecisionList>& DefaultPrecisionLists() {
     put(PrecisionList::kAlways16,
         {"MatMul", "Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter"});
     put(PrecisionList::kFollow,
-        {"Add",       "Sub",           "Mul",           "Div",       "Neg",       "Abs",
-         "Maximum",   "Minimum",       "Clip",          "Relu",      "LeakyRelu", "Elu",
-         "Gelu",      "Sigmoid",       "Tanh",          "BiasAdd",   "MaxPool2D", "MaxPool2DGrad",
-         "AvgPool2D", "AvgPool2DGrad", "GlobalAvgPool", "BatchNorm", "Dropout",   "Select"});
+        {"Add",           "Sub",       "Mul",           "Div",       "Neg",
+         "Abs",           "Maximum",   "Minimum",       "Clip",      "Relu",
+         "LeakyRelu",     "Elu",       "Gelu",          "Sigmoid",   "Tanh",
+         "BiasAdd",       "MaxPool2D", "MaxPool2DGrad", "AvgPool2D", "AvgPool2DGrad",
+         "GlobalAvgPool", "BatchNorm", "BatchNormGrad", "Dropout",   "Select"});
     put(PrecisionList::kKeep32, {"Exp", "Log", "Pow", "Sqrt", "Rsqrt", "Reciprocal", "Square",
                                  "Erf", "Softmax", "LogSoftmax", "SoftmaxCrossEntropy", "LayerNorm",
                                  "Sum", "Mean", "Prod", "SumLike", "TileGrad", "Max", "Min"});

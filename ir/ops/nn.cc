@@ -45,6 +45,13 @@ std::vector<Value> BatchNorm(At x, Value scale, Value bias, Value mean, Value va
   return MakeOpN("BatchNorm", {x.value, scale, bias, mean, var}, std::move(a), x.loc, 3);
 }
 
+std::vector<Value> BatchNormGrad(At dy, Value x, Value scale, Value mean, Value var,
+                                 double epsilon) {
+  AttrMap a;
+  a.Set("epsilon", epsilon);
+  return MakeOpN("BatchNormGrad", {dy.value, x, scale, mean, var}, std::move(a), dy.loc, 3);
+}
+
 Value LayerNorm(At x, Value scale, Value bias, int64_t axis, double epsilon) {
   AttrMap a;
   a.Set("axis", axis);
@@ -186,36 +193,69 @@ Status CheckEpsilon(const InferContext& ctx) {
   return OkStatus();
 }
 
+// The channel count C of x [N, C, ...] (rank >= 2) and its 1-D per-channel inputs
+// `channel_inputs` (named by `names`), each of length C; an unknown C is taken from the first
+// input that knows it.
+Result<int64_t> PerChannelLength(InferContext& ctx, const Shape& x,
+                                 const std::vector<int>& channel_inputs, const char* const* names) {
+  if (x.rank() < 2)
+    return ctx.Fail("x must have rank >= 2 (channels on axis 1), got shape ", x.ToString());
+  int64_t c = x[1];
+  std::string c_from = "x.shape[1]";
+  for (int i : channel_inputs) {
+    const Shape& s = ctx.shape(i);
+    if (s.rank() != 1)
+      return ctx.Fail("'", names[i], "' must be 1-D of length C (x.shape[1]), got shape ",
+                      s.ToString());
+    if (c != kUnknownDim && s[0] != kUnknownDim && s[0] != c)
+      return ctx.Fail("'", names[i], "' has length ", s[0], " but ", c_from, " is ", c,
+                      " (x shape ", x.ToString(), ")");
+    if (c == kUnknownDim && s[0] != kUnknownDim) {
+      c = s[0];
+      c_from = std::string("the length of '") + names[i] + "'";
+    }
+  }
+  return c;
+}
+
+// Training needs a value per channel to compute batch statistics from.
+Status CheckValuesPerChannel(InferContext& ctx, const Shape& x) {
+  Shape rest = x;
+  rest.set_dim(1, 1);
+  if (rest.NumElements() == 0)
+    return ctx.Fail("training needs at least one value per channel, x has shape ", x.ToString());
+  return OkStatus();
+}
+
 Status InferBatchNorm(InferContext& ctx) {
   KILN_RETURN_IF_ERROR(CheckEpsilon(ctx));
   KILN_ASSIGN_OR_RETURN(bool training, ctx.attrs().GetBool("training"));
-  Shape y = ctx.shape(0);
-  if (y.rank() < 2)
-    return ctx.Fail("x must have rank >= 2 (channels on axis 1), got shape ", y.ToString());
-  int64_t c = y[1];
-  std::string c_from = "x.shape[1]";
   static const char* const kNames[] = {"x", "scale", "bias", "mean", "var"};
-  for (int i = 1; i <= 4; ++i) {
-    const Shape& s = ctx.shape(i);
-    if (s.rank() != 1)
-      return ctx.Fail("'", kNames[i], "' must be 1-D of length C (x.shape[1]), got shape ",
-                      s.ToString());
-    if (c != kUnknownDim && s[0] != kUnknownDim && s[0] != c)
-      return ctx.Fail("'", kNames[i], "' has length ", s[0], " but ", c_from, " is ", c,
-                      " (x shape ", y.ToString(), ")");
-    if (c == kUnknownDim && s[0] != kUnknownDim) {
-      c = s[0];
-      c_from = std::string("the length of '") + kNames[i] + "'";
-    }
-  }
+  Shape y = ctx.shape(0);
+  KILN_ASSIGN_OR_RETURN(int64_t c, PerChannelLength(ctx, y, {1, 2, 3, 4}, kNames));
   y.set_dim(1, c);
-  if (training) {
-    Shape rest = y;
-    rest.set_dim(1, 1);
-    if (rest.NumElements() == 0)
-      return ctx.Fail("training needs at least one value per channel, x has shape ", y.ToString());
-  }
+  if (training) KILN_RETURN_IF_ERROR(CheckValuesPerChannel(ctx, y));
   ctx.AddOutput(ctx.dtype(0), y);
+  ctx.AddOutput(ctx.dtype(0), Shape{c});
+  ctx.AddOutput(ctx.dtype(0), Shape{c});
+  return OkStatus();
+}
+
+Status InferBatchNormGrad(InferContext& ctx) {
+  KILN_RETURN_IF_ERROR(CheckEpsilon(ctx));
+  static const char* const kNames[] = {"dy", "x", "scale", "mean", "var"};
+  const Shape& dy = ctx.shape(0);
+  Shape x = ctx.shape(1);  // dy's known dims fill x's unknown ones
+  bool same = dy.rank() == x.rank();
+  for (int d = 0; same && d < x.rank(); ++d) {
+    if (x[d] == kUnknownDim) x.set_dim(d, dy[d]);
+    same = dy[d] == kUnknownDim || dy[d] == x[d];
+  }
+  if (!same) return ctx.Fail("dy ", dy.ToString(), " must have x's shape ", x.ToString());
+  KILN_ASSIGN_OR_RETURN(int64_t c, PerChannelLength(ctx, x, {2, 3, 4}, kNames));
+  x.set_dim(1, c);
+  KILN_RETURN_IF_ERROR(CheckValuesPerChannel(ctx, x));
+  ctx.AddOutput(ctx.dtype(0), x);
   ctx.AddOutput(ctx.dtype(0), Shape{c});
   ctx.AddOutput(ctx.dtype(0), Shape{c});
   return OkStatus();
@@ -321,6 +361,19 @@ void RegisterNnOps(OpRegistry& registry) {
                  .Attr("epsilon", AttrType::kFloat, 1e-5)
                  .Attr("training", AttrType::kBool, false)
                  .Infer(InferBatchNorm)
+                 .Build());
+  r.Register(OpDefBuilder("BatchNormGrad", "nn")
+                 .Input("dy", "T")
+                 .Input("x", "T")
+                 .Input("scale", "T")
+                 .Input("mean", "T")
+                 .Input("var", "T")
+                 .Output("dx")
+                 .Output("dscale")
+                 .Output("dbias")
+                 .Types("T", FloatTypes())
+                 .Attr("epsilon", AttrType::kFloat, 1e-5)
+                 .Infer(InferBatchNormGrad)
                  .Build());
   r.Register(OpDefBuilder("LayerNorm", "nn")
                  .Input("x", "T")

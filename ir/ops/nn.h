@@ -34,8 +34,14 @@
 //   Both take the forward op's attributes (same names and defaults) and are not differentiable.
 // - BatchNorm in training mode differentiates through the batch statistics (mean and variance
 //   depend on x), including gradients flowing into batch_mean and batch_var; the mean/var inputs
-//   are unused then and get none. In inference mode mean and var get gradients too (outputs 1
-//   and 2 are those inputs passed through).
+//   are unused then and get none. The path through y is one op (as TensorFlow's
+//   FusedBatchNormGrad, so backends can call one backward primitive):
+//   BatchNormGrad(dy, x, scale, mean, var) -> (dx, dscale, dbias), mean/var the batch statistics
+//   BatchNorm output: with xhat = (x - mean) / sqrt(var + epsilon) per channel and sums over every
+//   axis but 1 (M values per channel), dbias = sum(dy), dscale = sum(dy * xhat) and
+//   dx = scale / sqrt(var + epsilon) * (dy - dbias / M - xhat * dscale / M). Not differentiable. In
+//   inference mode mean and var get gradients too (outputs 1 and 2 are those inputs passed
+//   through).
 // - SoftmaxCrossEntropy: d logits = (softmax(logits) - onehot(labels)) * dloss / N.
 // - Dropout: dx = dy * mask / (1 - rate) in training, else dy.
 #pragma once
@@ -67,6 +73,9 @@ Value AvgPool2DGrad(At dy, Value x_like, const Pool2DOptions& options);
 // Returns {y, batch_mean, batch_var} (always three Values; invalid ones on error).
 std::vector<Value> BatchNorm(At x, Value scale, Value bias, Value mean, Value var,
                              double epsilon = 1e-5, bool training = false);
+// The backward pass of a training-mode BatchNorm: returns {dx, dscale, dbias} (invalid on error).
+std::vector<Value> BatchNormGrad(At dy, Value x, Value scale, Value mean, Value var,
+                                 double epsilon = 1e-5);
 Value LayerNorm(At x, Value scale, Value bias, int64_t axis = -1, double epsilon = 1e-5);
 
 Value Softmax(At x, int64_t axis = -1);

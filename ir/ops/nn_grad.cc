@@ -66,7 +66,7 @@ Value NormalizedInputGrad(Value dxhat, Value xhat, Value rstd, const std::vector
 }
 
 // Inputs (x, scale, bias, mean, var), outputs (y, batch_mean, batch_var); channels on axis 1.
-Status BatchNormGrad(GradContext& ctx) {
+Status BatchNormGradFn(GradContext& ctx) {
   Value x = ctx.input(0), scale = ctx.input(1);
   const bool training = BoolAttr(ctx, "training");
   std::vector<int64_t> reduced = AxesFrom(1, x.rank());
@@ -76,32 +76,34 @@ Status BatchNormGrad(GradContext& ctx) {
   auto per_channel = [&trailing](Value v) { return trailing.empty() ? v : Unsqueeze(v, trailing); };
   // The statistics used: the batch's in training, the mean/var inputs otherwise.
   Value mean = ctx.output(1), var = ctx.output(2);
-  Value rstd = Rsqrt(var + FloatAttr(ctx, "epsilon"));
-  Value xc = x - per_channel(mean);
+  // Built only where used, so the common training case adds no dead nodes.
+  auto rstd = [&] { return Rsqrt(var + FloatAttr(ctx, "epsilon")); };
+  auto centered = [&] { return x - per_channel(mean); };
   Value dx, dmean = ctx.grad(1), dvar = ctx.grad(2);
   auto add = [](Value& total, Value v) { total = total.valid() ? total + v : v; };
-  if (ctx.grad(0).valid()) {
-    Value dy = ctx.grad(0);
-    Value xhat = xc * per_channel(rstd);
+  if (ctx.grad(0).valid() && training) {
+    std::vector<Value> grads =
+        BatchNormGrad(ctx.grad(0), x, scale, mean, var, FloatAttr(ctx, "epsilon"));
+    add(dx, grads[0]);
+    ctx.SetInputGrad(1, grads[1]);
+    ctx.SetInputGrad(2, grads[2]);
+  } else if (ctx.grad(0).valid()) {
+    Value dy = ctx.grad(0), r = rstd();
+    Value xhat = centered() * per_channel(r);
     Value dscale = Sum(dy * xhat, reduced), dbias = Sum(dy, reduced);
     ctx.SetInputGrad(1, dscale);
     ctx.SetInputGrad(2, dbias);
-    Value dxhat = dy * per_channel(scale);
-    if (training) {
-      add(dx, NormalizedInputGrad(dxhat, xhat, per_channel(rstd), reduced));
-    } else {
-      add(dx, dxhat * per_channel(rstd));
-      // y = (x - mean) * scale * rstd + bias, rstd = (var + eps)^-1/2.
-      add(dmean, -(dbias * scale * rstd));
-      add(dvar, -0.5 * dscale * scale * rstd * rstd);
-    }
+    add(dx, dy * per_channel(scale * r));
+    // y = (x - mean) * scale * rstd + bias, rstd = (var + eps)^-1/2.
+    add(dmean, -(dbias * scale * r));
+    add(dvar, -0.5 * dscale * scale * r * r);
   }
   if (training) {
     // batch_mean = sum(x) / M and batch_var = sum((x - batch_mean)^2) / M per channel (the path
     // through batch_mean in batch_var vanishes: sum(x - batch_mean) = 0).
     Value m = CountOverAxes(x, reduced);
     if (dmean.valid()) add(dx, BroadcastLike(per_channel(dmean), x) / m);
-    if (dvar.valid()) add(dx, per_channel(2.0 * dvar / m) * xc);
+    if (dvar.valid()) add(dx, per_channel(2.0 * dvar / m) * centered());
   } else {
     // batch_mean and batch_var are the mean and var inputs passed through.
     if (dmean.valid()) ctx.SetInputGrad(3, dmean);
@@ -176,7 +178,7 @@ const std::map<std::string, GradFn>& NnGradients() {
       {"MaxPool2D", MaxPool2DGradFn},
       {"AvgPool2D", AvgPool2DGradFn},
       {"GlobalAvgPool", GlobalAvgPoolGrad},
-      {"BatchNorm", BatchNormGrad},
+      {"BatchNorm", BatchNormGradFn},
       {"LayerNorm", LayerNormGrad},
       {"Softmax", SoftmaxGrad},
       {"LogSoftmax", LogSoftmaxGrad},

@@ -22,13 +22,14 @@ Result<std::unique_ptr<StepRunner>> NativeOrWidened(const Step& step, const Exec
 
 Result<std::unique_ptr<StepRunner>> MakeLibraryStep(const Step& step, const Executable& exe) {
   // 16-bit operands: bf16 gemm and pooling natively where oneDNN can (AVX-512 BF16, AMX),
-  // otherwise their float32 routines on widened copies, as batch_norm and bias_add always
+  // otherwise their float32 routines on widened copies, as batch_norm(_grad) and bias_add always
   // (conv2d chooses in its own factory: its reorders convert).
   if (HasWidenableOperands(step, exe)) {
     if (step.callee == "gemm")
       return NativeOrWidened(step, exe, MakeOnednnMatmulStep, MakeGemmStep);
     if (IsPooling(step.callee)) return NativeOrWidened(step, exe, MakePoolStep, MakePoolStep);
     if (step.callee == "batch_norm") return MakeWidenedStep(step, exe, MakeBatchNormStep);
+    if (step.callee == "batch_norm_grad") return MakeWidenedStep(step, exe, MakeBatchNormGradStep);
     if (step.callee == "bias_add") return MakeWidenedStep(step, exe, MakeBiasAddStep);
   }
   if (step.callee == "gemm") return MakeGemmStep(step, exe);
@@ -38,6 +39,7 @@ Result<std::unique_ptr<StepRunner>> MakeLibraryStep(const Step& step, const Exec
   if (IsPooling(step.callee)) return MakePoolStep(step, exe);
   if (step.callee == "variable_read") return MakeVariableReadStep(step, exe);
   if (step.callee == "batch_norm") return MakeBatchNormStep(step, exe);
+  if (step.callee == "batch_norm_grad") return MakeBatchNormGradStep(step, exe);
   if (step.callee == "copy") return MakeCopyStep(step, exe);
   if (step.callee == "assign") return MakeAssignStep(step, exe);
   if (step.callee == "reduce_sum") return MakeReduceSumStep(step, exe);
@@ -45,8 +47,8 @@ Result<std::unique_ptr<StepRunner>> MakeLibraryStep(const Step& step, const Exec
   return MakeError(ErrorCode::kUnimplemented, "unknown library routine '", step.callee,
                    "' (this runtime has: gemm, conv2d, conv2d_backprop_input, "
                    "conv2d_backprop_filter, max_pool2d, avg_pool2d, max_pool2d_grad, "
-                   "avg_pool2d_grad, variable_read, batch_norm, copy, assign, reduce_sum, "
-                   "bias_add)");
+                   "avg_pool2d_grad, variable_read, batch_norm, batch_norm_grad, copy, assign, "
+                   "reduce_sum, bias_add)");
 }
 
 }  // namespace kiln::cpu

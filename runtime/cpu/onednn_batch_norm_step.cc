@@ -1,8 +1,11 @@
-// Library step "batch_norm": kiln's BatchNorm (ir/ops/nn.h) in f32 with oneDNN's batch
-// normalization on the plain layout (NC, NCW, NCHW or NCDHW), the primitive created once at load.
-// Inputs x, scale, bias, mean, var; outputs y, batch_mean, batch_var. Training mode computes the
-// batch statistics (biased variance, as kiln's op) into outputs 1 and 2; inference mode normalizes
-// with the given mean/var and passes them through. Attributes: epsilon, training.
+// Library steps "batch_norm" and "batch_norm_grad": kiln's BatchNorm and BatchNormGrad
+// (ir/ops/nn.h) in f32 with oneDNN's batch normalization on the plain layout (NC, NCW, NCHW or
+// NCDHW), the primitives created once at load.
+// batch_norm: inputs x, scale, bias, mean, var; outputs y, batch_mean, batch_var. Training mode
+// computes the batch statistics (biased variance, as kiln's op) into outputs 1 and 2; inference
+// mode normalizes with the given mean/var and passes them through. Attributes: epsilon, training.
+// batch_norm_grad: inputs dy, x, scale, mean, var (the batch statistics); outputs dx, dscale,
+// dbias: oneDNN's training-mode backward pass (two sweeps over x and dy). Attribute: epsilon.
 #include <omp.h>
 
 #include <cstring>
@@ -63,41 +66,127 @@ class BatchNormStep : public StepRunner {
 
 }  // namespace
 
+namespace {
+
+// The plain-layout descriptors of a step over x [N, C, ...] (rank 2-5) and its [C] statistics,
+// after checking that `data` buffers have x's shape and `stats` buffers are [C], all f32.
+struct BatchNormDescs {
+  memory::desc data, stats;
+};
+
+Result<BatchNormDescs> CheckedDescs(const char* callee, const Executable& exe, const Shape& xs,
+                                    const std::vector<int>& data, const std::vector<int>& stats) {
+  static const Tag kTags[] = {Tag::undef, Tag::undef, Tag::nc, Tag::ncw, Tag::nchw, Tag::ncdhw};
+  if (xs.rank() < 2 || xs.rank() > 5)
+    return MakeError(ErrorCode::kInternal, callee, ": x has rank ", xs.rank(), "; needs 2-5");
+  for (int id : data)
+    if (!(exe.buffers[id].type == TensorType{f32, xs}))
+      return MakeError(ErrorCode::kInternal, callee, ": every operand shaped like x must be f32",
+                       xs.ToString(), ", got ", exe.buffers[id].type.ToString());
+  for (int id : stats)
+    if (!(exe.buffers[id].type == TensorType{f32, Shape{xs[1]}}))
+      return MakeError(ErrorCode::kInternal, callee, ": every per-channel operand must be f32[",
+                       xs[1], "], got ", exe.buffers[id].type.ToString());
+  return BatchNormDescs{memory::desc(OnednnDims(xs), memory::data_type::f32, kTags[xs.rank()]),
+                        memory::desc({xs[1]}, memory::data_type::f32, Tag::x)};
+}
+
+dnnl::normalization_flags ScaleShift() {
+  return dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
+}
+
+dnnl::batch_normalization_forward::primitive_desc ForwardDesc(const memory::desc& data,
+                                                              double epsilon, bool training) {
+  auto flags = ScaleShift();
+  if (!training) flags = flags | dnnl::normalization_flags::use_global_stats;
+  return dnnl::batch_normalization_forward::primitive_desc(
+      dnnl::batch_normalization_forward::desc(
+          training ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference, data,
+          static_cast<float>(epsilon), flags),
+      OnednnEngine());
+}
+
+class BatchNormGradStep : public StepRunner {
+ public:
+  BatchNormGradStep(const Step& step, dnnl::batch_normalization_backward primitive,
+                    BatchNormDescs descs)
+      : step_(step), primitive_(std::move(primitive)), descs_(std::move(descs)) {}
+
+  Status Run(StepEnv& env) const override {
+    omp_set_num_threads(env.threads);
+    const std::vector<int>& in = step_.inputs;
+    const std::vector<int>& out = step_.outputs;
+    auto data = [&](int buffer) { return memory(descs_.data, OnednnEngine(), env.data[buffer]); };
+    auto stats = [&](int buffer) { return memory(descs_.stats, OnednnEngine(), env.data[buffer]); };
+    try {
+      dnnl::stream stream(OnednnEngine());
+      primitive_.execute(stream, {{DNNL_ARG_DIFF_DST, data(in[0])},
+                                  {DNNL_ARG_SRC, data(in[1])},
+                                  {DNNL_ARG_SCALE, stats(in[2])},
+                                  // oneDNN 2.6 refuses (invalid_arguments) a use_shift backward
+                                  // pass without a shift, which the math does not read.
+                                  {DNNL_ARG_SHIFT, stats(in[2])},
+                                  {DNNL_ARG_MEAN, stats(in[3])},
+                                  {DNNL_ARG_VARIANCE, stats(in[4])},
+                                  {DNNL_ARG_DIFF_SRC, data(out[0])},
+                                  {DNNL_ARG_DIFF_SCALE, stats(out[1])},
+                                  {DNNL_ARG_DIFF_SHIFT, stats(out[2])}});
+      stream.wait();
+    } catch (const dnnl::error& e) {
+      return step_.node.MakeNodeError(ErrorCode::kInternal,
+                                      "oneDNN batch normalization backward failed: ", e.what());
+    }
+    return OkStatus();
+  }
+
+ private:
+  const Step& step_;
+  dnnl::batch_normalization_backward primitive_;
+  BatchNormDescs descs_;
+};
+
+}  // namespace
+
 Result<std::unique_ptr<StepRunner>> MakeBatchNormStep(const Step& step, const Executable& exe) {
   if (step.inputs.size() != 5 || step.outputs.size() != 3)
     return MakeError(ErrorCode::kInternal, "batch_norm takes 5 inputs and 3 outputs");
   KILN_ASSIGN_OR_RETURN(double epsilon, step.attrs.GetFloat("epsilon"));
   KILN_ASSIGN_OR_RETURN(bool training, step.attrs.GetBool("training"));
   const Shape& xs = exe.buffers[step.inputs[0]].type.shape;
-  static const Tag kTags[] = {Tag::undef, Tag::undef, Tag::nc, Tag::ncw, Tag::nchw, Tag::ncdhw};
-  if (xs.rank() < 2 || xs.rank() > 5)
-    return MakeError(ErrorCode::kInternal, "batch_norm: x has rank ", xs.rank(), "; needs 2-5");
-  const int64_t channels = xs[1];
-  for (int id : {step.inputs[0], step.outputs[0]})
-    if (!(exe.buffers[id].type == TensorType{f32, xs}))
-      return MakeError(ErrorCode::kInternal, "batch_norm: x and y must be f32", xs.ToString());
-  for (size_t i = 1; i < 5; ++i)
-    if (!(exe.buffers[step.inputs[i]].type == TensorType{f32, Shape{channels}}))
-      return MakeError(ErrorCode::kInternal, "batch_norm: input ", i, " must be f32[", channels,
-                       "]");
-  for (size_t i = 1; i < 3; ++i)
-    if (!(exe.buffers[step.outputs[i]].type == TensorType{f32, Shape{channels}}))
-      return MakeError(ErrorCode::kInternal, "batch_norm: output ", i, " must be f32[", channels,
-                       "]");
+  const std::vector<int>& in = step.inputs;
+  const std::vector<int>& out = step.outputs;
+  KILN_ASSIGN_OR_RETURN(BatchNormDescs descs,
+                        CheckedDescs("batch_norm", exe, xs, {in[0], out[0]},
+                                     {in[1], in[2], in[3], in[4], out[1], out[2]}));
   try {
-    memory::desc data(OnednnDims(xs), memory::data_type::f32, kTags[xs.rank()]);
-    memory::desc stats({channels}, memory::data_type::f32, Tag::x);
-    auto flags = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
-    if (!training) flags = flags | dnnl::normalization_flags::use_global_stats;
-    dnnl::batch_normalization_forward::primitive_desc pd(
-        dnnl::batch_normalization_forward::desc(
-            training ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference, data,
-            static_cast<float>(epsilon), flags),
-        OnednnEngine());
     return std::unique_ptr<StepRunner>(new BatchNormStep(
-        step, dnnl::batch_normalization_forward(pd), std::move(data), std::move(stats), training));
+        step, dnnl::batch_normalization_forward(ForwardDesc(descs.data, epsilon, training)),
+        descs.data, descs.stats, training));
   } catch (const dnnl::error& e) {
     return MakeError(ErrorCode::kInternal, "batch_norm ", xs.ToString(),
+                     ": oneDNN refused it: ", e.what());
+  }
+}
+
+Result<std::unique_ptr<StepRunner>> MakeBatchNormGradStep(const Step& step, const Executable& exe) {
+  if (step.inputs.size() != 5 || step.outputs.size() != 3)
+    return MakeError(ErrorCode::kInternal, "batch_norm_grad takes 5 inputs and 3 outputs");
+  KILN_ASSIGN_OR_RETURN(double epsilon, step.attrs.GetFloat("epsilon"));
+  const Shape& xs = exe.buffers[step.inputs[1]].type.shape;
+  const std::vector<int>& in = step.inputs;
+  const std::vector<int>& out = step.outputs;
+  KILN_ASSIGN_OR_RETURN(BatchNormDescs descs,
+                        CheckedDescs("batch_norm_grad", exe, xs, {in[0], in[1], out[0]},
+                                     {in[2], in[3], in[4], out[1], out[2]}));
+  try {
+    dnnl::batch_normalization_backward::primitive_desc pd(
+        dnnl::batch_normalization_backward::desc(dnnl::prop_kind::backward, descs.data, descs.data,
+                                                 static_cast<float>(epsilon), ScaleShift()),
+        OnednnEngine(), ForwardDesc(descs.data, epsilon, /*training=*/true));
+    return std::unique_ptr<StepRunner>(
+        new BatchNormGradStep(step, dnnl::batch_normalization_backward(pd), std::move(descs)));
+  } catch (const dnnl::error& e) {
+    return MakeError(ErrorCode::kInternal, "batch_norm_grad ", xs.ToString(),
                      ": oneDNN refused it: ", e.what());
   }
 }

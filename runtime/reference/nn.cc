@@ -195,6 +195,35 @@ Status BatchNormKernel(KernelContext& ctx) {
   return OkStatus();
 }
 
+Status BatchNormGradKernel(KernelContext& ctx) {
+  const Tensor &dy = ctx.input(0), &x = ctx.input(1), &scale = ctx.input(2);
+  const double eps = Float(ctx, "epsilon");
+  const int64_t N = x.shape()[0], C = x.shape()[1], inner = Product(x.shape(), 2, x.rank());
+  const double count = static_cast<double>(N * inner);
+  auto at = [&](int64_t n, int64_t c, int64_t i) { return (n * C + c) * inner + i; };
+  for (int64_t c = 0; c < C; ++c) {
+    const double mean = ctx.input(3).GetDouble(c);
+    const double rstd = 1.0 / std::sqrt(ctx.input(4).GetDouble(c) + eps);
+    double dbias = 0, dscale = 0;
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t i = 0; i < inner; ++i) {
+        const double g = dy.GetDouble(at(n, c, i));
+        dbias += g;
+        dscale += g * (x.GetDouble(at(n, c, i)) - mean) * rstd;
+      }
+    const double mul = scale.GetDouble(c) * rstd;
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t i = 0; i < inner; ++i) {
+        const double xhat = (x.GetDouble(at(n, c, i)) - mean) * rstd;
+        ctx.output(0).SetDouble(
+            at(n, c, i), mul * (dy.GetDouble(at(n, c, i)) - (dbias + xhat * dscale) / count));
+      }
+    ctx.output(1).SetDouble(c, dscale);
+    ctx.output(2).SetDouble(c, dbias);
+  }
+  return OkStatus();
+}
+
 Status LayerNormKernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const Tensor &scale = ctx.input(1), &bias = ctx.input(2);
@@ -282,6 +311,7 @@ void RegisterNnKernels(KernelRegistry& r) {
   r.Register("AvgPool2DGrad", AvgPool2DGradKernel);
   r.Register("GlobalAvgPool", GlobalAvgPoolKernel);
   r.Register("BatchNorm", BatchNormKernel);
+  r.Register("BatchNormGrad", BatchNormGradKernel);
   r.Register("LayerNorm", LayerNormKernel);
   r.Register("Softmax", [](KernelContext& ctx) { return SoftmaxKernel(ctx, /*log=*/false); });
   r.Register("LogSoftmax", [](KernelContext& ctx) { return SoftmaxKernel(ctx, /*log=*/true); });

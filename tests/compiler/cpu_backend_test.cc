@@ -242,6 +242,60 @@ TEST_CASE("BatchNorm runs as a oneDNN call in training and inference mode, rank 
   }
 }
 
+TEST_CASE("BatchNorm's training gradient is one oneDNN backward call, rank 2 to 5", "[cpu]") {
+  for (const Shape& xs : {Shape{6, 3}, Shape{2, 4, 5}, Shape{4, 3, 5, 4}, Shape{2, 2, 3, 2, 3}}) {
+    INFO(xs.ToString());
+    GraphBuilder g;
+    Value x = g.Placeholder("x", f32, xs);
+    Value scale = g.Placeholder("scale", f32, {xs[1]});
+    Value bias = g.Placeholder("bias", f32, {xs[1]});
+    Value stats = g.Constant(Tensor::FromDoubles(f32, Shape{xs[1]}, std::vector<double>(xs[1], 0)));
+    Value y = BatchNorm(x, scale, bias, stats, stats, 1e-3, /*training=*/true)[0];
+    // A weighted sum, so that dy varies per element.
+    Value loss = Sum(Mul(y, g.Constant(Random(xs, 4))));
+    Result<std::vector<Value>> grads = Gradients({loss}, {x, scale, bias});
+    REQUIRE(grads.ok());
+    g.Output("dx", (*grads)[0]);
+    g.Output("dscale", (*grads)[1]);
+    g.Output("dbias", (*grads)[2]);
+    Graph graph = *g.Build();
+    std::vector<std::pair<std::string, Tensor>> feeds = {{"x", Random(xs, 1)},
+                                                         {"scale", Random(Shape{xs[1]}, 2)},
+                                                         {"bias", Random(Shape{xs[1]}, 3)}};
+    PlannedExecutable p = Planned(graph, PlanOf(graph, feeds, {"dx", "dscale", "dbias"}));
+    int grad_steps = 0;
+    for (const Step& step : p.lowered.executable.steps)
+      grad_steps += step.kind == Step::Kind::kLibrary && step.callee == "batch_norm_grad";
+    CHECK(grad_steps == 1);
+    RunBoth(graph, FeedList(feeds.begin(), feeds.end()), {"dx", "dscale", "dbias"});
+  }
+}
+
+TEST_CASE("a gradient's SumLike that sums nothing for the fed shapes is no reduction", "[cpu]") {
+  // Built with an unknown batch dim, so Add's and Mul's gradients sum back to each operand's shape
+  // with SumLike; fed [3, 4] and [4], only b's sums anything (compiler/static_simplify.h).
+  GraphBuilder g;
+  Value a = g.Placeholder("a", f32, {-1, 4});
+  Value b = g.Placeholder("b", f32, {4});
+  Value y = Add(a, b);
+  Value loss = Sum(Mul(y, y));
+  Result<std::vector<Value>> grads = Gradients({loss}, {a, b});
+  REQUIRE(grads.ok());
+  g.Output("da", (*grads)[0]);
+  g.Output("db", (*grads)[1]);
+  Graph graph = *g.Build();
+  std::vector<std::pair<std::string, Tensor>> feeds = {{"a", Random(Shape{3, 4}, 1)},
+                                                       {"b", Random(Shape{4}, 2)}};
+  PlannedExecutable p = Planned(graph, PlanOf(graph, feeds, {"da", "db"}));
+  int sum_likes = 0, rewritten = 0;
+  for (const Step& step : p.lowered.executable.steps)
+    sum_likes += step.node.op == "SumLike";
+  for (const auto& node : p.simplified.rewritten) rewritten += node->op == "Identity";
+  CHECK(rewritten == 3);   // Mul's two (y * y) and Add's for a
+  CHECK(sum_likes == 1);  // Add's for b
+  RunBoth(graph, FeedList(feeds.begin(), feeds.end()), {"da", "db"});
+}
+
 TEST_CASE("Sum, Mean and SumLike run as one strided reduce_sum step", "[cpu]") {
   struct Case {
     Shape x;

@@ -1,0 +1,24 @@
+// Rewrites that a plan's concrete shapes allow, before fusion: a SumLike, BroadcastLike or
+// BroadcastTo whose input already has its output's type becomes an Identity. The gradient builder
+// emits those ops wherever shapes were unknown when it ran (both sides of every residual Add get a
+// SumLike); once shapes are known most of them neither sum nor broadcast anything, and as an
+// Identity they fuse into their neighbours' kernel (or are one copy) instead of running a strided
+// reduction or a reference broadcast over the whole tensor.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "compiler/static_types.h"
+#include "runtime/executor.h"
+
+namespace kiln::compiler {
+
+struct SimplifiedPlan {
+  RunPlan plan;                                  // `rewritten` nodes in place of the originals
+  std::vector<std::unique_ptr<Node>> rewritten;  // owned here: plan.nodes points into them
+};
+
+SimplifiedPlan SimplifyWithStaticTypes(const RunPlan& plan, const StaticInfo& info);
+
+}  // namespace kiln::compiler
