@@ -4,6 +4,7 @@
 #include <queue>
 #include <set>
 
+#include "compiler/copy_lowering.h"
 #include "compiler/pool_lowering.h"
 #include "compiler/reduction_fusion.h"
 #include "ir/op_registry.h"
@@ -476,6 +477,13 @@ class Lowering {
       if (!pooled.ok()) {
         if (pooled.error().code() != ErrorCode::kUnimplemented) return pooled;
         why = pooled.error().message();
+      }
+    }
+    if (HasCopyLowering(node.op)) {
+      Status copied = LowerCopy(node, info_, step);
+      if (!copied.ok()) {
+        if (copied.error().code() != ErrorCode::kUnimplemented) return copied;
+        why = copied.error().message();
       }
     }
     if (step.kind == Step::Kind::kReference && HasRowReductionLowering(node.op)) {

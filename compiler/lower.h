@@ -10,7 +10,8 @@
 // folded BatchNorm, residual Add and Relu as oneDNN post-ops, and a rank-2 MatMul its bias and Relu
 // (compiler/epilogue_fusion.h); Sum/Mean/SumLike f32/f64 -> reduce_sum; BiasAdd f32/f64 ->
 // bias_add (gemm, batch_norm(_grad) and bias_add also take bf16/f16, widened by the runtime);
-// reshape-family ops -> copy; Variable -> variable_read (its buffer is bound to the stored value,
+// reshape-family ops -> copy; Slice, SliceGrad and constant Pad -> strided_copy
+// (compiler/copy_lowering.h); Variable -> variable_read (its buffer is bound to the stored value,
 // kind kVariable); Assign* f32/f64 -> assign. Softmax, LogSoftmax, LayerNorm and Max/Min (and
 // Sum/Mean not taken by reduce_sum) over trailing axes -> one row-reduction kernel each
 // (compiler/reduction_fusion.h). Every other node runs its reference kernel (the compiler's to-do

@@ -41,14 +41,16 @@ Result<std::unique_ptr<StepRunner>> MakeLibraryStep(const Step& step, const Exec
   if (step.callee == "batch_norm") return MakeBatchNormStep(step, exe);
   if (step.callee == "batch_norm_grad") return MakeBatchNormGradStep(step, exe);
   if (step.callee == "copy") return MakeCopyStep(step, exe);
+  if (step.callee == "strided_copy") return MakeStridedCopyStep(step, exe);
   if (step.callee == "assign") return MakeAssignStep(step, exe);
   if (step.callee == "reduce_sum") return MakeReduceSumStep(step, exe);
   if (step.callee == "bias_add") return MakeBiasAddStep(step, exe);
-  return MakeError(ErrorCode::kUnimplemented, "unknown library routine '", step.callee,
-                   "' (this runtime has: gemm, conv2d, conv2d_backprop_input, "
-                   "conv2d_backprop_filter, max_pool2d, avg_pool2d, max_pool2d_grad, "
-                   "avg_pool2d_grad, variable_read, batch_norm, batch_norm_grad, copy, assign, "
-                   "reduce_sum, bias_add)");
+  return MakeError(
+      ErrorCode::kUnimplemented, "unknown library routine '", step.callee,
+      "' (this runtime has: gemm, conv2d, conv2d_backprop_input, "
+      "conv2d_backprop_filter, max_pool2d, avg_pool2d, max_pool2d_grad, "
+      "avg_pool2d_grad, variable_read, batch_norm, batch_norm_grad, copy, strided_copy, "
+      "assign, reduce_sum, bias_add)");
 }
 
 }  // namespace kiln::cpu

@@ -22,6 +22,8 @@ Result<std::unique_ptr<StepRunner>> MakePoolStep(const Step& step, const Executa
 Result<std::unique_ptr<StepRunner>> MakeBatchNormStep(const Step& step, const Executable& exe);
 // batch_norm_grad: kiln's BatchNormGrad in f32 (onednn_batch_norm_step.cc).
 Result<std::unique_ptr<StepRunner>> MakeBatchNormGradStep(const Step& step, const Executable& exe);
+// strided_copy: Slice, SliceGrad and constant Pad, any dtype (strided_copy_step.cc).
+Result<std::unique_ptr<StepRunner>> MakeStridedCopyStep(const Step& step, const Executable& exe);
 // copy and assign (state_steps.cc).
 Result<std::unique_ptr<StepRunner>> MakeCopyStep(const Step& step, const Executable& exe);
 Result<std::unique_ptr<StepRunner>> MakeAssignStep(const Step& step, const Executable& exe);

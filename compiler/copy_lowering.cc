@@ -1,0 +1,94 @@
+#include "compiler/copy_lowering.h"
+
+#include <algorithm>
+
+#include "ir/op_registry.h"
+#include "ir/ops/array_internal.h"
+
+namespace kiln::compiler {
+namespace {
+
+// The strided view of a slice of `shape` (the sliced tensor): offset of its first element and
+// per-axis strides, with the slice's extent per axis.
+struct SliceView {
+  std::vector<int64_t> dims, strides;
+  int64_t offset = 0;
+};
+
+Result<SliceView> ViewOfSlice(const AttrMap& attrs, const Shape& shape) {
+  KILN_ASSIGN_OR_RETURN(std::vector<internal::SliceDim> dims,
+                        internal::SliceDims(attrs, shape.rank()));
+  const std::vector<int64_t> strides = RowMajorStrides(shape);
+  SliceView view;
+  for (int d = 0; d < shape.rank(); ++d) {
+    const internal::SliceExtent e = internal::ClampSlice(dims[d], shape[d]);
+    view.dims.push_back(e.count);
+    view.strides.push_back(dims[d].step * strides[d]);
+    if (e.count > 0) view.offset += e.start * strides[d];
+  }
+  return view;
+}
+
+void SetCopy(Step& step, const std::vector<int64_t>& dims, int64_t src_offset,
+             const std::vector<int64_t>& src_strides, int64_t dst_offset,
+             const std::vector<int64_t>& dst_strides, bool fill, double fill_value) {
+  step.kind = Step::Kind::kLibrary;
+  step.callee = "strided_copy";
+  step.attrs = AttrMap();
+  step.attrs.Set("dims", dims);
+  step.attrs.Set("src_offset", src_offset);
+  step.attrs.Set("src_strides", src_strides);
+  step.attrs.Set("dst_offset", dst_offset);
+  step.attrs.Set("dst_strides", dst_strides);
+  step.attrs.Set("fill", int64_t{fill});
+  step.attrs.Set("fill_value", fill_value);
+}
+
+}  // namespace
+
+bool HasCopyLowering(const std::string& op) {
+  return op == "Slice" || op == "SliceGrad" || op == "Pad";
+}
+
+Status LowerCopy(const Node& node, const StaticInfo& info, Step& step) {
+  const AttrMap attrs = OpRegistry::Global().Find(node.op)->WithDefaults(node.attrs);
+  const Shape& in = info.types.at(node.inputs[0]).shape;
+  const Shape& out = info.types.at(TensorRef{node.name, 0}).shape;
+  if (!in.IsFullyKnown() || !out.IsFullyKnown())
+    return MakeError(ErrorCode::kUnimplemented, "shape not known at compile time");
+  if (node.op == "Slice") {
+    KILN_ASSIGN_OR_RETURN(SliceView src, ViewOfSlice(attrs, in));
+    SetCopy(step, src.dims, src.offset, src.strides, 0, RowMajorStrides(out), false, 0);
+    return OkStatus();
+  }
+  if (node.op == "SliceGrad") {  // dy (input 0) into the slice of zeros shaped like x
+    KILN_ASSIGN_OR_RETURN(SliceView dst, ViewOfSlice(attrs, out));
+    SetCopy(step, dst.dims, 0, RowMajorStrides(in), dst.offset, dst.strides, true, 0);
+    return OkStatus();
+  }
+  KILN_ASSIGN_OR_RETURN(std::string mode, attrs.GetString("mode"));
+  if (mode != "constant")
+    return MakeError(ErrorCode::kUnimplemented, "Pad mode '", mode, "' (constant only)");
+  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> pads, attrs.GetInts("pads"));
+  KILN_ASSIGN_OR_RETURN(double value, attrs.GetFloat("value"));
+  const int rank = in.rank();
+  const std::vector<int64_t> sx = RowMajorStrides(in), sy = RowMajorStrides(out);
+  // x index i lands at y index i + pad_begin; copy the x indices that land inside y.
+  std::vector<int64_t> dims;
+  int64_t src_offset = 0, dst_offset = 0;
+  bool covers = true;
+  for (int d = 0; d < rank; ++d) {
+    const int64_t begin = pads[d];
+    const int64_t lo = std::max<int64_t>(0, -begin), hi = std::min(in[d], out[d] - begin);
+    dims.push_back(std::max<int64_t>(0, hi - lo));
+    src_offset += lo * sx[d];
+    dst_offset += (lo + begin) * sy[d];
+    covers = covers && dims.back() == out[d];
+  }
+  for (int64_t d : dims)
+    if (d == 0) src_offset = dst_offset = 0;  // nothing is copied
+  SetCopy(step, dims, src_offset, sx, dst_offset, sy, !covers, value);
+  return OkStatus();
+}
+
+}  // namespace kiln::compiler

@@ -1,0 +1,31 @@
+// Data-movement lowering: Slice, SliceGrad and constant-mode Pad as one "strided_copy" library
+// step (runtime/cpu/strided_copy_step.cc) instead of reference kernels. With the shapes known at
+// compile time each is a copy between two strided views of its input and output, the output
+// filled first where the copy does not cover it (Pad's value; zeros for SliceGrad, whose slice
+// positions are distinct, so scattering dy into zeros is copying it). Pad's gradient for
+// constant mode is a Pad (with negated pads), so residual networks' shortcut padding and its
+// gradient both lower here.
+//
+// Step attributes (ints unless said): dims (the copied region's extent per axis), src_offset,
+// src_strides, dst_offset, dst_strides (in elements; a slice's negative step gives a negative
+// stride), fill (0/1) and fill_value (float). Input 0 is the source, output 0 the destination.
+//
+// Contract: on success `step` is a kLibrary step whose callee and attrs are set (the caller binds
+// the node's inputs and outputs, in order). Otherwise kUnimplemented says why not in a few words
+// (`kiln inspect --fusion`): Pad in reflect or edge mode, or shapes not known.
+#pragma once
+
+#include <string>
+
+#include "compiler/static_types.h"
+#include "ir/graph.h"
+#include "runtime/executable.h"
+
+namespace kiln::compiler {
+
+// Whether `op` is one of the ops above (Pad in any mode).
+bool HasCopyLowering(const std::string& op);
+
+Status LowerCopy(const Node& node, const StaticInfo& info, Step& step);
+
+}  // namespace kiln::compiler
