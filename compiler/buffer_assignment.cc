@@ -18,7 +18,7 @@ struct Lifetime {
 
 }  // namespace
 
-MemoryStats AssignBuffers(Executable& exe) {
+MemoryStats AssignBuffers(Executable& exe, const std::function<bool(const Step&)>& elementwise) {
   const int end = static_cast<int>(exe.steps.size());
   std::vector<Lifetime> life(exe.buffers.size());
   for (int s = 0; s < end; ++s) {
@@ -28,24 +28,64 @@ MemoryStats AssignBuffers(Executable& exe) {
   }
   for (int id : exe.fetches) life[id].last = end;
   MemoryStats stats;
-  std::vector<int> arena;
+  auto is_arena = [&](int id) { return exe.buffers[id].kind == BufferDesc::Kind::kArena; };
   for (size_t id = 0; id < exe.buffers.size(); ++id) {
     const BufferDesc& b = exe.buffers[id];
     if (b.kind == BufferDesc::Kind::kConstant) stats.constant_bytes += b.bytes();
-    if (b.kind != BufferDesc::Kind::kArena) continue;
+    if (!is_arena(id)) continue;
     if (life[id].first < 0) life[id].first = 0;  // never written: kept zero-sized lifetime at start
     life[id].last = std::max(life[id].last, life[id].first);
     stats.unshared_bytes += AlignUp(b.bytes());
-    arena.push_back(static_cast<int>(id));
   }
-  std::stable_sort(arena.begin(), arena.end(),
+
+  // In-place groups: group[id] is the buffer whose placement `id` shares (itself if none).
+  std::vector<int> group(exe.buffers.size());
+  std::iota(group.begin(), group.end(), 0);
+  for (int s = 0; elementwise && s < end; ++s) {
+    const Step& step = exe.steps[s];
+    if (!elementwise(step)) continue;
+    std::vector<int> taken;
+    for (int out : step.outputs) {
+      if (!is_arena(out) || life[out].first != s) continue;
+      for (int in : step.inputs) {
+        const bool dies_here = life[in].last == s;
+        if (in == out || !is_arena(in) || !dies_here || life[in].first >= s ||
+            !(exe.buffers[in].type == exe.buffers[out].type) ||
+            std::find(taken.begin(), taken.end(), in) != taken.end())
+          continue;
+        taken.push_back(in);
+        group[out] = group[in];
+        ++stats.in_place;
+        break;
+      }
+    }
+  }
+  // A group lives from its first member's write to its last member's last read.
+  std::vector<Lifetime> group_life(exe.buffers.size());
+  std::vector<int> roots;
+  for (size_t id = 0; id < exe.buffers.size(); ++id) {
+    if (!is_arena(id)) continue;
+    Lifetime& g = group_life[group[id]];
+    if (group[id] == static_cast<int>(id)) {
+      roots.push_back(static_cast<int>(id));
+      g = life[id];
+    }
+  }
+  for (size_t id = 0; id < exe.buffers.size(); ++id) {
+    if (!is_arena(id) || group[id] == static_cast<int>(id)) continue;
+    Lifetime& g = group_life[group[id]];
+    g.first = std::min(g.first, life[id].first);
+    g.last = std::max(g.last, life[id].last);
+  }
+
+  std::stable_sort(roots.begin(), roots.end(),
                    [&](int a, int b) { return exe.buffers[a].bytes() > exe.buffers[b].bytes(); });
   std::vector<int> placed;
-  for (int id : arena) {
-    // Intervals [offset, offset + size) of placed buffers alive at the same time, by offset.
+  for (int id : roots) {
+    // Intervals [offset, offset + size) of placed groups alive at the same time, by offset.
     std::vector<std::pair<int64_t, int64_t>> busy;
     for (int other : placed)
-      if (life[id].Overlaps(life[other]))
+      if (group_life[id].Overlaps(group_life[other]))
         busy.push_back({exe.buffers[other].offset,
                         exe.buffers[other].offset + AlignUp(exe.buffers[other].bytes())});
     std::sort(busy.begin(), busy.end());
@@ -59,6 +99,8 @@ MemoryStats AssignBuffers(Executable& exe) {
     stats.arena_bytes = std::max(stats.arena_bytes, offset + size);
     placed.push_back(id);
   }
+  for (size_t id = 0; id < exe.buffers.size(); ++id)
+    if (is_arena(id)) exe.buffers[id].offset = exe.buffers[group[id]].offset;
   exe.arena_bytes = stats.arena_bytes;
   return stats;
 }

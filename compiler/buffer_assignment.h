@@ -3,7 +3,14 @@
 // it; fetched buffers live to the end). Buffers whose lifetimes do not overlap share bytes;
 // placement is first fit, largest buffers first, 64-byte aligned. The resulting arena_bytes is the
 // peak memory of the plan's intermediate values, known before anything runs.
+//
+// In place: when `elementwise(step)` says a step computes each output element from the input
+// elements at the same index only (a generated elementwise kernel, bias_add), an output may take
+// the very bytes of an input of the same type that this step reads last (not fetched); the two
+// then share one placement, and chains of such steps (x -> relu -> scale -> ...) reuse one buffer.
 #pragma once
+
+#include <functional>
 
 #include "runtime/executable.h"
 
@@ -13,8 +20,10 @@ struct MemoryStats {
   int64_t arena_bytes = 0;     // after reuse
   int64_t unshared_bytes = 0;  // the sum of all arena buffers (no reuse)
   int64_t constant_bytes = 0;
+  int in_place = 0;  // outputs computed into an input's bytes
 };
 
-MemoryStats AssignBuffers(Executable& exe);
+MemoryStats AssignBuffers(Executable& exe,
+                          const std::function<bool(const Step&)>& elementwise = nullptr);
 
 }  // namespace kiln::compiler

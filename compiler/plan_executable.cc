@@ -1,5 +1,7 @@
 #include "compiler/plan_executable.h"
 
+#include <set>
+
 #include "ir/op_registry.h"
 
 namespace kiln::compiler {
@@ -26,7 +28,16 @@ Result<PlannedExecutable> PlanExecutable(const RunPlan& given, const PlanOptions
   };
   out.fusion = FuseElementwise(plan, info, fusible);
   KILN_ASSIGN_OR_RETURN(out.lowered, Lower(plan, info, out.fusion, out.epilogues));
-  out.memory = AssignBuffers(out.lowered.executable);
+  // Elementwise steps may compute in place: generated kernels other than row reductions (each
+  // output element from the inputs at its index; same-typed inputs are not broadcast) and
+  // bias_add.
+  std::set<std::string> elementwise_kernels;
+  for (const KernelSpec& spec : out.lowered.kernels)
+    if (!spec.row_reduction) elementwise_kernels.insert(spec.name);
+  out.memory = AssignBuffers(out.lowered.executable, [&](const Step& step) {
+    if (step.kind == Step::Kind::kKernel) return elementwise_kernels.count(step.callee) > 0;
+    return step.kind == Step::Kind::kLibrary && step.callee == "bias_add";
+  });
   return out;
 }
 

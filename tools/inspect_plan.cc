@@ -119,6 +119,7 @@ int PrintPlanReport(const Command& cmd, const Graph& graph, const Flags& flags) 
                 static_cast<long long>(m.unshared_bytes));
     std::printf("  constants:                           %lld bytes\n",
                 static_cast<long long>(m.constant_bytes));
+    std::printf("  outputs computed in place:           %d\n", m.in_place);
   }
   return 0;
 }

@@ -161,6 +161,40 @@ TEST_CASE("buffers whose lifetimes do not overlap share the arena", "[cpu]") {
   CHECK(exe.buffers[c].offset == exe.buffers[a].offset);
 }
 
+TEST_CASE("an elementwise step computes into the bytes of an input it reads last", "[cpu]") {
+  Executable exe;
+  auto buffer = [&](DType dtype, int64_t n) {
+    exe.buffers.push_back(BufferDesc{BufferDesc::Kind::kArena, {dtype, Shape{n}}, 0, -1, "t"});
+    return static_cast<int>(exe.buffers.size() - 1);
+  };
+  int a = buffer(f32, 100), b = buffer(f32, 100), c = buffer(f32, 100), d = buffer(i32, 100),
+      e = buffer(f32, 100), f = buffer(f32, 100);
+  auto step = [&](std::vector<int> in, std::vector<int> out, const char* callee) {
+    Step s;
+    s.kind = Step::Kind::kKernel;
+    s.callee = callee;
+    s.inputs = std::move(in);
+    s.outputs = std::move(out);
+    exe.steps.push_back(s);
+  };
+  step({}, {a}, "other");
+  step({a}, {b}, "elementwise");     // a dies here: b takes its bytes
+  step({b}, {c}, "elementwise");     // and c too: one buffer for the chain
+  step({c}, {d}, "elementwise");     // an i32 result never shares an f32 input's bytes
+  step({c, d}, {e}, "other");        // not elementwise
+  step({e, d}, {f}, "elementwise");  // e is fetched: it must survive
+  exe.fetches = {e, f};
+  compiler::MemoryStats stats = compiler::AssignBuffers(
+      exe, [](const Step& s) { return s.callee == std::string("elementwise"); });
+  CHECK(stats.in_place == 2);
+  CHECK(exe.buffers[b].offset == exe.buffers[a].offset);
+  CHECK(exe.buffers[c].offset == exe.buffers[a].offset);
+  CHECK(exe.buffers[d].offset != exe.buffers[c].offset);
+  CHECK(exe.buffers[e].offset != exe.buffers[c].offset);
+  CHECK(exe.buffers[f].offset != exe.buffers[e].offset);
+  CHECK(stats.arena_bytes == 3 * 448);  // at most three alive at once (chain, d, e; d, e, f)
+}
+
 TEST_CASE("MatMul runs as a gemm call, batched and broadcast", "[cpu]") {
   for (auto [sa, sb, ta, tb] : std::vector<std::tuple<Shape, Shape, bool, bool>>{
            {Shape{5, 3}, Shape{3, 4}, false, false},
@@ -288,10 +322,9 @@ TEST_CASE("a gradient's SumLike that sums nothing for the fed shapes is no reduc
                                                        {"b", Random(Shape{4}, 2)}};
   PlannedExecutable p = Planned(graph, PlanOf(graph, feeds, {"da", "db"}));
   int sum_likes = 0, rewritten = 0;
-  for (const Step& step : p.lowered.executable.steps)
-    sum_likes += step.node.op == "SumLike";
+  for (const Step& step : p.lowered.executable.steps) sum_likes += step.node.op == "SumLike";
   for (const auto& node : p.simplified.rewritten) rewritten += node->op == "Identity";
-  CHECK(rewritten == 3);   // Mul's two (y * y) and Add's for a
+  CHECK(rewritten == 3);  // Mul's two (y * y) and Add's for a
   CHECK(sum_likes == 1);  // Add's for b
   RunBoth(graph, FeedList(feeds.begin(), feeds.end()), {"da", "db"});
 }
