@@ -433,6 +433,11 @@ class Lowering {
       step.kind = Step::Kind::kLibrary;
       step.callee = "batch_norm";
       step.attrs = OpRegistry::Global().Find(node.op)->WithDefaults(node.attrs);
+    } else if ((node.op == "SoftmaxCrossEntropy" || node.op == "SoftmaxCrossEntropyGrad") &&
+               info_.types.at(node.inputs[0]).dtype == f32) {
+      step.kind = Step::Kind::kLibrary;
+      step.callee =
+          node.op == "SoftmaxCrossEntropy" ? "softmax_cross_entropy" : "softmax_cross_entropy_grad";
     } else if (node.op == "BatchNormGrad" && IsFloatBatchNorm(node, 1)) {
       step.kind = Step::Kind::kLibrary;
       step.callee = "batch_norm_grad";

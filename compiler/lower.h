@@ -11,7 +11,8 @@
 // (compiler/epilogue_fusion.h); Sum/Mean/SumLike f32/f64 -> reduce_sum; BiasAdd f32/f64 ->
 // bias_add (gemm, batch_norm(_grad) and bias_add also take bf16/f16, widened by the runtime);
 // reshape-family ops -> copy; Slice, SliceGrad and constant Pad -> strided_copy
-// (compiler/copy_lowering.h); Variable -> variable_read (its buffer is bound to the stored value,
+// (compiler/copy_lowering.h); SoftmaxCrossEntropy and its gradient op f32 -> one pass per row
+// (softmax_cross_entropy, softmax_cross_entropy_grad); Variable -> variable_read (its buffer is bound to the stored value,
 // kind kVariable); Assign* f32/f64 -> assign. Softmax, LogSoftmax, LayerNorm and Max/Min (and
 // Sum/Mean not taken by reduce_sum) over trailing axes -> one row-reduction kernel each
 // (compiler/reduction_fusion.h). Every other node runs its reference kernel (the compiler's to-do

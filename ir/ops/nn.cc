@@ -73,6 +73,9 @@ Value LogSoftmax(At x, int64_t axis) {
 Value SoftmaxCrossEntropy(At logits, Value labels) {
   return MakeOp("SoftmaxCrossEntropy", {logits.value, labels}, {}, logits.loc);
 }
+Value SoftmaxCrossEntropyGrad(At logits, Value labels, Value dloss) {
+  return MakeOp("SoftmaxCrossEntropyGrad", {logits.value, labels, dloss}, {}, logits.loc);
+}
 
 std::vector<Value> Dropout(At x, double rate, int64_t seed, bool training) {
   AttrMap a;
@@ -309,6 +312,15 @@ Status InferSoftmaxCrossEntropy(InferContext& ctx) {
   return OkStatus();
 }
 
+Status InferSoftmaxCrossEntropyGrad(InferContext& ctx) {
+  KILN_RETURN_IF_ERROR(InferSoftmaxCrossEntropy(ctx));  // logits and labels as the forward op
+  if (ctx.shape(2).rank() != 0)
+    return ctx.Fail("dloss must be a scalar, got shape ", ctx.shape(2).ToString());
+  ctx.outputs().clear();  // the forward's scalar loss
+  ctx.AddOutput(ctx.dtype(0), ctx.shape(0));
+  return OkStatus();
+}
+
 Status InferDropout(InferContext& ctx) {
   KILN_ASSIGN_OR_RETURN(double rate, ctx.attrs().GetFloat("rate"));
   if (!(rate >= 0 && rate < 1)) return ctx.Fail("attribute 'rate' must be in [0, 1), got ", rate);
@@ -400,6 +412,15 @@ void RegisterNnOps(OpRegistry& registry) {
                  .Types("T", FloatTypes())
                  .Types("I", IndexTypes())
                  .Infer(InferSoftmaxCrossEntropy)
+                 .Build());
+  r.Register(OpDefBuilder("SoftmaxCrossEntropyGrad", "nn")
+                 .Input("logits", "T")
+                 .Input("labels", "I")
+                 .Input("dloss", "T")
+                 .Output("dlogits")
+                 .Types("T", FloatTypes())
+                 .Types("I", IndexTypes())
+                 .Infer(InferSoftmaxCrossEntropyGrad)
                  .Build());
   r.Register(OpDefBuilder("Dropout", "nn")
                  .Input("x", "T")

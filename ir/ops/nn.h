@@ -42,7 +42,8 @@
 //   dx = scale / sqrt(var + epsilon) * (dy - dbias / M - xhat * dscale / M). Not differentiable. In
 //   inference mode mean and var get gradients too (outputs 1 and 2 are those inputs passed
 //   through).
-// - SoftmaxCrossEntropy: d logits = (softmax(logits) - onehot(labels)) * dloss / N.
+// - SoftmaxCrossEntropy: d logits = (softmax(logits) - onehot(labels)) * dloss / N, the op
+//   SoftmaxCrossEntropyGrad (not differentiable).
 // - Dropout: dx = dy * mask / (1 - rate) in training, else dy.
 #pragma once
 
@@ -82,6 +83,10 @@ Value Softmax(At x, int64_t axis = -1);
 Value LogSoftmax(At x, int64_t axis = -1);
 // Mean cross-entropy of integer labels against logits: a scalar.
 Value SoftmaxCrossEntropy(At logits, Value labels);
+// Its gradient with respect to the logits for the loss's gradient `dloss` (a scalar), as one op
+// (TensorFlow's SparseSoftmaxCrossEntropyWithLogits backprop): (softmax(logits) -
+// onehot(labels)) * dloss / N, [N, C]; a label outside [0, C) is a run-time error.
+Value SoftmaxCrossEntropyGrad(At logits, Value labels, Value dloss);
 
 // Returns {y, mask} (always two Values; invalid ones on error). rate in [0, 1).
 std::vector<Value> Dropout(At x, double rate, int64_t seed = 0, bool training = true);

@@ -141,22 +141,8 @@ Status LogSoftmaxGrad(GradContext& ctx) {
 }
 
 // loss = mean over n of -log_softmax(logits)[n, labels[n]]; labels get no gradient.
-Status SoftmaxCrossEntropyGrad(GradContext& ctx) {
-  Value logits = ctx.input(0), labels = ctx.input(1);
-  const int64_t classes = logits.shape()[1];
-  Value onehot;
-  if (classes != kUnknownDim) {
-    onehot = OneHot(labels, classes, logits.dtype());
-  } else {
-    // The number of classes is known at run time only: compare each label with 0, 1, ..., C-1.
-    GraphBuilder& g = ctx.builder();
-    DType t = labels.dtype();
-    Value c = Cast(Gather(ShapeOf(logits), g.Constant(Tensor::Scalar<int64_t>(1))), t);
-    Value range = Range(g.Scalar(0, t), c, g.Scalar(1, t));
-    onehot = MaskLike(Equal(Unsqueeze(labels, {1}), range), logits);
-  }
-  Value dlogits = (Softmax(logits, 1) - onehot) * (ctx.grad(0) / CountOverAxes(logits, {0}));
-  ctx.SetInputGrad(0, dlogits);
+Status SoftmaxCrossEntropyGradFn(GradContext& ctx) {
+  ctx.SetInputGrad(0, SoftmaxCrossEntropyGrad(ctx.input(0), ctx.input(1), ctx.grad(0)));
   return OkStatus();
 }
 
@@ -182,7 +168,7 @@ const std::map<std::string, GradFn>& NnGradients() {
       {"LayerNorm", LayerNormGrad},
       {"Softmax", SoftmaxGrad},
       {"LogSoftmax", LogSoftmaxGrad},
-      {"SoftmaxCrossEntropy", SoftmaxCrossEntropyGrad},
+      {"SoftmaxCrossEntropy", SoftmaxCrossEntropyGradFn},
       {"Dropout", DropoutGrad},
   };
   return grads;

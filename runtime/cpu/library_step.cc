@@ -42,6 +42,8 @@ Result<std::unique_ptr<StepRunner>> MakeLibraryStep(const Step& step, const Exec
   if (step.callee == "batch_norm_grad") return MakeBatchNormGradStep(step, exe);
   if (step.callee == "copy") return MakeCopyStep(step, exe);
   if (step.callee == "strided_copy") return MakeStridedCopyStep(step, exe);
+  if (step.callee == "softmax_cross_entropy" || step.callee == "softmax_cross_entropy_grad")
+    return MakeCrossEntropyStep(step, exe);
   if (step.callee == "assign") return MakeAssignStep(step, exe);
   if (step.callee == "reduce_sum") return MakeReduceSumStep(step, exe);
   if (step.callee == "bias_add") return MakeBiasAddStep(step, exe);

@@ -24,6 +24,9 @@ Result<std::unique_ptr<StepRunner>> MakeBatchNormStep(const Step& step, const Ex
 Result<std::unique_ptr<StepRunner>> MakeBatchNormGradStep(const Step& step, const Executable& exe);
 // strided_copy: Slice, SliceGrad and constant Pad, any dtype (strided_copy_step.cc).
 Result<std::unique_ptr<StepRunner>> MakeStridedCopyStep(const Step& step, const Executable& exe);
+// softmax_cross_entropy(_grad): SoftmaxCrossEntropy and its gradient op, f32 logits
+// (cross_entropy_step.cc).
+Result<std::unique_ptr<StepRunner>> MakeCrossEntropyStep(const Step& step, const Executable& exe);
 // copy and assign (state_steps.cc).
 Result<std::unique_ptr<StepRunner>> MakeCopyStep(const Step& step, const Executable& exe);
 Result<std::unique_ptr<StepRunner>> MakeAssignStep(const Step& step, const Executable& exe);

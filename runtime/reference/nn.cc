@@ -284,6 +284,26 @@ Status SoftmaxCrossEntropyKernel(KernelContext& ctx) {
   return OkStatus();
 }
 
+Status SoftmaxCrossEntropyGradKernel(KernelContext& ctx) {
+  const Tensor &logits = ctx.input(0), &labels = ctx.input(1);
+  const int64_t N = logits.shape()[0], C = logits.shape()[1];
+  const double scale = ctx.input(2).GetDouble(0) / static_cast<double>(N);
+  for (int64_t n = 0; n < N; ++n) {
+    int64_t label = labels.GetInt(n);
+    if (label < 0 || label >= C)
+      return ctx.Fail("label ", label, " at index ", n, " is out of range [0, ", C, ")");
+    double max = -std::numeric_limits<double>::infinity();
+    for (int64_t c = 0; c < C; ++c) max = std::max(max, logits.GetDouble(n * C + c));
+    double sum = 0;
+    for (int64_t c = 0; c < C; ++c) sum += std::exp(logits.GetDouble(n * C + c) - max);
+    for (int64_t c = 0; c < C; ++c) {
+      const double p = std::exp(logits.GetDouble(n * C + c) - max) / sum;
+      ctx.output(0).SetDouble(n * C + c, (p - (c == label ? 1.0 : 0.0)) * scale);
+    }
+  }
+  return OkStatus();
+}
+
 Status DropoutKernel(KernelContext& ctx) {
   if (ctx.state().counters == nullptr)
     return ctx.node().MakeNodeError(ErrorCode::kInternal, "Dropout ran without a counter store");
@@ -316,6 +336,7 @@ void RegisterNnKernels(KernelRegistry& r) {
   r.Register("Softmax", [](KernelContext& ctx) { return SoftmaxKernel(ctx, /*log=*/false); });
   r.Register("LogSoftmax", [](KernelContext& ctx) { return SoftmaxKernel(ctx, /*log=*/true); });
   r.Register("SoftmaxCrossEntropy", SoftmaxCrossEntropyKernel);
+  r.Register("SoftmaxCrossEntropyGrad", SoftmaxCrossEntropyGradKernel);
   r.Register("Dropout", DropoutKernel);
 }
 

@@ -1,7 +1,8 @@
 // Row-reduction kernels (compiler/reduction_fusion.h) against the reference executor: Softmax,
 // LogSoftmax, LayerNorm, Max, Min (and Sum/Mean in bf16) over odd shapes, size-1 dims, fewer rows
-// than threads, rows split over threads, f32/f64/bf16, NaN and infinities; and training steps
-// whose forward and backward graphs use them.
+// than threads, rows split over threads, f32/f64/bf16, NaN and infinities; softmax cross-entropy
+// and its gradient as one library step each; and training steps whose forward and backward graphs
+// use them.
 #include <catch2/catch.hpp>
 #include <functional>
 #include <limits>
@@ -120,6 +121,39 @@ TEST_CASE("Softmax of rows holding NaN or infinities matches the reference", "[c
         dtype, Shape{5, 4}, [](GraphBuilder&, Value v) { return Softmax(v); }, x.CastTo(dtype));
     Check(
         dtype, Shape{5, 4}, [](GraphBuilder&, Value v) { return LogSoftmax(v); }, x.CastTo(dtype));
+  }
+}
+
+TEST_CASE("softmax cross-entropy and its gradient are one step each, labels checked", "[cpu]") {
+  for (DType label_type : {i32, i64}) {
+    for (const Shape& shape : {Shape{6, 5}, Shape{3, 40000}, Shape{1, 1}}) {
+      INFO(DTypeName(label_type) << " " << shape.ToString());
+      std::vector<int64_t> y(shape[0]);
+      for (int64_t n = 0; n < shape[0]; ++n) y[n] = (n * 7) % shape[1];
+      Tensor labels = Tensor::FromVector<int64_t>(Shape{shape[0]}, y).CastTo(label_type);
+      Check(f32, shape,
+            [&](GraphBuilder& g, Value v) { return SoftmaxCrossEntropy(v, g.Constant(labels)); });
+      Check(f32, shape, [&](GraphBuilder& g, Value v) {
+        return SoftmaxCrossEntropyGrad(v, g.Constant(labels), g.Scalar(3.0, f32));
+      });
+    }
+  }
+  // A bad label fails the compiled run as it fails the reference one.
+  GraphBuilder g;
+  Value x = g.Placeholder("x", f32, {2, 3});
+  Value labels = g.Placeholder("labels", i64, {2});
+  g.Output("loss", SoftmaxCrossEntropy(x, labels).Named("xent"));
+  g.Output("dx", SoftmaxCrossEntropyGrad(x, labels, g.Scalar(1.0, f32)).Named("xent_grad"));
+  Graph graph = *g.Build();
+  Session session(graph, SessionOptions{.backend = "cpu"});
+  for (const char* fetch : {"loss", "dx"}) {
+    Result<std::vector<Tensor>> bad =
+        session.Run({{"x", Tensor(f32, Shape{2, 3})},
+                     {"labels", Tensor::FromVector<int64_t>(Shape{2}, {1, 3})}},
+                    {fetch});
+    REQUIRE_FALSE(bad.ok());
+    CHECK_THAT(bad.error().message(), Catch::Contains("label 3 at index 1 is out of range [0, 3)"));
+    CHECK_THAT(bad.error().message(), Catch::Contains("xent"));
   }
 }
 

@@ -1,0 +1,107 @@
+// Library steps "softmax_cross_entropy" and "softmax_cross_entropy_grad": kiln's
+// SoftmaxCrossEntropy and SoftmaxCrossEntropyGrad (ir/ops/nn.h) over f32 logits [N, C] and i32 or
+// i64 labels [N], each one pass per row (max, then the exponentials and their sum), rows split
+// over the session's threads. Sums are accumulated in double; the loss adds its rows in row
+// order, so the result does not depend on the thread count. A label outside [0, C) fails the
+// step, naming the node and the first bad index, as the reference kernel does.
+//   softmax_cross_entropy:      inputs logits, labels; output loss f32 [] (the mean over rows).
+//   softmax_cross_entropy_grad: inputs logits, labels, dloss f32 []; output dlogits [N, C] =
+//                               (softmax(logits) - onehot(labels)) * dloss / N.
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "runtime/cpu/library_steps.h"
+
+namespace kiln::cpu {
+namespace {
+
+class CrossEntropyStep : public StepRunner {
+ public:
+  CrossEntropyStep(const Step& step, bool grad, int64_t rows, int64_t cols, DType labels)
+      : step_(step), grad_(grad), rows_(rows), cols_(cols), labels_(labels) {}
+
+  Status Run(StepEnv& env) const override {
+    const float* logits = static_cast<const float*>(env.data[step_.inputs[0]]);
+    const void* labels = env.data[step_.inputs[1]];
+    // The first bad label's row (rows_ when none), found before anything is written.
+    int64_t bad = rows_;
+    for (int64_t n = 0; n < rows_ && bad == rows_; ++n)
+      if (Label(labels, n) < 0 || Label(labels, n) >= cols_) bad = n;
+    if (bad < rows_)
+      return step_.node.MakeNodeError(ErrorCode::kInvalidArgument, "label ", Label(labels, bad),
+                                      " at index ", bad, " is out of range [0, ", cols_, ")");
+    if (grad_) {
+      const float dloss = *static_cast<const float*>(env.data[step_.inputs[2]]);
+      float* out = static_cast<float*>(env.data[step_.outputs[0]]);
+      const double scale = static_cast<double>(dloss) / static_cast<double>(rows_);
+#pragma omp parallel for num_threads(env.threads) schedule(static)
+      for (int64_t n = 0; n < rows_; ++n) {
+        const float* x = logits + n * cols_;
+        float* d = out + n * cols_;
+        const float max = RowMax(x);
+        double sum = 0;
+        for (int64_t c = 0; c < cols_; ++c) sum += d[c] = std::exp(x[c] - max);
+        const float mul = static_cast<float>(scale / sum);
+        for (int64_t c = 0; c < cols_; ++c) d[c] *= mul;
+        d[Label(labels, n)] -= static_cast<float>(scale);
+      }
+      return OkStatus();
+    }
+    std::vector<double> row_loss(rows_);
+#pragma omp parallel for num_threads(env.threads) schedule(static)
+    for (int64_t n = 0; n < rows_; ++n) {
+      const float* x = logits + n * cols_;
+      const float max = RowMax(x);
+      double sum = 0;
+      for (int64_t c = 0; c < cols_; ++c) sum += std::exp(x[c] - max);
+      row_loss[n] = max + std::log(sum) - x[Label(labels, n)];
+    }
+    double total = 0;
+    for (double l : row_loss) total += l;
+    *static_cast<float*>(env.data[step_.outputs[0]]) =
+        static_cast<float>(total / static_cast<double>(rows_));  // no rows: NaN, as PyTorch
+    return OkStatus();
+  }
+
+ private:
+  int64_t Label(const void* labels, int64_t n) const {
+    return labels_ == i32 ? static_cast<const int32_t*>(labels)[n]
+                          : static_cast<const int64_t*>(labels)[n];
+  }
+  float RowMax(const float* x) const {
+    float max = -std::numeric_limits<float>::infinity();
+    for (int64_t c = 0; c < cols_; ++c) max = std::max(max, x[c]);
+    return max;
+  }
+
+  const Step& step_;
+  bool grad_;
+  int64_t rows_, cols_;
+  DType labels_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<StepRunner>> MakeCrossEntropyStep(const Step& step, const Executable& exe) {
+  const bool grad = step.callee == "softmax_cross_entropy_grad";
+  if (step.inputs.size() != (grad ? 3u : 2u) || step.outputs.size() != 1)
+    return MakeError(ErrorCode::kInternal, step.callee, " takes ", grad ? 3 : 2,
+                     " inputs and 1 output");
+  const TensorType& logits = exe.buffers[step.inputs[0]].type;
+  const TensorType& labels = exe.buffers[step.inputs[1]].type;
+  const TensorType& out = exe.buffers[step.outputs[0]].type;
+  const bool ok = logits.dtype == f32 && logits.shape.rank() == 2 &&
+                  (labels.dtype == i32 || labels.dtype == i64) &&
+                  labels.shape == Shape{logits.shape[0]} &&
+                  out == (grad ? logits : TensorType{f32, Shape{}}) &&
+                  (!grad || exe.buffers[step.inputs[2]].type == TensorType{f32, Shape{}});
+  if (!ok)
+    return MakeError(ErrorCode::kInternal, step.callee, ": f32 logits [N, C], i32/i64 labels [N]",
+                     grad ? " and an f32 scalar dloss" : "", ", got ", logits.ToString(), " and ",
+                     labels.ToString());
+  return std::unique_ptr<StepRunner>(
+      new CrossEntropyStep(step, grad, logits.shape[0], logits.shape[1], labels.dtype));
+}
+
+}  // namespace kiln::cpu
