@@ -23,7 +23,9 @@ Result<SliceView> ViewOfSlice(const AttrMap& attrs, const Shape& shape) {
   for (int d = 0; d < shape.rank(); ++d) {
     const internal::SliceExtent e = internal::ClampSlice(dims[d], shape[d]);
     view.dims.push_back(e.count);
-    view.strides.push_back(dims[d].step * strides[d]);
+    // One element along an axis needs no stride (and a huge step times the stride could overflow;
+    // with two or more, |step| < dim and the product fits).
+    view.strides.push_back(e.count > 1 ? dims[d].step * strides[d] : 0);
     if (e.count > 0) view.offset += e.start * strides[d];
   }
   return view;

@@ -10,7 +10,8 @@
 // full shapes; each output has exactly `shape`; an input has its own shape, broadcast to `shape`
 // by numpy's rules (right-aligned, size-1 or missing dims repeat). bool is one byte (0 or 1).
 // The packed entry point the runtime calls is `void(void** args)`, args[i] pointing at the i-th
-// argument above.
+// argument above. An output may be the very buffer of an input of its type (the memory plan
+// computes elementwise kernels in place), so no argument may be assumed not to alias another.
 //
 // Row-reduction kernels (`row_reduction` set; see compiler/codegen/emit_reduction.h): `shape` is
 // [rows, cols] and inputs have rank <= 2, broadcast to it. Ops may also be "ReduceSum",

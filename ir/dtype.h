@@ -4,6 +4,7 @@
 // Half (IEEE binary16) and bfloat16 conversions round to nearest even and keep inf and NaN.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -38,7 +39,16 @@ inline bool IsNumeric(DType t) { return IsFloat(t) || IsInteger(t); }
 
 uint16_t FloatToHalf(float f);
 float HalfToFloat(uint16_t h);
-uint16_t FloatToBFloat16(float f);
-float BFloat16ToFloat(uint16_t b);
+// bf16 <-> float32 inline, so that conversion loops vectorize: round to nearest even, NaN stays a
+// (quiet) NaN.
+inline uint16_t FloatToBFloat16(float f) {
+  const uint32_t x = std::bit_cast<uint32_t>(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);  // NaN
+  const uint32_t rounding = 0x7fffu + ((x >> 16) & 1u);
+  return static_cast<uint16_t>((x + rounding) >> 16);
+}
+inline float BFloat16ToFloat(uint16_t b) {
+  return std::bit_cast<float>(static_cast<uint32_t>(b) << 16);
+}
 
 }  // namespace kiln

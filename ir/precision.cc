@@ -32,11 +32,10 @@ const std::map<std::string, PrecisionList>& DefaultPrecisionLists() {
     put(PrecisionList::kAlways16,
         {"MatMul", "Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter"});
     put(PrecisionList::kFollow,
-        {"Add",           "Sub",       "Mul",           "Div",       "Neg",
-         "Abs",           "Maximum",   "Minimum",       "Clip",      "Relu",
-         "LeakyRelu",     "Elu",       "Gelu",          "Sigmoid",   "Tanh",
-         "BiasAdd",       "MaxPool2D", "MaxPool2DGrad", "AvgPool2D", "AvgPool2DGrad",
-         "GlobalAvgPool", "BatchNorm", "BatchNormGrad", "Dropout",   "Select"});
+        {"Add",       "Sub",           "Mul",           "Div",       "Neg",       "Abs",
+         "Maximum",   "Minimum",       "Clip",          "Relu",      "LeakyRelu", "Elu",
+         "Gelu",      "Sigmoid",       "Tanh",          "BiasAdd",   "MaxPool2D", "MaxPool2DGrad",
+         "AvgPool2D", "AvgPool2DGrad", "GlobalAvgPool", "BatchNorm", "Dropout",   "Select"});
     put(PrecisionList::kKeep32, {"Exp",
                                  "Log",
                                  "Pow",
@@ -49,6 +48,7 @@ const std::map<std::string, PrecisionList>& DefaultPrecisionLists() {
                                  "LogSoftmax",
                                  "SoftmaxCrossEntropy",
                                  "SoftmaxCrossEntropyGrad",
+                                 "BatchNormGrad",
                                  "LayerNorm",
                                  "Sum",
                                  "Mean",

@@ -54,6 +54,13 @@ Status CheckAttrs(const OpDef& def, const Node& node) {
       return node.MakeNodeError(ErrorCode::kInvalidArgument, "attribute '", name, "' is ",
                                 AttrTypeName(value.type()), ", expected ",
                                 AttrTypeName(spec->type));
+    // "No dtype" is a value only where the schema's default is (e.g. MatMul's out_dtype unset).
+    const bool unset_allowed = spec->default_value &&
+                               spec->default_value->type() == AttrType::kDType &&
+                               spec->default_value->get<DType>() == DType::kInvalid;
+    if (value.type() == AttrType::kDType && value.get<DType>() == DType::kInvalid && !unset_allowed)
+      return node.MakeNodeError(ErrorCode::kInvalidArgument, "attribute '", name,
+                                "' holds no dtype (DT_INVALID)");
   }
   for (const AttrSpec& spec : def.attrs)
     if (!spec.default_value && !node.attrs.Has(spec.name))

@@ -165,12 +165,15 @@ Result<bool> MixedPrecision::Run(Graph& graph) {
   bool changed = false;
   for (Node& node : graph.mutable_nodes()) {
     if (in16.count(node.name)) {
-      if (f32_output.count(node.name)) {
-        Result<DType> out_dtype = node.attrs.GetDType("out_dtype");
-        if (!out_dtype.ok() || *out_dtype != f32) {
-          node.attrs.Set("out_dtype", f32);
-          changed = true;
-        }
+      const bool wants_f32 = f32_output.count(node.name) > 0;
+      Result<DType> out_dtype = node.attrs.GetDType("out_dtype");
+      const bool writes_f32 = out_dtype.ok() && *out_dtype == f32;
+      if (wants_f32 && !writes_f32) {
+        node.attrs.Set("out_dtype", f32);
+        changed = true;
+      } else if (!wants_f32 && writes_f32) {  // a float32 product its 16-bit readers get in 16 bits
+        node.attrs.Erase("out_dtype");
+        changed = true;
       }
       for (int i : InputsToNarrow(graph, node)) {
         if (narrowed(node.inputs[i])) continue;  // already 16-bit

@@ -3,8 +3,10 @@
 //
 // Every tensor of the plan lives in a buffer with a fully known type. Arena buffers have a byte
 // offset fixed at compile time inside one arena of `arena_bytes` (buffers whose lifetimes do not
-// overlap share bytes); constant buffers point into `constants`; feed buffers are bound to the
-// caller's feed tensors at run time. Steps run in order; each reads and writes buffers by index:
+// overlap share bytes, and an elementwise step's output may be placed on an input it reads last:
+// compiler/buffer_assignment.h); constant buffers point into `constants`; feed buffers are bound to
+// the caller's feed tensors at run time. Steps run in order; each reads and writes buffers by
+// index:
 //   kKernel     a generated kernel (see compiler/kernel_spec.h for its ABI), split over threads
 //               along dimension 0 of its iteration space (`rows`);
 //   kLibrary    a call into a library (OpenBLAS gemm, oneDNN), parameters in `attrs`;

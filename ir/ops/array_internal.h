@@ -1,7 +1,8 @@
 // Internal to op family "array": the inference functions that RegisterArrayOps (ir/ops/array.cc)
 // registers, defined in ir/ops/array_layout.cc and ir/ops/array_index.cc, and the attribute
-// interpretations that the reference kernels (runtime/reference/array*.cc) share with inference,
-// so that both read an attribute the same way. Not part of the public API.
+// interpretations that the reference kernels (runtime/reference/array*.cc) and the compiler's
+// lowerings (compiler/copy_lowering.cc) share with inference, so that all read an attribute the
+// same way. Not part of the public API.
 #pragma once
 
 #include <cstdint>

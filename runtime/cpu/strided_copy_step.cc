@@ -81,12 +81,15 @@ class StridedCopyStep : public StepRunner {
   int element_;
 };
 
-// Whether every element `view` reaches over `dims` lies in [0, elements).
+// Whether every element `view` reaches over `dims` (each >= 1) lies in [0, elements); false when
+// the arithmetic would overflow (the attributes may come from a file).
 bool Inside(const View& view, const std::vector<int64_t>& dims, int64_t elements) {
   int64_t lo = view.offset, hi = view.offset;
   for (size_t d = 0; d < dims.size(); ++d) {
-    const int64_t span = (dims[d] - 1) * view.strides[d];
-    (span < 0 ? lo : hi) += span;
+    int64_t span = 0;
+    if (__builtin_mul_overflow(dims[d] - 1, view.strides[d], &span)) return false;
+    int64_t& end = span < 0 ? lo : hi;
+    if (__builtin_add_overflow(end, span, &end)) return false;
   }
   return lo >= 0 && hi < elements;
 }
@@ -117,6 +120,10 @@ Result<std::unique_ptr<StepRunner>> MakeStridedCopyStep(const Step& step, const 
     if (d < 0) return MakeError(ErrorCode::kInternal, "strided_copy: a negative extent");
     empty = empty || d == 0;
   }
+  int64_t count = 1;
+  for (int64_t d : dims)
+    if (!empty && (__builtin_mul_overflow(count, d, &count) || count > to.shape.NumElements()))
+      return MakeError(ErrorCode::kInternal, "strided_copy: more elements than ", to.ToString());
   if (!empty &&
       (!Inside(src, dims, from.shape.NumElements()) || !Inside(dst, dims, to.shape.NumElements())))
     return MakeError(ErrorCode::kInternal, "strided_copy: the views reach outside ",

@@ -14,7 +14,7 @@ bool Is16Bit(DType t) { return t == bf16 || t == f16; }
 // 16-bit bits -> float32 and back (round to nearest even), over the session's threads.
 void Widen(const uint16_t* bits, DType dtype, int64_t n, float* out, int threads) {
   if (dtype == bf16) {
-#pragma omp parallel for num_threads(threads) schedule(static)
+#pragma omp parallel for simd num_threads(threads) schedule(static)
     for (int64_t k = 0; k < n; ++k) out[k] = BFloat16ToFloat(bits[k]);
   } else {
 #pragma omp parallel for num_threads(threads) schedule(static)
@@ -24,7 +24,7 @@ void Widen(const uint16_t* bits, DType dtype, int64_t n, float* out, int threads
 
 void Narrow(const float* in, int64_t n, DType dtype, uint16_t* bits, int threads) {
   if (dtype == bf16) {
-#pragma omp parallel for num_threads(threads) schedule(static)
+#pragma omp parallel for simd num_threads(threads) schedule(static)
     for (int64_t k = 0; k < n; ++k) bits[k] = FloatToBFloat16(in[k]);
   } else {
 #pragma omp parallel for num_threads(threads) schedule(static)
@@ -43,14 +43,20 @@ class WidenedStep : public StepRunner {
         local_(std::move(local)),
         exe32_(std::move(exe32)) {}
 
-  Status Build(const LibraryStepFactory& make_f32) {
+  Status Build(const LibraryStepFactory& make_f32, const Executable& exe) {
     KILN_ASSIGN_OR_RETURN(inner_, make_f32(*local_, *exe32_));
+    // float32 copies of the 16-bit operands, allocated once (a Program runs one call at a time).
+    scratch_.resize(operands_.size());
+    for (size_t i = 0; i < operands_.size(); ++i) {
+      const BufferDesc& b = exe.buffers[operands_[i]];
+      if (Is16Bit(b.type.dtype)) scratch_[i].resize(b.type.shape.NumElements());
+    }
     return OkStatus();
   }
 
   Status Run(StepEnv& env) const override {
     const std::vector<BufferDesc>& buffers = env.executable->buffers;
-    std::vector<std::vector<float>> scratch(operands_.size());
+    std::vector<std::vector<float>>& scratch = scratch_;
     StepEnv inner;
     inner.executable = exe32_.get();
     inner.variables = env.variables;
@@ -64,7 +70,6 @@ class WidenedStep : public StepRunner {
         continue;
       }
       const int64_t n = b.type.shape.NumElements();
-      scratch[i].resize(n);
       if (i < num_inputs_)
         Widen(static_cast<const uint16_t*>(data), b.type.dtype, n, scratch[i].data(), env.threads);
       inner.data.push_back(scratch[i].data());
@@ -85,6 +90,7 @@ class WidenedStep : public StepRunner {
   std::unique_ptr<Step> local_;
   std::unique_ptr<Executable> exe32_;
   std::unique_ptr<StepRunner> inner_;
+  mutable std::vector<std::vector<float>> scratch_;
 };
 
 }  // namespace
@@ -114,7 +120,7 @@ Result<std::unique_ptr<StepRunner>> MakeWidenedStep(const Step& step, const Exec
   for (int id : step.outputs) add(id, local->outputs);
   auto runner = std::make_unique<WidenedStep>(std::move(operands), step.inputs.size(),
                                               std::move(local), std::move(exe32));
-  KILN_RETURN_IF_ERROR(runner->Build(make_f32));
+  KILN_RETURN_IF_ERROR(runner->Build(make_f32, exe));
   return std::unique_ptr<StepRunner>(std::move(runner));
 }
 

@@ -271,6 +271,31 @@ TEST_CASE("nn: BatchNorm inference and errors", "[nn]") {
   CHECK(!invalid[2].valid());
 }
 
+TEST_CASE("nn: BatchNormGrad inference and errors", "[nn]") {
+  auto build = [](Shape dy, Shape x, std::vector<Shape> stats) {
+    GraphBuilder g;
+    std::vector<Value> s;
+    for (size_t i = 0; i < stats.size(); ++i)
+      s.push_back(g.Placeholder("s" + std::to_string(i), f32, stats[i]));
+    auto outs =
+        BatchNormGrad(g.Placeholder("dy", f32, dy), g.Placeholder("x", f32, x), s[0], s[1], s[2]);
+    Result<Graph> r = g.Build();
+    std::vector<Shape> shapes;
+    for (const Value& v : outs) shapes.push_back(v.valid() ? v.shape() : Shape{-42});
+    return std::make_pair(shapes, r.ok() ? std::string() : r.error().message());
+  };
+  // dy's known dims fill x's unknown ones; C may come from the statistics.
+  auto ok = build({4, -1, 5}, {-1, -1, 5}, {{3}, {-1}, {3}});
+  CHECK(ok.second.empty());
+  CHECK(ok.first == std::vector<Shape>{{4, 3, 5}, {3}, {3}});
+  CHECK_THAT(build({2, 3, 4}, {2, 3, 5}, {{3}, {3}, {3}}).second,
+             Contains("dy [2, 3, 4] must have x's shape [2, 3, 5]"));
+  CHECK_THAT(build({2, 3}, {2, 3}, {{3}, {4}, {3}}).second,
+             Contains("'mean' has length 4 but x.shape[1] is 3"));
+  CHECK_THAT(build({0, 3}, {0, 3}, {{3}, {3}, {3}}).second,
+             Contains("training needs at least one value per channel"));
+}
+
 TEST_CASE("nn: LayerNorm", "[nn]") {
   // Rows {1, 3} and {10, 30}: both normalize to {-1, 1}; then * scale {2, 3} + bias {1, 0}.
   Tensor y = RunOp({TN<float>({2, 2}, {1, 3, 10, 30}), T1<float>({2, 3}), T1<float>({1, 0})},

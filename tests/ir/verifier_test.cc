@@ -65,6 +65,12 @@ TEST_CASE("verifier: wrong arity, dtype, attributes", "[verifier]") {
   REQUIRE(ill_typed.AddNode(leaky).ok());
   CHECK_THAT(VerifyError(ill_typed),
              Catch::Contains("attribute 'alpha' is string, expected float"));
+  // "No dtype" (DT_INVALID in a file) is refused except where the schema means "unset" by it.
+  Graph no_dtype = g;
+  Node cast = MakeNode("c", "Cast", {"x"});
+  cast.attrs.Set("to", DType::kInvalid);
+  REQUIRE(no_dtype.AddNode(cast).ok());
+  CHECK_THAT(VerifyError(no_dtype), Catch::Contains("attribute 'to' holds no dtype (DT_INVALID)"));
 }
 
 TEST_CASE("verifier: dangling inputs, bad ports, cycles, shape mismatches", "[verifier]") {

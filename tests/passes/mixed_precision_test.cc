@@ -4,6 +4,8 @@
 // - the compiled backend computes the rewritten graph as the reference does;
 // - a training step keeps the variables float32 and lowers the loss;
 // - check_numerics names the first node that computes an inf or NaN, in fp32 and bf16.
+#include "passes/mixed_precision.h"
+
 #include <catch2/catch.hpp>
 #include <cmath>
 
@@ -153,6 +155,30 @@ TEST_CASE("mixed precision: a bf16 training step keeps float32 master weights",
         CHECK(session.variables().Find(node.name)->dtype() == node.output_types[0].dtype);
       }
   }
+}
+
+TEST_CASE("mixed precision: a float32 product that 16-bit nodes read is narrowed after all",
+          "[passes][precision]") {
+  // The user asked mm1 for a float32 product (out_dtype f32 over f32 operands); in bf16 its
+  // reader (Relu, then MatMul) computes in 16 bits, so mm1 writes bf16 and the graph verifies.
+  GraphBuilder g;
+  Value x = g.Placeholder("x", f32, {2, 3});
+  Value w = g.Placeholder("w", f32, {3, 3});
+  Value h = MatMul(x, w, false, false, f32).Named("mm1");
+  g.Output("y", MatMul(Relu(h), w).Named("mm2"));
+  Graph graph = Require(g.Build());
+  PrecisionPolicy policy;
+  policy.compute = bf16;
+  MixedPrecision pass(policy);
+  Result<bool> changed = pass.Run(graph);
+  INFO((changed.ok() ? "" : changed.error().ToString()));
+  REQUIRE(changed.ok());
+  CHECK_FALSE(graph.FindNode("mm1")->attrs.Has("out_dtype"));
+  CHECK(graph.FindNode("mm1")->output_types[0].dtype == bf16);
+  CHECK(graph.FindNode("mm2")->attrs.GetDType("out_dtype").value() == f32);  // the graph output
+  Result<bool> again = pass.Run(graph);
+  REQUIRE(again.ok());
+  CHECK_FALSE(*again);
 }
 
 TEST_CASE("mixed precision: a choice for a node that does not exist is refused",
