@@ -7,6 +7,7 @@
 #include "tools/command.h"
 #include "tools/inspect_plan.h"
 #include "tools/inspect_precision.h"
+#include "tools/lib/training_graph.h"
 
 namespace kiln::cli {
 namespace {
@@ -41,10 +42,25 @@ int RunInspect(const Command& cmd, const std::vector<std::string>& args) {
   Flags flags;
   flags.Switch("fusion").Switch("memory").Repeated("input").Repeated("fetch").Repeated("target");
   flags.Switch("precision").Repeated("precision-op").Repeated("precision-node");
+  flags.Switch("train").Option("loss").Option("optimizer").Option("lr");
   flags.Positional(1, 1);
   if (int code = ParseOrExit(cmd, flags, args); code >= 0) return code;
+  Result<std::optional<optim::Optimizer>> optimizer = OptimizerFromFlags(flags);
+  if (!optimizer.ok()) return UsageError(cmd, optimizer.error().message());
   Result<Graph> graph = LoadModel(flags.positional()[0]);
   if (!graph.ok()) return Fail(cmd, graph.error());
+  if (optimizer->has_value()) {
+    if (!flags.On("fusion") && !flags.On("memory"))
+      return UsageError(cmd, "--train describes a training step's plan: add --fusion or --memory");
+    if (flags.Has("fetch") || flags.Has("target"))
+      return UsageError(cmd, "--train plans the loss and the update; drop --fetch/--target");
+    Result<TrainingGraph> training =
+        AddOptimizer(std::move(*graph), flags.Get("loss"), **optimizer);
+    if (!training.ok()) return Fail(cmd, training.error());
+    std::printf("training step: the gradient of %s and the %s update\n", training->loss.c_str(),
+                flags.Get("optimizer", "sgd").c_str());
+    return PrintPlanReport(cmd, training->graph, flags, {training->loss}, {training->update});
+  }
   GraphStats stats = ComputeGraphStats(*graph);
 
   std::printf("model: %s\n", flags.positional()[0].c_str());
@@ -71,7 +87,7 @@ int RunInspect(const Command& cmd, const std::vector<std::string>& args) {
               stats.has_unknown_dims ? " (unknown dims counted as 1, e.g. per example)" : "");
   if (flags.On("precision"))
     if (int code = PrintPrecisionReport(cmd, *graph, flags); code != 0) return code;
-  if (flags.On("fusion") || flags.On("memory")) return PrintPlanReport(cmd, *graph, flags);
+  if (flags.On("fusion") || flags.On("memory")) return PrintPlanReport(cmd, *graph, flags, {}, {});
   return 0;
 }
 

@@ -29,7 +29,8 @@ int64_t Bytes(const TensorType& t) { return t.shape.NumElements() * DTypeSize(t.
 
 }  // namespace
 
-int PrintPlanReport(const Command& cmd, const Graph& graph, const Flags& flags) {
+int PrintPlanReport(const Command& cmd, const Graph& graph, const Flags& flags,
+                    std::vector<TensorName> fetches, std::vector<TensorName> targets) {
   std::map<std::string, Shape> shapes;
   for (const std::string& spec : flags.GetAll("input")) {
     Result<std::pair<std::string, Shape>> parsed = ParseShapeSpec(spec);
@@ -55,7 +56,6 @@ int PrintPlanReport(const Command& cmd, const Graph& graph, const Flags& flags) 
   if (!shapes.empty())
     return Fail(cmd, MakeError(ErrorCode::kNotFound, "--input ", shapes.begin()->first,
                                ": the model has no input of that name"));
-  std::vector<TensorName> fetches, targets;
   for (const std::string& f : flags.GetAll("fetch")) fetches.emplace_back(f);
   for (const std::string& t : flags.GetAll("target")) targets.emplace_back(t);
   if (fetches.empty() && targets.empty())
@@ -126,7 +126,8 @@ int PrintPlanReport(const Command& cmd, const Graph& graph, const Flags& flags) 
 
 #else
 
-int PrintPlanReport(const Command& cmd, const Graph&, const Flags&) {
+int PrintPlanReport(const Command& cmd, const Graph&, const Flags&, std::vector<TensorName>,
+                    std::vector<TensorName>) {
   return Fail(cmd, MakeError(ErrorCode::kUnimplemented,
                              "--fusion and --memory need a build with the compiler"));
 }

@@ -3,12 +3,17 @@
 // the peak memory of the static plan. Needs a build with the compiler.
 #pragma once
 
+#include <vector>
+
 #include "ir/graph.h"
+#include "runtime/session.h"
 #include "tools/command.h"
 
 namespace kiln::cli {
 
-// Prints the report; returns the exit code.
-int PrintPlanReport(const Command& cmd, const Graph& graph, const Flags& flags);
+// Prints the report for `fetches` and `targets` plus the --fetch/--target flags (the graph's
+// outputs when all are empty); returns the exit code.
+int PrintPlanReport(const Command& cmd, const Graph& graph, const Flags& flags,
+                    std::vector<TensorName> fetches, std::vector<TensorName> targets);
 
 }  // namespace kiln::cli

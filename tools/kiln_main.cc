@@ -48,7 +48,8 @@ const std::vector<Command>& Commands() {
        RunRun},
       {"inspect", "ops, inputs, outputs, parameters and FLOPs of a model",
        "usage: kiln inspect MODEL [--fusion] [--memory] [--input NAME=SHAPE]... [--fetch NAME]...\n"
-       "                    [--target NAME]... [--precision [--precision-op OP=LIST]...]\n\n"
+       "                    [--target NAME]... [--precision [--precision-op OP=LIST]...]\n"
+       "                    [--train --loss NAME [--optimizer sgd] [--lr 0.01]]\n\n"
        "Prints the model's inputs and outputs with dtypes and shapes, its ops by count, the "
        "number\n"
        "and bytes of its parameters (Variables), constant bytes and an estimate of FLOPs.\n"
@@ -57,7 +58,9 @@ const std::vector<Command>& Commands() {
        "calls and reference steps against one kernel per op, with the bytes they move; --memory\n"
        "prints the plan's peak arena bytes. Unknown input dims are 1 unless --input NAME=SHAPE\n"
        "(e.g. images=64x1x8x8) gives them. --precision prints the mixed-precision lists and what\n"
-       "they decide for each node in bf16 (with --precision-op/--precision-node changes).\n",
+       "they decide for each node in bf16 (with --precision-op/--precision-node changes).\n"
+       "--train --loss NAME plans one training step instead (the loss's gradient and the\n"
+       "optimizer's update, as kiln bench --train runs it) for --fusion and --memory.\n",
        RunInspect},
       {"convert", "convert a model between binary and text forms",
        "usage: kiln convert IN OUT\n\n"

@@ -1,7 +1,7 @@
 // Compiler features of the CLI as a user runs them: `kiln inspect --fusion/--memory` prints the
-// plan report (decisions, step counts against one kernel per op, bytes moved, arena bytes) and
-// fails cleanly on bad --input specs; `kiln compile --precision bf16` records its precision in
-// the manifest and the module runs.
+// plan report (decisions, step counts against one kernel per op, bytes moved, arena bytes), for a
+// training step too (--train), and fails cleanly on bad --input specs; `kiln compile --precision
+// bf16` records its precision in the manifest and the module runs.
 #include <catch2/catch.hpp>
 
 #include "tests/testing/run_command.h"
@@ -31,6 +31,22 @@ TEST_CASE("kiln inspect --fusion and --memory print the compiled plan", "[cli][c
   CheckFails(RunCommand(KILN_BINARY, {"inspect", model, "--fusion", "--input", "nope=2x3"}),
              "the model has no input of that name");
   CheckFails(RunCommand(KILN_BINARY, {"inspect", model, "--fusion=yes"}), "takes no value", 2);
+}
+
+TEST_CASE("kiln inspect --train plans a training step", "[cli][compiler]") {
+  const std::string model = std::string(KILN_TEST_DATA_DIR) + "/onnx/cnn_loss/model.onnx";
+  CommandResult r = RunCommand(KILN_BINARY, {"inspect", model, "--fusion", "--memory", "--train",
+                                             "--loss", "loss", "--optimizer", "adam"});
+  INFO("stdout: " << r.out << "\nstderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("training step: the gradient of") &&
+                        Catch::Contains("the adam update") && Catch::Contains("gradients/") &&
+                        Catch::Contains("outputs computed in place:"));
+  CheckFails(RunCommand(KILN_BINARY, {"inspect", model, "--train", "--loss", "loss"}),
+             "add --fusion or --memory", 2);
+  CheckFails(RunCommand(KILN_BINARY, {"inspect", model, "--fusion", "--train"}), "--loss", 2);
+  CheckFails(RunCommand(KILN_BINARY, {"inspect", model, "--fusion", "--train", "--loss", "nope"}),
+             "nope");
 }
 
 TEST_CASE("kiln compile --precision bf16 records it and the module runs", "[cli][precision]") {
