@@ -5,18 +5,13 @@
 #include <set>
 
 #include "compiler/copy_lowering.h"
+#include "compiler/library_lowering.h"
 #include "compiler/pool_lowering.h"
 #include "compiler/reduction_fusion.h"
 #include "ir/op_registry.h"
 
 namespace kiln::compiler {
 namespace {
-
-// oneDNN convolutions (runtime/cpu/onednn_conv_step.cc) by op.
-const std::map<std::string, std::string> kConvRoutines = {
-    {"Conv2D", "conv2d"},
-    {"Conv2DBackpropInput", "conv2d_backprop_input"},
-    {"Conv2DBackpropFilter", "conv2d_backprop_filter"}};
 
 // A digest of what determines a kernel's code, without attribute values (SameCode compares those
 // exactly): kernels with different keys differ.
@@ -40,13 +35,6 @@ bool SameCode(const KernelSpec& a, const KernelSpec& b) {
     if (!(a.ops[i].attrs == b.ops[i].attrs)) return false;
   return KernelKey(a) == KernelKey(b);
 }
-
-// Ops whose output is input 0's bytes under another shape (the "copy" step).
-const std::set<std::string> kCopyOps = {"Reshape", "ReshapeLike", "Flatten",
-                                        "Squeeze", "Unsqueeze",   "Identity"};
-// Assign ops and the "assign" step's mode: replace, add, subtract.
-const std::map<std::string, int64_t> kAssignModes = {
-    {"Assign", 0}, {"AssignAdd", 1}, {"AssignSub", -1}};
 
 // A step-to-be: a cluster, or one node that is not fused.
 struct Unit {
@@ -280,98 +268,6 @@ class Lowering {
     return true;
   }
 
-  // An Assign* the "assign" step runs: an f32/f64 variable updated by a value of its exact type.
-  bool IsFloatUpdate(const Node& node) const {
-    if (node.inputs.size() != 2) return false;
-    const TensorType& var = info_.types.at(node.inputs[0]);
-    return (var.dtype == f32 || var.dtype == f64) && info_.types.at(node.inputs[1]) == var &&
-           TensorType{node.output_types[0].dtype, node.output_types[0].shape} == var;
-  }
-
-  // For Sum, Mean and SumLike over f32/f64: which input dims are summed away (1) or kept (0).
-  std::optional<std::vector<int64_t>> SummedDims(const Node& node) const {
-    if (node.op != "Sum" && node.op != "Mean" && node.op != "SumLike") return std::nullopt;
-    const TensorType& x = info_.types.at(node.inputs[0]);
-    if (x.dtype != f32 && x.dtype != f64) return std::nullopt;
-    const int rank = x.shape.rank();
-    std::vector<int64_t> reduced(rank, 0);
-    if (node.op == "SumLike") {
-      const Shape& like = info_.types.at(node.inputs[1]).shape;
-      if (like.rank() > rank) return std::nullopt;
-      for (int d = 0; d < rank; ++d) {
-        const int l = d - (rank - like.rank());
-        reduced[d] = l < 0 || (like[l] == 1 && x.shape[d] != 1);
-      }
-      return reduced;
-    }
-    Result<std::vector<int64_t>> axes =
-        OpRegistry::Global().Find(node.op)->WithDefaults(node.attrs).GetInts("axes");
-    if (!axes.ok()) return std::nullopt;
-    if (axes->empty()) reduced.assign(rank, 1);
-    for (int64_t a : *axes) {
-      if (a < -rank || a >= rank) return std::nullopt;
-      reduced[a < 0 ? a + rank : a] = 1;
-    }
-    return reduced;
-  }
-
-  // A BiasAdd the "bias_add" step runs: x f32/f64 (bf16/f16 widened), the bias of x's dtype.
-  bool IsFloatBiasAdd(const Node& node) const {
-    const TensorType& x = info_.types.at(node.inputs[0]);
-    return IsFloat(x.dtype) && info_.types.at(node.inputs[1]).dtype == x.dtype;
-  }
-
-  // A BatchNorm or BatchNormGrad the oneDNN steps run: input `x_input` (x) f32 (bf16/f16
-  // widened) of rank 2-5, the other inputs x's type (dy) or [C] of x's dtype (statistics).
-  bool IsFloatBatchNorm(const Node& node, size_t x_input) const {
-    const TensorType& x = info_.types.at(node.inputs[x_input]);
-    if (!IsFloat(x.dtype) || x.dtype == f64 || x.shape.rank() < 2 || x.shape.rank() > 5)
-      return false;
-    for (size_t i = 0; i < node.inputs.size(); ++i) {
-      const TensorType& t = info_.types.at(node.inputs[i]);
-      if (!(t == x || t == TensorType{x.dtype, Shape{x.shape[1]}})) return false;
-    }
-    return true;
-  }
-
-  // MatMul as a gemm call when the dtype and the batch broadcasting allow it.
-  Result<bool> LowerMatMul(const Node& node, Step& step) {
-    const TensorType& a = info_.types.at(node.inputs[0]);
-    const TensorType& b = info_.types.at(node.inputs[1]);
-    const TensorType& c = info_.types.at(TensorRef{node.name, 0});
-    if (c.dtype != f32 && c.dtype != f64 && c.dtype != bf16 && c.dtype != f16) return false;
-    KILN_ASSIGN_OR_RETURN(bool ta, node.attrs.GetBool("transpose_a"));
-    KILN_ASSIGN_OR_RETURN(bool tb, node.attrs.GetBool("transpose_b"));
-    const Shape& sa = a.shape;
-    const Shape& sb = b.shape;
-    int64_t m = sa.rank() == 1 ? 1 : sa[sa.rank() - (ta ? 1 : 2)];
-    int64_t k = sa.rank() == 1 ? sa[0] : sa[sa.rank() - (ta ? 2 : 1)];
-    int64_t n = sb.rank() == 1 ? 1 : sb[sb.rank() - (tb ? 2 : 1)];
-    if (sa.rank() == 1) ta = false;
-    if (sb.rank() == 1) tb = false;
-    int64_t batch = c.shape.NumElements() / std::max<int64_t>(1, m * n);
-    int64_t batch_a = sa.NumElements() / std::max<int64_t>(1, m * k);
-    int64_t batch_b = sb.NumElements() / std::max<int64_t>(1, k * n);
-    if ((batch_a != batch && batch_a != 1) || (batch_b != batch && batch_b != 1)) return false;
-    int64_t stride_a = batch_a == 1 ? 0 : m * k, stride_b = batch_b == 1 ? 0 : k * n;
-    if (batch > 1 && stride_b == 0 && !ta && stride_a == m * k) {  // one tall gemm
-      m *= batch;
-      batch = 1;
-    }
-    step.kind = Step::Kind::kLibrary;
-    step.callee = "gemm";
-    for (auto [key, value] : std::vector<std::pair<const char*, int64_t>>{{"m", m},
-                                                                          {"n", n},
-                                                                          {"k", k},
-                                                                          {"batch", batch},
-                                                                          {"stride_a", stride_a},
-                                                                          {"stride_b", stride_b},
-                                                                          {"trans_a", ta},
-                                                                          {"trans_b", tb}})
-      step.attrs.Set(key, value);
-    return true;
-  }
-
   // A buffer for a tensor computed at compile time that no node of the plan produces.
   int NewConstant(Tensor value, const std::string& name) {
     Executable& exe = out_.executable;
@@ -421,60 +317,12 @@ class Lowering {
     step.node = node;
     step.kind = Step::Kind::kReference;
     step.callee = node.op;
-    if (node.op == "MatMul") {
-      KILN_ASSIGN_OR_RETURN(bool library, LowerMatMul(node, step));
-      if (!library) step.attrs = AttrMap();
-      if (auto e = epilogues_.by_producer.find(node.name); e != epilogues_.by_producer.end()) {
-        if (!library)
-          return MakeError(ErrorCode::kInternal, "MatMul '", node.name, "': epilogue, no gemm");
-        return LowerEpilogue(e->second, step);
-      }
-    } else if (node.op == "BatchNorm" && IsFloatBatchNorm(node, 0)) {
-      step.kind = Step::Kind::kLibrary;
-      step.callee = "batch_norm";
-      step.attrs = OpRegistry::Global().Find(node.op)->WithDefaults(node.attrs);
-    } else if ((node.op == "SoftmaxCrossEntropy" || node.op == "SoftmaxCrossEntropyGrad") &&
-               info_.types.at(node.inputs[0]).dtype == f32) {
-      step.kind = Step::Kind::kLibrary;
-      step.callee =
-          node.op == "SoftmaxCrossEntropy" ? "softmax_cross_entropy" : "softmax_cross_entropy_grad";
-    } else if (node.op == "BatchNormGrad" && IsFloatBatchNorm(node, 1)) {
-      step.kind = Step::Kind::kLibrary;
-      step.callee = "batch_norm_grad";
-      step.attrs = OpRegistry::Global().Find(node.op)->WithDefaults(node.attrs);
-    } else if (kCopyOps.count(node.op) && !node.inputs.empty() &&
-               info_.types.at(node.inputs[0]).dtype == node.output_types[0].dtype) {
-      step.kind = Step::Kind::kLibrary;
-      step.callee = "copy";
-    } else if (auto assign = kAssignModes.find(node.op);
-               assign != kAssignModes.end() && IsFloatUpdate(node)) {
-      step.kind = Step::Kind::kLibrary;
-      step.callee = "assign";
-      step.attrs.Set("mode", assign->second);
-    } else if (std::optional<std::vector<int64_t>> reduced = SummedDims(node)) {
-      step.kind = Step::Kind::kLibrary;
-      step.callee = "reduce_sum";
-      const Shape& x = info_.types.at(node.inputs[0]).shape;
-      int64_t count = 1;
-      for (int d = 0; d < x.rank(); ++d)
-        if ((*reduced)[d]) count *= x[d];
-      step.attrs.Set("reduced", *reduced);
-      step.attrs.Set("scale", node.op == "Mean" ? 1.0 / static_cast<double>(count) : 1.0);
-    } else if (node.op == "BiasAdd" && IsFloatBiasAdd(node)) {
-      step.kind = Step::Kind::kLibrary;
-      step.callee = "bias_add";
-      step.attrs = OpRegistry::Global().Find(node.op)->WithDefaults(node.attrs);
-    } else if (node.op == "Variable") {
-      step.kind = Step::Kind::kLibrary;
-      step.callee = "variable_read";
-    } else if (auto conv = kConvRoutines.find(node.op);
-               conv != kConvRoutines.end() &&
-               (node.output_types[0].dtype == f32 || node.output_types[0].dtype == bf16)) {
-      step.kind = Step::Kind::kLibrary;
-      step.callee = conv->second;
-      step.attrs = OpRegistry::Global().Find(node.op)->WithDefaults(node.attrs);
-      if (auto e = epilogues_.by_producer.find(node.name); e != epilogues_.by_producer.end())
-        return LowerEpilogue(e->second, step);
+    KILN_ASSIGN_OR_RETURN(bool library, LowerToLibrary(node, info_, step));
+    if (auto e = epilogues_.by_producer.find(node.name); e != epilogues_.by_producer.end()) {
+      if (!library)
+        return MakeError(ErrorCode::kInternal, node.op, " '", node.name,
+                         "': an epilogue was planned but no library call runs it");
+      return LowerEpilogue(e->second, step);
     }
     std::string why = "no lowering yet";
     if (HasPoolLowering(node.op)) {

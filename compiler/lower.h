@@ -4,17 +4,12 @@
 // Each cluster becomes one kernel step (scalar constants folded into its body, iteration space
 // collapsed to the fewest dimensions its broadcasting allows, so it splits well over threads); a
 // cluster identical to an earlier one (same code, attributes compared exactly) calls its kernel.
-// Library steps (runtime/cpu/library_steps.h): MatMul f32/f64 -> gemm (OpenBLAS); Conv2D and its
-// backward ops f32/bf16 (computed in f32), BatchNorm and BatchNormGrad f32 -> oneDNN (batch_norm,
-// batch_norm_grad); Conv2D f32 absorbs its bias,
-// folded BatchNorm, residual Add and Relu as oneDNN post-ops, and a rank-2 MatMul its bias and Relu
-// (compiler/epilogue_fusion.h); Sum/Mean/SumLike f32/f64 -> reduce_sum; BiasAdd f32/f64 ->
-// bias_add (gemm, batch_norm(_grad) and bias_add also take bf16/f16, widened by the runtime);
-// reshape-family ops -> copy; Slice, SliceGrad and constant Pad -> strided_copy
-// (compiler/copy_lowering.h); SoftmaxCrossEntropy and its gradient op f32 -> one pass per row
-// (softmax_cross_entropy, softmax_cross_entropy_grad); Variable -> variable_read (its buffer is bound to the stored value,
-// kind kVariable); Assign* f32/f64 -> assign. Softmax, LogSoftmax, LayerNorm and Max/Min (and
-// Sum/Mean not taken by reduce_sum) over trailing axes -> one row-reduction kernel each
+// Library steps (runtime/cpu/library_steps.h) as compiler/library_lowering.h chooses them, with
+// the epilogues compiler/epilogue_fusion.h fused into Conv2D and MatMul calls; pooling
+// (pool_lowering.h) and Slice, SliceGrad and constant Pad (copy_lowering.h) as library steps too;
+// Variable buffers are bound to the stored values (kind kVariable), as are Assign* outputs.
+// Softmax, LogSoftmax, LayerNorm and Max/Min (and Sum/Mean not taken by reduce_sum) over
+// trailing axes -> one row-reduction kernel each
 // (compiler/reduction_fusion.h). Every other node runs its reference kernel (the compiler's to-do
 // list, shown by `kiln inspect --fusion`). Values known at compile time become constants and run
 // no step. Steps keep the plan's order except where a cluster gathers nodes: units are ordered

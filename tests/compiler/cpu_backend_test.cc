@@ -329,6 +329,20 @@ TEST_CASE("a gradient's SumLike that sums nothing for the fed shapes is no reduc
   RunBoth(graph, FeedList(feeds.begin(), feeds.end()), {"da", "db"});
 }
 
+TEST_CASE("GlobalAvgPool runs as a reduce_sum step (the mean over the spatial dims)", "[cpu]") {
+  for (const Shape& xs : {Shape{2, 3, 4, 5}, Shape{1, 2, 7}, Shape{2, 2, 1, 1, 3}}) {
+    INFO(xs.ToString());
+    GraphBuilder g;
+    g.Output("y", GlobalAvgPool(g.Placeholder("x", f32, xs)));
+    Graph graph = *g.Build();
+    std::vector<std::pair<std::string, Tensor>> feeds = {{"x", Random(xs, 1)}};
+    PlannedExecutable p = Planned(graph, PlanOf(graph, feeds, {"y"}));
+    REQUIRE(p.lowered.executable.steps.size() == 1);
+    CHECK(p.lowered.executable.steps[0].callee == "reduce_sum");
+    RunBoth(graph, FeedList(feeds.begin(), feeds.end()), {"y"});
+  }
+}
+
 TEST_CASE("Sum, Mean and SumLike run as one strided reduce_sum step", "[cpu]") {
   struct Case {
     Shape x;

@@ -1,0 +1,191 @@
+#include "compiler/library_lowering.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "ir/op_registry.h"
+
+namespace kiln::compiler {
+namespace {
+
+// oneDNN convolutions (runtime/cpu/onednn_conv_step.cc) by op.
+const std::map<std::string, std::string> kConvRoutines = {
+    {"Conv2D", "conv2d"},
+    {"Conv2DBackpropInput", "conv2d_backprop_input"},
+    {"Conv2DBackpropFilter", "conv2d_backprop_filter"}};
+
+// Ops whose output is input 0's bytes under another shape (the "copy" step).
+const std::set<std::string> kCopyOps = {"Reshape", "ReshapeLike", "Flatten",
+                                        "Squeeze", "Unsqueeze",   "Identity"};
+// Assign ops and the "assign" step's mode: replace, add, subtract.
+const std::map<std::string, int64_t> kAssignModes = {
+    {"Assign", 0}, {"AssignAdd", 1}, {"AssignSub", -1}};
+
+// An Assign* the "assign" step runs: an f32/f64 variable updated by a value of its exact type.
+bool IsFloatUpdate(const Node& node, const StaticInfo& info) {
+  if (node.inputs.size() != 2) return false;
+  const TensorType& var = info.types.at(node.inputs[0]);
+  return (var.dtype == f32 || var.dtype == f64) && info.types.at(node.inputs[1]) == var &&
+         TensorType{node.output_types[0].dtype, node.output_types[0].shape} == var;
+}
+
+// For Sum, Mean, SumLike and GlobalAvgPool over f32/f64: which input dims are summed away (1)
+// or kept (0).
+std::optional<std::vector<int64_t>> SummedDims(const Node& node, const StaticInfo& info) {
+  if (node.op != "Sum" && node.op != "Mean" && node.op != "SumLike" && node.op != "GlobalAvgPool")
+    return std::nullopt;
+  const TensorType& x = info.types.at(node.inputs[0]);
+  if (x.dtype != f32 && x.dtype != f64) return std::nullopt;
+  const int rank = x.shape.rank();
+  std::vector<int64_t> reduced(rank, 0);
+  if (node.op == "GlobalAvgPool") {  // the mean over every dim after N and C
+    for (int d = 2; d < rank; ++d) reduced[d] = 1;
+    return reduced;
+  }
+  if (node.op == "SumLike") {
+    const Shape& like = info.types.at(node.inputs[1]).shape;
+    if (like.rank() > rank) return std::nullopt;
+    for (int d = 0; d < rank; ++d) {
+      const int l = d - (rank - like.rank());
+      reduced[d] = l < 0 || (like[l] == 1 && x.shape[d] != 1);
+    }
+    return reduced;
+  }
+  Result<std::vector<int64_t>> axes =
+      OpRegistry::Global().Find(node.op)->WithDefaults(node.attrs).GetInts("axes");
+  if (!axes.ok()) return std::nullopt;
+  if (axes->empty()) reduced.assign(rank, 1);
+  for (int64_t a : *axes) {
+    if (a < -rank || a >= rank) return std::nullopt;
+    reduced[a < 0 ? a + rank : a] = 1;
+  }
+  return reduced;
+}
+
+// A BiasAdd the "bias_add" step runs: x f32/f64 (bf16/f16 widened), the bias of x's dtype.
+bool IsFloatBiasAdd(const Node& node, const StaticInfo& info) {
+  const TensorType& x = info.types.at(node.inputs[0]);
+  return IsFloat(x.dtype) && info.types.at(node.inputs[1]).dtype == x.dtype;
+}
+
+// A BatchNorm or BatchNormGrad the oneDNN steps run: input `x_input` (x) f32 (bf16/f16
+// widened) of rank 2-5, the other inputs x's type (dy) or [C] of x's dtype (statistics).
+bool IsFloatBatchNorm(const Node& node, size_t x_input, const StaticInfo& info) {
+  const TensorType& x = info.types.at(node.inputs[x_input]);
+  if (!IsFloat(x.dtype) || x.dtype == f64 || x.shape.rank() < 2 || x.shape.rank() > 5) return false;
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    const TensorType& t = info.types.at(node.inputs[i]);
+    if (!(t == x || t == TensorType{x.dtype, Shape{x.shape[1]}})) return false;
+  }
+  return true;
+}
+
+// MatMul as a gemm call when the dtype and the batch broadcasting allow it.
+Result<bool> LowerMatMul(const Node& node, const StaticInfo& info, Step& step) {
+  const TensorType& a = info.types.at(node.inputs[0]);
+  const TensorType& b = info.types.at(node.inputs[1]);
+  const TensorType& c = info.types.at(TensorRef{node.name, 0});
+  if (c.dtype != f32 && c.dtype != f64 && c.dtype != bf16 && c.dtype != f16) return false;
+  KILN_ASSIGN_OR_RETURN(bool ta, node.attrs.GetBool("transpose_a"));
+  KILN_ASSIGN_OR_RETURN(bool tb, node.attrs.GetBool("transpose_b"));
+  const Shape& sa = a.shape;
+  const Shape& sb = b.shape;
+  int64_t m = sa.rank() == 1 ? 1 : sa[sa.rank() - (ta ? 1 : 2)];
+  int64_t k = sa.rank() == 1 ? sa[0] : sa[sa.rank() - (ta ? 2 : 1)];
+  int64_t n = sb.rank() == 1 ? 1 : sb[sb.rank() - (tb ? 2 : 1)];
+  if (sa.rank() == 1) ta = false;
+  if (sb.rank() == 1) tb = false;
+  int64_t batch = c.shape.NumElements() / std::max<int64_t>(1, m * n);
+  int64_t batch_a = sa.NumElements() / std::max<int64_t>(1, m * k);
+  int64_t batch_b = sb.NumElements() / std::max<int64_t>(1, k * n);
+  if ((batch_a != batch && batch_a != 1) || (batch_b != batch && batch_b != 1)) return false;
+  int64_t stride_a = batch_a == 1 ? 0 : m * k, stride_b = batch_b == 1 ? 0 : k * n;
+  if (batch > 1 && stride_b == 0 && !ta && stride_a == m * k) {  // one tall gemm
+    m *= batch;
+    batch = 1;
+  }
+  step.kind = Step::Kind::kLibrary;
+  step.callee = "gemm";
+  for (auto [key, value] : std::vector<std::pair<const char*, int64_t>>{{"m", m},
+                                                                        {"n", n},
+                                                                        {"k", k},
+                                                                        {"batch", batch},
+                                                                        {"stride_a", stride_a},
+                                                                        {"stride_b", stride_b},
+                                                                        {"trans_a", ta},
+                                                                        {"trans_b", tb}})
+    step.attrs.Set(key, value);
+  return true;
+}
+
+void SetLibrary(Step& step, const char* callee, AttrMap attrs = AttrMap()) {
+  step.kind = Step::Kind::kLibrary;
+  step.callee = callee;
+  step.attrs = std::move(attrs);
+}
+
+AttrMap WithDefaults(const Node& node) {
+  return OpRegistry::Global().Find(node.op)->WithDefaults(node.attrs);
+}
+
+}  // namespace
+
+Result<bool> LowerToLibrary(const Node& node, const StaticInfo& info, Step& step) {
+  if (node.op == "MatMul") return LowerMatMul(node, info, step);
+  if (auto conv = kConvRoutines.find(node.op); conv != kConvRoutines.end()) {
+    const DType y = node.output_types[0].dtype;
+    if (y != f32 && y != bf16) return false;
+    SetLibrary(step, conv->second.c_str(), WithDefaults(node));
+    return true;
+  }
+  if (node.op == "BatchNorm" || node.op == "BatchNormGrad") {
+    if (!IsFloatBatchNorm(node, node.op == "BatchNorm" ? 0 : 1, info)) return false;
+    SetLibrary(step, node.op == "BatchNorm" ? "batch_norm" : "batch_norm_grad", WithDefaults(node));
+    return true;
+  }
+  if (node.op == "SoftmaxCrossEntropy" || node.op == "SoftmaxCrossEntropyGrad") {
+    if (info.types.at(node.inputs[0]).dtype != f32) return false;
+    SetLibrary(step, node.op == "SoftmaxCrossEntropy" ? "softmax_cross_entropy"
+                                                      : "softmax_cross_entropy_grad");
+    return true;
+  }
+  if (kCopyOps.count(node.op)) {
+    if (node.inputs.empty() || info.types.at(node.inputs[0]).dtype != node.output_types[0].dtype)
+      return false;
+    SetLibrary(step, "copy");
+    return true;
+  }
+  if (auto assign = kAssignModes.find(node.op); assign != kAssignModes.end()) {
+    if (!IsFloatUpdate(node, info)) return false;
+    AttrMap attrs;
+    attrs.Set("mode", assign->second);
+    SetLibrary(step, "assign", std::move(attrs));
+    return true;
+  }
+  if (std::optional<std::vector<int64_t>> reduced = SummedDims(node, info)) {
+    const Shape& x = info.types.at(node.inputs[0]).shape;
+    int64_t count = 1;
+    for (int d = 0; d < x.rank(); ++d)
+      if ((*reduced)[d]) count *= x[d];
+    const bool mean = node.op == "Mean" || node.op == "GlobalAvgPool";
+    AttrMap attrs;
+    attrs.Set("reduced", *reduced);
+    attrs.Set("scale", mean ? 1.0 / static_cast<double>(count) : 1.0);
+    SetLibrary(step, "reduce_sum", std::move(attrs));
+    return true;
+  }
+  if (node.op == "BiasAdd") {
+    if (!IsFloatBiasAdd(node, info)) return false;
+    SetLibrary(step, "bias_add", WithDefaults(node));
+    return true;
+  }
+  if (node.op == "Variable") {
+    SetLibrary(step, "variable_read");
+    return true;
+  }
+  return false;
+}
+
+}  // namespace kiln::compiler

@@ -1,0 +1,25 @@
+// Library lowering: which library routine (runtime/cpu/library_steps.h) runs a node, chosen by op,
+// dtype and the plan's static shapes, with the routine's parameters:
+//   MatMul (f32/f64, and bf16/f16 which the runtime runs natively or widened) -> gemm, when its
+//     batch broadcasting is one strided loop; Conv2D and both backward convolutions (f32/bf16) ->
+//     conv2d*; BatchNorm / BatchNormGrad (float, rank 2-5) -> batch_norm / batch_norm_grad;
+//     SoftmaxCrossEntropy and its gradient (f32) -> softmax_cross_entropy(_grad); Sum, Mean,
+//     SumLike and GlobalAvgPool (f32/f64) -> reduce_sum; BiasAdd -> bias_add; reshape-family ops
+//     -> copy; Assign* (f32/f64) -> assign; Variable -> variable_read.
+// Pooling, Slice/Pad and the row reductions have lowerings of their own (pool_lowering.h,
+// copy_lowering.h, reduction_fusion.h), as do the epilogues fused into Conv2D/MatMul calls
+// (epilogue_fusion.h), which lower.cc attaches to the step chosen here.
+//
+// Contract: returns true after setting step.kind (kLibrary), step.callee and step.attrs when a
+// routine runs the node; false leaves `step` as it was (the node needs another lowering).
+#pragma once
+
+#include "compiler/static_types.h"
+#include "ir/graph.h"
+#include "runtime/executable.h"
+
+namespace kiln::compiler {
+
+Result<bool> LowerToLibrary(const Node& node, const StaticInfo& info, Step& step);
+
+}  // namespace kiln::compiler
