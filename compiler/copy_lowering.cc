@@ -49,8 +49,43 @@ void SetCopy(Step& step, const std::vector<int64_t>& dims, int64_t src_offset,
 }  // namespace
 
 bool HasCopyLowering(const std::string& op) {
-  return op == "Slice" || op == "SliceGrad" || op == "Pad";
+  return op == "Slice" || op == "SliceGrad" || op == "Pad" || op == "Concat" || op == "Split" ||
+         op == "ConcatGrad";
 }
+
+namespace {
+
+// Concat (pieces = its inputs, whole = its output), Split and ConcatGrad (whole = input 0, pieces
+// = the outputs): "concat" / "split" with outer = the product of the dims before the axis and one
+// block per piece, its elements per outer row.
+Status LowerConcatOrSplit(const Node& node, const StaticInfo& info, const AttrMap& attrs,
+                          Step& step) {
+  const bool concat = node.op == "Concat";
+  const Shape& whole =
+      concat ? info.types.at(TensorRef{node.name, 0}).shape : info.types.at(node.inputs[0]).shape;
+  KILN_ASSIGN_OR_RETURN(int64_t axis_attr, attrs.GetInt("axis"));
+  KILN_ASSIGN_OR_RETURN(int axis, NormalizeAxis(axis_attr, whole.rank()));
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < axis; ++d) outer *= whole[d];
+  for (int d = axis + 1; d < whole.rank(); ++d) inner *= whole[d];
+  std::vector<int64_t> blocks;
+  const size_t pieces = concat ? node.inputs.size() : node.output_types.size();
+  for (size_t i = 0; i < pieces; ++i) {
+    const Shape& piece = concat ? info.types.at(node.inputs[i]).shape
+                                : info.types.at(TensorRef{node.name, static_cast<int>(i)}).shape;
+    if (!piece.IsFullyKnown())
+      return MakeError(ErrorCode::kUnimplemented, "shape not known at compile time");
+    blocks.push_back(piece[axis] * inner);
+  }
+  step.kind = Step::Kind::kLibrary;
+  step.callee = concat ? "concat" : "split";
+  step.attrs = AttrMap();
+  step.attrs.Set("outer", outer);
+  step.attrs.Set("blocks", blocks);
+  return OkStatus();
+}
+
+}  // namespace
 
 Status LowerCopy(const Node& node, const StaticInfo& info, Step& step) {
   const AttrMap attrs = OpRegistry::Global().Find(node.op)->WithDefaults(node.attrs);
@@ -58,6 +93,8 @@ Status LowerCopy(const Node& node, const StaticInfo& info, Step& step) {
   const Shape& out = info.types.at(TensorRef{node.name, 0}).shape;
   if (!in.IsFullyKnown() || !out.IsFullyKnown())
     return MakeError(ErrorCode::kUnimplemented, "shape not known at compile time");
+  if (node.op == "Concat" || node.op == "Split" || node.op == "ConcatGrad")
+    return LowerConcatOrSplit(node, info, attrs, step);
   if (node.op == "Slice") {
     KILN_ASSIGN_OR_RETURN(SliceView src, ViewOfSlice(attrs, in));
     SetCopy(step, src.dims, src.offset, src.strides, 0, RowMajorStrides(out), false, 0);

@@ -1,5 +1,8 @@
 // Data-movement lowering: Slice, SliceGrad and constant-mode Pad as one "strided_copy" library
-// step (runtime/cpu/strided_copy_step.cc) instead of reference kernels. With the shapes known at
+// step (runtime/cpu/strided_copy_step.cc) instead of reference kernels; Concat as one "concat"
+// step and Split and ConcatGrad (Concat's gradient) as one "split" step (concat_step.cc: attrs
+// outer, the product of the dims before the axis, and blocks, each piece's elements per outer
+// row; the whole tensor is Concat's output or the others' input 0). With the shapes known at
 // compile time each is a copy between two strided views of its input and output, the output
 // filled first where the copy does not cover it (Pad's value; zeros for SliceGrad, whose slice
 // positions are distinct, so scattering dy into zeros is copying it). Pad's gradient for

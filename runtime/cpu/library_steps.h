@@ -24,6 +24,8 @@ Result<std::unique_ptr<StepRunner>> MakeBatchNormStep(const Step& step, const Ex
 Result<std::unique_ptr<StepRunner>> MakeBatchNormGradStep(const Step& step, const Executable& exe);
 // strided_copy: Slice, SliceGrad and constant Pad, any dtype (strided_copy_step.cc).
 Result<std::unique_ptr<StepRunner>> MakeStridedCopyStep(const Step& step, const Executable& exe);
+// concat and split: Concat, Split, ConcatGrad, any dtype (concat_step.cc).
+Result<std::unique_ptr<StepRunner>> MakeConcatStep(const Step& step, const Executable& exe);
 // softmax_cross_entropy(_grad): SoftmaxCrossEntropy and its gradient op, f32 logits
 // (cross_entropy_step.cc).
 Result<std::unique_ptr<StepRunner>> MakeCrossEntropyStep(const Step& step, const Executable& exe);

@@ -1,7 +1,8 @@
 // Slice, SliceGrad and constant Pad on the cpu backend as one strided_copy library step each
-// (compiler/copy_lowering.h, runtime/cpu/strided_copy_step.cc), against the reference executor:
-// negative steps, clamped and empty slices, negative (cropping) pads, a fill value, and dtypes of
-// every element size; reflect padding stays on the reference kernel and says why.
+// (compiler/copy_lowering.h, runtime/cpu/strided_copy_step.cc), and Concat, Split and ConcatGrad
+// as one concat/split step (concat_step.cc), against the reference executor: negative steps,
+// clamped and empty slices, negative (cropping) pads, a fill value, every axis, empty pieces, and
+// dtypes of every element size; reflect padding stays on the reference kernel and says why.
 #include <catch2/catch.hpp>
 #include <limits>
 
@@ -17,23 +18,36 @@ namespace {
 
 constexpr int64_t kEnd = std::numeric_limits<int64_t>::max();
 
-// Builds `make(x)` as output "y" on a placeholder of `x`'s type, checks that every node lowers
-// to a strided_copy, and compares compiled with reference.
-void CheckCopies(const Tensor& x, const std::function<Value(Value)>& make) {
+// Builds `make(x)` as outputs "y0", "y1", ... on a placeholder of `x`'s type, checks that no node
+// runs a reference kernel and one is a library call `routine`, and compares compiled with
+// reference.
+void CheckRoutine(const std::string& routine, const Tensor& x,
+                  const std::function<std::vector<Value>(Value)>& make) {
   GraphBuilder g;
-  g.Output("y", make(g.Placeholder("x", x.dtype(), x.shape())));
+  std::vector<TensorName> fetches;
+  for (const Value& y : make(g.Placeholder("x", x.dtype(), x.shape()))) {
+    fetches.emplace_back("y" + std::to_string(fetches.size()));
+    g.Output(fetches.back().str(), y);
+  }
   Result<Graph> graph = g.Build();
   INFO((graph.ok() ? "" : graph.error().ToString()));
   REQUIRE(graph.ok());
   FeedList feeds = {{"x", x}};
-  for (const std::string& d : testing::LoweringDecisions(*graph, feeds, {"y"})) {
+  bool found = false;
+  for (const std::string& d : testing::LoweringDecisions(*graph, feeds, fetches)) {
     INFO(d);
-    CHECK(d.find("library call strided_copy") != std::string::npos);
+    CHECK(d.find("reference kernel") == std::string::npos);
+    found = found || d.find("library call " + routine) != std::string::npos;
   }
+  CHECK(found);
   Session reference(*graph, SessionOptions{.backend = "reference"});
-  Result<std::vector<Tensor>> expected = reference.Run(feeds, {"y"});
+  Result<std::vector<Tensor>> expected = reference.Run(feeds, fetches);
   REQUIRE(expected.ok());
-  testing::CheckCompiledMatchesReference(*graph, feeds, {"y"}, *expected);
+  testing::CheckCompiledMatchesReference(*graph, feeds, fetches, *expected);
+}
+
+void CheckCopies(const Tensor& x, const std::function<Value(Value)>& make) {
+  CheckRoutine("strided_copy", x, [&](Value v) { return std::vector<Value>{make(v)}; });
 }
 
 TEST_CASE("Slice and SliceGrad are strided copies", "[cpu]") {
@@ -64,6 +78,27 @@ TEST_CASE("constant Pad is a strided copy into the filled output, in every dtype
     CheckCopies(x, [](Value v) { return Pad(v, {0, 0, 1, 1, 0, 0, 1, 1}); });  // as ResNet's
     CheckCopies(x, [](Value v) { return Pad(v, {0, 2, -1, 0, 1, 0, 0, -2}, "constant", 1.0); });
     CheckCopies(x, [](Value v) { return Pad(v, {0, 0, -4, 0, 0, 0, 0, 0}); });  // all cropped
+  }
+}
+
+TEST_CASE("Concat, Split and ConcatGrad are block copies, on every axis and dtype", "[cpu]") {
+  for (DType dtype : {f32, bf16, i64, boolean}) {
+    const Tensor x = testing::RandomTensor(Shape{4, 6, 3}, 5).CastTo(dtype);
+    for (int64_t axis : {0, 1, -1}) {
+      INFO(DTypeName(dtype) << " axis " << axis);
+      // Pieces of sizes 1, 0 and the rest along `axis` (an empty piece included).
+      const int64_t dim = x.shape()[axis < 0 ? axis + 3 : axis];
+      const std::vector<int64_t> sizes = {1, 0, dim - 1};
+      CheckRoutine("split", x, [&](Value v) { return Split(v, axis, sizes); });
+      CheckRoutine("concat", x, [&](Value v) {
+        std::vector<Value> parts = Split(v, axis, sizes);
+        return std::vector<Value>{Concat({parts[2], v, parts[0]}, axis)};
+      });
+      CheckRoutine("split", x, [&](Value v) {
+        std::vector<Value> parts = Split(v, axis, sizes);
+        return ConcatGrad(v, parts, axis);
+      });
+    }
   }
 }
 
