@@ -266,39 +266,49 @@ Status SoftmaxKernel(KernelContext& ctx, bool log) {
   return OkStatus();
 }
 
-Status SoftmaxCrossEntropyKernel(KernelContext& ctx) {
+// Row n of SoftmaxCrossEntropy's logits [N, C]: its label (checked against C), the row's max and
+// the sum of exp(x - max) over the row.
+struct CrossEntropyRow {
+  int64_t label = 0;
+  double max = 0, sum = 0;
+};
+
+Status ReadCrossEntropyRow(const KernelContext& ctx, int64_t n, CrossEntropyRow& row) {
   const Tensor &logits = ctx.input(0), &labels = ctx.input(1);
+  const int64_t C = logits.shape()[1];
+  row.label = labels.GetInt(n);
+  if (row.label < 0 || row.label >= C)
+    return ctx.Fail("label ", row.label, " at index ", n, " is out of range [0, ", C, ")");
+  row.max = -std::numeric_limits<double>::infinity();
+  for (int64_t c = 0; c < C; ++c) row.max = std::max(row.max, logits.GetDouble(n * C + c));
+  row.sum = 0;
+  for (int64_t c = 0; c < C; ++c) row.sum += std::exp(logits.GetDouble(n * C + c) - row.max);
+  return OkStatus();
+}
+
+Status SoftmaxCrossEntropyKernel(KernelContext& ctx) {
+  const Tensor& logits = ctx.input(0);
   const int64_t N = logits.shape()[0], C = logits.shape()[1];
   double total = 0;
   for (int64_t n = 0; n < N; ++n) {
-    int64_t label = labels.GetInt(n);
-    if (label < 0 || label >= C)
-      return ctx.Fail("label ", label, " at index ", n, " is out of range [0, ", C, ")");
-    double max = -std::numeric_limits<double>::infinity();
-    for (int64_t c = 0; c < C; ++c) max = std::max(max, logits.GetDouble(n * C + c));
-    double sum = 0;
-    for (int64_t c = 0; c < C; ++c) sum += std::exp(logits.GetDouble(n * C + c) - max);
-    total += max + std::log(sum) - logits.GetDouble(n * C + label);
+    CrossEntropyRow row;
+    KILN_RETURN_IF_ERROR(ReadCrossEntropyRow(ctx, n, row));
+    total += row.max + std::log(row.sum) - logits.GetDouble(n * C + row.label);
   }
   ctx.output(0).SetDouble(0, total / static_cast<double>(N));  // N = 0: NaN, as PyTorch
   return OkStatus();
 }
 
 Status SoftmaxCrossEntropyGradKernel(KernelContext& ctx) {
-  const Tensor &logits = ctx.input(0), &labels = ctx.input(1);
+  const Tensor& logits = ctx.input(0);
   const int64_t N = logits.shape()[0], C = logits.shape()[1];
   const double scale = ctx.input(2).GetDouble(0) / static_cast<double>(N);
   for (int64_t n = 0; n < N; ++n) {
-    int64_t label = labels.GetInt(n);
-    if (label < 0 || label >= C)
-      return ctx.Fail("label ", label, " at index ", n, " is out of range [0, ", C, ")");
-    double max = -std::numeric_limits<double>::infinity();
-    for (int64_t c = 0; c < C; ++c) max = std::max(max, logits.GetDouble(n * C + c));
-    double sum = 0;
-    for (int64_t c = 0; c < C; ++c) sum += std::exp(logits.GetDouble(n * C + c) - max);
+    CrossEntropyRow row;
+    KILN_RETURN_IF_ERROR(ReadCrossEntropyRow(ctx, n, row));
     for (int64_t c = 0; c < C; ++c) {
-      const double p = std::exp(logits.GetDouble(n * C + c) - max) / sum;
-      ctx.output(0).SetDouble(n * C + c, (p - (c == label ? 1.0 : 0.0)) * scale);
+      const double p = std::exp(logits.GetDouble(n * C + c) - row.max) / row.sum;
+      ctx.output(0).SetDouble(n * C + c, (p - (c == row.label ? 1.0 : 0.0)) * scale);
     }
   }
   return OkStatus();
