@@ -10,6 +10,7 @@
 #include "ir/ops/nn.h"
 #include "runtime/cpu/library_steps.h"
 #include "runtime/session.h"
+#include "tests/compiler/conv_graph.h"
 #include "tests/testing/differential.h"
 #include "tests/testing/gradcheck_op.h"
 
@@ -93,15 +94,7 @@ TEST_CASE("bf16 Conv2D and its backward passes match the reference", "[cpu][prec
                           Shape{6, 2, 3, 2},
                           {.strides = {2, 1}, .pads = {1, 0, 1, 1}, .groups = 2}}}) {
     INFO(c.x.ToString() << " * " << c.w.ToString());
-    GraphBuilder g;
-    Value x = g.Placeholder("x", bf16, c.x);
-    Value w = g.Placeholder("w", bf16, c.w);
-    Value y = Conv2D(x, w, c.options);
-    Value dy = Mul(y, y);  // any upstream gradient
-    g.Output("y", y);
-    g.Output("dx", Conv2DBackpropInput(dy, w, x, c.options));
-    g.Output("dw", Conv2DBackpropFilter(x, dy, w, c.options));
-    Graph graph = *g.Build();
+    Graph graph = testing::ConvForwardAndBackward(bf16, c.x, c.w, c.options);
     RunBoth(graph, {{"x", RandomBf16(c.x, 8)}, {"w", RandomBf16(c.w, 9)}}, {"y", "dx", "dw"});
   }
 }

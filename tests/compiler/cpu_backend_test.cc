@@ -20,6 +20,7 @@
 #include "passes/optim.h"
 #include "runtime/cpu/cpu_executor.h"
 #include "runtime/session.h"
+#include "tests/compiler/conv_graph.h"
 #include "tests/testing/differential.h"
 #include "tests/testing/gradcheck_op.h"
 #include "tests/testing/run_op.h"
@@ -229,15 +230,7 @@ TEST_CASE("Conv2D and its backward ops run as oneDNN calls", "[cpu]") {
             {.strides = {2, 1}, .pads = {1, 0, 1, 1}, .groups = 2}},
            {Shape{2, 2, 10, 10}, Shape{3, 2, 3, 3}, {.pads = {2, 2, 2, 2}, .dilations = {2, 2}}}}) {
     INFO(c.x.ToString() << " * " << c.w.ToString());
-    GraphBuilder g;
-    Value x = g.Placeholder("x", f32, c.x);
-    Value w = g.Placeholder("w", f32, c.w);
-    Value y = Conv2D(x, w, c.options);
-    Value dy = Mul(y, y);  // any upstream gradient
-    g.Output("y", y);
-    g.Output("dx", Conv2DBackpropInput(dy, w, x, c.options));
-    g.Output("dw", Conv2DBackpropFilter(x, dy, w, c.options));
-    Graph graph = *g.Build();
+    Graph graph = testing::ConvForwardAndBackward(f32, c.x, c.w, c.options);
     Tensor xv = Random(c.x, 8), wv = Random(c.w, 9);
     PlannedExecutable p = Planned(graph, PlanOf(graph, {{"x", xv}, {"w", wv}}, {"y", "dx", "dw"}));
     CHECK(p.lowered.executable.CountSteps(Step::Kind::kLibrary) == 3);
