@@ -28,6 +28,8 @@ Result<PlannedExecutable> PlanExecutable(const RunPlan& given, const PlanOptions
   };
   out.fusion = FuseElementwise(plan, info, fusible);
   KILN_ASSIGN_OR_RETURN(out.lowered, Lower(plan, info, out.fusion, out.epilogues));
+  if (options.preferred_layouts)
+    out.layouts = AssignLayouts(out.lowered.executable, options.preferred_layouts);
   // Elementwise steps may compute in place: generated kernels other than row reductions (each
   // output element from the inputs at its index; same-typed inputs are not broadcast) and
   // bias_add.

@@ -1,7 +1,7 @@
 // The compiler's pipeline from a RunPlan to an Executable, without generating code: static types
 // (and compile-time values), rewrites those allow (static_simplify.h), epilogue fusion into
-// convolutions, elementwise fusion, lowering to steps, buffer assignment. The JIT (cpu_compiler.h)
-// and `kiln inspect` both start here.
+// convolutions, elementwise fusion, lowering to steps, layouts, buffer assignment. The JIT
+// (cpu_compiler.h) and `kiln inspect` both start here.
 #pragma once
 
 #include <functional>
@@ -10,6 +10,7 @@
 
 #include "compiler/buffer_assignment.h"
 #include "compiler/fusion.h"
+#include "compiler/layout_assignment.h"
 #include "compiler/lower.h"
 #include "compiler/static_simplify.h"
 #include "compiler/static_types.h"
@@ -21,6 +22,9 @@ struct PlanOptions {
   // Without one, nothing is fused (every node becomes a library call or a reference step).
   std::function<bool(const std::string& op, const std::vector<DType>& inputs, DType dtype)>
       can_emit;
+  // Which layouts the runtime's steps compute in (compiler/layout_assignment.h); null: every
+  // buffer stays dense.
+  LayoutQuery preferred_layouts = DefaultLayoutQuery();
 };
 
 struct PlannedExecutable {
@@ -28,7 +32,8 @@ struct PlannedExecutable {
   SimplifiedPlan simplified;  // the plan the later stages saw (they point into its nodes)
   EpiloguePlan epilogues;
   FusionPlan fusion;
-  LoweredPlan lowered;  // lowered.executable has its offsets assigned
+  LoweredPlan lowered;  // lowered.executable has its layouts and offsets assigned
+  LayoutStats layouts;
   MemoryStats memory;
 };
 

@@ -42,6 +42,7 @@ std::string Executable::ToString() const {
         out << "variable";
         break;
     }
+    if (!b.layout.empty()) out << " " << b.layout;
     out << "  " << b.tensor << "\n";
   }
   auto list = [&](const std::vector<int>& ids) {

@@ -35,6 +35,9 @@ struct BufferDesc {
   int64_t offset = 0;  // kArena: byte offset in the arena
   int index = -1;      // kConstant: index in Executable::constants; kFeed: index in feeds
   std::string tensor;  // the graph tensor it holds ("node:port"), for messages and dumps
+  // How its elements lie in memory: "" is dense row-major, kiln's layout everywhere; otherwise a
+  // blocked activation layout that only some steps read and write (runtime/cpu/layouts.h).
+  std::string layout;
   int64_t bytes() const { return type.shape.NumElements() * DTypeSize(type.dtype); }
 };
 

@@ -109,6 +109,13 @@ int PrintPlanReport(const Command& cmd, const Graph& graph, const Flags& flags,
     std::printf("one kernel per op: %d steps\n", per_op);
     std::printf("bytes moved: %.3f MB (one kernel per op: %.3f MB)\n", fused_bytes / 1e6,
                 per_op_bytes / 1e6);
+    const compiler::LayoutStats& l = planned->layouts;
+    std::string blocked;
+    for (const auto& [layout, count] : l.buffers)
+      blocked += (blocked.empty() ? "" : ", ") + std::to_string(count) + " " + layout;
+    std::printf("layouts: %s\n", blocked.empty() ? "every buffer dense" : blocked.c_str());
+    std::printf("reorders around library calls per run: %d (every buffer dense: %d)\n", l.reorders,
+                l.reorders_if_dense);
   }
   if (flags.On("memory")) {
     const compiler::MemoryStats& m = planned->memory;

@@ -41,6 +41,7 @@ Result<std::unique_ptr<StepRunner>> MakeLibraryStep(const Step& step, const Exec
   if (step.callee == "batch_norm") return MakeBatchNormStep(step, exe);
   if (step.callee == "batch_norm_grad") return MakeBatchNormGradStep(step, exe);
   if (step.callee == "copy") return MakeCopyStep(step, exe);
+  if (step.callee == "reorder") return MakeReorderStep(step, exe);
   if (step.callee == "strided_copy") return MakeStridedCopyStep(step, exe);
   if (step.callee == "concat" || step.callee == "split") return MakeConcatStep(step, exe);
   if (step.callee == "softmax_cross_entropy" || step.callee == "softmax_cross_entropy_grad")
@@ -52,8 +53,8 @@ Result<std::unique_ptr<StepRunner>> MakeLibraryStep(const Step& step, const Exec
       ErrorCode::kUnimplemented, "unknown library routine '", step.callee,
       "' (this runtime has: gemm, conv2d, conv2d_backprop_input, "
       "conv2d_backprop_filter, max_pool2d, avg_pool2d, max_pool2d_grad, "
-      "avg_pool2d_grad, variable_read, batch_norm, batch_norm_grad, copy, strided_copy, "
-      "concat, split, "
+      "avg_pool2d_grad, variable_read, batch_norm, batch_norm_grad, copy, reorder, "
+      "strided_copy, concat, split, softmax_cross_entropy, softmax_cross_entropy_grad, "
       "assign, reduce_sum, bias_add)");
 }
 

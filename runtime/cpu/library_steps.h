@@ -15,6 +15,8 @@ Result<std::unique_ptr<StepRunner>> MakeOnednnMatmulStep(const Step& step, const
 bool HasNativeBf16Matmul();
 // conv2d, conv2d_backprop_input, conv2d_backprop_filter.
 Result<std::unique_ptr<StepRunner>> MakeConvStep(const Step& step, const Executable& exe);
+// The layout its primitive computes each operand in (runtime/cpu/layouts.h, PreferredLayouts).
+Result<std::vector<std::string>> PreferredConvLayouts(const Step& step, const Executable& exe);
 // max_pool2d, avg_pool2d, max_pool2d_grad, avg_pool2d_grad (onednn_pool_step.cc); bf16 ones are
 // kUnimplemented where oneDNN has no bf16 pooling for this CPU.
 Result<std::unique_ptr<StepRunner>> MakePoolStep(const Step& step, const Executable& exe);
@@ -29,6 +31,8 @@ Result<std::unique_ptr<StepRunner>> MakeConcatStep(const Step& step, const Execu
 // softmax_cross_entropy(_grad): SoftmaxCrossEntropy and its gradient op, f32 logits
 // (cross_entropy_step.cc).
 Result<std::unique_ptr<StepRunner>> MakeCrossEntropyStep(const Step& step, const Executable& exe);
+// "reorder": a buffer's elements into another layout (runtime/cpu/onednn_reorder_step.cc).
+Result<std::unique_ptr<StepRunner>> MakeReorderStep(const Step& step, const Executable& exe);
 // copy and assign (state_steps.cc).
 Result<std::unique_ptr<StepRunner>> MakeCopyStep(const Step& step, const Executable& exe);
 Result<std::unique_ptr<StepRunner>> MakeAssignStep(const Step& step, const Executable& exe);

@@ -1,6 +1,7 @@
 // Library steps "batch_norm" and "batch_norm_grad": kiln's BatchNorm and BatchNormGrad
-// (ir/ops/nn.h) in f32 with oneDNN's batch normalization on the plain layout (NC, NCW, NCHW or
-// NCDHW), the primitives created once at load.
+// (ir/ops/nn.h) in f32 with oneDNN's batch normalization on the dense layout (NC, NCW, NCHW or
+// NCDHW) or the data buffers' blocked layout (runtime/cpu/layouts.h), the primitives created once
+// at load.
 // batch_norm: inputs x, scale, bias, mean, var; outputs y, batch_mean, batch_var. Training mode
 // computes the batch statistics (biased variance, as kiln's op) into outputs 1 and 2; inference
 // mode normalizes with the given mean/var and passes them through. Attributes: epsilon, training.
@@ -87,7 +88,9 @@ Result<BatchNormDescs> CheckedDescs(const char* callee, const Executable& exe, c
     if (!(exe.buffers[id].type == TensorType{f32, Shape{xs[1]}}))
       return MakeError(ErrorCode::kInternal, callee, ": every per-channel operand must be f32[",
                        xs[1], "], got ", exe.buffers[id].type.ToString());
-  return BatchNormDescs{memory::desc(OnednnDims(xs), memory::data_type::f32, kTags[xs.rank()]),
+  // The data operands share one layout (checked at load: runtime/cpu/layouts.h).
+  return BatchNormDescs{BufferMemoryDesc(exe.buffers[data[0]], OnednnDims(xs),
+                                         memory::data_type::f32, kTags[xs.rank()]),
                         memory::desc({xs[1]}, memory::data_type::f32, Tag::x)};
 }
 

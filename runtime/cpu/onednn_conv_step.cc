@@ -1,12 +1,14 @@
 // Library steps "conv2d", "conv2d_backprop_input", "conv2d_backprop_filter": oneDNN convolutions
-// on kiln's plain layouts (x/y NCHW, w OIHW, or GOIHW with groups), whose buffers are f32 or bf16.
+// over f32 or bf16 buffers, x/y NCHW or in the buffer's layout (runtime/cpu/layouts.h), w OIHW
+// (or GOIHW with groups).
 // bf16 steps compute in bf16 (float32 accumulation) where oneDNN has a native bf16 convolution
 // for this CPU (AVX-512 BF16, AMX); elsewhere (AVX2) oneDNN 2.6 has none, and they compute in f32
 // with the bf16 operands converted by the reorders below. Each primitive is created once, at
-// load, with format_tag::any so oneDNN picks its fastest (blocked) layouts; operands are
-// reordered into them and results back in every run, using scratch memory allocated at load.
-// (Keeping activations blocked between consecutive convolutions is the layout pass's job, not
-// done yet.) Attributes: strides, pads [top, left, bottom, right], dilations, groups.
+// load, with format_tag::any so oneDNN picks its fastest (blocked) layouts; operands whose buffers
+// are in another layout are reordered into them and results back in every run, using scratch
+// memory allocated at load. The compiler's layout pass (compiler/layout_assignment.h) gives
+// activations the primitives' layouts where it can, so that most of those reorders vanish.
+// Attributes: strides, pads [top, left, bottom, right], dilations, groups.
 //
 // A "conv2d" step may carry the epilogue the compiler fused into it (compiler/epilogue_fusion.h):
 // attribute "bias" (1: inputs[2] is a bias [C] of y's dtype) and "post_ops" (1: sum, whose operand
@@ -15,6 +17,7 @@
 #include <omp.h>
 
 #include <dnnl.hpp>
+#include <functional>
 #include <optional>
 
 #include "runtime/cpu/library_steps.h"
@@ -121,21 +124,33 @@ Result<Epilogue> ReadEpilogue(const Step& step) {
   return e;
 }
 
-void Prepare(Operand& op, const memory::desc& inner) {
-  op.inner = inner;
-  if (inner == op.plain) return;
-  op.scratch = memory(inner, OnednnEngine());
+// Scratch memory and reorders for an operand whose buffer is not in the primitive's format.
+void Prepare(Operand& op) {
+  if (op.inner == op.plain) return;
+  op.scratch = memory(op.inner, OnednnEngine());
   if (op.output)
     op.to_plain = dnnl::reorder(op.scratch, memory(op.plain, OnednnEngine(), nullptr));
   else
     op.to_inner = dnnl::reorder(memory(op.plain, OnednnEngine(), nullptr), op.scratch);
 }
 
-// The step's primitive computing in `compute` (f32, or bf16 for bf16 buffers). A bf16 primitive
+// A step read and checked, with the primitive descriptors of its computation in `compute`: each
+// operand's buffer format (`plain`: dense, or the buffer's layout) and the primitive's (`inner`).
+struct ConvSetup {
+  Operand x, w, y, b;
+  std::optional<Residual> residual;
+  std::optional<dnnl::convolution_forward::primitive_desc> forward;
+  std::optional<dnnl::convolution_backward_data::primitive_desc> backward_data;
+  std::optional<dnnl::convolution_backward_weights::primitive_desc> backward_weights;
+};
+
+// The setup of the step computing in `compute` (f32, or bf16 for bf16 buffers). A bf16 primitive
 // that oneDNN cannot create, or offers only as its slow reference implementation, is
 // kUnimplemented, so that the caller falls back to f32.
-Result<std::unique_ptr<StepRunner>> MakeConv(const Step& step, const Executable& exe, ConvKind kind,
-                                             memory::data_type compute) {
+// With `honor_layouts`, the primitive computes activations whose buffers have a layout in that
+// layout (no reorder), instead of the one oneDNN would pick.
+Result<ConvSetup> SetUpConv(const Step& step, const Executable& exe, ConvKind kind,
+                            memory::data_type compute, bool honor_layouts) {
   if (step.inputs.size() < 2 || step.outputs.size() != 1)
     return MakeError(ErrorCode::kInternal, step.callee, " takes 2-4 inputs and 1 output");
   KILN_ASSIGN_OR_RETURN(Epilogue epilogue, ReadEpilogue(step));
@@ -172,107 +187,173 @@ Result<std::unique_ptr<StepRunner>> MakeConv(const Step& step, const Executable&
   auto compute_desc = [compute](const memory::dims& dims, Tag tag) {
     return memory::desc(dims, compute, tag);
   };
-  memory::desc x_any = compute_desc(OnednnDims(xs), Tag::any),
-               y_any = compute_desc(OnednnDims(ys), Tag::any);
+  auto activation = [&](int id, const Shape& shape) {
+    if (honor_layouts && !exe.buffers[id].layout.empty())
+      return BufferMemoryDesc(exe.buffers[id], OnednnDims(shape), compute, Tag::any);
+    return compute_desc(OnednnDims(shape), Tag::any);
+  };
+  memory::desc x_any = activation(x_id, xs), y_any = activation(y_id, ys);
   memory::desc w_any = compute_desc(w_dims, Tag::any);
   const memory::data_type plain_type =
       dtype == bf16 ? memory::data_type::bf16 : memory::data_type::f32;
-  auto plain = [&](const memory::dims& dims, Tag tag) {
-    return memory::desc(dims, plain_type, tag);
+  // An operand's buffer as it lies in memory: dense in `tag`, or in the buffer's layout.
+  auto buffer_desc = [&](int id, const memory::dims& dims, Tag tag) {
+    return BufferMemoryDesc(exe.buffers[id], dims, plain_type, tag);
   };
-  Operand x{x_id, 0, kind == ConvKind::kBackwardInput, plain(OnednnDims(xs), Tag::nchw)};
-  Operand w{w_id, 0, kind == ConvKind::kBackwardFilter, plain(w_dims, w_tag)};
-  Operand y{y_id, 0, kind == ConvKind::kForward, plain(OnednnDims(ys), Tag::nchw)};
+  auto operand = [&](int id, bool output, const memory::dims& dims, Tag tag) {
+    Operand op;
+    op.buffer = id;
+    op.output = output;
+    op.plain = buffer_desc(id, dims, tag);
+    return op;
+  };
+  ConvSetup c;
+  c.x = operand(x_id, kind == ConvKind::kBackwardInput, OnednnDims(xs), Tag::nchw);
+  c.w = operand(w_id, kind == ConvKind::kBackwardFilter, w_dims, w_tag);
+  c.y = operand(y_id, kind == ConvKind::kForward, OnednnDims(ys), Tag::nchw);
   const memory::dims c_dims = {ys[1]};
-  Operand b{epilogue.bias ? step.inputs[2] : -1, DNNL_ARG_BIAS, false, plain(c_dims, Tag::x)};
-  if (epilogue.bias && !(exe.buffers[b.buffer].type == TensorType{dtype, Shape{ys[1]}}))
-    return MakeError(ErrorCode::kInternal, "conv2d: the bias must be ", DTypeName(dtype), "[",
-                     ys[1], "], got ", exe.buffers[b.buffer].type.ToString());
-  std::optional<Residual> residual;
+  if (epilogue.bias) {
+    c.b = operand(step.inputs[2], false, c_dims, Tag::x);
+    c.b.arg = DNNL_ARG_BIAS;
+    if (!(exe.buffers[c.b.buffer].type == TensorType{dtype, Shape{ys[1]}}))
+      return MakeError(ErrorCode::kInternal, "conv2d: the bias must be ", DTypeName(dtype), "[",
+                       ys[1], "], got ", exe.buffers[c.b.buffer].type.ToString());
+  }
   if (epilogue.residual) {
     const int r_id = step.inputs.back();
     if (!(exe.buffers[r_id].type == exe.buffers[y_id].type))
       return MakeError(ErrorCode::kInternal, "conv2d: the residual must be ",
                        exe.buffers[y_id].type.ToString(), ", got ",
                        exe.buffers[r_id].type.ToString());
-    residual = Residual{r_id, y.plain, {}};
+    c.residual = Residual{r_id, buffer_desc(r_id, OnednnDims(ys), Tag::nchw), {}};
   }
   try {
     const auto algo = dnnl::algorithm::convolution_direct;
     const auto prop = kind == ConvKind::kForward ? dnnl::prop_kind::forward_inference
                                                  : dnnl::prop_kind::forward_training;
-    dnnl::convolution_forward::primitive_desc forward(
+    c.forward.emplace(
         epilogue.bias
             ? dnnl::convolution_forward::desc(prop, algo, x_any, w_any,
                                               compute_desc(c_dims, Tag::x), y_any, s, d, pl, pr)
             : dnnl::convolution_forward::desc(prop, algo, x_any, w_any, y_any, s, d, pl, pr),
         epilogue.attr, OnednnEngine());
     auto refuse_reference = [&](const std::string& impl) -> Status {
-      if (compute == memory::data_type::bf16 && impl.rfind("ref", 0) == 0)
-        return MakeError(ErrorCode::kUnimplemented, step.callee,
-                         ": oneDNN has only its reference bf16 convolution here (", impl, ")");
+      if ((compute == memory::data_type::bf16 || honor_layouts) && impl.rfind("ref", 0) == 0)
+        return MakeError(ErrorCode::kUnimplemented, step.callee, ": oneDNN has only its reference ",
+                         compute == memory::data_type::bf16 ? "bf16 " : "",
+                         "convolution here for these layouts (", impl, ")");
       return OkStatus();
     };
-    KILN_RETURN_IF_ERROR(refuse_reference(forward.impl_info_str()));
-    dnnl::primitive primitive;
+    KILN_RETURN_IF_ERROR(refuse_reference(c.forward->impl_info_str()));
     if (kind == ConvKind::kForward) {
-      x.arg = DNNL_ARG_SRC, w.arg = DNNL_ARG_WEIGHTS, y.arg = DNNL_ARG_DST;
-      Prepare(x, forward.src_desc()), Prepare(w, forward.weights_desc());
-      Prepare(y, forward.dst_desc());
-      if (epilogue.bias) Prepare(b, forward.bias_desc());
-      if (residual)
-        residual->to_dst = dnnl::reorder(memory(residual->plain, OnednnEngine(), nullptr),
-                                         memory(forward.dst_desc(), OnednnEngine(), nullptr));
-      primitive = dnnl::convolution_forward(forward);
+      c.x.arg = DNNL_ARG_SRC, c.w.arg = DNNL_ARG_WEIGHTS, c.y.arg = DNNL_ARG_DST;
+      c.x.inner = c.forward->src_desc(), c.w.inner = c.forward->weights_desc();
+      c.y.inner = c.forward->dst_desc();
+      if (epilogue.bias) c.b.inner = c.forward->bias_desc();
     } else if (kind == ConvKind::kBackwardInput) {
-      dnnl::convolution_backward_data::primitive_desc pd(
+      c.backward_data.emplace(
           dnnl::convolution_backward_data::desc(algo, x_any, w_any, y_any, s, d, pl, pr),
-          OnednnEngine(), forward);
-      KILN_RETURN_IF_ERROR(refuse_reference(pd.impl_info_str()));
-      x.arg = DNNL_ARG_DIFF_SRC, w.arg = DNNL_ARG_WEIGHTS, y.arg = DNNL_ARG_DIFF_DST;
-      Prepare(x, pd.diff_src_desc()), Prepare(w, pd.weights_desc());
-      Prepare(y, pd.diff_dst_desc());
-      primitive = dnnl::convolution_backward_data(pd);
+          OnednnEngine(), *c.forward);
+      KILN_RETURN_IF_ERROR(refuse_reference(c.backward_data->impl_info_str()));
+      c.x.arg = DNNL_ARG_DIFF_SRC, c.w.arg = DNNL_ARG_WEIGHTS, c.y.arg = DNNL_ARG_DIFF_DST;
+      c.x.inner = c.backward_data->diff_src_desc(), c.w.inner = c.backward_data->weights_desc();
+      c.y.inner = c.backward_data->diff_dst_desc();
     } else {
-      dnnl::convolution_backward_weights::primitive_desc pd(
+      c.backward_weights.emplace(
           dnnl::convolution_backward_weights::desc(algo, x_any, w_any, y_any, s, d, pl, pr),
-          OnednnEngine(), forward);
-      KILN_RETURN_IF_ERROR(refuse_reference(pd.impl_info_str()));
-      x.arg = DNNL_ARG_SRC, w.arg = DNNL_ARG_DIFF_WEIGHTS, y.arg = DNNL_ARG_DIFF_DST;
-      Prepare(x, pd.src_desc()), Prepare(w, pd.diff_weights_desc());
-      Prepare(y, pd.diff_dst_desc());
-      primitive = dnnl::convolution_backward_weights(pd);
+          OnednnEngine(), *c.forward);
+      KILN_RETURN_IF_ERROR(refuse_reference(c.backward_weights->impl_info_str()));
+      c.x.arg = DNNL_ARG_SRC, c.w.arg = DNNL_ARG_DIFF_WEIGHTS, c.y.arg = DNNL_ARG_DIFF_DST;
+      c.x.inner = c.backward_weights->src_desc();
+      c.w.inner = c.backward_weights->diff_weights_desc();
+      c.y.inner = c.backward_weights->diff_dst_desc();
     }
-    // Inputs first: their reorders run before the primitive.
-    std::vector<Operand> operands;
-    for (Operand* op : {&x, &w, &b, &y})
-      if (!op->output && op->buffer >= 0) operands.push_back(*op);
-    for (Operand* op : {&x, &w, &y})
-      if (op->output) operands.push_back(*op);
-    return std::unique_ptr<StepRunner>(
-        new ConvStep(std::move(primitive), std::move(operands), std::move(residual)));
   } catch (const dnnl::error& e) {
     return MakeError(
         compute == memory::data_type::bf16 ? ErrorCode::kUnimplemented : ErrorCode::kInternal,
         step.callee, " ", xs.ToString(), " * ", ws.ToString(), " -> ", ys.ToString(),
         ": oneDNN refused it: ", e.what());
   }
+  return c;
+}
+
+Result<std::unique_ptr<StepRunner>> MakeConv(const Step& step, const Executable& exe, ConvKind kind,
+                                             memory::data_type compute) {
+  // The buffers' layouts if oneDNN computes well in them, else its own choice (and reorders).
+  Result<ConvSetup> honoring = SetUpConv(step, exe, kind, compute, /*honor_layouts=*/true);
+  KILN_ASSIGN_OR_RETURN(ConvSetup c, honoring.ok() ? std::move(honoring)
+                                                   : SetUpConv(step, exe, kind, compute, false));
+  try {
+    for (Operand* op : {&c.x, &c.w, &c.y, &c.b})
+      if (op->buffer >= 0) Prepare(*op);
+    if (c.residual)
+      c.residual->to_dst = dnnl::reorder(memory(c.residual->plain, OnednnEngine(), nullptr),
+                                         memory(c.y.inner, OnednnEngine(), nullptr));
+    dnnl::primitive primitive =
+        c.forward && kind == ConvKind::kForward
+            ? dnnl::primitive(dnnl::convolution_forward(*c.forward))
+        : c.backward_data
+            ? dnnl::primitive(dnnl::convolution_backward_data(*c.backward_data))
+            : dnnl::primitive(dnnl::convolution_backward_weights(*c.backward_weights));
+    // Inputs first: their reorders run before the primitive.
+    std::vector<Operand> operands;
+    for (Operand* op : {&c.x, &c.w, &c.b, &c.y})
+      if (!op->output && op->buffer >= 0) operands.push_back(*op);
+    for (Operand* op : {&c.x, &c.w, &c.y})
+      if (op->output) operands.push_back(*op);
+    return std::unique_ptr<StepRunner>(
+        new ConvStep(std::move(primitive), std::move(operands), std::move(c.residual)));
+  } catch (const dnnl::error& e) {
+    return MakeError(ErrorCode::kInternal, step.callee,
+                     ": oneDNN refused its reorders: ", e.what());
+  }
+}
+
+ConvKind KindOf(const Step& step) {
+  return step.callee == "conv2d"                  ? ConvKind::kForward
+         : step.callee == "conv2d_backprop_input" ? ConvKind::kBackwardInput
+                                                  : ConvKind::kBackwardFilter;
+}
+
+// bf16 steps natively where oneDNN can, else in f32 (the reorders convert).
+template <typename T>
+Result<T> InComputeType(const Step& step, const Executable& exe,
+                        const std::function<Result<T>(memory::data_type)>& make) {
+  const bool is_bf16 = !step.outputs.empty() &&
+                       step.outputs[0] < static_cast<int>(exe.buffers.size()) &&
+                       exe.buffers[step.outputs[0]].type.dtype == bf16;
+  if (is_bf16) {
+    Result<T> native = make(memory::data_type::bf16);
+    if (native.ok() || native.error().code() != ErrorCode::kUnimplemented) return native;
+  }
+  return make(memory::data_type::f32);
 }
 
 }  // namespace
 
 Result<std::unique_ptr<StepRunner>> MakeConvStep(const Step& step, const Executable& exe) {
-  ConvKind kind = step.callee == "conv2d"                  ? ConvKind::kForward
-                  : step.callee == "conv2d_backprop_input" ? ConvKind::kBackwardInput
-                                                           : ConvKind::kBackwardFilter;
-  const bool is_bf16 = !step.outputs.empty() &&
-                       step.outputs[0] < static_cast<int>(exe.buffers.size()) &&
-                       exe.buffers[step.outputs[0]].type.dtype == bf16;
-  if (is_bf16) {
-    Result<std::unique_ptr<StepRunner>> native = MakeConv(step, exe, kind, memory::data_type::bf16);
-    if (native.ok() || native.error().code() != ErrorCode::kUnimplemented) return native;
-  }
-  return MakeConv(step, exe, kind, memory::data_type::f32);
+  const ConvKind kind = KindOf(step);
+  return InComputeType<std::unique_ptr<StepRunner>>(
+      step, exe, [&](memory::data_type compute) { return MakeConv(step, exe, kind, compute); });
+}
+
+Result<std::vector<std::string>> PreferredConvLayouts(const Step& step, const Executable& exe) {
+  const ConvKind kind = KindOf(step);
+  KILN_ASSIGN_OR_RETURN(ConvSetup c, InComputeType<ConvSetup>(step, exe, [&](memory::data_type t) {
+                          return SetUpConv(step, exe, kind, t, /*honor_layouts=*/false);
+                        }));
+  std::vector<std::string> layouts(step.inputs.size() + step.outputs.size());
+  auto set = [&](int buffer, const memory::desc& inner) {
+    for (size_t i = 0; i < layouts.size(); ++i) {
+      const size_t in = step.inputs.size();
+      if ((i < in ? step.inputs[i] : step.outputs[i - in]) == buffer)
+        layouts[i] = LayoutName(inner);
+    }
+  };
+  for (const Operand* op : {&c.x, &c.w, &c.y, &c.b})
+    if (op->buffer >= 0) set(op->buffer, op->inner);
+  if (c.residual) set(c.residual->buffer, c.y.inner);  // it is copied into dst
+  return layouts;
 }
 
 }  // namespace kiln::cpu

@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "runtime/cpu/layouts.h"
+
 namespace kiln::cpu {
 
 Result<std::unique_ptr<Program>> Program::Load(CompiledPlan plan, int threads) {
@@ -26,6 +28,9 @@ Result<std::unique_ptr<Program>> Program::Load(CompiledPlan plan, int threads) {
       return MakeError(ErrorCode::kInternal, "buffer %", i, " (", b.tensor,
                        ") lies outside the arena, its constant or the feeds");
   }
+  for (int id : exe.fetches)
+    if (id < 0 || id >= static_cast<int>(exe.buffers.size()))
+      return MakeError(ErrorCode::kInternal, "fetch of buffer %", id, " of ", exe.buffers.size());
   for (const Step& step : exe.steps) {
     for (const std::vector<int>* ids : {&step.inputs, &step.outputs})
       for (int id : *ids)
@@ -41,6 +46,9 @@ Result<std::unique_ptr<Program>> Program::Load(CompiledPlan plan, int threads) {
                          binds_variable ? ", which is not a variable buffer"
                                         : ", which is a constant, a feed or a variable");
     }
+  }
+  KILN_RETURN_IF_ERROR(CheckLayouts(exe));
+  for (const Step& step : exe.steps) {
     Result<std::unique_ptr<StepRunner>> runner =
         step.kind == Step::Kind::kKernel ? MakeKernelStep(step, exe, program->plan_.kernels.get())
         : step.kind == Step::Kind::kLibrary ? MakeLibraryStep(step, exe)
@@ -48,9 +56,6 @@ Result<std::unique_ptr<Program>> Program::Load(CompiledPlan plan, int threads) {
     KILN_RETURN_IF_ERROR(runner.status());
     program->steps_.push_back(std::move(*runner));
   }
-  for (int id : exe.fetches)
-    if (id < 0 || id >= static_cast<int>(exe.buffers.size()))
-      return MakeError(ErrorCode::kInternal, "fetch of buffer %", id, " of ", exe.buffers.size());
   program->profile_ = StepProfile::FromEnvironment(exe);
   KILN_ASSIGN_OR_RETURN(Tensor arena, Tensor::Create(u8, Shape{exe.arena_bytes}));
   program->arena_ = std::shared_ptr<uint8_t[]>(arena.data<uint8_t>(), [arena](uint8_t*) {});

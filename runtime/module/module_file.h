@@ -23,7 +23,8 @@ namespace kiln {
 
 // 2: conv2d and gemm steps may carry fused epilogues (attributes "bias", "post_ops"), which a
 // version-1 runtime would ignore; it refuses version-2 modules instead.
-inline constexpr int kModuleFormatVersion = 2;
+// 3: buffers may have a blocked layout (BufferProto.layout), which older runtimes would ignore.
+inline constexpr int kModuleFormatVersion = 3;
 inline constexpr int64_t kMaxModuleBytes = int64_t{16} << 30;
 
 struct ModuleTensorSpec {
