@@ -39,6 +39,14 @@ std::vector<LayoutRole> OperandLayoutRoles(const Step& step, const Executable& e
     roles[0] = roles[in] = LayoutRole::kShared;  // other inputs (a target shape) stay dense
   if (step.callee == "reorder" && in == 1 && step.outputs.size() == 1)
     roles.assign(n, LayoutRole::kOwn);  // from its input's layout into its output's
+  // Pooling: x and y (dx and dy) in one layout; avg_pool2d_grad's x_like is only a shape.
+  if ((step.callee == "max_pool2d" || step.callee == "avg_pool2d") && in == 1)
+    roles.assign(n, LayoutRole::kShared);
+  if (step.callee == "max_pool2d_grad" && in == 2) roles.assign(n, LayoutRole::kShared);
+  if (step.callee == "avg_pool2d_grad" && in == 2 && step.outputs.size() == 1) {
+    roles.assign(n, LayoutRole::kShared);
+    roles[1] = LayoutRole::kUnread;
+  }
   if (step.callee == "batch_norm" && in == 5 && step.outputs.size() == 3)
     roles[0] = roles[in] = LayoutRole::kShared;  // x, y
   if (step.callee == "batch_norm_grad" && in == 5 && step.outputs.size() == 3)

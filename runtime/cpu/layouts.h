@@ -22,7 +22,8 @@ namespace kiln::cpu {
 enum class LayoutRole {
   kPlain,   // dense row-major only
   kShared,  // any layout, the same as the step's other kShared operands (an elementwise kernel
-            // whose operands all have one shape, a same-shape copy, batch normalization's data)
+            // whose operands all have one shape, a same-shape copy, batch normalization's data,
+            // pooling's x and y)
   kOwn,     // any layout: the step converts what it is given (a convolution's activations)
   kUnread,  // any layout: the step does not read it (a backward convolution's shape operand)
 };

@@ -51,5 +51,9 @@ bool HasWidenableOperands(const Step& step, const Executable& exe);
 // (widened_step.cc): gemm, batch_norm, bias_add and pooling on bf16/f16.
 Result<std::unique_ptr<StepRunner>> MakeWidenedStep(const Step& step, const Executable& exe,
                                                     const LibraryStepFactory& make_f32);
+// The step run by `make` on dense copies of its operands that have a layout (reordered in before
+// and out after it), or `make` itself when none has (onednn_reorder_step.cc).
+Result<std::unique_ptr<StepRunner>> MakeDenseStep(const Step& step, const Executable& exe,
+                                                  const LibraryStepFactory& make);
 
 }  // namespace kiln::cpu

@@ -1,18 +1,19 @@
 // Library steps "max_pool2d", "avg_pool2d", "max_pool2d_grad", "avg_pool2d_grad": oneDNN pooling
-// on plain NCHW buffers, f32 or bf16 (bf16 where oneDNN has it for this CPU; elsewhere the caller
-// widens to f32, library_step.cc). Primitives are created once, at load.
-// Attributes, written by the compiler (compiler/lower.cc) so that oneDNN's geometry gives kiln's
-// output size: kernel [kh, kw], strides [sh, sw], pads [top, left, bottom, right] with bottom and
-// right as oneDNN needs them (ceil mode's extra rows included, never negative); avg_* also
-// include_pad (0/1: divide by the whole kernel, or by the real elements of the window).
-// Inputs and outputs as the ops: max_pool2d/avg_pool2d x -> y; max_pool2d_grad (x, dy) -> dx,
-// which reruns the forward pass on x for the workspace (the argmax) that oneDNN's backward pass
-// reads; avg_pool2d_grad (dy, x_like) -> dx, x_like unread. Gradients of ties go to the window's
-// first largest element, as in the reference.
-// NaN: oneDNN's max pooling skips NaNs, where kiln's (like PyTorch's) propagates them (a NaN is
-// the window's maximum and takes its gradient). The max steps therefore scan x first (one more
-// read of it, about as fast as the pooling) and run the node's reference kernel instead when x
-// holds a NaN, so a NaN is never hidden from --check-numerics or the user.
+// on NCHW buffers or buffers in one blocked layout (runtime/cpu/layouts.h), f32 or bf16 (bf16 where
+// oneDNN has it for this CPU; elsewhere the caller widens to f32, library_step.cc). Primitives are
+// created once, at load. Attributes, written by the compiler (compiler/lower.cc) so that oneDNN's
+// geometry gives kiln's output size: kernel [kh, kw], strides [sh, sw], pads [top, left, bottom,
+// right] with bottom and right as oneDNN needs them (ceil mode's extra rows included, never
+// negative); avg_* also include_pad (0/1: divide by the whole kernel, or by the real elements of
+// the window). Inputs and outputs as the ops: max_pool2d/avg_pool2d x -> y; max_pool2d_grad (x, dy)
+// -> dx, which reruns the forward pass on x for the workspace (the argmax) that oneDNN's backward
+// pass reads; avg_pool2d_grad (dy, x_like) -> dx, x_like unread. Gradients of ties go to the
+// window's first largest element, as in the reference. NaN: oneDNN's max pooling skips NaNs, where
+// kiln's (like PyTorch's) propagates them (a NaN is the window's maximum and takes its gradient).
+// The max steps therefore scan x first (one more read of it, about as fast as the pooling) and run
+// the node's reference kernel instead when x holds a NaN (on dense copies of blocked operands), so
+// a NaN is never hidden from
+// --check-numerics or the user.
 #include <omp.h>
 
 #include <dnnl.hpp>
@@ -153,8 +154,11 @@ Result<std::unique_ptr<StepRunner>> MakePoolStep(const Step& step, const Executa
     return MakeError(ErrorCode::kInternal, step.callee, ": needs f32 or bf16 NCHW operands, got ",
                      xt.ToString(), " and ", yt.ToString());
   const auto type = dtype == bf16 ? memory::data_type::bf16 : memory::data_type::f32;
-  memory::desc x(OnednnDims(xt.shape), type, memory::format_tag::nchw);
-  memory::desc y(OnednnDims(yt.shape), type, memory::format_tag::nchw);
+  // x and y share one layout (checked at load: runtime/cpu/layouts.h).
+  const memory::desc x =
+      BufferMemoryDesc(exe.buffers[x_id], OnednnDims(xt.shape), type, memory::format_tag::nchw);
+  const memory::desc y =
+      BufferMemoryDesc(exe.buffers[y_id], OnednnDims(yt.shape), type, memory::format_tag::nchw);
   const memory::dims k = {kernel[0], kernel[1]}, s = {strides[0], strides[1]};
   const memory::dims pl = {pads[0], pads[1]}, pr = {pads[2], pads[3]};
   const auto algo = max           ? dnnl::algorithm::pooling_max
@@ -181,7 +185,7 @@ Result<std::unique_ptr<StepRunner>> MakePoolStep(const Step& step, const Executa
     }
     std::unique_ptr<StepRunner> nan_fallback;
     if (max) {
-      KILN_ASSIGN_OR_RETURN(nan_fallback, MakeReferenceStep(step, exe));
+      KILN_ASSIGN_OR_RETURN(nan_fallback, MakeDenseStep(step, exe, MakeReferenceStep));
     }
     return std::unique_ptr<StepRunner>(new PoolStep(step, kind, dnnl::pooling_forward(forward),
                                                     std::move(backward), x, y, std::move(workspace),
