@@ -231,22 +231,41 @@ TEST_CASE("a residual network's gradients match the reference with blocked activ
   }
 }
 
-TEST_CASE("max pooling between blocked convolutions propagates a NaN where the reference does",
-          "[cpu]") {
+// x -> Conv2D -> MaxPool2D (3x3, stride 1, same size) -> Conv2D, fetching the pooled values and
+// the result, in `dtype` (f32 or bf16).
+Graph ConvPoolConv(DType dtype) {
   GraphBuilder g;
-  Value x = g.Placeholder("x", f32, {2, 16, 8, 8});
-  Value w1 = g.Constant(Random(Shape{16, 16, 3, 3}, 1));
-  Value w2 = g.Constant(Random(Shape{16, 16, 3, 3}, 2));
+  Value x = g.Placeholder("x", dtype, {2, 16, 8, 8});
+  Value w1 = g.Constant(Random(Shape{16, 16, 3, 3}, 1).CastTo(dtype));
+  Value w2 = g.Constant(Random(Shape{16, 16, 3, 3}, 2).CastTo(dtype));
   Value pooled = MaxPool2D(Conv2D(x, w1, {.pads = {1, 1, 1, 1}}),
                            {.kernel = {3, 3}, .strides = {1, 1}, .pads = {1, 1, 1, 1}});
   g.Output("pooled", pooled);
   g.Output("y", Conv2D(pooled, w2, {.pads = {1, 1, 1, 1}}));
   Result<Graph> graph = g.Build();
   REQUIRE(graph.ok());
+  return std::move(*graph);
+}
+
+TEST_CASE("bf16 convolutions and pooling in blocked layouts match the reference",
+          "[cpu][precision]") {
+  ResidualNet net{
+      ConvPoolConv(bf16), {{"x", Random(Shape{2, 16, 8, 8}, 3).CastTo(bf16)}}, {"pooled", "y"}};
+  const compiler::PlannedExecutable planned = Planned(net);
+  INFO(planned.lowered.executable.ToString());
+  CHECK_FALSE(planned.layouts.buffers.empty());  // oneDNN blocks 16 channels on any x86-64
+  Session reference(net.graph, SessionOptions{.backend = "reference"});
+  Result<std::vector<Tensor>> expected = reference.Run(net.feeds, net.fetches);
+  REQUIRE(expected.ok());
+  testing::CheckCompiledMatchesReference(net.graph, net.feeds, net.fetches, *expected);
+}
+
+TEST_CASE("max pooling between blocked convolutions propagates a NaN where the reference does",
+          "[cpu]") {
   // One NaN in image 1, channel 0.
   Tensor xv = Random(Shape{2, 16, 8, 8}, 3);
   xv.data<float>()[16 * 64 + 4 * 8 + 4] = std::nanf("");
-  ResidualNet net{std::move(*graph), {{"x", xv}}, {"pooled", "y"}};
+  ResidualNet net{ConvPoolConv(f32), {{"x", xv}}, {"pooled", "y"}};
   const compiler::PlannedExecutable planned = Planned(net);
   const Executable& exe = planned.lowered.executable;
   INFO(exe.ToString());
