@@ -21,14 +21,16 @@ Result<std::unique_ptr<StepRunner>> NativeOrWidened(const Step& step, const Exec
 }  // namespace
 
 Result<std::unique_ptr<StepRunner>> MakeLibraryStep(const Step& step, const Executable& exe) {
-  // 16-bit operands: bf16 gemm and pooling natively where oneDNN can (AVX-512 BF16, AMX),
-  // otherwise their float32 routines on widened copies, as batch_norm(_grad) and bias_add always
+  // 16-bit operands: bf16 gemm, pooling and batch_norm natively where oneDNN can (AVX-512 BF16,
+  // AMX; batch_norm on a blocked layout), otherwise their float32 routines on widened copies, as
+  // batch_norm_grad and bias_add always
   // (conv2d chooses in its own factory: its reorders convert).
   if (HasWidenableOperands(step, exe)) {
     if (step.callee == "gemm")
       return NativeOrWidened(step, exe, MakeOnednnMatmulStep, MakeGemmStep);
     if (IsPooling(step.callee)) return NativeOrWidened(step, exe, MakePoolStep, MakePoolStep);
-    if (step.callee == "batch_norm") return MakeWidenedStep(step, exe, MakeBatchNormStep);
+    if (step.callee == "batch_norm")
+      return NativeOrWidened(step, exe, MakeBatchNormStep, MakeBatchNormStep);
     if (step.callee == "batch_norm_grad") return MakeWidenedStep(step, exe, MakeBatchNormGradStep);
     if (step.callee == "bias_add") return MakeWidenedStep(step, exe, MakeBiasAddStep);
   }

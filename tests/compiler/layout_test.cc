@@ -231,15 +231,22 @@ TEST_CASE("a residual network's gradients match the reference with blocked activ
   }
 }
 
-// x -> Conv2D -> MaxPool2D (3x3, stride 1, same size) -> Conv2D, fetching the pooled values and
-// the result, in `dtype` (f32 or bf16).
-Graph ConvPoolConv(DType dtype) {
+// x -> Conv2D [-> BatchNorm in training mode] -> MaxPool2D (3x3, stride 1, same size) -> Conv2D,
+// fetching the pooled values and the result (and the batch statistics), in `dtype` (f32 or bf16).
+Graph ConvPoolConv(DType dtype, bool batch_norm) {
   GraphBuilder g;
   Value x = g.Placeholder("x", dtype, {2, 16, 8, 8});
   Value w1 = g.Constant(Random(Shape{16, 16, 3, 3}, 1).CastTo(dtype));
   Value w2 = g.Constant(Random(Shape{16, 16, 3, 3}, 2).CastTo(dtype));
-  Value pooled = MaxPool2D(Conv2D(x, w1, {.pads = {1, 1, 1, 1}}),
-                           {.kernel = {3, 3}, .strides = {1, 1}, .pads = {1, 1, 1, 1}});
+  Value h = Conv2D(x, w1, {.pads = {1, 1, 1, 1}});
+  if (batch_norm) {
+    auto stats = [&](uint64_t seed) { return g.Constant(Random(Shape{16}, seed).CastTo(dtype)); };
+    std::vector<Value> bn = BatchNorm(h, stats(4), stats(5), stats(6), stats(7), 1e-5, true);
+    g.Output("batch_mean", bn[1]);
+    g.Output("batch_var", bn[2]);
+    h = bn[0];
+  }
+  Value pooled = MaxPool2D(h, {.kernel = {3, 3}, .strides = {1, 1}, .pads = {1, 1, 1, 1}});
   g.Output("pooled", pooled);
   g.Output("y", Conv2D(pooled, w2, {.pads = {1, 1, 1, 1}}));
   Result<Graph> graph = g.Build();
@@ -247,10 +254,11 @@ Graph ConvPoolConv(DType dtype) {
   return std::move(*graph);
 }
 
-TEST_CASE("bf16 convolutions and pooling in blocked layouts match the reference",
+TEST_CASE("bf16 convolutions, BatchNorm and pooling in blocked layouts match the reference",
           "[cpu][precision]") {
-  ResidualNet net{
-      ConvPoolConv(bf16), {{"x", Random(Shape{2, 16, 8, 8}, 3).CastTo(bf16)}}, {"pooled", "y"}};
+  ResidualNet net{ConvPoolConv(bf16, /*batch_norm=*/true),
+                  {{"x", Random(Shape{2, 16, 8, 8}, 3).CastTo(bf16)}},
+                  {"pooled", "y", "batch_mean", "batch_var"}};
   const compiler::PlannedExecutable planned = Planned(net);
   INFO(planned.lowered.executable.ToString());
   CHECK_FALSE(planned.layouts.buffers.empty());  // oneDNN blocks 16 channels on any x86-64
@@ -265,7 +273,7 @@ TEST_CASE("max pooling between blocked convolutions propagates a NaN where the r
   // One NaN in image 1, channel 0.
   Tensor xv = Random(Shape{2, 16, 8, 8}, 3);
   xv.data<float>()[16 * 64 + 4 * 8 + 4] = std::nanf("");
-  ResidualNet net{ConvPoolConv(f32), {{"x", xv}}, {"pooled", "y"}};
+  ResidualNet net{ConvPoolConv(f32, /*batch_norm=*/false), {{"x", xv}}, {"pooled", "y"}};
   const compiler::PlannedExecutable planned = Planned(net);
   const Executable& exe = planned.lowered.executable;
   INFO(exe.ToString());
