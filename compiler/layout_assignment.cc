@@ -134,7 +134,8 @@ LayoutStats AssignLayouts(Executable& exe, const LayoutQuery& preferred) {
       const int id = OperandBuffer(step, i);
       // Without an answer (the runtime will report why it cannot run the step), dense.
       if (!answered && roles[i] == cpu::LayoutRole::kOwn) fixed[id] = true;
-      if (!answered || roles[i] == cpu::LayoutRole::kUnread) continue;
+      if (!answered || roles[i] == cpu::LayoutRole::kUnread || roles[i] == cpu::LayoutRole::kAny)
+        continue;
       library_wishes.push_back({id, (*layouts)[i]});
       if (roles[i] == cpu::LayoutRole::kOwn) wishes.push_back({id, (*layouts)[i]});
     }

@@ -1,8 +1,10 @@
 // The layout pass: chooses how each arena buffer's elements lie in memory (BufferDesc::layout), so
 // that activations stay in the blocked layout oneDNN's convolutions compute in from one
-// convolution to the next, through batch normalization, elementwise kernels and same-shape copies,
-// and are reordered only at the boundaries (feeds, fetches, variables, and steps that read only
-// dense buffers: reference kernels, broadcasting kernels, pooling, reductions, gemm...). It runs
+// convolution to the next, through batch normalization, pooling, elementwise kernels and
+// same-shape copies (and are summed per channel or per image where they are, by bias gradients
+// and global average pooling), and are reordered only at the boundaries (feeds, fetches,
+// variables, and steps that read only dense buffers: reference kernels, broadcasting kernels,
+// strided copies, other reductions, gemm...). It runs
 // after lowering and before buffer assignment (compiler/plan_executable.h).
 //
 // Buffers that every step must see in one layout (the kShared operands of a step, see

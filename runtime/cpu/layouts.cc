@@ -47,6 +47,14 @@ std::vector<LayoutRole> OperandLayoutRoles(const Step& step, const Executable& e
     roles.assign(n, LayoutRole::kShared);
     roles[1] = LayoutRole::kUnread;
   }
+  // A sum over a rank-4 buffer that keeps C only with H and W summed away (bias gradients,
+  // global average pooling) keeps its dims in their logical order in every layout's memory order.
+  if (step.callee == "reduce_sum" && in == 1 &&
+      exe.buffers[step.inputs[0]].type.shape.rank() == 4) {
+    const Result<std::vector<int64_t>> reduced = step.attrs.GetInts("reduced");
+    if (reduced.ok() && reduced->size() == 4 && ((*reduced)[1] || ((*reduced)[2] && (*reduced)[3])))
+      roles[0] = LayoutRole::kAny;
+  }
   if (step.callee == "batch_norm" && in == 5 && step.outputs.size() == 3)
     roles[0] = roles[in] = LayoutRole::kShared;  // x, y
   if (step.callee == "batch_norm_grad" && in == 5 && step.outputs.size() == 3)
@@ -71,6 +79,14 @@ int LayoutChannelBlock(const std::string& layout) {
   if (layout == "nChw8c") return 8;
   if (layout == "nChw16c") return 16;
   return 0;
+}
+
+MemoryOrder LayoutMemoryOrder(const std::string& layout, const Shape& shape) {
+  const int64_t n = shape[0], c = shape[1], h = shape[2], w = shape[3];
+  if (layout == "nhwc") return {{n, h, w, c}, {0, 2, 3, 1}};
+  const int64_t block = LayoutChannelBlock(layout);
+  if (layout.empty() || block <= 1) return {{n, c, h, w}, {0, 1, 2, 3}};
+  return {{n, c / block, h, w, block}, {0, 1, 2, 3, 1}};
 }
 
 Result<std::vector<std::string>> PreferredLayouts(const Step& step, const Executable& exe) {

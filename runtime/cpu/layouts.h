@@ -26,6 +26,7 @@ enum class LayoutRole {
             // pooling's x and y)
   kOwn,     // any layout: the step converts what it is given (a convolution's activations)
   kUnread,  // any layout: the step does not read it (a backward convolution's shape operand)
+  kAny,     // any layout, read as it is (a per-channel or per-image sum over a rank-4 buffer)
 };
 
 // The role of each operand of `step`: its inputs, then its outputs.
@@ -40,6 +41,15 @@ Result<std::vector<std::string>> PreferredLayouts(const Step& step, const Execut
 
 // The block of channels of a known layout (1 for "" and "nhwc"), or 0 for an unknown name.
 int LayoutChannelBlock(const std::string& layout);
+
+// A buffer's memory order as a dense shape: `dims` in row-major order, each from logical dim
+// `from[i]` of the buffer's [N, C, H, W]: "" -> [N, C, H, W]; "nhwc" -> [N, H, W, C] from
+// {0, 2, 3, 1}; "nChw<b>c" -> [N, C/b, H, W, b] from {0, 1, 2, 3, 1}.
+struct MemoryOrder {
+  std::vector<int64_t> dims;
+  std::vector<int> from;
+};
+MemoryOrder LayoutMemoryOrder(const std::string& layout, const Shape& shape);
 
 // Refuses a plan in which a buffer's layout is unknown or impossible (see above), or some step
 // reads or writes a buffer in a layout its role does not allow.

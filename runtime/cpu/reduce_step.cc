@@ -1,17 +1,20 @@
 // Library step "reduce_sum": Sum, Mean and SumLike over f32 or f64, as one strided pass over the
 // input accumulating in double (like the reference kernels), then scaled (1 for sums, 1/count for
 // means: a mean over nothing is NaN) and rounded to the dtype. Attributes: "reduced" (one 0/1 per
-// input dim: 1 = summed away) and "scale". The output holds the kept dims in order (with or
-// without size-1 dims for the reduced ones: the bytes are the same).
-// Large inputs split their outermost dim over the session's threads, each accumulating into its
-// own partial sums, added in thread order (so a result does not depend on scheduling); runs that
-// are summed away use eight independent accumulators, so the loop vectorizes. Both reorder the
-// reference's additions, in double: results agree within the dtype's rounding.
+// input dim: 1 = summed away) and "scale". The input may be in a blocked layout where the kept
+// dims keep their order in memory (runtime/cpu/layouts.h): it is then summed in memory order. The
+// output holds the kept dims in order (with or without size-1 dims for the reduced ones: the bytes
+// are the same). Large inputs split their outermost dim over the session's threads, each
+// accumulating into its own partial sums, added in thread order (so a result does not depend on
+// scheduling); runs that are summed away use eight independent accumulators, so the loop
+// vectorizes. Both reorder the reference's additions, in double: results agree within the dtype's
+// rounding.
 #include <omp.h>
 
 #include <cstring>
 #include <vector>
 
+#include "runtime/cpu/layouts.h"
 #include "runtime/cpu/library_steps.h"
 
 namespace kiln::cpu {
@@ -126,12 +129,21 @@ Result<std::unique_ptr<StepRunner>> MakeReduceSumStep(const Step& step, const Ex
   if (x.dtype != y.dtype || (x.dtype != f32 && x.dtype != f64) ||
       static_cast<int>(reduced.size()) != x.shape.rank())
     return MakeError(ErrorCode::kInternal, "reduce_sum: malformed step for ", x.ToString());
+  // The input's dims in memory order (a blocked layout splits C; runtime/cpu/layouts.h allows
+  // one only where the kept dims stay in their logical order).
+  std::vector<int64_t> dims = x.shape.dims(), summed = reduced;
+  if (const std::string& layout = exe.buffers[step.inputs[0]].layout; !layout.empty()) {
+    const MemoryOrder order = LayoutMemoryOrder(layout, x.shape);
+    dims = order.dims;
+    summed.clear();
+    for (int from : order.from) summed.push_back(reduced[from]);
+  }
   std::vector<int64_t> sizes;
   std::vector<bool> kinds;
   int64_t kept = 1;
-  for (int d = 0; d < x.shape.rank(); ++d) {
-    const int64_t n = x.shape[d];
-    const bool r = reduced[d] != 0;
+  for (size_t d = 0; d < dims.size(); ++d) {
+    const int64_t n = dims[d];
+    const bool r = summed[d] != 0;
     if (!r) kept *= n;
     if (n == 1) continue;
     if (!sizes.empty() && kinds.back() == r) {

@@ -175,7 +175,10 @@ ResidualNet MakeResidualNet(int64_t channels) {
   feeds.push_back({"x", Random(Shape{4, 3, 8, 8}, 100)});
   Value h = conv_bn("stem", x, c, 1, true);
   h = Relu(Add(h, conv_bn("b1/b", conv_bn("b1/a", h, c, 1, true), c, 1, false)));
-  Value shortcut = Conv2D(h, param("b2/proj", Shape{2 * c, c, 1, 1}, 0.3), {.strides = {2, 2}});
+  // The projection has a bias: its gradient sums dy over N, H and W in dy's (blocked) layout.
+  Value shortcut =
+      BiasAdd(Conv2D(h, param("b2/proj", Shape{2 * c, c, 1, 1}, 0.3), {.strides = {2, 2}}),
+              param("b2/proj_bias", Shape{2 * c}, 0.5));
   h = Relu(Add(shortcut, conv_bn("b2/b", conv_bn("b2/a", h, 2 * c, 2, true), 2 * c, 1, false)));
   Value logits = MatMul(Flatten(GlobalAvgPool(h)), param("fc", Shape{2 * c, 10}, 0.3));
   Value labels = g.Placeholder("labels", i64, {4});
