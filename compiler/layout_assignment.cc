@@ -88,6 +88,35 @@ int InsertBoundaryReorders(Executable& exe) {
   return count;
 }
 
+// One line per group of buffers that some convolution wished in a layout: what it got, the
+// votes, and why not the most wished layout when it stays dense.
+std::vector<std::string> Explain(const Executable& exe, Groups& groups,
+                                 const std::vector<std::map<std::string, int>>& votes,
+                                 const std::vector<std::string>& chosen,
+                                 const std::vector<std::string>& why) {
+  std::map<int, std::vector<int>> members;
+  for (size_t id = 0; id < exe.buffers.size(); ++id)
+    members[groups.Find(static_cast<int>(id))].push_back(static_cast<int>(id));
+  std::vector<std::string> lines;
+  for (const auto& [root, ids] : members) {
+    bool wished = false;
+    std::string tally;
+    for (const auto& [layout, count] : votes[root]) {
+      wished = wished || !layout.empty();
+      tally += (tally.empty() ? "" : ", ") + (layout.empty() ? "dense" : layout) + " " +
+               std::to_string(count);
+    }
+    if (!wished) continue;
+    std::string line =
+        (chosen[root].empty() ? "dense" : chosen[root]) + ": " + exe.buffers[ids[0]].tensor;
+    if (ids.size() > 1) line += " and " + std::to_string(ids.size() - 1) + " more";
+    line += " (votes: " + tally + ")";
+    if (chosen[root].empty() && !why[root].empty()) line += ": " + why[root];
+    lines.push_back(std::move(line));
+  }
+  return lines;
+}
+
 }  // namespace
 
 LayoutQuery DefaultLayoutQuery() {
@@ -99,12 +128,17 @@ LayoutQuery DefaultLayoutQuery() {
 LayoutStats AssignLayouts(Executable& exe, const LayoutQuery& preferred) {
   const size_t n = exe.buffers.size();
   Groups groups(n);
-  std::vector<bool> fixed(n, false);  // stays dense: not a floating-point rank-4 arena buffer
+  // Why a buffer stays dense whatever its group wishes ("" if it need not).
+  std::vector<std::string> fixed(n);
   for (size_t id = 0; id < n; ++id) {
     const BufferDesc& b = exe.buffers[id];
     const DType t = b.type.dtype;
-    fixed[id] = b.kind != BufferDesc::Kind::kArena || b.type.shape.rank() != 4 ||
-                (t != f32 && t != bf16 && t != f16);
+    if (b.kind != BufferDesc::Kind::kArena)
+      fixed[id] = "is a feed, a constant or a variable";
+    else if (b.type.shape.rank() != 4)
+      fixed[id] = "is not rank 4";
+    else if (t != f32 && t != bf16 && t != f16)
+      fixed[id] = "is " + std::string(DTypeName(t));
   }
   // Each operand's wish for its buffer's layout: a convolution's activation the layout its
   // primitive computes it in, a dense-only operand "" (one reorder per buffer, read or written).
@@ -133,7 +167,8 @@ LayoutStats AssignLayouts(Executable& exe, const LayoutQuery& preferred) {
     for (size_t i = 0; i < roles.size(); ++i) {
       const int id = OperandBuffer(step, i);
       // Without an answer (the runtime will report why it cannot run the step), dense.
-      if (!answered && roles[i] == cpu::LayoutRole::kOwn) fixed[id] = true;
+      if (!answered && roles[i] == cpu::LayoutRole::kOwn)
+        fixed[id] = "is read or written by " + step.callee + ", which the runtime cannot describe";
       if (!answered || roles[i] == cpu::LayoutRole::kUnread || roles[i] == cpu::LayoutRole::kAny)
         continue;
       library_wishes.push_back({id, (*layouts)[i]});
@@ -142,38 +177,57 @@ LayoutStats AssignLayouts(Executable& exe, const LayoutQuery& preferred) {
   }
   for (int id : exe.fetches) want_dense(id);
 
-  // Each group takes the layout most wished for by its members (on a tie dense, which needs no
-  // twin buffers, else the larger channel block), unless one member must stay dense.
-  std::vector<bool> group_fixed(n, false);
+  // A group with a member that must stay dense stays dense; the others decide by their votes.
+  std::vector<int> group_fixed(n, -1);  // a member that must stay dense
   for (size_t id = 0; id < n; ++id)
-    if (fixed[id]) group_fixed[groups.Find(id)] = true;
+    if (!fixed[id].empty() && group_fixed[groups.Find(id)] < 0)
+      group_fixed[groups.Find(id)] = static_cast<int>(id);
   std::vector<std::map<std::string, int>> votes(n);
   for (const Wish& w : wishes)
     if (cpu::LayoutChannelBlock(w.layout) > 0) ++votes[groups.Find(w.buffer)][w.layout];
-  std::vector<std::string> chosen(n);
+  std::vector<std::string> chosen(n), why(n);
   for (size_t root = 0; root < n; ++root) {
-    if (group_fixed[root]) continue;
-    auto rank = [&](const std::string& layout, int count) {
-      return std::make_tuple(count, layout.empty(), cpu::LayoutChannelBlock(layout));
-    };
-    auto best = rank("", votes[root].count("") ? votes[root][""] : 0);
+    if (group_fixed[root] >= 0) {
+      const int id = group_fixed[root];
+      why[root] = exe.buffers[id].tensor + " " + fixed[id];
+      continue;
+    }
+    // Convolutions compute in any blocked layout that oneDNN has fast code for (and reorder
+    // otherwise: runtime/cpu/onednn_conv_step.cc), so their wishes for blocked layouts count
+    // together against the dense wishes; the group takes the most wished of them (on a tie, the
+    // larger block) if they outnumber the dense ones.
+    int blocked = 0;
+    std::tuple<int, int> best{0, 0};
     for (const auto& [layout, count] : votes[root]) {
-      if (exe.buffers[root].type.shape[1] % cpu::LayoutChannelBlock(layout) != 0) continue;
-      if (rank(layout, count) > best) {
-        best = rank(layout, count);
+      if (layout.empty()) continue;
+      const int64_t channels = exe.buffers[root].type.shape[1];
+      const int block = cpu::LayoutChannelBlock(layout);
+      if (channels % block != 0) {
+        why[root] = std::to_string(channels) + " channels fill no block of " + layout;
+        continue;
+      }
+      blocked += count;
+      if (std::make_tuple(count, block) > best) {
+        best = {count, block};
         chosen[root] = layout;
       }
     }
+    const int dense = votes[root].count("") ? votes[root].at("") : 0;
+    if (blocked <= dense) chosen[root].clear();
   }
   LayoutStats stats;
   for (size_t id = 0; id < n; ++id) {
     exe.buffers[id].layout = chosen[groups.Find(id)];
     if (!exe.buffers[id].layout.empty()) ++stats.buffers[exe.buffers[id].layout];
   }
+  // A convolution computes in its buffers' layouts, so it reorders a dense buffer it wants in
+  // another layout, and a weight ("other"), but not an activation in another blocked layout.
   for (const Wish& w : library_wishes) {
+    const std::string& has = exe.buffers[w.buffer].layout;
     stats.reorders_if_dense += !w.layout.empty();
-    stats.reorders += w.layout != exe.buffers[w.buffer].layout;
+    stats.reorders += w.layout != has && (has.empty() || w.layout == "other");
   }
+  stats.decisions = Explain(exe, groups, votes, chosen, why);
   stats.reorders += InsertBoundaryReorders(exe);
   return stats;
 }

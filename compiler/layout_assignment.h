@@ -9,16 +9,18 @@
 //
 // Buffers that every step must see in one layout (the kShared operands of a step, see
 // runtime/cpu/layouts.h) form groups. A group containing a buffer that cannot have a layout (not
-// an arena buffer, not rank 4, not f32/bf16/f16) stays dense. Otherwise each convolution operand
-// in the group votes for the layout its primitive computes it
-// in (`preferred`), each buffer that a dense-only step reads or writes, or that is fetched, votes
-// once for "" (dense), and the group takes the layout with the most votes (dense on a tie), if
-// its channels are a multiple of that layout's block. Where a dense-only step meets a blocked
-// buffer, a "reorder" library step converts between the buffer and a dense twin that the step
-// uses instead (one per buffer, shared by its dense readers). A convolution operand whose buffer
-// does not have the primitive's layout costs one reorder per run inside its step (where oneDNN
-// computes well in the buffer's own layout, it does so instead: runtime/cpu/onednn_conv_step.cc);
-// LayoutStats counts both kinds of reorder, before and after.
+// an arena buffer, not rank 4, not f32/bf16/f16) stays dense. Otherwise its members vote: each
+// convolution operand for the layout its primitive picks when left to choose (`preferred`), each
+// buffer that a dense-only step reads or writes, or that is fetched, once for dense. Since a
+// convolution computes in the layout of its buffers wherever oneDNN has fast code for it (the
+// blocked layouts and nhwc; otherwise it reorders: runtime/cpu/onednn_conv_step.cc), the votes
+// for blocked layouts count together: if they outnumber the dense votes, the group takes the
+// blocked layout with the most votes (on a tie the larger channel block) whose block divides its
+// channels. Where a dense-only step meets a blocked buffer, a "reorder" library step converts
+// between the buffer and a dense twin that the step uses instead (one per buffer, shared by its
+// dense readers). LayoutStats counts the reorders per run, inside convolutions (dense
+// activations they want blocked, weights) and as steps, against an all-dense plan, and explains
+// each group's decision.
 #pragma once
 
 #include <functional>
@@ -40,6 +42,9 @@ struct LayoutStats {
   std::map<std::string, int> buffers;  // blocked buffers, by layout
   int reorders_if_dense = 0;           // reorders per run had every buffer stayed dense
   int reorders = 0;                    // reorders per run with the layouts chosen
+  // For each group of buffers some convolution wished in a layout: the layout it got, its votes,
+  // and why it stays dense when it does (kiln inspect --fusion prints them).
+  std::vector<std::string> decisions;
 };
 
 // The cpu backend's answer (runtime/cpu/layouts.h), unless KILN_LAYOUTS=dense is set in the

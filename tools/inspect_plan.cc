@@ -113,6 +113,8 @@ int PrintPlanReport(const Command& cmd, const Graph& graph, const Flags& flags,
     std::string blocked;
     for (const auto& [layout, count] : l.buffers)
       blocked += (blocked.empty() ? "" : ", ") + std::to_string(count) + " " + layout;
+    std::printf("\nlayout decisions:\n");
+    for (const std::string& d : l.decisions) std::printf("  %s\n", d.c_str());
     std::printf("layouts: %s\n", blocked.empty() ? "every buffer dense" : blocked.c_str());
     std::printf("reorders around library calls per run: %d (every buffer dense: %d)\n", l.reorders,
                 l.reorders_if_dense);
