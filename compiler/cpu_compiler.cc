@@ -32,6 +32,7 @@ std::atomic<int> next_module_id{0};
 Result<CompiledPlan> CpuCompiler::Compile(const RunPlan& plan, const CompileOptions& options) {
   PlanOptions plan_options;
   plan_options.can_emit = CanEmit;
+  if (own_layouts_) plan_options.preferred_layouts = layouts_;
   KILN_ASSIGN_OR_RETURN(PlannedExecutable planned, PlanExecutable(plan, plan_options));
   CompiledPlan compiled;
   std::string name = "plan" + std::to_string(next_module_id++);

@@ -4,13 +4,21 @@
 // With $KILN_DUMP_DIR set, each compiled plan's Executable is written there too.
 #pragma once
 
+#include "compiler/layout_assignment.h"
 #include "runtime/cpu/plan_compiler.h"
 
 namespace kiln::compiler {
 
 class CpuCompiler : public PlanCompiler {
  public:
+  CpuCompiler() = default;
+  // Chooses layouts from `layouts` instead of the runtime's answers (tests force each layout).
+  explicit CpuCompiler(LayoutQuery layouts) : layouts_(std::move(layouts)), own_layouts_(true) {}
   Result<CompiledPlan> Compile(const RunPlan& plan, const CompileOptions& options) override;
+
+ private:
+  LayoutQuery layouts_;
+  bool own_layouts_ = false;
 };
 
 void RegisterCpuCompiler();

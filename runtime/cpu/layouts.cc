@@ -27,11 +27,16 @@ bool AllOneShape(const Step& step, const Executable& exe) {
 std::vector<LayoutRole> OperandLayoutRoles(const Step& step, const Executable& exe) {
   const size_t n = step.inputs.size() + step.outputs.size();
   std::vector<LayoutRole> roles(n, LayoutRole::kPlain);
-  // Each output element of a generated kernel comes from the inputs at its own index (row
-  // reductions have rank-2 operands, which never have a layout), so when no operand is
-  // broadcast, any one permutation of the elements shared by all operands gives the same result.
-  if (step.kind == Step::Kind::kKernel && AllOneShape(step, exe))
-    roles.assign(n, LayoutRole::kShared);
+  // Each output element of an elementwise kernel comes from the inputs at its own index, so when
+  // no operand is broadcast, any one permutation of the elements shared by all operands gives the
+  // same result. Such kernels iterate over their elements as one dimension (rows = elements); a
+  // row reduction (a Softmax over W of [N, C, H, W] has operands of one shape too) has fewer rows
+  // than elements, and reads its operands dense.
+  if (step.kind == Step::Kind::kKernel && AllOneShape(step, exe) && n > 0) {
+    const int first = step.inputs.empty() ? step.outputs[0] : step.inputs[0];
+    if (step.rows == exe.buffers[first].type.shape.NumElements())
+      roles.assign(n, LayoutRole::kShared);
+  }
   if (step.kind != Step::Kind::kLibrary) return roles;
   const size_t in = step.inputs.size();
   if (step.callee == "copy" && in >= 1 && step.outputs.size() == 1 &&
@@ -104,6 +109,8 @@ Status CheckLayouts(const Executable& exe) {
                        b.type.ToString(), ") has layout '", b.layout, "', but ", why);
     };
     if (block == 0) return fail("this runtime knows no such layout");
+    if (b.type.dtype != f32 && b.type.dtype != bf16 && b.type.dtype != f16)
+      return fail("only f32, bf16 and f16 buffers may have a layout");
     if (b.kind != BufferDesc::Kind::kArena) return fail("only arena buffers may have a layout");
     if (b.type.shape.rank() != 4 || b.type.shape[1] % block != 0)
       return fail("a layout needs rank 4 and channels a multiple of " + std::to_string(block));

@@ -342,17 +342,21 @@ Result<std::vector<std::string>> PreferredConvLayouts(const Step& step, const Ex
   KILN_ASSIGN_OR_RETURN(ConvSetup c, InComputeType<ConvSetup>(step, exe, [&](memory::data_type t) {
                           return SetUpConv(step, exe, kind, t, /*honor_layouts=*/false);
                         }));
-  std::vector<std::string> layouts(step.inputs.size() + step.outputs.size());
-  auto set = [&](int buffer, const memory::desc& inner) {
-    for (size_t i = 0; i < layouts.size(); ++i) {
-      const size_t in = step.inputs.size();
-      if ((i < in ? step.inputs[i] : step.outputs[i - in]) == buffer)
-        layouts[i] = LayoutName(inner);
-    }
-  };
-  for (const Operand* op : {&c.x, &c.w, &c.y, &c.b})
-    if (op->buffer >= 0) set(op->buffer, op->inner);
-  if (c.residual) set(c.residual->buffer, c.y.inner);  // it is copied into dst
+  // By operand position (inputs, then outputs); a buffer may be two operands (x its own residual).
+  const size_t in = step.inputs.size();
+  std::vector<std::string> layouts(in + step.outputs.size());
+  if (kind == ConvKind::kForward) {
+    layouts[0] = LayoutName(c.x.inner), layouts[1] = LayoutName(c.w.inner);
+    if (c.b.buffer >= 0) layouts[2] = LayoutName(c.b.inner);
+    if (c.residual) layouts[in - 1] = LayoutName(c.y.inner);  // it is copied into dst
+    layouts[in] = LayoutName(c.y.inner);
+  } else if (kind == ConvKind::kBackwardInput) {  // dy, w (, x_like) -> dx
+    layouts[0] = LayoutName(c.y.inner), layouts[1] = LayoutName(c.w.inner);
+    layouts[in] = LayoutName(c.x.inner);
+  } else {  // x, dy (, w_like) -> dw
+    layouts[0] = LayoutName(c.x.inner), layouts[1] = LayoutName(c.y.inner);
+    layouts[in] = LayoutName(c.w.inner);
+  }
   return layouts;
 }
 

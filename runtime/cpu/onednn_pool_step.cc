@@ -154,9 +154,13 @@ Result<std::unique_ptr<StepRunner>> MakePoolStep(const Step& step, const Executa
     return MakeError(ErrorCode::kInternal, step.callee, ": needs f32 or bf16 NCHW operands, got ",
                      xt.ToString(), " and ", yt.ToString());
   const auto type = dtype == bf16 ? memory::data_type::bf16 : memory::data_type::f32;
-  // x and y share one layout (checked at load: runtime/cpu/layouts.h).
+  // x and y share one layout (checked at load: runtime/cpu/layouts.h); avg_pool2d_grad's x is
+  // x_like, whose layout does not matter (it is not read): dx, which is written, has x's type.
+  const int x_memory = kind == PoolKind::kAvgGrad ? step.outputs[0] : x_id;
+  if (!(exe.buffers[x_memory].type == xt))
+    return MakeError(ErrorCode::kInternal, step.callee, ": dx must have x's type ", xt.ToString());
   const memory::desc x =
-      BufferMemoryDesc(exe.buffers[x_id], OnednnDims(xt.shape), type, memory::format_tag::nchw);
+      BufferMemoryDesc(exe.buffers[x_memory], OnednnDims(xt.shape), type, memory::format_tag::nchw);
   const memory::desc y =
       BufferMemoryDesc(exe.buffers[y_id], OnednnDims(yt.shape), type, memory::format_tag::nchw);
   const memory::dims k = {kernel[0], kernel[1]}, s = {strides[0], strides[1]};

@@ -113,9 +113,10 @@ Result<std::unique_ptr<StepRunner>> MakeDenseStep(const Step& step, const Execut
     for (const std::vector<int>* ids : {&step.inputs, &step.outputs})
       for (int id : *ids) {
         BufferDesc& b = dense_exe->buffers[id];
-        if (b.layout.empty() ||
-            (ids == &step.outputs && std::count(step.inputs.begin(), step.inputs.end(), id)))
-          continue;
+        if (b.layout.empty()) continue;
+        if (ids == &step.outputs && std::count(step.inputs.begin(), step.inputs.end(), id))
+          return MakeError(ErrorCode::kInternal, step.callee, ": buffer %", id,
+                           " is both an input and an output");
         if (!Reorderable(b.type))
           return MakeError(ErrorCode::kInternal, step.callee, ": buffer %", id, " ",
                            b.type.ToString(), " cannot have layout '", b.layout, "'");
