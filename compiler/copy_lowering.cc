@@ -50,7 +50,7 @@ void SetCopy(Step& step, const std::vector<int64_t>& dims, int64_t src_offset,
 
 bool HasCopyLowering(const std::string& op) {
   return op == "Slice" || op == "SliceGrad" || op == "Pad" || op == "Concat" || op == "Split" ||
-         op == "ConcatGrad";
+         op == "ConcatGrad" || op == "BroadcastTo" || op == "BroadcastLike";
 }
 
 namespace {
@@ -98,6 +98,16 @@ Status LowerCopy(const Node& node, const StaticInfo& info, Step& step) {
   if (node.op == "Slice") {
     KILN_ASSIGN_OR_RETURN(SliceView src, ViewOfSlice(attrs, in));
     SetCopy(step, src.dims, src.offset, src.strides, 0, RowMajorStrides(out), false, 0);
+    return OkStatus();
+  }
+  if (node.op == "BroadcastTo" || node.op == "BroadcastLike") {
+    // numpy rules: x's dims align right; a missing or size-1 dim repeats (source stride 0).
+    const std::vector<int64_t> sx = RowMajorStrides(in);
+    std::vector<int64_t> src_strides(out.rank(), 0);
+    const int shift = out.rank() - in.rank();
+    if (shift < 0) return MakeError(ErrorCode::kInternal, node.op, ": x has a higher rank");
+    for (int d = 0; d < in.rank(); ++d) src_strides[d + shift] = in[d] == 1 ? 0 : sx[d];
+    SetCopy(step, out.dims(), 0, src_strides, 0, RowMajorStrides(out), false, 0);
     return OkStatus();
   }
   if (node.op == "SliceGrad") {  // dy (input 0) into the slice of zeros shaped like x

@@ -42,6 +42,8 @@ std::vector<LayoutRole> OperandLayoutRoles(const Step& step, const Executable& e
   if (step.callee == "copy" && in >= 1 && step.outputs.size() == 1 &&
       exe.buffers[step.inputs[0]].type.shape == exe.buffers[step.outputs[0]].type.shape)
     roles[0] = roles[in] = LayoutRole::kShared;  // other inputs (a target shape) stay dense
+  if (step.callee == "strided_copy")  // inputs after the source give only a shape (x_like)
+    for (size_t i = 1; i < in; ++i) roles[i] = LayoutRole::kUnread;
   if (step.callee == "reorder" && in == 1 && step.outputs.size() == 1)
     roles.assign(n, LayoutRole::kOwn);  // from its input's layout into its output's
   // Pooling: x and y (dx and dy) in one layout; avg_pool2d_grad's x_like is only a shape.

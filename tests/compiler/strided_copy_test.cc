@@ -1,4 +1,5 @@
-// Slice, SliceGrad and constant Pad on the cpu backend as one strided_copy library step each
+// Slice, SliceGrad, constant Pad, BroadcastTo and BroadcastLike on the cpu backend as one
+// strided_copy library step each
 // (compiler/copy_lowering.h, runtime/cpu/strided_copy_step.cc), and Concat, Split and ConcatGrad
 // as one concat/split step (concat_step.cc), against the reference executor: negative steps,
 // clamped and empty slices, negative (cropping) pads, a fill value, every axis, empty pieces, and
@@ -8,6 +9,7 @@
 
 #include "ir/builder.h"
 #include "ir/ops/array.h"
+#include "ir/ops/array_like.h"
 #include "runtime/session.h"
 #include "tests/compiler/lowering_decisions.h"
 #include "tests/testing/differential.h"
@@ -78,6 +80,16 @@ TEST_CASE("constant Pad is a strided copy into the filled output, in every dtype
     CheckCopies(x, [](Value v) { return Pad(v, {0, 0, 1, 1, 0, 0, 1, 1}); });  // as ResNet's
     CheckCopies(x, [](Value v) { return Pad(v, {0, 2, -1, 0, 1, 0, 0, -2}, "constant", 1.0); });
     CheckCopies(x, [](Value v) { return Pad(v, {0, 0, -4, 0, 0, 0, 0, 0}); });  // all cropped
+  }
+}
+
+TEST_CASE("BroadcastTo and BroadcastLike are strided copies that repeat size-1 dims", "[cpu]") {
+  for (DType dtype : {f32, bf16, i64, boolean}) {
+    INFO(DTypeName(dtype));
+    const Tensor x = testing::RandomTensor(Shape{3, 1, 4, 1}, 3).CastTo(dtype);
+    CheckCopies(x, [](Value v) { return BroadcastTo(v, {2, 3, 5, 4, 6}); });  // a new leading dim
+    // GlobalAvgPool's gradient: [N, C, 1, 1] over [N, C, H, W] (x_like is only a shape).
+    CheckCopies(x, [](Value v) { return BroadcastLike(v, BroadcastTo(v, {3, 2, 4, 5})); });
   }
 }
 
