@@ -6,7 +6,8 @@
 // with the bf16 operands converted by the reorders below. Each primitive is created once, at
 // load, with format_tag::any so oneDNN picks its fastest (blocked) layouts; operands whose buffers
 // are in another layout are reordered into them and results back in every run, using scratch
-// memory allocated at load. The compiler's layout pass (compiler/layout_assignment.h) gives
+// memory allocated at load; constant weights and biases (frozen graphs, deployed modules) are
+// reordered once, at load. The compiler's layout pass (compiler/layout_assignment.h) gives
 // activations the primitives' layouts where it can, so that most of those reorders vanish.
 // Attributes: strides, pads [top, left, bottom, right], dilations, groups.
 //
@@ -40,6 +41,7 @@ struct Operand {
   memory::desc inner;
   std::optional<dnnl::reorder> to_inner, to_plain;
   mutable memory scratch;  // dnnl::reorder::execute takes non-const memory
+  bool packed = false;     // a constant input reordered into `scratch` once, at load
 };
 
 // The sum post-op's operand: copied (reordered) into the primitive's dst before it runs.
@@ -69,7 +71,7 @@ class ConvStep : public StepRunner {
           args[op.arg] = user;
           continue;
         }
-        if (!op.output) op.to_inner->execute(stream, user, op.scratch);
+        if (!op.output && !op.packed) op.to_inner->execute(stream, user, op.scratch);
         args[op.arg] = op.scratch;
         if (op.output) outputs.push_back({&op, user});
       }
@@ -286,6 +288,19 @@ Result<std::unique_ptr<StepRunner>> MakeConv(const Step& step, const Executable&
   try {
     for (Operand* op : {&c.x, &c.w, &c.y, &c.b})
       if (op->buffer >= 0) Prepare(*op);
+    // Constant weights and bias (a frozen graph, a deployed module) never change: reordered into
+    // the primitive's layout once, here, instead of on every run (as inference engines pre-pack).
+    for (Operand* op : {&c.w, &c.b}) {
+      if (op->buffer < 0 || op->output || !op->to_inner) continue;
+      const BufferDesc& b = exe.buffers[op->buffer];
+      if (b.kind != BufferDesc::Kind::kConstant) continue;
+      dnnl::stream stream(OnednnEngine());
+      memory constant(op->plain, OnednnEngine(),
+                      const_cast<void*>(exe.constants[b.index].raw_data()));
+      op->to_inner->execute(stream, constant, op->scratch);
+      stream.wait();
+      op->packed = true;
+    }
     if (c.residual)
       c.residual->to_dst = dnnl::reorder(memory(c.residual->plain, OnednnEngine(), nullptr),
                                          memory(c.y.inner, OnednnEngine(), nullptr));
