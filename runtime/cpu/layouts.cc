@@ -41,8 +41,9 @@ std::vector<LayoutRole> OperandLayoutRoles(const Step& step, const Executable& e
   const size_t in = step.inputs.size();
   if (step.callee == "copy" && in >= 1 && step.outputs.size() == 1 &&
       exe.buffers[step.inputs[0]].type.shape == exe.buffers[step.outputs[0]].type.shape)
-    roles[0] = roles[in] = LayoutRole::kShared;  // other inputs (a target shape) stay dense
-  if (step.callee == "strided_copy")  // inputs after the source give only a shape (x_like)
+    roles[0] = roles[in] = LayoutRole::kShared;
+  // Inputs after the source of a copy give only a shape (ReshapeLike's, SliceGrad's x_like).
+  if (step.callee == "copy" || step.callee == "strided_copy")
     for (size_t i = 1; i < in; ++i) roles[i] = LayoutRole::kUnread;
   if (step.callee == "reorder" && in == 1 && step.outputs.size() == 1)
     roles.assign(n, LayoutRole::kOwn);  // from its input's layout into its output's
