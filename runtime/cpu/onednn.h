@@ -20,6 +20,13 @@ inline dnnl::memory::dims OnednnDims(const Shape& s) {
   return dnnl::memory::dims(s.dims().begin(), s.dims().end());
 }
 
+// oneDNN's data type for a floating-point buffer dtype (f32, bf16 or f16; callers check).
+inline dnnl::memory::data_type OnednnType(DType t) {
+  return t == bf16  ? dnnl::memory::data_type::bf16
+         : t == f16 ? dnnl::memory::data_type::f16
+                    : dnnl::memory::data_type::f32;
+}
+
 // The activation layouts kiln names, as oneDNN formats of [N, C, H, W].
 struct NamedLayout {
   const char* name;

@@ -116,7 +116,7 @@ Result<BatchNormDescs> CheckedDescs(const char* callee, const Executable& exe, c
       return MakeError(ErrorCode::kInternal, callee, ": every per-channel operand must be ",
                        DTypeName(dtype), "[", xs[1], "], got ", exe.buffers[id].type.ToString());
   // The data operands share one layout (checked at load: runtime/cpu/layouts.h).
-  const auto type = dtype == bf16 ? memory::data_type::bf16 : memory::data_type::f32;
+  const memory::data_type type = OnednnType(dtype);
   return BatchNormDescs{
       BufferMemoryDesc(exe.buffers[data[0]], OnednnDims(xs), type, kTags[xs.rank()]),
       memory::desc({xs[1]}, memory::data_type::f32, Tag::x)};

@@ -196,8 +196,7 @@ Result<ConvSetup> SetUpConv(const Step& step, const Executable& exe, ConvKind ki
   };
   memory::desc x_any = activation(x_id, xs), y_any = activation(y_id, ys);
   memory::desc w_any = compute_desc(w_dims, Tag::any);
-  const memory::data_type plain_type =
-      dtype == bf16 ? memory::data_type::bf16 : memory::data_type::f32;
+  const memory::data_type plain_type = OnednnType(dtype);
   // An operand's buffer as it lies in memory: dense in `tag`, or in the buffer's layout.
   auto buffer_desc = [&](int id, const memory::dims& dims, Tag tag) {
     return BufferMemoryDesc(exe.buffers[id], dims, plain_type, tag);

@@ -153,7 +153,7 @@ Result<std::unique_ptr<StepRunner>> MakePoolStep(const Step& step, const Executa
        !(exe.buffers[step.inputs[0]].type == exe.buffers[step.outputs[0]].type)))
     return MakeError(ErrorCode::kInternal, step.callee, ": needs f32 or bf16 NCHW operands, got ",
                      xt.ToString(), " and ", yt.ToString());
-  const auto type = dtype == bf16 ? memory::data_type::bf16 : memory::data_type::f32;
+  const memory::data_type type = OnednnType(dtype);
   // x and y share one layout (checked at load: runtime/cpu/layouts.h); avg_pool2d_grad's x is
   // x_like, whose layout does not matter (it is not read): dx, which is written, has x's type.
   const int x_memory = kind == PoolKind::kAvgGrad ? step.outputs[0] : x_id;

@@ -16,12 +16,6 @@ namespace {
 
 using dnnl::memory;
 
-memory::data_type OnednnType(DType t) {
-  return t == f32    ? memory::data_type::f32
-         : t == bf16 ? memory::data_type::bf16
-                     : memory::data_type::f16;
-}
-
 bool Reorderable(const TensorType& type) {
   return type.shape.rank() == 4 && (type.dtype == f32 || type.dtype == bf16 || type.dtype == f16);
 }
