@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "compiler/codegen/emit_mlir.h"
+#include "compiler/cuda_compiler.h"
 #include "compiler/mlir/jit.h"
 #include "compiler/plan_executable.h"
 #include "ir/file_util.h"
@@ -29,7 +30,12 @@ std::atomic<int> next_module_id{0};
 
 }  // namespace
 
+std::shared_ptr<const KernelLibrary> JitKernelLibrary(std::unique_ptr<JitModule> module) {
+  return std::make_shared<JitKernels>(std::move(module));
+}
+
 Result<CompiledPlan> CpuCompiler::Compile(const RunPlan& plan, const CompileOptions& options) {
+  if (options.target != "cpu") return CompileForCuda(plan, options);
   PlanOptions plan_options;
   plan_options.can_emit = CanEmit;
   if (own_layouts_) plan_options.preferred_layouts = layouts_;
@@ -44,7 +50,7 @@ Result<CompiledPlan> CpuCompiler::Compile(const RunPlan& plan, const CompileOpti
     JitOptions jit;
     jit.name = name;
     KILN_ASSIGN_OR_RETURN(std::unique_ptr<JitModule> module, JitModule::Compile(mlir, jit));
-    compiled.kernels = std::make_shared<JitKernels>(std::move(module));
+    compiled.kernels = JitKernelLibrary(std::move(module));
   }
   compiled.executable = std::move(planned.lowered.executable);
   return compiled;

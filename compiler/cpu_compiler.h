@@ -1,10 +1,14 @@
 // The JIT compiler of the "cpu" backend: PlanExecutable (fusion, lowering, buffers), then the
-// generated kernels through MLIR and LLVM into this process. RegisterCpuCompiler makes it the
+// generated kernels through MLIR and LLVM into this process. Targets "cuda" and "cuda-sim" go to
+// compiler/cuda_compiler.h. RegisterCpuCompiler makes it the
 // runtime's PlanCompiler (programs get it by linking kiln_jit, which calls it at start-up).
 // With $KILN_DUMP_DIR set, each compiled plan's Executable is written there too.
 #pragma once
 
+#include <memory>
+
 #include "compiler/layout_assignment.h"
+#include "compiler/mlir/jit.h"
 #include "runtime/cpu/plan_compiler.h"
 
 namespace kiln::compiler {
@@ -22,5 +26,8 @@ class CpuCompiler : public PlanCompiler {
 };
 
 void RegisterCpuCompiler();
+
+// A JIT module as the runtime's KernelLibrary (lookups serialized).
+std::shared_ptr<const KernelLibrary> JitKernelLibrary(std::unique_ptr<JitModule> module);
 
 }  // namespace kiln::compiler

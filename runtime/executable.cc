@@ -22,6 +22,12 @@ int Executable::CountSteps(Step::Kind kind) const {
   return n;
 }
 
+const DeviceKernel* Executable::FindDeviceKernel(const std::string& name) const {
+  for (const DeviceKernel& k : device_kernels)
+    if (k.name == name) return &k;
+  return nullptr;
+}
+
 std::string Executable::ToString() const {
   std::ostringstream out;
   out << "arena " << arena_bytes << " bytes\n";
@@ -51,13 +57,27 @@ std::string Executable::ToString() const {
     return s;
   };
   for (const Step& s : steps) {
-    out << "  " << StepKindName(s.kind) << " " << s.callee << "(" << list(s.inputs) << ") -> ("
+    out << "  " << (s.on_device ? "device " : "") << StepKindName(s.kind) << " " << s.callee << "(" << list(s.inputs) << ") -> ("
         << list(s.outputs) << ")";
     if (s.kind == Step::Kind::kKernel) out << " rows=" << s.rows;
     if (!s.node.name.empty()) out << "  # " << s.node.name;
     out << "\n";
   }
   out << "  fetch (" << list(fetches) << ")\n";
+  for (const DeviceKernel& k : device_kernels)
+    for (const KernelLaunch& l : k.launches) {
+      out << "  launch " << k.name << ": " << l.function << " grid " << l.grid[0] << "x"
+          << l.grid[1] << "x" << l.grid[2] << " block " << l.block[0] << "x" << l.block[1] << "x"
+          << l.block[2] << " (";
+      for (size_t a = 0; a < l.args.size(); ++a) {
+        out << (a ? ", " : "");
+        if (l.args[a].operand < 0)
+          out << l.args[a].value;
+        else
+          out << "#" << l.args[a].operand << Shape(l.args[a].dims).ToString();
+      }
+      out << ")\n";
+    }
   return out.str();
 }
 

@@ -11,6 +11,11 @@
 //               along dimension 0 of its iteration space (`rows`);
 //   kLibrary    a call into a library (OpenBLAS gemm, oneDNN), parameters in `attrs`;
 //   kReference  the reference kernel of one node, for ops the compiler does not lower yet.
+// A plan for a CUDA device (compiler/placement.h) also says where each step runs: a step with
+// `on_device` runs there (a kKernel step as the launches of its DeviceKernel), the others on the
+// host. Every buffer then has a host and a device copy at the same offset of two arenas (feeds,
+// constants and variables get device twins); the plan's "to_device" and "to_host" library steps
+// (one buffer, as input and output) copy a buffer's bytes across where the other side reads them.
 // Variable buffers hold no bytes of the plan: the "variable_read" library step points them at the
 // variable's current value in the session's (or module's) store, read-only, for the rest of the
 // run. After the last step, each fetch is copied out of its buffer.
@@ -50,6 +55,30 @@ struct Step {
   AttrMap attrs;     // kLibrary: the routine's parameters
   int64_t rows = 1;  // kKernel: the extent of dimension 0 of its iteration space
   Node node;         // kReference: the node to run; otherwise the node(s) it implements (name)
+  bool on_device = false;  // a CUDA plan's step that runs on the device
+};
+
+// One launch of a generated GPU kernel: the function to call (its name in the device code, and
+// the name of its host translation on the simulated device), grid and block sizes, and the
+// arguments. An argument is a step operand (inputs, then outputs) seen as a statically shaped,
+// dense memref of `dims` (the device code takes MLIR's memref descriptor: allocated and aligned
+// pointer, offset 0, sizes, strides), or, with operand -1, the 64-bit integer `value`.
+struct KernelLaunch {
+  struct Arg {
+    int operand = -1;
+    std::vector<int64_t> dims;
+    int64_t value = 0;
+  };
+  std::string function;
+  int64_t grid[3] = {1, 1, 1};
+  int64_t block[3] = {1, 1, 1};
+  std::vector<Arg> args;
+};
+
+// A generated kernel for the device: the launches one kKernel step (callee `name`) makes, in order.
+struct DeviceKernel {
+  std::string name;
+  std::vector<KernelLaunch> launches;
 };
 
 struct Executable {
@@ -59,10 +88,12 @@ struct Executable {
   std::vector<TensorRef> feeds;  // buffer of kind kFeed with index i is bound to feeds[i]
   std::vector<int> fetches;      // the buffer of each fetch, in order
   std::vector<Step> steps;
+  std::vector<DeviceKernel> device_kernels;  // a CUDA plan's kernels, by kKernel callee
 
   // A readable listing of buffers and steps (kiln inspect, KILN_DUMP_DIR, golden tests).
   std::string ToString() const;
   int CountSteps(Step::Kind kind) const;
+  const DeviceKernel* FindDeviceKernel(const std::string& name) const;
 };
 
 const char* StepKindName(Step::Kind kind);

@@ -27,8 +27,8 @@ class Executor {
   virtual Result<std::vector<Tensor>> Execute(const RunPlan& plan, VariableStore& variables) = 0;
 };
 
-// Creates the executor for a backend name ("cpu", "reference", or "auto": cpu when a compiler is
-// registered, else reference); lists the available ones when the name is unknown. `threads` <= 0
+// Creates the executor for a backend name ("cpu", "cuda", "cuda-sim", "reference", or "auto": cpu
+// when a compiler is registered, else reference); "cuda" fails here where there is no GPU driver; lists the available ones when the name is unknown. `threads` <= 0
 // means every core this process may use.
 Result<std::unique_ptr<Executor>> CreateExecutor(const std::string& backend, int threads = 0);
 

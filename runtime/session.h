@@ -24,8 +24,9 @@
 namespace kiln {
 
 struct SessionOptions {
-  // "cpu": compiled (needs the compiler linked in: kiln_jit); "reference": the interpreter;
-  // "auto": cpu when the program links the compiler, reference otherwise.
+  // "cpu": compiled (needs the compiler linked in: kiln_jit); "cuda": compiled for the first GPU
+  // (runtime/cuda/); "cuda-sim": the same plans on the simulated CUDA device; "reference": the
+  // interpreter; "auto": cpu when the program links the compiler, reference otherwise.
   std::string backend = "auto";
   int threads = 0;  // compiled backends: threads to use; 0 = every core this process may use
   // Mixed precision (ir/precision.h): compute float32 math in bf16 or fp16 where the lists allow.

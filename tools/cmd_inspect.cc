@@ -40,7 +40,8 @@ std::string HumanCount(double n) {
 
 int RunInspect(const Command& cmd, const std::vector<std::string>& args) {
   Flags flags;
-  flags.Switch("fusion").Switch("memory").Repeated("input").Repeated("fetch").Repeated("target");
+  flags.Switch("fusion").Switch("memory").Switch("placement").Option("backend");
+  flags.Repeated("input").Repeated("fetch").Repeated("target");
   flags.Switch("precision").Repeated("precision-op").Repeated("precision-node");
   flags.Switch("train").Option("loss").Option("optimizer").Option("lr");
   flags.Positional(1, 1);
@@ -50,8 +51,10 @@ int RunInspect(const Command& cmd, const std::vector<std::string>& args) {
   Result<Graph> graph = LoadModel(flags.positional()[0]);
   if (!graph.ok()) return Fail(cmd, graph.error());
   if (optimizer->has_value()) {
-    if (!flags.On("fusion") && !flags.On("memory"))
-      return UsageError(cmd, "--train describes a training step's plan: add --fusion or --memory");
+    if (!flags.On("fusion") && !flags.On("memory") && !flags.On("placement"))
+      return UsageError(cmd,
+                        "--train describes a training step's plan: add --fusion, --memory or "
+                        "--placement");
     if (flags.Has("fetch") || flags.Has("target"))
       return UsageError(cmd, "--train plans the loss and the update; drop --fetch/--target");
     Result<TrainingGraph> training =
@@ -87,7 +90,8 @@ int RunInspect(const Command& cmd, const std::vector<std::string>& args) {
               stats.has_unknown_dims ? " (unknown dims counted as 1, e.g. per example)" : "");
   if (flags.On("precision"))
     if (int code = PrintPrecisionReport(cmd, *graph, flags); code != 0) return code;
-  if (flags.On("fusion") || flags.On("memory")) return PrintPlanReport(cmd, *graph, flags, {}, {});
+  if (flags.On("fusion") || flags.On("memory") || flags.On("placement"))
+    return PrintPlanReport(cmd, *graph, flags, {}, {});
   return 0;
 }
 

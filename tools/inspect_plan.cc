@@ -1,9 +1,11 @@
 #include "tools/inspect_plan.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #ifdef KILN_HAS_COMPILER
 #include "compiler/codegen/emit_mlir.h"
+#include "compiler/cuda_compiler.h"
 #include "compiler/plan_executable.h"
 #endif
 #include "runtime/session.h"
@@ -26,6 +28,35 @@ Result<std::pair<std::string, Shape>> ParseShapeSpec(const std::string& spec) {
 }
 
 int64_t Bytes(const TensorType& t) { return t.shape.NumElements() * DTypeSize(t.dtype); }
+
+// The graph nodes a step computes (a generated kernel's are its cluster's, comma-joined).
+int NodesOf(const Step& step) {
+  if (step.node.name.empty()) return 0;
+  return 1 + static_cast<int>(std::count(step.node.name.begin(), step.node.name.end(), ','));
+}
+
+// `--placement`: where each step of the CUDA plan runs, every copy, and the summary line.
+void PrintPlacement(const Executable& exe) {
+  std::printf("\nplacement (cuda):\n");
+  int device_nodes = 0, host_nodes = 0, copies = 0;
+  int64_t copy_bytes = 0;
+  for (const Step& step : exe.steps) {
+    if (step.callee == "to_device" || step.callee == "to_host") {
+      const BufferDesc& b = exe.buffers[step.inputs[0]];
+      ++copies;
+      copy_bytes += b.bytes();
+      std::printf("  copy    %-9s %s %s (%lld bytes)\n", step.callee.c_str(), b.tensor.c_str(),
+                  b.type.ToString().c_str(), static_cast<long long>(b.bytes()));
+      continue;
+    }
+    if (step.kind == Step::Kind::kLibrary && step.callee == "variable_read") continue;
+    (step.on_device ? device_nodes : host_nodes) += NodesOf(step);
+    std::printf("  %-7s %-9s %s  # %s\n", step.on_device ? "device" : "host",
+                StepKindName(step.kind), step.callee.c_str(), step.node.name.c_str());
+  }
+  std::printf("placement: %d device nodes, %d host nodes, %d copies (%lld bytes)\n", device_nodes,
+              host_nodes, copies, static_cast<long long>(copy_bytes));
+}
 
 }  // namespace
 
@@ -63,9 +94,22 @@ int PrintPlanReport(const Command& cmd, const Graph& graph, const Flags& flags,
   Session session(graph);
   Result<RunPlan> plan = session.Plan(feeds, fetches, targets);
   if (!plan.ok()) return Fail(cmd, plan.error());
-  compiler::PlanOptions options;
-  options.can_emit = compiler::CanEmit;
-  Result<compiler::PlannedExecutable> planned = compiler::PlanExecutable(*plan, options);
+  const std::string backend = flags.Get("backend", "cpu");
+  const bool cuda = backend == "cuda" || backend == "cuda-sim";
+  if (!cuda && backend != "cpu")
+    return UsageError(cmd, "--backend " + backend + ": plans are shown for cpu, cuda and cuda-sim");
+  if (flags.On("placement") && !cuda)
+    return UsageError(cmd, "--placement shows a CUDA plan: add --backend cuda");
+  Result<compiler::PlannedExecutable> planned = MakeError(ErrorCode::kInternal, "not planned");
+  if (cuda) {
+    Result<compiler::CudaPlan> cuda_plan = compiler::PlanForCuda(*plan);
+    if (!cuda_plan.ok()) return Fail(cmd, cuda_plan.error());
+    planned = std::move(cuda_plan->planned);
+  } else {
+    compiler::PlanOptions options;
+    options.can_emit = compiler::CanEmit;
+    planned = compiler::PlanExecutable(*plan, options);
+  }
   if (!planned.ok()) return Fail(cmd, planned.error());
   const Executable& exe = planned->lowered.executable;
 
@@ -119,6 +163,7 @@ int PrintPlanReport(const Command& cmd, const Graph& graph, const Flags& flags,
     std::printf("reorders around library calls per run: %d (every buffer dense: %d)\n", l.reorders,
                 l.reorders_if_dense);
   }
+  if (flags.On("placement")) PrintPlacement(exe);
   if (flags.On("memory")) {
     const compiler::MemoryStats& m = planned->memory;
     std::printf("\nmemory of the plan:\n");
@@ -138,7 +183,7 @@ int PrintPlanReport(const Command& cmd, const Graph& graph, const Flags& flags,
 int PrintPlanReport(const Command& cmd, const Graph&, const Flags&, std::vector<TensorName>,
                     std::vector<TensorName>) {
   return Fail(cmd, MakeError(ErrorCode::kUnimplemented,
-                             "--fusion and --memory need a build with the compiler"));
+                             "--fusion, --memory and --placement need a build with the compiler"));
 }
 
 #endif

@@ -37,7 +37,9 @@ const std::vector<Command>& Commands() {
        "letters,\n"
        "digits, '.', '_' and '-' become '_'); without it a summary of each is printed.\n"
        "Backends: cpu (compiled; the default in builds with the compiler), reference (the\n"
-       "interpreter every compiled result is tested against), auto (the default: cpu if built).\n"
+       "interpreter every compiled result is tested against), auto (the default: cpu if built),\n"
+       "cuda (compiled for the first NVIDIA GPU; generated kernels run there, other steps on the\n"
+       "host for now) and cuda-sim (the same plan on the simulated CUDA device).\n"
        "--threads 0 (the default) uses every core this process may use.\n"
        "--precision fp32|bf16|fp16 computes float32 math in 16 bits where the mixed-precision\n"
        "lists allow (kiln inspect --precision prints them and what they decide); graph outputs\n"
@@ -47,7 +49,8 @@ const std::vector<Command>& Commands() {
        "it, its op and where it was built.\n",
        RunRun},
       {"inspect", "ops, inputs, outputs, parameters and FLOPs of a model",
-       "usage: kiln inspect MODEL [--fusion] [--memory] [--input NAME=SHAPE]... [--fetch NAME]...\n"
+       "usage: kiln inspect MODEL [--fusion] [--memory] [--placement] [--backend B]\n"
+       "                    [--input NAME=SHAPE]... [--fetch NAME]...\n"
        "                    [--target NAME]... [--precision [--precision-op OP=LIST]...]\n"
        "                    [--train --loss NAME [--optimizer sgd] [--lr 0.01]]\n\n"
        "Prints the model's inputs and outputs with dtypes and shapes, its ops by count, the "
@@ -59,8 +62,12 @@ const std::vector<Command>& Commands() {
        "prints the plan's peak arena bytes. Unknown input dims are 1 unless --input NAME=SHAPE\n"
        "(e.g. images=64x1x8x8) gives them. --precision prints the mixed-precision lists and what\n"
        "they decide for each node in bf16 (with --precision-op/--precision-node changes).\n"
+       "--backend cuda (or cuda-sim) plans for the CUDA device; --placement then lists where\n"
+       "each step runs (device or host) and every copy between them, and ends with\n"
+       "`placement: D device nodes, H host nodes, C copies (B bytes)`.\n"
        "--train --loss NAME plans one training step instead (the loss's gradient and the\n"
-       "optimizer's update, as kiln bench --train runs it) for --fusion and --memory.\n",
+       "optimizer's update, as kiln bench --train runs it) for --fusion, --memory and\n"
+       "--placement.\n",
        RunInspect},
       {"convert", "convert a model between binary and text forms",
        "usage: kiln convert IN OUT\n\n"

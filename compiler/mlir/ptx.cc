@@ -1,9 +1,11 @@
-#include "compiler/mlir/ptx.h"
+// PTX from an outlined module: gpu.modules -> NVVM -> LLVM IR (+ libdevice) -> NVPTX.
+#include "compiler/mlir/common.h"
+#include "compiler/mlir/gpu_internal.h"
+#include "compiler/mlir/gpu_kernels.h"
 
 #include <cstdlib>
 #include <set>
 
-#include "compiler/mlir/common.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/IRReader/IRReader.h"
@@ -25,7 +27,7 @@
 #include "mlir/Pass/Pass.h"
 #include "mlir/Target/LLVMIR/Export.h"
 
-namespace kiln::compiler {
+namespace kiln::compiler::internal {
 namespace {
 
 constexpr char kTriple[] = "nvptx64-nvidia-cuda";
@@ -43,20 +45,6 @@ Result<std::unique_ptr<llvm::TargetMachine>> MakeTargetMachine(int sm) {
   return std::unique_ptr<llvm::TargetMachine>(
       target->createTargetMachine(kTriple, "sm_" + std::to_string(sm), ptx, llvm::TargetOptions(),
                                   std::nullopt, std::nullopt, llvm::CodeGenOpt::Aggressive));
-}
-
-// One thread per element: the innermost dimension of each outermost scf.parallel is tiled (with
-// in-bounds guards, so that the launch sizes do not depend on the tile) into blocks of threads.
-void TileParallelLoops(mlir::ModuleOp module) {
-  std::vector<mlir::scf::ParallelOp> loops;
-  module.walk([&](mlir::scf::ParallelOp op) {
-    if (!op->getParentOfType<mlir::scf::ParallelOp>()) loops.push_back(op);
-  });
-  for (mlir::scf::ParallelOp op : loops) {
-    std::vector<int64_t> sizes(op.getNumLoops(), 1);
-    sizes.back() = sizes.size() == 3 ? 64 : 256;  // at most 64 threads along z
-    mlir::scf::tileParallelLoop(op, sizes, /*noMinMaxBounds=*/true);
-  }
 }
 
 Status LinkLibdevice(llvm::Module& module) {
@@ -80,7 +68,7 @@ Status LinkLibdevice(llvm::Module& module) {
 Result<std::unique_ptr<llvm::Module>> TranslateDeviceCode(mlir::ModuleOp module,
                                                           llvm::LLVMContext& context,
                                                           llvm::TargetMachine& tm,
-                                                          const internal::DiagnosticLog& log) {
+                                                          const DiagnosticLog& log) {
   auto all = std::make_unique<llvm::Module>("kiln_kernels", context);
   all->setTargetTriple(kTriple);
   all->setDataLayout(tm.createDataLayout());
@@ -107,44 +95,23 @@ Result<std::unique_ptr<llvm::Module>> TranslateDeviceCode(mlir::ModuleOp module,
 
 }  // namespace
 
-std::string LibdevicePath() {
-  const char* env = std::getenv("KILN_LIBDEVICE");
-  return env && *env ? env : "/usr/local/cuda/nvvm/libdevice/libdevice.10.bc";
-}
-
-Result<std::string> EmitPtx(const std::string& mlir_text, int sm) {
-  internal::InitializeLlvmTargets();
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<llvm::TargetMachine> tm, MakeTargetMachine(sm));
-  std::unique_ptr<mlir::MLIRContext> context = internal::MakeContext();
-  internal::DiagnosticLog log(context.get());
-  KILN_ASSIGN_OR_RETURN(mlir::OwningOpRef<mlir::ModuleOp> module,
-                        internal::ParseModule(*context, mlir_text, log));
-
-  mlir::PassManager front(context.get());
-  internal::AddFrontPasses(front, internal::Target::kNvptx);
-  KILN_RETURN_IF_ERROR(internal::RunPasses(front, *module, log, "lowering linalg failed"));
-  TileParallelLoops(*module);
-
-  mlir::PassManager pm(context.get());
-  mlir::OpPassManager& fpm = pm.nest<mlir::func::FuncOp>();
-  fpm.addPass(mlir::createGpuMapParallelLoopsPass());
-  fpm.addPass(mlir::createParallelLoopToGpuPass());
-  pm.addPass(mlir::createGpuLauchSinkIndexComputationsPass());
-  pm.addPass(mlir::createGpuKernelOutliningPass());
+Status LowerGpuModulesToNvvm(mlir::ModuleOp module, const DiagnosticLog& log) {
+  mlir::PassManager pm(module.getContext());
   mlir::OpPassManager& gpm = pm.nest<mlir::gpu::GPUModuleOp>();
-  internal::AddScalarPasses(gpm, internal::Target::kNvptx);
+  AddScalarPasses(gpm, Target::kNvptx);
   gpm.addPass(mlir::createLowerGpuOpsToNVVMOpsPass(/*indexBitwidth=*/64));
   gpm.addPass(mlir::createConvertMathToLLVMPass());
   gpm.addPass(mlir::createReconcileUnrealizedCastsPass());
-  KILN_RETURN_IF_ERROR(internal::RunPasses(pm, *module, log, "lowering to NVVM failed"));
+  return RunPasses(pm, module, log, "lowering to NVVM failed");
+}
 
+Result<std::string> PtxForArchitecture(mlir::ModuleOp module, int sm, const DiagnosticLog& log) {
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<llvm::TargetMachine> tm, MakeTargetMachine(sm));
   llvm::LLVMContext llvm_context;
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<llvm::Module> device,
-                        TranslateDeviceCode(*module, llvm_context, *tm, log));
-  if (llvm::Error e = mlir::makeOptimizingTransformer(3, 0, tm.get())(device.get())) {
-    std::string message = llvm::toString(std::move(e));
-    return MakeError(ErrorCode::kInternal, "optimizing device code failed: ", message);
-  }
+                        TranslateDeviceCode(module, llvm_context, *tm, log));
+  if (llvm::Error e = mlir::makeOptimizingTransformer(3, 0, tm.get())(device.get()))
+    return MakeError(ErrorCode::kInternal, "optimizing device code failed: ", ToString(std::move(e)));
   llvm::SmallString<0> ptx;
   llvm::raw_svector_ostream os(ptx);
   llvm::legacy::PassManager codegen;
@@ -152,8 +119,8 @@ Result<std::string> EmitPtx(const std::string& mlir_text, int sm) {
     return MakeError(ErrorCode::kInternal, "the NVPTX target cannot emit PTX");
   codegen.run(*device);
   std::string text(ptx);
-  internal::WriteDump("kiln_kernels.sm_" + std::to_string(sm) + ".ptx", text);
+  WriteDump("kiln_kernels.sm_" + std::to_string(sm) + ".ptx", text);
   return text;
 }
 
-}  // namespace kiln::compiler
+}  // namespace kiln::compiler::internal

@@ -7,23 +7,6 @@
 #include "runtime/cpu/plan_compiler.h"
 
 namespace kiln::cpu {
-namespace {
-
-// Everything a compiled plan depends on: the nodes to run, the fed tensors with their types, and
-// the fetches.
-std::string PlanKey(const RunPlan& plan) {
-  std::string key;
-  for (const Node* node : plan.nodes) key += node->name + ";";
-  key += "|";
-  for (const auto& [ref, tensor] : plan.feeds)
-    key += ref.ToString() + "=" + std::string(DTypeName(tensor.dtype())) +
-           tensor.shape().ToString() + ";";
-  key += "|";
-  for (const TensorRef& f : plan.fetches) key += f.ToString() + ";";
-  return key;
-}
-
-}  // namespace
 
 int AvailableCores() {
   cpu_set_t set;
@@ -34,7 +17,7 @@ int AvailableCores() {
 CpuExecutor::CpuExecutor(int threads) : threads_(threads > 0 ? threads : AvailableCores()) {}
 
 Result<std::vector<Tensor>> CpuExecutor::Execute(const RunPlan& plan, VariableStore& variables) {
-  std::string key = PlanKey(plan);
+  std::string key = PlanCacheKey(plan);
   auto it = cache_.find(key);
   if (it == cache_.end()) {
     std::shared_ptr<PlanCompiler> compiler = GetPlanCompiler();
@@ -56,13 +39,7 @@ Result<std::vector<Tensor>> CpuExecutor::Execute(const RunPlan& plan, VariableSt
   }
   Program* program = it->second.program.get();
   if (!program) return fallback_.Execute(plan, variables);
-  std::vector<Tensor> feeds;
-  for (const TensorRef& ref : program->executable().feeds) {
-    auto feed = plan.feeds.find(ref);
-    if (feed == plan.feeds.end())
-      return MakeError(ErrorCode::kInternal, "the compiled plan needs feed '", ref.ToString(), "'");
-    feeds.push_back(feed->second);
-  }
+  KILN_ASSIGN_OR_RETURN(std::vector<Tensor> feeds, FeedsOf(program->executable(), plan));
   return program->Run(feeds, variables, counters_);
 }
 

@@ -16,6 +16,29 @@ std::shared_ptr<PlanCompiler>& Registered() {
 
 }  // namespace
 
+std::string PlanCacheKey(const RunPlan& plan) {
+  std::string key;
+  for (const Node* node : plan.nodes) key += node->name + ";";
+  key += "|";
+  for (const auto& [ref, tensor] : plan.feeds)
+    key += ref.ToString() + "=" + std::string(DTypeName(tensor.dtype())) +
+           tensor.shape().ToString() + ";";
+  key += "|";
+  for (const TensorRef& f : plan.fetches) key += f.ToString() + ";";
+  return key;
+}
+
+Result<std::vector<Tensor>> FeedsOf(const Executable& exe, const RunPlan& plan) {
+  std::vector<Tensor> feeds;
+  for (const TensorRef& ref : exe.feeds) {
+    auto feed = plan.feeds.find(ref);
+    if (feed == plan.feeds.end())
+      return MakeError(ErrorCode::kInternal, "the compiled plan needs feed '", ref.ToString(), "'");
+    feeds.push_back(feed->second);
+  }
+  return feeds;
+}
+
 void RegisterPlanCompiler(std::shared_ptr<PlanCompiler> compiler) {
   std::lock_guard<std::mutex> lock(RegistryMutex());
   Registered() = std::move(compiler);

@@ -5,7 +5,9 @@
 //   KernelLibrary  resolves a generated kernel's symbol to its packed entry point (JIT code, or
 //                  later the code of a loaded module);
 //   PlanCompiler   turns what a Session wants to run (a RunPlan with concrete feeds) into an
-//                  Executable plus the library holding its kernels.
+//                  Executable plus the library holding its kernels, for a target: "cpu", or
+//                  "cuda" / "cuda-sim" (a placed plan whose kernels run on a CUDA device, or
+//                  on the simulated one: runtime/cuda/).
 // Without a registered compiler the "cpu" backend reports that it needs one.
 #pragma once
 
@@ -29,11 +31,17 @@ class KernelLibrary {
 
 struct CompiledPlan {
   Executable executable;
-  std::shared_ptr<const KernelLibrary> kernels;  // may be null when the plan has no kKernel step
+  // "cpu": the kKernel steps' code. "cuda-sim": the host translations of the device kernels'
+  // launch functions (KernelLaunch::function; see compiler/mlir/gpu_kernels.h). May be null when
+  // the plan has no kKernel step.
+  std::shared_ptr<const KernelLibrary> kernels;
+  std::string device_code;  // "cuda": the PTX of the device kernels' launch functions
 };
 
 struct CompileOptions {
   int threads = 1;
+  std::string target = "cpu";  // "cpu", "cuda" or "cuda-sim"
+  int sm = 80;                 // "cuda": the architecture to generate PTX for
 };
 
 class PlanCompiler {
@@ -42,6 +50,12 @@ class PlanCompiler {
   // Compiles `plan` for the shapes of its feeds (the values of the feeds are not looked at).
   virtual Result<CompiledPlan> Compile(const RunPlan& plan, const CompileOptions& options) = 0;
 };
+
+// Everything a compiled plan depends on, as a cache key: the nodes to run, the fed tensors with
+// their types, and the fetches.
+std::string PlanCacheKey(const RunPlan& plan);
+// The tensors `plan` feeds, in the order of exe.feeds.
+Result<std::vector<Tensor>> FeedsOf(const Executable& exe, const RunPlan& plan);
 
 // Called once by the compiler library at start-up (see compiler/register.cc).
 void RegisterPlanCompiler(std::shared_ptr<PlanCompiler> compiler);

@@ -6,11 +6,12 @@
 
 namespace kiln::cpu {
 
-Result<std::unique_ptr<Program>> Program::Load(CompiledPlan plan, int threads) {
-  std::unique_ptr<Program> program(new Program());
-  program->threads_ = threads < 1 ? 1 : threads;
-  program->plan_ = std::move(plan);  // steps keep references into it
-  const Executable& exe = program->plan_.executable;
+bool IsCopyAcross(const Step& step) {
+  return step.kind == Step::Kind::kLibrary &&
+         (step.callee == "to_device" || step.callee == "to_host");
+}
+
+Status CheckExecutable(const Executable& exe) {
   for (size_t i = 0; i < exe.buffers.size(); ++i) {
     const BufferDesc& b = exe.buffers[i];
     if (!b.type.shape.IsFullyKnown())
@@ -39,6 +40,12 @@ Result<std::unique_ptr<Program>> Program::Load(CompiledPlan plan, int threads) {
                            exe.buffers.size());
     const bool binds_variable = step.kind == Step::Kind::kLibrary &&
                                 (step.callee == "variable_read" || step.callee == "assign");
+    if (IsCopyAcross(step)) {
+      if (step.inputs.size() != 1 || step.outputs != step.inputs)
+        return MakeError(ErrorCode::kInternal, "step ", step.callee,
+                         " must have one buffer as its input and output");
+      continue;
+    }
     for (int id : step.outputs) {
       const BufferDesc::Kind kind = exe.buffers[id].kind;
       if (binds_variable ? kind != BufferDesc::Kind::kVariable : kind != BufferDesc::Kind::kArena)
@@ -47,38 +54,21 @@ Result<std::unique_ptr<Program>> Program::Load(CompiledPlan plan, int threads) {
                                         : ", which is a constant, a feed or a variable");
     }
   }
-  KILN_RETURN_IF_ERROR(CheckLayouts(exe));
-  for (const Step& step : exe.steps) {
-    Result<std::unique_ptr<StepRunner>> runner =
-        step.kind == Step::Kind::kKernel ? MakeKernelStep(step, exe, program->plan_.kernels.get())
-        : step.kind == Step::Kind::kLibrary ? MakeLibraryStep(step, exe)
-                                            : MakeReferenceStep(step, exe);
-    KILN_RETURN_IF_ERROR(runner.status());
-    program->steps_.push_back(std::move(*runner));
-  }
-  program->profile_ = StepProfile::FromEnvironment(exe);
-  KILN_ASSIGN_OR_RETURN(Tensor arena, Tensor::Create(u8, Shape{exe.arena_bytes}));
-  program->arena_ = std::shared_ptr<uint8_t[]>(arena.data<uint8_t>(), [arena](uint8_t*) {});
-  return program;
+  return CheckLayouts(exe);
 }
 
-Result<std::vector<Tensor>> Program::Run(const std::vector<Tensor>& feeds, VariableStore& variables,
-                                         std::map<std::string, uint64_t>& counters) {
-  const Executable& exe = plan_.executable;
+Status BindBuffers(const Executable& exe, uint8_t* arena, const std::vector<Tensor>& feeds,
+                   StepEnv& env) {
   if (feeds.size() != exe.feeds.size())
     return MakeError(ErrorCode::kInvalidArgument, "the compiled plan takes ", exe.feeds.size(),
                      " feeds, got ", feeds.size());
-  StepEnv env;
   env.executable = &exe;
-  env.variables = &variables;
-  env.counters = &counters;
-  env.threads = threads_;
-  env.data.resize(exe.buffers.size());
+  env.data.assign(exe.buffers.size(), nullptr);
   for (size_t i = 0; i < exe.buffers.size(); ++i) {
     const BufferDesc& b = exe.buffers[i];
     switch (b.kind) {
       case BufferDesc::Kind::kArena:
-        env.data[i] = arena_.get() + b.offset;
+        env.data[i] = arena + b.offset;
         break;
       case BufferDesc::Kind::kConstant:
         // Steps never write constants or feeds (checked at load).
@@ -98,6 +88,52 @@ Result<std::vector<Tensor>> Program::Run(const std::vector<Tensor>& feeds, Varia
       }
     }
   }
+  return OkStatus();
+}
+
+std::vector<Tensor> CopyFetches(const Executable& exe, const StepEnv& env) {
+  std::vector<Tensor> fetched;
+  for (int id : exe.fetches) {
+    const BufferDesc& b = exe.buffers[id];
+    Tensor t(b.type.dtype, b.type.shape);
+    std::memcpy(t.raw_data(), env.data[id], b.bytes());
+    fetched.push_back(std::move(t));
+  }
+  return fetched;
+}
+
+Result<std::unique_ptr<Program>> Program::Load(CompiledPlan plan, int threads) {
+  std::unique_ptr<Program> program(new Program());
+  program->threads_ = threads < 1 ? 1 : threads;
+  program->plan_ = std::move(plan);  // steps keep references into it
+  const Executable& exe = program->plan_.executable;
+  KILN_RETURN_IF_ERROR(CheckExecutable(exe));
+  for (const Step& step : exe.steps)
+    if (step.on_device || IsCopyAcross(step))
+      return MakeError(ErrorCode::kInvalidArgument, "step ", step.callee,
+                       " belongs to a CUDA plan, which the cpu backend does not run");
+  for (const Step& step : exe.steps) {
+    Result<std::unique_ptr<StepRunner>> runner =
+        step.kind == Step::Kind::kKernel ? MakeKernelStep(step, exe, program->plan_.kernels.get())
+        : step.kind == Step::Kind::kLibrary ? MakeLibraryStep(step, exe)
+                                            : MakeReferenceStep(step, exe);
+    KILN_RETURN_IF_ERROR(runner.status());
+    program->steps_.push_back(std::move(*runner));
+  }
+  program->profile_ = StepProfile::FromEnvironment(exe);
+  KILN_ASSIGN_OR_RETURN(Tensor arena, Tensor::Create(u8, Shape{exe.arena_bytes}));
+  program->arena_ = std::shared_ptr<uint8_t[]>(arena.data<uint8_t>(), [arena](uint8_t*) {});
+  return program;
+}
+
+Result<std::vector<Tensor>> Program::Run(const std::vector<Tensor>& feeds, VariableStore& variables,
+                                         std::map<std::string, uint64_t>& counters) {
+  const Executable& exe = plan_.executable;
+  StepEnv env;
+  env.variables = &variables;
+  env.counters = &counters;
+  env.threads = threads_;
+  KILN_RETURN_IF_ERROR(BindBuffers(exe, arena_.get(), feeds, env));
   if (profile_) {
     profile_->BeginRun();
     for (size_t i = 0; i < steps_.size(); ++i) {
@@ -108,14 +144,7 @@ Result<std::vector<Tensor>> Program::Run(const std::vector<Tensor>& feeds, Varia
   } else {
     for (const std::unique_ptr<StepRunner>& step : steps_) KILN_RETURN_IF_ERROR(step->Run(env));
   }
-  std::vector<Tensor> fetched;
-  for (int id : exe.fetches) {
-    const BufferDesc& b = exe.buffers[id];
-    Tensor t(b.type.dtype, b.type.shape);
-    std::memcpy(t.raw_data(), env.data[id], b.bytes());
-    fetched.push_back(std::move(t));
-  }
-  return fetched;
+  return CopyFetches(exe, env);
 }
 
 }  // namespace kiln::cpu

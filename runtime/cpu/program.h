@@ -18,6 +18,20 @@
 
 namespace kiln::cpu {
 
+// What every compiled plan must satisfy before it runs (buffers inside the arena, their constant
+// or a feed; steps naming existing buffers and writing only arena buffers, or variables for
+// variable_read/assign, or the one buffer a to_device/to_host copy moves; layouts each step can
+// read): a plan from a module file cannot make a step touch memory it does not own.
+Status CheckExecutable(const Executable& exe);
+// Whether `step` is a CUDA plan's copy of a buffer between the host and the device.
+bool IsCopyAcross(const Step& step);
+// Sets env.executable and env.data: every buffer's host address (arena buffers in `arena`,
+// constants, the feeds after checking their types; variables unbound until their variable_read).
+Status BindBuffers(const Executable& exe, uint8_t* arena, const std::vector<Tensor>& feeds,
+                   StepEnv& env);
+// Copies of the fetched buffers, in order.
+std::vector<Tensor> CopyFetches(const Executable& exe, const StepEnv& env);
+
 class Program {
  public:
   static Result<std::unique_ptr<Program>> Load(CompiledPlan plan, int threads);

@@ -43,7 +43,7 @@ TEST_CASE("kiln inspect --train plans a training step", "[cli][compiler]") {
                         Catch::Contains("the adam update") && Catch::Contains("gradients/") &&
                         Catch::Contains("outputs computed in place:"));
   CheckFails(RunCommand(KILN_BINARY, {"inspect", model, "--train", "--loss", "loss"}),
-             "add --fusion or --memory", 2);
+             "add --fusion, --memory or --placement", 2);
   CheckFails(RunCommand(KILN_BINARY, {"inspect", model, "--fusion", "--train"}), "--loss", 2);
   CheckFails(RunCommand(KILN_BINARY, {"inspect", model, "--fusion", "--train", "--loss", "nope"}),
              "nope");

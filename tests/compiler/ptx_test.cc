@@ -1,6 +1,7 @@
-// Every kernel the JIT tests run also lowers to PTX that ptxas accepts for sm_80 and sm_90 (the
-// generator stays target-neutral). Skipped, with a warning, where ptxas is not installed.
-#include "compiler/mlir/ptx.h"
+// Every kernel the JIT tests run also lowers for the GPU: launches with constant sizes, PTX that
+// ptxas accepts for sm_80 and sm_90 (the generator stays target-neutral; ptxas checks skipped, with
+// a warning, where it is not installed) and a host translation for the simulated device.
+#include "compiler/mlir/gpu_kernels.h"
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -50,14 +51,30 @@ std::vector<KernelSpec> AllTestedSpecs() {
   return specs;
 }
 
+std::map<std::string, int64_t> RowsOf(const std::vector<KernelSpec>& specs) {
+  std::map<std::string, int64_t> rows;
+  for (const KernelSpec& spec : specs) rows[spec.name] = spec.shape.rank() ? spec.shape.dim(0) : 1;
+  return rows;
+}
+
 TEST_CASE("PTX: every tested kernel lowers to PTX that ptxas accepts (sm_80, sm_90)", "[ptx]") {
-  Result<std::string> text = EmitKernelModule(AllTestedSpecs());
+  std::vector<KernelSpec> specs = AllTestedSpecs();
+  Result<std::string> text = EmitKernelModule(specs);
   REQUIRE(text.ok());
+  Result<GpuKernels> gpu = LowerKernelsForGpu(*text, RowsOf(specs), {{80, 90}, true});
+  INFO((gpu.ok() ? "" : gpu.error().ToString()));
+  REQUIRE(gpu.ok());
+  REQUIRE(gpu->kernels.size() == specs.size());
+  for (const DeviceKernel& kernel : gpu->kernels)
+    for (const KernelLaunch& launch : kernel.launches) {
+      INFO(kernel.name << " -> " << launch.function);
+      CHECK(launch.block[0] * launch.block[1] * launch.block[2] <= kThreadsPerBlock);
+      CHECK(gpu->host_translation.find("func.func @" + launch.function + "(") !=
+            std::string::npos);
+    }
   std::string ptxas = Ptxas();
   for (int sm : {80, 90}) {
-    Result<std::string> ptx = EmitPtx(*text, sm);
-    INFO((ptx.ok() ? "" : ptx.error().ToString()));
-    REQUIRE(ptx.ok());
+    const std::string* ptx = &gpu->ptx[sm];
     CHECK(ptx->find(".target sm_" + std::to_string(sm)) != std::string::npos);
     CHECK(ptx->find(".visible .entry add_broadcast_kernel(") != std::string::npos);
     CHECK(ptx->find(".visible .entry rank0_kernel(") != std::string::npos);
@@ -74,15 +91,20 @@ TEST_CASE("PTX: every tested kernel lowers to PTX that ptxas accepts (sm_80, sm_
 }
 
 TEST_CASE("PTX: bad input gives errors, not crashes", "[ptx]") {
-  Result<std::string> bad = EmitPtx("func.func @f( {", 80);
+  Result<GpuKernels> bad = LowerKernelsForGpu("func.func @f( {", {}, {{80}, true});
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().code() == ErrorCode::kInvalidArgument);
   CHECK(bad.error().message().find("invalid MLIR module") != std::string::npos);
-  Result<std::string> sm = EmitPtx("module {}", 77);
+  Result<GpuKernels> sm = LowerKernelsForGpu("module {}", {}, {{77}, true});
   REQUIRE_FALSE(sm.ok());
   CHECK(sm.error().message().find("sm_77") != std::string::npos);
-  Result<std::string> empty = EmitPtx("module {}", 80);
+  Result<GpuKernels> empty = LowerKernelsForGpu("module {}", {}, {{80}, true});
   CHECK(empty.ok());
+  // A kernel whose row count the caller did not give.
+  Result<GpuKernels> no_rows = LowerKernelsForGpu(
+      "func.func @k(%b: i64, %e: i64, %x: memref<4xf32>) { return }", {}, {{}, true});
+  REQUIRE_FALSE(no_rows.ok());
+  CHECK(no_rows.error().message().find("'k' has no row count") != std::string::npos);
 }
 
 }  // namespace

@@ -1,12 +1,12 @@
 #include "tests/testing/backends.h"
 
-#include "runtime/cpu/plan_compiler.h"
+#include "tests/testing/differential.h"
 
 namespace kiln::testing {
 
 std::vector<std::string> AvailableBackends() {
   std::vector<std::string> backends = {"reference"};
-  if (GetPlanCompiler()) backends.push_back("cpu");
+  for (const std::string& b : CompiledBackends()) backends.push_back(b);
   return backends;
 }
 

@@ -34,36 +34,43 @@ bool CloseForDType(const Tensor& expected, const Tensor& actual, std::string* wh
   return true;
 }
 
+std::vector<std::string> CompiledBackends() {
+  if (!GetPlanCompiler()) return {};
+  return {"cpu", "cuda-sim"};
+}
+
 void CheckCompiledMatchesReference(const Graph& graph, const FeedList& feeds,
                                    const std::vector<TensorName>& fetches,
                                    const std::vector<Tensor>& expected) {
-  if (!GetPlanCompiler()) return;
-  Session session(graph, SessionOptions{.backend = "cpu"});
-  Result<std::vector<Tensor>> out = session.Run(feeds, fetches);
-  INFO("compiled (cpu backend): " << out.status().ToString());
-  REQUIRE(out.ok());
-  REQUIRE(out->size() == expected.size());
-  for (size_t i = 0; i < expected.size(); ++i) {
-    std::string why;
-    INFO("fetch '" << fetches[i].str() << "' on the cpu backend vs reference");
-    bool close = CloseForDType(expected[i], (*out)[i], &why);
-    INFO(why);
-    CHECK(close);
+  for (const std::string& backend : CompiledBackends()) {
+    Session session(graph, SessionOptions{.backend = backend});
+    Result<std::vector<Tensor>> out = session.Run(feeds, fetches);
+    INFO("compiled (" << backend << " backend): " << out.status().ToString());
+    REQUIRE(out.ok());
+    REQUIRE(out->size() == expected.size());
+    for (size_t i = 0; i < expected.size(); ++i) {
+      std::string why;
+      INFO("fetch '" << fetches[i].str() << "' on the " << backend << " backend vs reference");
+      bool close = CloseForDType(expected[i], (*out)[i], &why);
+      INFO(why);
+      CHECK(close);
+    }
   }
 }
 
 void CheckTrainingMatchesReference(const Graph& graph, const FeedList& feeds,
                                    const TensorName& loss, const TensorName& train, int steps) {
-  if (!GetPlanCompiler()) return;
-  Session reference(graph, SessionOptions{.backend = "reference"});
-  Session compiled(graph, SessionOptions{.backend = "cpu"});
-  for (int step = 0; step < steps; ++step) {
-    auto r = reference.Run(feeds, {loss}, {train});
-    auto c = compiled.Run(feeds, {loss}, {train});
-    INFO("step " << step << ": " << c.status().ToString());
-    REQUIRE(r.ok());
-    REQUIRE(c.ok());
-    CHECK((*c)[0].GetDouble(0) == Approx((*r)[0].GetDouble(0)).epsilon(1e-4));
+  for (const std::string& backend : CompiledBackends()) {
+    Session reference(graph, SessionOptions{.backend = "reference"});
+    Session compiled(graph, SessionOptions{.backend = backend});
+    for (int step = 0; step < steps; ++step) {
+      auto r = reference.Run(feeds, {loss}, {train});
+      auto c = compiled.Run(feeds, {loss}, {train});
+      INFO(backend << " backend, step " << step << ": " << c.status().ToString());
+      REQUIRE(r.ok());
+      REQUIRE(c.ok());
+      CHECK((*c)[0].GetDouble(0) == Approx((*r)[0].GetDouble(0)).epsilon(1e-4));
+    }
   }
 }
 

@@ -1,0 +1,76 @@
+#include "compiler/cuda_compiler.h"
+
+#include <atomic>
+#include <cstdlib>
+
+#include "compiler/codegen/emit_mlir.h"
+#include "compiler/cpu_compiler.h"
+#include "compiler/mlir/gpu_kernels.h"
+#include "compiler/mlir/jit.h"
+#include "compiler/plan_executable.h"
+#include "ir/file_util.h"
+
+namespace kiln::compiler {
+namespace {
+
+std::atomic<int> next_module_id{0};
+
+// A generated kernel's code failing to lower is kiln's fault, never a reason to fall back.
+Error AsInternal(const Error& e, const std::string& what) {
+  return Error(e.code() == ErrorCode::kUnimplemented ? ErrorCode::kInternal : e.code(),
+               what + ": " + e.message());
+}
+
+}  // namespace
+
+bool RunsOnDevice(const Step& step) { return step.kind == Step::Kind::kKernel; }
+
+Result<CudaPlan> PlanForCuda(const RunPlan& plan) {
+  PlanOptions plan_options;
+  plan_options.can_emit = CanEmit;
+  plan_options.preferred_layouts = nullptr;  // dense buffers: the device's kernels read no other
+  CudaPlan out;
+  KILN_ASSIGN_OR_RETURN(out.planned, PlanExecutable(plan, plan_options));
+  out.placement = PlaceSteps(out.planned.lowered.executable, RunsOnDevice);
+  return out;
+}
+
+Result<CompiledPlan> CompileForCuda(const RunPlan& plan, const CompileOptions& options) {
+  if (options.target != "cuda" && options.target != "cuda-sim")
+    return MakeError(ErrorCode::kInvalidArgument, "unknown CUDA target '", options.target, "'");
+  KILN_ASSIGN_OR_RETURN(CudaPlan cuda_plan, PlanForCuda(plan));
+  PlannedExecutable& planned = cuda_plan.planned;
+  CompiledPlan compiled;
+  Executable& exe = planned.lowered.executable;
+  const std::string name = "cuda_plan" + std::to_string(next_module_id++);
+  if (!planned.lowered.kernels.empty()) {
+    KILN_ASSIGN_OR_RETURN(std::string mlir, EmitKernelModule(planned.lowered.kernels));
+    std::map<std::string, int64_t> rows;
+    for (const KernelSpec& spec : planned.lowered.kernels)
+      rows[spec.name] = spec.shape.rank() ? spec.shape.dim(0) : 1;
+    GpuLoweringOptions gpu_options;
+    const bool sim = options.target == "cuda-sim";
+    gpu_options.host_translation = sim;
+    if (!sim) gpu_options.sms = {options.sm};
+    Result<GpuKernels> gpu = LowerKernelsForGpu(mlir, rows, gpu_options);
+    if (!gpu.ok()) return AsInternal(gpu.error(), "generating the plan's GPU kernels");
+    exe.device_kernels = std::move(gpu->kernels);
+    if (sim) {
+      JitOptions jit;
+      jit.name = name;
+      Result<std::unique_ptr<JitModule>> module = JitModule::Compile(gpu->host_translation, jit);
+      if (!module.ok())
+        return AsInternal(module.error(), "compiling the GPU kernels' host translations");
+      compiled.kernels = JitKernelLibrary(std::move(*module));
+    } else {
+      compiled.device_code = std::move(gpu->ptx[options.sm]);
+    }
+  }
+  if (const char* dir = std::getenv("KILN_DUMP_DIR"))
+    KILN_RETURN_IF_ERROR(
+        WriteFileAtomically(std::string(dir) + "/" + name + ".executable.txt", exe.ToString()));
+  compiled.executable = std::move(exe);
+  return compiled;
+}
+
+}  // namespace kiln::compiler

@@ -1,0 +1,28 @@
+// The compiler of the cuda backends (targets "cuda" and "cuda-sim"): the cpu backend's pipeline up
+// to buffer assignment (compiler/plan_executable.h; every buffer dense), then the generated
+// kernels lowered for the GPU (compiler/mlir/gpu_kernels.h: launches, and PTX for the device's
+// architecture or host translations for the simulated device, JIT-compiled into this process),
+// then placement (compiler/placement.h): generated kernels run on the device, every other step on
+// the host for now, with the copies between them. CpuCompiler hands these targets here.
+#pragma once
+
+#include "compiler/placement.h"
+#include "compiler/plan_executable.h"
+#include "runtime/cpu/plan_compiler.h"
+
+namespace kiln::compiler {
+
+// A CUDA plan before code generation (what `kiln inspect --placement` shows): planned with dense
+// buffers, then placed.
+struct CudaPlan {
+  PlannedExecutable planned;  // planned.lowered.executable is placed
+  PlacementStats placement;
+};
+Result<CudaPlan> PlanForCuda(const RunPlan& plan);
+
+Result<CompiledPlan> CompileForCuda(const RunPlan& plan, const CompileOptions& options);
+
+// Whether a step of a CUDA plan runs on the device.
+bool RunsOnDevice(const Step& step);
+
+}  // namespace kiln::compiler

@@ -1,0 +1,55 @@
+#include "compiler/placement.h"
+
+#include <set>
+
+namespace kiln::compiler {
+namespace {
+
+struct Valid {
+  bool host = false;
+  bool device = false;
+};
+
+Step CopyStep(const Executable& exe, int buffer, bool to_device) {
+  Step copy;
+  copy.kind = Step::Kind::kLibrary;
+  copy.callee = to_device ? "to_device" : "to_host";
+  copy.inputs = {buffer};
+  copy.outputs = {buffer};
+  copy.node.name = exe.buffers[buffer].tensor;
+  return copy;
+}
+
+}  // namespace
+
+PlacementStats PlaceSteps(Executable& exe, const std::function<bool(const Step&)>& on_device) {
+  std::vector<Valid> valid(exe.buffers.size());
+  for (size_t i = 0; i < exe.buffers.size(); ++i) {
+    const BufferDesc::Kind kind = exe.buffers[i].kind;
+    valid[i].host = kind != BufferDesc::Kind::kArena;
+    valid[i].device = kind == BufferDesc::Kind::kConstant;
+  }
+  PlacementStats stats;
+  std::vector<Step> placed;
+  auto make_valid = [&](int id, bool device) {
+    bool& here = device ? valid[id].device : valid[id].host;
+    if (here) return;
+    placed.push_back(CopyStep(exe, id, device));
+    ++stats.copies;
+    stats.copy_bytes += exe.buffers[id].bytes();
+    here = true;
+  };
+  for (Step& step : exe.steps) {
+    step.on_device = on_device(step);
+    ++(step.on_device ? stats.device_steps : stats.host_steps);
+    for (int id : std::set<int>(step.inputs.begin(), step.inputs.end()))
+      make_valid(id, step.on_device);
+    for (int id : step.outputs) valid[id] = {!step.on_device, step.on_device};
+    placed.push_back(std::move(step));
+  }
+  for (int id : exe.fetches) make_valid(id, /*device=*/false);
+  exe.steps = std::move(placed);
+  return stats;
+}
+
+}  // namespace kiln::compiler

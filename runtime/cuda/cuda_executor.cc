@@ -1,0 +1,42 @@
+#include "runtime/cuda/cuda_executor.h"
+
+#include "runtime/cpu/cpu_executor.h"
+#include "runtime/cpu/plan_compiler.h"
+
+namespace kiln::cuda {
+
+Result<std::unique_ptr<Executor>> CudaExecutor::Create(const std::string& backend, int threads) {
+  threads = threads > 0 ? threads : cpu::AvailableCores();
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Device> device, OpenDevice(backend, threads));
+  return std::unique_ptr<Executor>(new CudaExecutor(backend, std::move(device), threads));
+}
+
+Result<std::vector<Tensor>> CudaExecutor::Execute(const RunPlan& plan, VariableStore& variables) {
+  std::string key = PlanCacheKey(plan);
+  auto it = cache_.find(key);
+  if (it == cache_.end()) {
+    std::shared_ptr<PlanCompiler> compiler = GetPlanCompiler();
+    if (!compiler)
+      return MakeError(ErrorCode::kUnimplemented, "the ", backend_,
+                       " backend needs the compiler, which this program does not link (link "
+                       "kiln_jit, or run a module compiled ahead of time)");
+    CompileOptions options;
+    options.threads = threads_;
+    options.target = backend_;
+    if (device_->Architecture() > 0) options.sm = device_->Architecture();
+    Result<CompiledPlan> compiled = compiler->Compile(plan, options);
+    std::unique_ptr<CudaProgram> program;
+    if (compiled.ok()) {
+      KILN_ASSIGN_OR_RETURN(program, CudaProgram::Load(std::move(*compiled), *device_, threads_));
+    } else if (compiled.error().code() != ErrorCode::kUnimplemented) {
+      return compiled.error();
+    }
+    it = cache_.emplace(std::move(key), std::move(program)).first;
+  }
+  CudaProgram* program = it->second.get();
+  if (!program) return fallback_.Execute(plan, variables);
+  KILN_ASSIGN_OR_RETURN(std::vector<Tensor> feeds, FeedsOf(program->executable(), plan));
+  return program->Run(feeds, variables, counters_);
+}
+
+}  // namespace kiln::cuda

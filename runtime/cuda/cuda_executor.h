@@ -1,0 +1,38 @@
+// The cuda backends: "cuda" (a GPU through the driver) and "cuda-sim" (the simulated device that
+// runs the same plans on the host, runtime/cuda/device.h). The first Run of a (nodes, feeds'
+// shapes, fetches) combination compiles it for the device through the registered PlanCompiler
+// (target "cuda" or "cuda-sim": fusion, GPU kernels, placement) and loads it as a CudaProgram;
+// later Runs reuse it. A plan the compiler cannot make static runs on the reference executor, as
+// on the cpu backend. Variables stay in the session's store on the host between runs (the plan
+// uploads what device steps read).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "runtime/cuda/cuda_program.h"
+#include "runtime/executor.h"
+#include "runtime/reference/executor.h"
+
+namespace kiln::cuda {
+
+class CudaExecutor : public Executor {
+ public:
+  // Opens the device: "cuda" fails here, with one line, where there is no driver or GPU.
+  static Result<std::unique_ptr<Executor>> Create(const std::string& backend, int threads);
+  Result<std::vector<Tensor>> Execute(const RunPlan& plan, VariableStore& variables) override;
+
+ private:
+  CudaExecutor(std::string backend, std::unique_ptr<Device> device, int threads)
+      : backend_(std::move(backend)), device_(std::move(device)), threads_(threads) {}
+
+  std::string backend_;
+  std::unique_ptr<Device> device_;  // declared before the programs, which use it
+  int threads_;
+  std::map<std::string, std::unique_ptr<CudaProgram>> cache_;  // null: runs on the reference
+  std::map<std::string, uint64_t> counters_;
+  reference::ReferenceExecutor fallback_;
+};
+
+}  // namespace kiln::cuda

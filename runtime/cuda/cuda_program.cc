@@ -1,0 +1,152 @@
+#include "runtime/cuda/cuda_program.h"
+
+#include <set>
+
+#include "runtime/cpu/program.h"
+
+namespace kiln::cuda {
+namespace {
+
+// The bytes a launch argument spans: its memref's elements of the buffer's dtype.
+int64_t SpanBytes(const KernelLaunch::Arg& arg, const BufferDesc& buffer) {
+  int64_t n = 1;
+  for (int64_t d : arg.dims) n *= d;
+  return n * DTypeSize(buffer.type.dtype);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<CudaProgram>> CudaProgram::Load(CompiledPlan plan, Device& device,
+                                                       int threads) {
+  std::unique_ptr<CudaProgram> program(new CudaProgram(device));
+  program->plan_ = std::move(plan);  // actions keep references into it
+  KILN_RETURN_IF_ERROR(program->Prepare(threads));
+  return program;
+}
+
+CudaProgram::~CudaProgram() {
+  actions_.clear();
+  code_.reset();
+  for (DevicePtr p : allocations_) device_.Free(p);
+}
+
+Status CudaProgram::Prepare(int threads) {
+  threads_ = threads < 1 ? 1 : threads;
+  const Executable& exe = plan_.executable;
+  KILN_RETURN_IF_ERROR(cpu::CheckExecutable(exe));
+
+  // Device memory: the arena, and a twin of every other buffer the device touches.
+  std::set<int> on_device;
+  for (const Step& step : exe.steps)
+    if (step.on_device || cpu::IsCopyAcross(step))
+      for (const std::vector<int>* ids : {&step.inputs, &step.outputs})
+        on_device.insert(ids->begin(), ids->end());
+  KILN_ASSIGN_OR_RETURN(DevicePtr arena, device_.Allocate(exe.arena_bytes));
+  allocations_.push_back(arena);
+  address_.assign(exe.buffers.size(), 0);
+  for (size_t i = 0; i < exe.buffers.size(); ++i) {
+    const BufferDesc& b = exe.buffers[i];
+    if (b.kind == BufferDesc::Kind::kArena) {
+      address_[i] = arena + b.offset;
+    } else if (on_device.count(static_cast<int>(i))) {
+      KILN_ASSIGN_OR_RETURN(address_[i], device_.Allocate(b.bytes()));
+      allocations_.push_back(address_[i]);
+      if (b.kind == BufferDesc::Kind::kConstant)
+        KILN_RETURN_IF_ERROR(
+            device_.ToDevice(address_[i], exe.constants[b.index].raw_data(), b.bytes()));
+    }
+  }
+  KILN_ASSIGN_OR_RETURN(code_, device_.Load(plan_));
+
+  for (const Step& step : exe.steps) {
+    Action action;
+    if (cpu::IsCopyAcross(step)) {
+      action.buffer = step.inputs[0];
+      const BufferDesc& b = exe.buffers[action.buffer];
+      const bool to_device = step.callee == "to_device";
+      action.kind = to_device ? Action::Kind::kToDevice : Action::Kind::kToHost;
+      if (!to_device && b.kind != BufferDesc::Kind::kArena)
+        return MakeError(ErrorCode::kInternal, "to_host of buffer %", action.buffer, " (",
+                         b.tensor, "), which is not an arena buffer");
+    } else if (step.on_device) {
+      if (step.kind != Step::Kind::kKernel)
+        return MakeError(ErrorCode::kUnimplemented, "step ", step.callee, " (",
+                         step.node.name, ") is placed on the device, which has no routine for it");
+      action.kind = Action::Kind::kLaunch;
+      action.kernel = exe.FindDeviceKernel(step.callee);
+      if (!action.kernel)
+        return MakeError(ErrorCode::kInternal, "no device kernel '", step.callee, "'");
+      std::vector<int> ids = step.inputs;
+      ids.insert(ids.end(), step.outputs.begin(), step.outputs.end());
+      for (int id : ids) action.operands.push_back({address_[id], exe.buffers[id].bytes()});
+      for (const KernelLaunch& launch : action.kernel->launches) {
+        for (const KernelLaunch::Arg& arg : launch.args) {
+          if (arg.operand < 0) continue;
+          if (arg.operand >= static_cast<int>(ids.size()) ||
+              SpanBytes(arg, exe.buffers[ids[arg.operand]]) > exe.buffers[ids[arg.operand]].bytes())
+            return MakeError(ErrorCode::kInternal, "launch of ", launch.function,
+                             " has an argument outside the operands of step ", step.callee);
+        }
+        for (int i = 0; i < 3; ++i)
+          if (launch.grid[i] < 1 || launch.block[i] < 1 || launch.grid[i] > (int64_t{1} << 31) ||
+              launch.block[i] > 1024)
+            return MakeError(ErrorCode::kInternal, "launch of ", launch.function,
+                             " has an invalid grid or block size");
+        KILN_RETURN_IF_ERROR(device_.Check(*code_, launch));
+      }
+    } else {
+      if (step.kind == Step::Kind::kKernel)
+        return MakeError(ErrorCode::kInternal, "kernel step ", step.callee,
+                         " is placed on the host, which has no code for it in a CUDA plan");
+      Result<std::unique_ptr<cpu::StepRunner>> runner =
+          step.kind == Step::Kind::kLibrary ? cpu::MakeLibraryStep(step, exe)
+                                            : cpu::MakeReferenceStep(step, exe);
+      KILN_RETURN_IF_ERROR(runner.status());
+      action.runner = std::move(*runner);
+    }
+    actions_.push_back(std::move(action));
+  }
+  KILN_ASSIGN_OR_RETURN(Tensor host_arena, Tensor::Create(u8, Shape{exe.arena_bytes}));
+  host_arena_ =
+      std::shared_ptr<uint8_t[]>(host_arena.data<uint8_t>(), [host_arena](uint8_t*) {});
+  return OkStatus();
+}
+
+Result<std::vector<Tensor>> CudaProgram::Run(const std::vector<Tensor>& feeds,
+                                             VariableStore& variables,
+                                             std::map<std::string, uint64_t>& counters) {
+  const Executable& exe = plan_.executable;
+  cpu::StepEnv env;
+  env.variables = &variables;
+  env.counters = &counters;
+  env.threads = threads_;
+  KILN_RETURN_IF_ERROR(cpu::BindBuffers(exe, host_arena_.get(), feeds, env));
+  for (const Action& action : actions_) {
+    switch (action.kind) {
+      case Action::Kind::kHost:
+        KILN_RETURN_IF_ERROR(action.runner->Run(env));
+        break;
+      case Action::Kind::kToDevice: {
+        const BufferDesc& b = exe.buffers[action.buffer];
+        if (!env.data[action.buffer])
+          return MakeError(ErrorCode::kInternal, "to_device of ", b.tensor,
+                           " before anything bound it on the host");
+        KILN_RETURN_IF_ERROR(
+            device_.ToDevice(address_[action.buffer], env.data[action.buffer], b.bytes()));
+        break;
+      }
+      case Action::Kind::kToHost:
+        KILN_RETURN_IF_ERROR(device_.ToHost(env.data[action.buffer], address_[action.buffer],
+                                            exe.buffers[action.buffer].bytes()));
+        break;
+      case Action::Kind::kLaunch:
+        for (const KernelLaunch& launch : action.kernel->launches)
+          KILN_RETURN_IF_ERROR(device_.Launch(*code_, launch, action.operands));
+        break;
+    }
+  }
+  KILN_RETURN_IF_ERROR(device_.Synchronize());
+  return cpu::CopyFetches(exe, env);
+}
+
+}  // namespace kiln::cuda

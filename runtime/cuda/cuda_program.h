@@ -1,0 +1,56 @@
+// CudaProgram: a placed plan (runtime/executable.h, compiler/placement.h) loaded on a CUDA device,
+// real or simulated. Load checks the plan (cpu::CheckExecutable, plus every launch's arguments
+// against its step's buffers), allocates the device arena and the device twins of the feeds,
+// constants and variables the device touches, uploads the constants, loads the kernels and makes
+// every host step ready once. Run binds the feeds, then performs the steps in order: host steps
+// on the host arena (the cpu backend's routines), launches on the device, and the plan's
+// to_device/to_host copies between them; fetches are read on the host after the device is done.
+// A CudaProgram is run by one caller at a time.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/cpu/plan_compiler.h"
+#include "runtime/cpu/step.h"
+#include "runtime/cuda/device.h"
+#include "runtime/variable_store.h"
+
+namespace kiln::cuda {
+
+class CudaProgram {
+ public:
+  // `device` must outlive the program.
+  static Result<std::unique_ptr<CudaProgram>> Load(CompiledPlan plan, Device& device, int threads);
+  ~CudaProgram();
+
+  Result<std::vector<Tensor>> Run(const std::vector<Tensor>& feeds, VariableStore& variables,
+                                  std::map<std::string, uint64_t>& counters);
+
+  const Executable& executable() const { return plan_.executable; }
+
+ private:
+  struct Action {
+    enum class Kind { kHost, kToDevice, kToHost, kLaunch };
+    Kind kind = Kind::kHost;
+    int buffer = -1;                          // copies
+    std::unique_ptr<cpu::StepRunner> runner;  // kHost
+    const DeviceKernel* kernel = nullptr;     // kLaunch
+    std::vector<LaunchOperand> operands;      // kLaunch: the step's operands on the device
+  };
+  explicit CudaProgram(Device& device) : device_(device) {}
+  Status Prepare(int threads);
+
+  Device& device_;
+  CompiledPlan plan_;
+  int threads_ = 1;
+  std::shared_ptr<uint8_t[]> host_arena_;
+  std::vector<DevicePtr> allocations_;  // freed with the program
+  std::vector<DevicePtr> address_;      // each buffer's device address (0: none)
+  std::shared_ptr<DeviceCode> code_;
+  std::vector<Action> actions_;
+};
+
+}  // namespace kiln::cuda

@@ -1,0 +1,72 @@
+// A CUDA device as the cuda backend uses it: memory, copies between it and the host, a plan's
+// kernels loaded, launches, and a point to wait for them. Two implementations run the same plans:
+//   "cuda"      a GPU through the driver API (driver_device.cc; driver_api.h loads the driver);
+//   "cuda-sim"  the simulated device (sim_device.cc): device memory is a separate host allocation
+//               poisoned with 0xff bytes (a float never written reads as NaN), every launch runs
+//               the host translation of its GPU function over every block and thread of its grid
+//               (compiler/mlir/gpu_kernels.h), and every launch argument and copy is checked to lie
+//               inside one live device allocation, so a kernel given host memory or a buffer too
+//               small, or a copy out of range, fails the run instead of passing silently.
+// Contract: operations are issued in order on one stream; Synchronize waits for all of them and
+// reports the first failure. Errors name the operation and what was expected; nothing aborts.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/status.h"
+#include "runtime/cpu/plan_compiler.h"
+#include "runtime/executable.h"
+
+namespace kiln::cuda {
+
+using DevicePtr = uint64_t;
+
+// A plan's kernels loaded on a device (a CUmodule, or the simulated device's host code).
+class DeviceCode {
+ public:
+  virtual ~DeviceCode() = default;
+};
+
+// One argument of a launch, resolved: a memref operand's device address (and bytes it spans), or
+// a scalar.
+struct LaunchOperand {
+  DevicePtr address = 0;
+  int64_t bytes = 0;
+};
+
+class Device {
+ public:
+  virtual ~Device() = default;
+  // "NVIDIA H100 80GB HBM3 (sm_90, driver 13.0)" or "simulated CUDA device".
+  virtual std::string Describe() const = 0;
+  // The architecture to generate code for, e.g. 90 for sm_90; 0 on the simulated device, which
+  // runs host translations instead of PTX.
+  virtual int Architecture() const = 0;
+
+  virtual Result<DevicePtr> Allocate(int64_t bytes) = 0;
+  virtual void Free(DevicePtr address) = 0;
+  virtual Status ToDevice(DevicePtr dst, const void* src, int64_t bytes) = 0;
+  virtual Status ToHost(void* dst, DevicePtr src, int64_t bytes) = 0;
+
+  // Loads the kernels of `plan` (its PTX on a GPU; its host translations on the simulator).
+  virtual Result<std::shared_ptr<DeviceCode>> Load(const CompiledPlan& plan) = 0;
+  // Resolves `launch.function` in `code` (at load time, so a missing function fails early).
+  virtual Status Check(const DeviceCode& code, const KernelLaunch& launch) = 0;
+  // Launches: operands[i] is the i-th step operand of the launch's kernel step.
+  virtual Status Launch(const DeviceCode& code, const KernelLaunch& launch,
+                        const std::vector<LaunchOperand>& operands) = 0;
+  virtual Status Synchronize() = 0;
+};
+
+// "cuda": the first GPU (kFailedPrecondition, one line naming libcuda.so.1, where there is no
+// driver or no GPU); "cuda-sim": a simulated device running launches on `threads` threads.
+Result<std::unique_ptr<Device>> OpenDevice(const std::string& backend, int threads);
+
+// The simulated device of OpenDevice("cuda-sim"), and the real one (driver_device.cc).
+std::unique_ptr<Device> MakeSimulatedDevice(int threads);
+Result<std::unique_ptr<Device>> OpenDriverDevice();
+
+}  // namespace kiln::cuda

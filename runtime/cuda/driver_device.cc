@@ -1,0 +1,217 @@
+// The "cuda" device (device.h): the first GPU through the driver API, one stream, copies staged
+// through pinned host memory, kernels loaded from the plan's PTX (JIT-compiled by the driver for
+// the GPU at hand).
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "runtime/cuda/device.h"
+#include "runtime/cuda/driver_api.h"
+
+namespace kiln::cuda {
+namespace {
+
+class DriverCode : public DeviceCode {
+ public:
+  DriverCode(const DriverApi& api, CUmodule module) : api_(api), module_(module) {}
+  ~DriverCode() override { api_.cuModuleUnload(module_); }
+
+  Result<CUfunction> Function(const std::string& name) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = functions_.find(name);
+    if (it != functions_.end()) return it->second;
+    CUfunction f = nullptr;
+    KILN_RETURN_IF_ERROR(CheckCuda(api_, api_.cuModuleGetFunction(&f, module_, name.c_str()),
+                                   ("cuModuleGetFunction(" + name + ")").c_str()));
+    functions_[name] = f;
+    return f;
+  }
+
+ private:
+  const DriverApi& api_;
+  CUmodule module_;
+  mutable std::mutex mutex_;
+  mutable std::map<std::string, CUfunction> functions_;
+};
+
+class DriverDevice : public Device {
+ public:
+  DriverDevice(const DriverApi& api, CUdevice device, CUcontext context, CUstream stream,
+               int architecture, std::string description)
+      : api_(api),
+        architecture_(architecture),
+        device_(device),
+        context_(context),
+        stream_(stream),
+        description_(std::move(description)) {}
+  ~DriverDevice() override {
+    api_.cuCtxSetCurrent(context_);
+    api_.cuStreamSynchronize(stream_);
+    if (staging_) api_.cuMemFreeHost(staging_);
+    api_.cuStreamDestroy(stream_);
+    api_.cuDevicePrimaryCtxRelease(device_);
+  }
+
+  std::string Describe() const override { return description_; }
+  int Architecture() const override { return architecture_; }
+
+  Result<DevicePtr> Allocate(int64_t bytes) override {
+    KILN_RETURN_IF_ERROR(Current());
+    CUdeviceptr p = 0;
+    KILN_RETURN_IF_ERROR(
+        CheckCuda(api_, api_.cuMemAlloc(&p, std::max<int64_t>(bytes, 1)), "cuMemAlloc"));
+    return static_cast<DevicePtr>(p);
+  }
+
+  void Free(DevicePtr address) override {
+    if (Current().ok()) api_.cuMemFree(static_cast<CUdeviceptr>(address));
+  }
+
+  Status ToDevice(DevicePtr dst, const void* src, int64_t bytes) override {
+    if (bytes == 0) return OkStatus();
+    KILN_RETURN_IF_ERROR(Stage(bytes));
+    std::memcpy(staging_, src, bytes);
+    KILN_RETURN_IF_ERROR(CheckCuda(
+        api_, api_.cuMemcpyHtoDAsync(static_cast<CUdeviceptr>(dst), staging_, bytes, stream_),
+        "cuMemcpyHtoDAsync"));
+    // The staging buffer is reused by the next copy.
+    return CheckCuda(api_, api_.cuStreamSynchronize(stream_), "cuStreamSynchronize");
+  }
+
+  Status ToHost(void* dst, DevicePtr src, int64_t bytes) override {
+    if (bytes == 0) return OkStatus();
+    KILN_RETURN_IF_ERROR(Stage(bytes));
+    KILN_RETURN_IF_ERROR(CheckCuda(
+        api_, api_.cuMemcpyDtoHAsync(staging_, static_cast<CUdeviceptr>(src), bytes, stream_),
+        "cuMemcpyDtoHAsync"));
+    KILN_RETURN_IF_ERROR(
+        CheckCuda(api_, api_.cuStreamSynchronize(stream_), "cuStreamSynchronize"));
+    std::memcpy(dst, staging_, bytes);
+    return OkStatus();
+  }
+
+  Result<std::shared_ptr<DeviceCode>> Load(const CompiledPlan& plan) override {
+    KILN_RETURN_IF_ERROR(Current());
+    if (plan.device_code.empty()) {
+      if (!plan.executable.device_kernels.empty())
+        return MakeError(ErrorCode::kInvalidArgument,
+                         "the plan has device kernels but no device code (PTX)");
+      return std::shared_ptr<DeviceCode>();
+    }
+    CUmodule module = nullptr;
+    CUresult r = api_.cuModuleLoadDataEx(&module, plan.device_code.c_str(), 0, nullptr, nullptr);
+    if (r != CUDA_SUCCESS)
+      return CheckCuda(api_, r, "cuModuleLoadDataEx")
+          .error()
+          .WithContext("loading the plan's PTX on " + description_);
+    return std::shared_ptr<DeviceCode>(new DriverCode(api_, module));
+  }
+
+  Status Check(const DeviceCode& code, const KernelLaunch& launch) override {
+    return static_cast<const DriverCode&>(code).Function(launch.function).status();
+  }
+
+  Status Launch(const DeviceCode& code, const KernelLaunch& launch,
+                const std::vector<LaunchOperand>& operands) override {
+    KILN_ASSIGN_OR_RETURN(CUfunction f,
+                          static_cast<const DriverCode&>(code).Function(launch.function));
+    // MLIR's calling convention: a memref is its descriptor, field by field (allocated pointer,
+    // aligned pointer, offset, sizes, strides); every field is 8 bytes.
+    std::vector<uint64_t> fields;
+    for (const KernelLaunch::Arg& arg : launch.args) {
+      if (arg.operand < 0) {
+        fields.push_back(static_cast<uint64_t>(arg.value));
+        continue;
+      }
+      if (arg.operand >= static_cast<int>(operands.size()))
+        return MakeError(ErrorCode::kInternal, "launch of ", launch.function, " uses operand ",
+                         arg.operand, " of ", operands.size());
+      const DevicePtr p = operands[arg.operand].address;
+      fields.insert(fields.end(), {p, p, 0});
+      for (int64_t d : arg.dims) fields.push_back(static_cast<uint64_t>(d));
+      std::vector<uint64_t> strides(arg.dims.size(), 1);
+      for (int i = static_cast<int>(arg.dims.size()) - 2; i >= 0; --i)
+        strides[i] = strides[i + 1] * static_cast<uint64_t>(arg.dims[i + 1]);
+      fields.insert(fields.end(), strides.begin(), strides.end());
+    }
+    std::vector<void*> params;
+    for (uint64_t& field : fields) params.push_back(&field);
+    return CheckCuda(api_,
+                     api_.cuLaunchKernel(f, launch.grid[0], launch.grid[1], launch.grid[2],
+                                         launch.block[0], launch.block[1], launch.block[2], 0,
+                                         stream_, params.data(), nullptr),
+                     ("cuLaunchKernel(" + launch.function + ")").c_str());
+  }
+
+  Status Synchronize() override {
+    return CheckCuda(api_, api_.cuStreamSynchronize(stream_), "cuStreamSynchronize");
+  }
+
+ private:
+  Status Current() { return CheckCuda(api_, api_.cuCtxSetCurrent(context_), "cuCtxSetCurrent"); }
+
+  // A pinned staging buffer of at least `bytes`.
+  Status Stage(int64_t bytes) {
+    KILN_RETURN_IF_ERROR(Current());
+    if (staging_bytes_ >= bytes) return OkStatus();
+    if (staging_) api_.cuMemFreeHost(staging_);
+    staging_ = nullptr;
+    staging_bytes_ = 0;
+    KILN_RETURN_IF_ERROR(CheckCuda(api_, api_.cuMemHostAlloc(&staging_, bytes, 0), "cuMemHostAlloc"));
+    staging_bytes_ = bytes;
+    return OkStatus();
+  }
+
+  const DriverApi& api_;
+  int architecture_;
+  CUdevice device_;
+  CUcontext context_;
+  CUstream stream_;
+  std::string description_;
+  void* staging_ = nullptr;
+  int64_t staging_bytes_ = 0;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Device>> OpenDriverDevice() {
+  KILN_ASSIGN_OR_RETURN(const DriverApi* api, LoadDriver());
+  KILN_RETURN_IF_ERROR(CheckCuda(*api, api->cuInit(0), "cuInit"));
+  int count = 0;
+  KILN_RETURN_IF_ERROR(CheckCuda(*api, api->cuDeviceGetCount(&count), "cuDeviceGetCount"));
+  if (count == 0)
+    return MakeError(ErrorCode::kFailedPrecondition, "the CUDA driver sees no GPU");
+  CUdevice device = 0;
+  KILN_RETURN_IF_ERROR(CheckCuda(*api, api->cuDeviceGet(&device, 0), "cuDeviceGet"));
+  char name[256] = {};
+  int major = 0, minor = 0, driver = 0;
+  KILN_RETURN_IF_ERROR(CheckCuda(*api, api->cuDeviceGetName(name, sizeof(name) - 1, device),
+                                 "cuDeviceGetName"));
+  KILN_RETURN_IF_ERROR(CheckCuda(
+      *api,
+      api->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device),
+      "cuDeviceGetAttribute"));
+  KILN_RETURN_IF_ERROR(CheckCuda(
+      *api,
+      api->cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device),
+      "cuDeviceGetAttribute"));
+  KILN_RETURN_IF_ERROR(CheckCuda(*api, api->cuDriverGetVersion(&driver), "cuDriverGetVersion"));
+  CUcontext context = nullptr;
+  KILN_RETURN_IF_ERROR(
+      CheckCuda(*api, api->cuDevicePrimaryCtxRetain(&context, device), "cuDevicePrimaryCtxRetain"));
+  CUstream stream = nullptr;
+  Status st = CheckCuda(*api, api->cuCtxSetCurrent(context), "cuCtxSetCurrent");
+  if (st.ok())
+    st = CheckCuda(*api, api->cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+  if (!st.ok()) {
+    api->cuDevicePrimaryCtxRelease(device);
+    return st.error();
+  }
+  std::string description = std::string(name) + " (sm_" + std::to_string(major) +
+                            std::to_string(minor) + ", driver " + std::to_string(driver / 1000) +
+                            "." + std::to_string(driver % 1000 / 10) + ")";
+  return std::unique_ptr<Device>(new DriverDevice(*api, device, context, stream, major * 10 + minor,
+                                                  description));
+}
+
+}  // namespace kiln::cuda

@@ -1,0 +1,164 @@
+// The simulated CUDA device (device.h): device memory in host allocations of its own, launches
+// through the host translations of the plan's GPU functions.
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "runtime/cuda/device.h"
+
+namespace kiln::cuda {
+namespace {
+
+constexpr int64_t kAlignment = 256;  // cudaMalloc's guarantee
+constexpr uint8_t kPoison = 0xff;    // NaN in every float type, -1 in every integer
+// Below this many threads of a launch per host thread, one host thread runs the whole grid.
+constexpr int64_t kMinThreadsPerHostThread = 1 << 15;
+
+class SimCode : public DeviceCode {
+ public:
+  explicit SimCode(std::shared_ptr<const KernelLibrary> kernels) : kernels(std::move(kernels)) {}
+  std::shared_ptr<const KernelLibrary> kernels;
+};
+
+class SimulatedDevice : public Device {
+ public:
+  explicit SimulatedDevice(int threads) : threads_(std::max(1, threads)) {}
+  ~SimulatedDevice() override {
+    for (auto& [base, bytes] : allocations_) std::free(reinterpret_cast<void*>(base));
+  }
+
+  std::string Describe() const override { return "simulated CUDA device"; }
+  int Architecture() const override { return 0; }
+
+  Result<DevicePtr> Allocate(int64_t bytes) override {
+    if (bytes < 0) return MakeError(ErrorCode::kInternal, "allocation of ", bytes, " bytes");
+    const int64_t size = std::max<int64_t>(kAlignment, (bytes + kAlignment - 1) / kAlignment *
+                                                           kAlignment);
+    void* p = std::aligned_alloc(kAlignment, size);
+    if (!p)
+      return MakeError(ErrorCode::kResourceExhausted, "the simulated device cannot allocate ",
+                       bytes, " bytes");
+    std::memset(p, kPoison, size);
+    std::lock_guard<std::mutex> lock(mutex_);
+    allocations_[reinterpret_cast<DevicePtr>(p)] = bytes;
+    return reinterpret_cast<DevicePtr>(p);
+  }
+
+  void Free(DevicePtr address) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = allocations_.find(address);
+    if (it == allocations_.end()) return;
+    std::free(reinterpret_cast<void*>(address));
+    allocations_.erase(it);
+  }
+
+  Status ToDevice(DevicePtr dst, const void* src, int64_t bytes) override {
+    KILN_RETURN_IF_ERROR(CheckRange(dst, bytes, "a copy to the device"));
+    if (bytes) std::memcpy(reinterpret_cast<void*>(dst), src, bytes);
+    return OkStatus();
+  }
+
+  Status ToHost(void* dst, DevicePtr src, int64_t bytes) override {
+    KILN_RETURN_IF_ERROR(CheckRange(src, bytes, "a copy to the host"));
+    if (bytes) std::memcpy(dst, reinterpret_cast<const void*>(src), bytes);
+    return OkStatus();
+  }
+
+  Result<std::shared_ptr<DeviceCode>> Load(const CompiledPlan& plan) override {
+    if (!plan.kernels && !plan.executable.device_kernels.empty())
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "the plan has device kernels but no host translation of them, which the "
+                       "simulated device runs (compile it for target cuda-sim)");
+    return std::shared_ptr<DeviceCode>(new SimCode(plan.kernels));
+  }
+
+  Status Check(const DeviceCode& code, const KernelLaunch& launch) override {
+    const SimCode& sim = static_cast<const SimCode&>(code);
+    if (!sim.kernels)
+      return MakeError(ErrorCode::kInvalidArgument, "no host translation of GPU function '",
+                       launch.function, "'");
+    return sim.kernels->Find(launch.function).status();
+  }
+
+  Status Launch(const DeviceCode& code, const KernelLaunch& launch,
+                const std::vector<LaunchOperand>& operands) override {
+    const SimCode& sim = static_cast<const SimCode&>(code);
+    KILN_ASSIGN_OR_RETURN(KernelEntry entry, sim.kernels->Find(launch.function));
+    // The leading index arguments of a host translation, then the kernel's own.
+    std::vector<int64_t> scalars = {0, 0, launch.grid[0], launch.grid[1], launch.grid[2],
+                                    launch.block[0], launch.block[1], launch.block[2]};
+    std::vector<void*> pointers;
+    for (const KernelLaunch::Arg& arg : launch.args) {
+      if (arg.operand < 0) {
+        scalars.push_back(arg.value);
+        continue;
+      }
+      if (arg.operand >= static_cast<int>(operands.size()))
+        return MakeError(ErrorCode::kInternal, "launch of ", launch.function, " uses operand ",
+                         arg.operand, " of ", operands.size());
+      const LaunchOperand& op = operands[arg.operand];
+      KILN_RETURN_IF_ERROR(CheckRange(op.address, op.bytes,
+                                      "argument of GPU function '" + launch.function + "'"));
+      pointers.push_back(reinterpret_cast<void*>(op.address));
+    }
+    const int64_t blocks = launch.grid[0] * launch.grid[1] * launch.grid[2];
+    const int64_t per_block = launch.block[0] * launch.block[1] * launch.block[2];
+    if (blocks <= 0 || per_block <= 0) return OkStatus();
+    auto run = [&](int64_t begin, int64_t end) {
+      std::vector<int64_t> values = scalars;
+      values[0] = begin;
+      values[1] = end;
+      std::vector<void*> ptrs = pointers;
+      std::vector<void*> args;
+      size_t scalar = 8, pointer = 0;
+      for (int i = 0; i < 8; ++i) args.push_back(&values[i]);
+      for (const KernelLaunch::Arg& arg : launch.args)
+        args.push_back(arg.operand < 0 ? static_cast<void*>(&values[scalar++])
+                                       : static_cast<void*>(&ptrs[pointer++]));
+      entry(args.data());
+    };
+    const int chunks = static_cast<int>(std::min<int64_t>(
+        {threads_, blocks, std::max<int64_t>(1, blocks * per_block / kMinThreadsPerHostThread)}));
+    if (chunks <= 1) {
+      run(0, blocks);
+      return OkStatus();
+    }
+#pragma omp parallel for num_threads(chunks) schedule(static, 1)
+    for (int c = 0; c < chunks; ++c) run(blocks * c / chunks, blocks * (c + 1) / chunks);
+    return OkStatus();
+  }
+
+  Status Synchronize() override { return OkStatus(); }
+
+ private:
+  // [address, address + bytes) must lie inside one live allocation.
+  Status CheckRange(DevicePtr address, int64_t bytes, const std::string& what) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = allocations_.upper_bound(address);
+    if (it != allocations_.begin()) {
+      --it;
+      if (address >= it->first && bytes >= 0 &&
+          address + static_cast<uint64_t>(bytes) <= it->first + it->second)
+        return OkStatus();
+    }
+    return MakeError(ErrorCode::kInternal, what, ": ", bytes, " bytes at 0x", std::hex, address,
+                     " are not inside one allocation of the simulated device (host memory, or a "
+                     "buffer too small)");
+  }
+
+  int threads_;
+  std::mutex mutex_;
+  std::map<DevicePtr, int64_t> allocations_;  // base -> bytes
+};
+
+}  // namespace
+
+std::unique_ptr<Device> MakeSimulatedDevice(int threads) {
+  return std::unique_ptr<Device>(new SimulatedDevice(threads));
+}
+
+}  // namespace kiln::cuda

@@ -1,0 +1,69 @@
+// The cuda backends from the command line: `kiln inspect --placement --backend cuda` lists where
+// each step runs and ends with the summary line; `kiln run --backend cuda-sim` gives the reference
+// backend's outputs; `kiln run --backend cuda` on a machine without a driver exits 1 with one line.
+#include <algorithm>
+#include <catch2/catch.hpp>
+
+#include "ir/io/npy.h"
+#include "runtime/cuda/driver_api.h"
+#include "tests/testing/differential.h"
+#include "tests/testing/run_command.h"
+#include "tests/testing/temp_path.h"
+
+namespace kiln {
+namespace {
+
+using testing::CheckFails;
+using testing::CommandResult;
+using testing::RunCommand;
+
+TEST_CASE("kiln inspect --placement --backend cuda lists steps, copies and the summary",
+          "[cli][cuda]") {
+  const std::string model = std::string(KILN_TEST_DATA_DIR) + "/onnx/transformer/model.onnx";
+  CommandResult r = RunCommand(KILN_BINARY, {"inspect", model, "--placement", "--backend", "cuda"});
+  INFO("stdout: " << r.out << "\nstderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("placement (cuda):") && Catch::Contains("  device  kernel") &&
+                        Catch::Contains("  copy    to_device") &&
+                        Catch::Contains("  copy    to_host") &&
+                        Catch::Matches("[^]*\nplacement: [1-9][0-9]* device nodes, [0-9]+ host "
+                                       "nodes, [1-9][0-9]* copies \\([0-9]+ bytes\\)\n$"));
+  CheckFails(RunCommand(KILN_BINARY, {"inspect", model, "--placement"}), "add --backend cuda", 2);
+  CheckFails(RunCommand(KILN_BINARY, {"inspect", model, "--fusion", "--backend", "tpu"}),
+             "plans are shown for cpu, cuda and cuda-sim", 2);
+}
+
+TEST_CASE("kiln run --backend cuda-sim gives the reference backend's outputs", "[cli][cuda]") {
+  const std::string dir = std::string(KILN_TEST_DATA_DIR) + "/onnx/resnet";
+  std::map<std::string, Tensor> out;
+  for (const std::string backend : {"reference", "cuda-sim"}) {
+    const std::string to = testing::TempPath("run_" + backend);
+    CommandResult r = RunCommand(KILN_BINARY, {"run", dir + "/model.onnx", "--input",
+                                               "x=" + dir + "/x.npy", "--backend", backend,
+                                               "--out", to});
+    INFO(backend << ": " << r.err);
+    REQUIRE(r.exit_code == 0);
+    Result<Tensor> y = ReadNpy(to + "/y.npy");
+    REQUIRE(y.ok());
+    out[backend] = *y;
+  }
+  std::string why;
+  INFO(why);
+  CHECK(testing::CloseForDType(out["reference"], out["cuda-sim"], &why));
+}
+
+TEST_CASE("kiln run --backend cuda without a driver exits 1 with one line", "[cli][cuda]") {
+  if (cuda::LoadDriver().ok()) {
+    WARN("SKIPPED: this machine has a CUDA driver");
+    return;
+  }
+  const std::string dir = std::string(KILN_TEST_DATA_DIR) + "/onnx/resnet";
+  CommandResult r = RunCommand(
+      KILN_BINARY, {"run", dir + "/model.onnx", "--input", "x=" + dir + "/x.npy", "--backend", "cuda"});
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::StartsWith("kiln run: error: no CUDA driver: cannot load libcuda.so.1"));
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+}
+
+}  // namespace
+}  // namespace kiln

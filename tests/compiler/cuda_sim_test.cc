@@ -1,0 +1,235 @@
+// The cuda backends: the placement pass on hand-made plans, the simulated device against the
+// reference executor, and what the simulator must catch (a missing copy reads poisoned memory, a
+// launch argument outside its buffer, a kernel given host memory). The whole op suite and the
+// training tests also run on cuda-sim through tests/testing/differential.h.
+#include <catch2/catch.hpp>
+#include <cmath>
+
+#include "compiler/cuda_compiler.h"
+#include "compiler/placement.h"
+#include "ir/builder.h"
+#include "ir/ops/linalg.h"
+#include "ir/ops/math.h"
+#include "ir/ops/nn.h"
+#include "runtime/cuda/cuda_program.h"
+#include "runtime/cuda/driver_api.h"
+#include "runtime/session.h"
+#include "tests/testing/differential.h"
+#include "tests/testing/gradcheck_op.h"
+
+namespace kiln {
+namespace {
+
+Tensor Random(Shape shape, uint64_t seed) { return testing::RandomTensor(shape, seed).CastTo(f32); }
+
+// x -> 2x + b -> relu (a device kernel) -> MatMul w (a host step) -> softmax (a device row
+// reduction); fetches y (the relu) and s.
+struct MixedGraph {
+  Graph graph;
+  FeedList feeds;
+  MixedGraph() {
+    GraphBuilder g;
+    Value x = g.Placeholder("x", f32, {-1, 8});
+    Value b = g.Placeholder("b", f32, {8});
+    Value w = g.Placeholder("w", f32, {8, 5});
+    Value y = Relu(Add(Mul(x, g.Scalar(2.0)), b));
+    g.Output("y", y);
+    g.Output("s", Softmax(MatMul(y, w)));
+    graph = *g.Build();
+    feeds = {{"x", Random(Shape{300, 8}, 1)}, {"b", Random(Shape{8}, 2)},
+             {"w", Random(Shape{8, 5}, 3)}};
+    planner = std::make_unique<Session>(graph, SessionOptions{.backend = "reference"});
+  }
+  std::unique_ptr<Session> planner;  // its plans point into its graph
+  RunPlan Plan() const {
+    Result<RunPlan> plan = planner->Plan(feeds, {"y", "s"});
+    REQUIRE(plan.ok());
+    return *plan;
+  }
+  std::vector<Tensor> Expected() const {
+    Session reference(graph, SessionOptions{.backend = "reference"});
+    Result<std::vector<Tensor>> out = reference.Run(feeds, {"y", "s"});
+    REQUIRE(out.ok());
+    return *out;
+  }
+};
+
+CompiledPlan CompileSim(const RunPlan& plan) {
+  CompileOptions options;
+  options.target = "cuda-sim";
+  Result<CompiledPlan> compiled = compiler::CompileForCuda(plan, options);
+  INFO(compiled.status().ToString());
+  REQUIRE(compiled.ok());
+  return std::move(*compiled);
+}
+
+std::vector<Tensor> Feeds(const Executable& exe, const RunPlan& plan) {
+  Result<std::vector<Tensor>> feeds = FeedsOf(exe, plan);
+  REQUIRE(feeds.ok());
+  return *feeds;
+}
+
+TEST_CASE("placement: a copy before each read on the other side, fetches back on the host",
+          "[cuda]") {
+  Executable exe;
+  auto buffer = [&](BufferDesc::Kind kind, const std::string& name) {
+    BufferDesc b;
+    b.kind = kind;
+    b.type = TensorType{f32, Shape{4}};
+    b.index = 0;
+    b.tensor = name;
+    exe.buffers.push_back(b);
+    return static_cast<int>(exe.buffers.size()) - 1;
+  };
+  const int feed = buffer(BufferDesc::Kind::kFeed, "x");
+  const int constant = buffer(BufferDesc::Kind::kConstant, "c");
+  const int a = buffer(BufferDesc::Kind::kArena, "a");
+  const int m = buffer(BufferDesc::Kind::kArena, "m");
+  const int z = buffer(BufferDesc::Kind::kArena, "z");
+  auto step = [&](Step::Kind kind, const std::string& callee, std::vector<int> in, int out) {
+    Step s;
+    s.kind = kind;
+    s.callee = callee;
+    s.inputs = std::move(in);
+    s.outputs = {out};
+    exe.steps.push_back(s);
+  };
+  step(Step::Kind::kKernel, "k0", {feed, constant}, a);  // device: x up, c already there
+  step(Step::Kind::kLibrary, "gemm", {a, a}, m);         // host: a down (once)
+  step(Step::Kind::kKernel, "k1", {m, a}, z);            // device: m up, a still valid there
+  exe.fetches = {z, a};                                  // z down; a valid on both sides
+  compiler::PlacementStats stats = compiler::PlaceSteps(exe, compiler::RunsOnDevice);
+  CHECK(stats.device_steps == 2);
+  CHECK(stats.host_steps == 1);
+  CHECK(stats.copies == 4);
+  CHECK(stats.copy_bytes == 4 * 16);
+  std::string listing;
+  for (const Step& s : exe.steps)
+    listing += std::string(s.on_device ? "device " : "") + s.callee + " %" +
+               std::to_string(s.inputs.empty() ? -1 : s.inputs[0]) + "\n";
+  CHECK(listing ==
+        "to_device %0\n"
+        "device k0 %0\n"
+        "to_host %2\n"
+        "gemm %2\n"
+        "to_device %3\n"
+        "device k1 %3\n"
+        "to_host %4\n");
+}
+
+TEST_CASE("cuda-sim: kernels on the device, a MatMul on the host, the copies between", "[cuda]") {
+  MixedGraph m;
+  RunPlan plan = m.Plan();
+  CompiledPlan compiled = CompileSim(plan);
+  const Executable& exe = compiled.executable;
+  INFO(exe.ToString());
+  int device = 0, copies = 0;
+  for (const Step& s : exe.steps) {
+    device += s.on_device;
+    copies += s.callee == "to_device" || s.callee == "to_host";
+  }
+  CHECK(device == 2);  // the elementwise kernel and the softmax
+  CHECK(copies >= 4);  // x and b up, y down (MatMul, fetch), the MatMul's result up, s down
+  REQUIRE(exe.device_kernels.size() == 2);
+  for (const DeviceKernel& k : exe.device_kernels) CHECK(!k.launches.empty());
+  // The elementwise kernel over 300 x 8 elements: one dimension, 256 threads a block.
+  const KernelLaunch& first = exe.device_kernels[0].launches[0];
+  CHECK(first.block[0] == 256);
+  CHECK(first.grid[0] == (300 * 8 + 255) / 256);
+
+  std::vector<Tensor> expected = m.Expected();
+  Session session(m.graph, SessionOptions{.backend = "cuda-sim"});
+  for (int run = 0; run < 2; ++run) {  // the second run reuses the loaded program
+    Result<std::vector<Tensor>> out = session.Run(m.feeds, {"y", "s"});
+    INFO(out.status().ToString());
+    REQUIRE(out.ok());
+    for (size_t i = 0; i < expected.size(); ++i) {
+      std::string why;
+      INFO(why);
+      CHECK(testing::CloseForDType(expected[i], (*out)[i], &why));
+    }
+  }
+}
+
+TEST_CASE("cuda-sim: a missing copy to the device reads poisoned memory (NaN)", "[cuda]") {
+  MixedGraph m;
+  RunPlan plan = m.Plan();
+  CompiledPlan compiled = CompileSim(plan);
+  std::vector<Step>& steps = compiled.executable.steps;
+  const size_t before = steps.size();
+  // Drop the upload of the MatMul's result: the softmax then reads device bytes never written.
+  for (size_t i = 0; i + 1 < steps.size(); ++i)
+    if (steps[i].callee == "to_device" && steps[i + 1].on_device && i > 0 &&
+        steps[i - 1].callee == "gemm") {
+      steps.erase(steps.begin() + i);
+      break;
+    }
+  REQUIRE(steps.size() == before - 1);
+  std::unique_ptr<cuda::Device> device = cuda::MakeSimulatedDevice(1);
+  Result<std::unique_ptr<cuda::CudaProgram>> program =
+      cuda::CudaProgram::Load(std::move(compiled), *device, 1);
+  REQUIRE(program.ok());
+  VariableStore variables;
+  std::map<std::string, uint64_t> counters;
+  Result<std::vector<Tensor>> out =
+      (*program)->Run(Feeds((*program)->executable(), plan), variables, counters);
+  REQUIRE(out.ok());
+  const Tensor& s = (*out)[1];
+  for (int64_t i = 0; i < s.num_elements(); ++i) REQUIRE(std::isnan(s.GetDouble(i)));
+}
+
+TEST_CASE("cuda-sim: a launch argument larger than its buffer is refused at load", "[cuda]") {
+  MixedGraph m;
+  CompiledPlan compiled = CompileSim(m.Plan());
+  KernelLaunch& launch = compiled.executable.device_kernels[0].launches[0];
+  for (KernelLaunch::Arg& arg : launch.args)
+    if (arg.operand >= 0) {
+      arg.dims[0] *= 2;
+      break;
+    }
+  std::unique_ptr<cuda::Device> device = cuda::MakeSimulatedDevice(1);
+  Result<std::unique_ptr<cuda::CudaProgram>> program =
+      cuda::CudaProgram::Load(std::move(compiled), *device, 1);
+  REQUIRE_FALSE(program.ok());
+  CHECK(program.error().message().find("outside the operands") != std::string::npos);
+}
+
+TEST_CASE("cuda-sim: a kernel given host memory, or a copy out of range, fails", "[cuda]") {
+  MixedGraph m;
+  CompiledPlan compiled = CompileSim(m.Plan());
+  std::unique_ptr<cuda::Device> device = cuda::MakeSimulatedDevice(1);
+  Result<std::shared_ptr<cuda::DeviceCode>> code = device->Load(compiled);
+  REQUIRE(code.ok());
+  const KernelLaunch& launch = compiled.executable.device_kernels[0].launches[0];
+  std::vector<float> host(4096);
+  std::vector<cuda::LaunchOperand> operands(8, {reinterpret_cast<cuda::DevicePtr>(host.data()),
+                                                16});
+  Status st = device->Launch(**code, launch, operands);
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().message().find("not inside one allocation") != std::string::npos);
+  Result<cuda::DevicePtr> p = device->Allocate(64);
+  REQUIRE(p.ok());
+  CHECK(device->ToDevice(*p, host.data(), 64).ok());
+  CHECK_FALSE(device->ToDevice(*p + 32, host.data(), 64).ok());
+  CHECK_FALSE(device->ToHost(host.data(), *p, 65).ok());
+  device->Free(*p);
+  CHECK_FALSE(device->ToHost(host.data(), *p, 4).ok());
+}
+
+TEST_CASE("cuda: without a driver, the backend is refused in one line naming libcuda.so.1",
+          "[cuda]") {
+  if (cuda::LoadDriver().ok()) {
+    WARN("SKIPPED: this machine has a CUDA driver");
+    return;
+  }
+  MixedGraph m;
+  Session session(m.graph, SessionOptions{.backend = "cuda"});
+  Result<std::vector<Tensor>> out = session.Run(m.feeds, {"y"});
+  REQUIRE_FALSE(out.ok());
+  const std::string message = out.error().message();
+  CHECK(message.find("libcuda.so.1") != std::string::npos);
+  CHECK(message.find('\n') == std::string::npos);
+}
+
+}  // namespace
+}  // namespace kiln
