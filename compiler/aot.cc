@@ -3,6 +3,7 @@
 #include <set>
 
 #include "compiler/codegen/emit_mlir.h"
+#include "compiler/cuda_compiler.h"
 #include "compiler/link.h"
 #include "compiler/mlir/object.h"
 #include "compiler/plan_executable.h"
@@ -58,6 +59,17 @@ Result<FeedList> PlaceholderFeeds(const Graph& graph, const AotOptions& options)
   return feeds;
 }
 
+// The pipeline of the session's JIT for `target`, without code generation.
+Result<PlannedExecutable> PlanForTarget(const RunPlan& plan, const std::string& target) {
+  if (target == "cuda") {
+    KILN_ASSIGN_OR_RETURN(CudaPlan cuda, PlanForCuda(plan));
+    return std::move(cuda.planned);
+  }
+  PlanOptions plan_options;
+  plan_options.can_emit = CanEmit;
+  return PlanExecutable(plan, plan_options);
+}
+
 }  // namespace
 
 Result<ModuleFile> CompileModule(const Graph& graph, const AotOptions& options) {
@@ -102,13 +114,26 @@ Result<ModuleFile> CompileModule(const Graph& graph, const AotOptions& options) 
       if (const Tensor* value = session.variables().Find(node->name))
         module.variables[node->name] = *value;
 
-  PlanOptions plan_options;
-  plan_options.can_emit = CanEmit;
-  KILN_ASSIGN_OR_RETURN(PlannedExecutable exe, PlanExecutable(plan, plan_options));
+  if (options.target != "cpu" && options.target != "cuda")
+    return MakeError(ErrorCode::kInvalidArgument, "unknown target '", options.target,
+                     "' (cpu, cuda)");
+  module.target = options.target;
+  KILN_ASSIGN_OR_RETURN(PlannedExecutable exe, PlanForTarget(plan, options.target));
   module.executable = std::move(exe.lowered.executable);
   if (!exe.lowered.kernels.empty()) {
-    KILN_ASSIGN_OR_RETURN(std::string mlir, EmitKernelModule(exe.lowered.kernels));
-    KILN_ASSIGN_OR_RETURN(HostObject object, CompileHostObject(mlir, JitOptions{.name = "module"}));
+    std::string host_code;
+    if (options.target == "cuda") {
+      GpuLoweringOptions gpu_options;
+      gpu_options.sms.assign(std::begin(kCudaArchitectures), std::end(kCudaArchitectures));
+      KILN_ASSIGN_OR_RETURN(GpuKernels gpu, GenerateGpuKernels(exe.lowered.kernels, gpu_options));
+      module.executable.device_kernels = std::move(gpu.kernels);
+      module.ptx = std::move(gpu.ptx);
+      host_code = std::move(gpu.host_translation);
+    } else {
+      KILN_ASSIGN_OR_RETURN(host_code, EmitKernelModule(exe.lowered.kernels));
+    }
+    KILN_ASSIGN_OR_RETURN(HostObject object,
+                          CompileHostObject(host_code, JitOptions{.name = "module"}));
     KILN_ASSIGN_OR_RETURN(module.kernels, LinkSharedObject(object.bytes));
     module.cpu = object.cpu;
     module.cpu_features = RequiredFeatures(object.features);

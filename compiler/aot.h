@@ -2,7 +2,7 @@
 // -> a ModuleFile (runtime/module/module_file.h) that the runtime loads and runs with no compiler.
 // The same pipeline as the session's JIT (compiler/plan_executable.h), with the kernels emitted as
 // a shared object instead of JIT-loaded, so a module computes bitwise what `kiln run` computes on
-// the cpu backend.
+// the cpu backend (target "cuda": on the cuda-sim backend).
 //
 // Inputs are the placeholders the fetches and targets need; each must have a fully known shape,
 // from the graph or from `input_shapes` (a shape given for a placeholder that is not needed, or
@@ -30,7 +30,12 @@ struct AotOptions {
   // Mixed precision, applied as a Session applies it (needs kiln_session_passes linked); the
   // manifest records its name ("fp32", "bf16", "fp16").
   PrecisionPolicy precision = {};
+  // "cpu", or "cuda": a placed plan (compiler/cuda_compiler.h) whose kernels are PTX for each of
+  // kCudaArchitectures and, for the simulated device, their host translations.
+  std::string target = "cpu";
 };
+
+inline constexpr int kCudaArchitectures[] = {80, 90};
 
 Result<ModuleFile> CompileModule(const Graph& graph, const AotOptions& options);
 

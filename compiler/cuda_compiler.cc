@@ -5,7 +5,6 @@
 
 #include "compiler/codegen/emit_mlir.h"
 #include "compiler/cpu_compiler.h"
-#include "compiler/mlir/gpu_kernels.h"
 #include "compiler/mlir/jit.h"
 #include "compiler/plan_executable.h"
 #include "ir/file_util.h"
@@ -24,6 +23,16 @@ Error AsInternal(const Error& e, const std::string& what) {
 }  // namespace
 
 bool RunsOnDevice(const Step& step) { return step.kind == Step::Kind::kKernel; }
+
+Result<GpuKernels> GenerateGpuKernels(const std::vector<KernelSpec>& kernels,
+                                      const GpuLoweringOptions& options) {
+  KILN_ASSIGN_OR_RETURN(std::string mlir, EmitKernelModule(kernels));
+  std::map<std::string, int64_t> rows;
+  for (const KernelSpec& spec : kernels) rows[spec.name] = spec.shape.rank() ? spec.shape.dim(0) : 1;
+  Result<GpuKernels> gpu = LowerKernelsForGpu(mlir, rows, options);
+  if (!gpu.ok()) return AsInternal(gpu.error(), "generating the plan's GPU kernels");
+  return gpu;
+}
 
 Result<CudaPlan> PlanForCuda(const RunPlan& plan) {
   PlanOptions plan_options;
@@ -44,26 +53,21 @@ Result<CompiledPlan> CompileForCuda(const RunPlan& plan, const CompileOptions& o
   Executable& exe = planned.lowered.executable;
   const std::string name = "cuda_plan" + std::to_string(next_module_id++);
   if (!planned.lowered.kernels.empty()) {
-    KILN_ASSIGN_OR_RETURN(std::string mlir, EmitKernelModule(planned.lowered.kernels));
-    std::map<std::string, int64_t> rows;
-    for (const KernelSpec& spec : planned.lowered.kernels)
-      rows[spec.name] = spec.shape.rank() ? spec.shape.dim(0) : 1;
     GpuLoweringOptions gpu_options;
     const bool sim = options.target == "cuda-sim";
     gpu_options.host_translation = sim;
     if (!sim) gpu_options.sms = {options.sm};
-    Result<GpuKernels> gpu = LowerKernelsForGpu(mlir, rows, gpu_options);
-    if (!gpu.ok()) return AsInternal(gpu.error(), "generating the plan's GPU kernels");
-    exe.device_kernels = std::move(gpu->kernels);
+    KILN_ASSIGN_OR_RETURN(GpuKernels gpu, GenerateGpuKernels(planned.lowered.kernels, gpu_options));
+    exe.device_kernels = std::move(gpu.kernels);
     if (sim) {
       JitOptions jit;
       jit.name = name;
-      Result<std::unique_ptr<JitModule>> module = JitModule::Compile(gpu->host_translation, jit);
+      Result<std::unique_ptr<JitModule>> module = JitModule::Compile(gpu.host_translation, jit);
       if (!module.ok())
         return AsInternal(module.error(), "compiling the GPU kernels' host translations");
       compiled.kernels = JitKernelLibrary(std::move(*module));
     } else {
-      compiled.device_code = std::move(gpu->ptx[options.sm]);
+      compiled.device_code = std::move(gpu.ptx[options.sm]);
     }
   }
   if (const char* dir = std::getenv("KILN_DUMP_DIR"))

@@ -3,9 +3,11 @@
 // kernels lowered for the GPU (compiler/mlir/gpu_kernels.h: launches, and PTX for the device's
 // architecture or host translations for the simulated device, JIT-compiled into this process),
 // then placement (compiler/placement.h): generated kernels run on the device, every other step on
-// the host for now, with the copies between them. CpuCompiler hands these targets here.
+// the host for now, with the copies between them. CpuCompiler hands these targets here; the
+// ahead-of-time compiler (compiler/aot.h) uses the same stages for target "cuda".
 #pragma once
 
+#include "compiler/mlir/gpu_kernels.h"
 #include "compiler/placement.h"
 #include "compiler/plan_executable.h"
 #include "runtime/cpu/plan_compiler.h"
@@ -19,6 +21,11 @@ struct CudaPlan {
   PlacementStats placement;
 };
 Result<CudaPlan> PlanForCuda(const RunPlan& plan);
+
+// The generated kernels of a plan lowered for the GPU (launches, and the PTX and host translation
+// `options` ask for). A failure is kiln's own (kInternal), never a reason to fall back.
+Result<GpuKernels> GenerateGpuKernels(const std::vector<KernelSpec>& kernels,
+                                      const GpuLoweringOptions& options);
 
 Result<CompiledPlan> CompileForCuda(const RunPlan& plan, const CompileOptions& options);
 

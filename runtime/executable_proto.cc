@@ -36,6 +36,25 @@ proto::ExecutableProto ExecutableToProto(const Executable& exe) {
       (*sp->mutable_attrs())[name] = AttrToProto(value);
     sp->set_rows(s.rows);
     *sp->mutable_node() = NodeToProto(s.node);
+    sp->set_on_device(s.on_device);
+  }
+  for (const DeviceKernel& k : exe.device_kernels) {
+    proto::DeviceKernelProto* kp = p.add_device_kernels();
+    kp->set_name(k.name);
+    for (const KernelLaunch& l : k.launches) {
+      proto::KernelLaunchProto* lp = kp->add_launches();
+      lp->set_function(l.function);
+      for (int d = 0; d < 3; ++d) {
+        lp->add_grid(l.grid[d]);
+        lp->add_block(l.block[d]);
+      }
+      for (const KernelLaunch::Arg& a : l.args) {
+        proto::KernelLaunchProto::Arg* ap = lp->add_args();
+        ap->set_operand(a.operand);
+        for (int64_t d : a.dims) ap->add_dims(d);
+        ap->set_value(a.value);
+      }
+    }
   }
   return p;
 }
@@ -90,7 +109,35 @@ Result<Executable> ExecutableFromProto(const proto::ExecutableProto& p) {
     }
     s.rows = sp.rows();
     KILN_ASSIGN_OR_RETURN(s.node, NodeFromProto(sp.node()));
+    s.on_device = sp.on_device();
     exe.steps.push_back(std::move(s));
+  }
+  for (const proto::DeviceKernelProto& kp : p.device_kernels()) {
+    DeviceKernel k;
+    k.name = kp.name();
+    for (const proto::KernelLaunchProto& lp : kp.launches()) {
+      if (lp.grid_size() != 3 || lp.block_size() != 3)
+        return MakeError(ErrorCode::kInvalidArgument, "executable device kernel '", k.name,
+                         "': a launch needs 3 grid and 3 block sizes");
+      KernelLaunch l;
+      l.function = lp.function();
+      for (int d = 0; d < 3; ++d) {
+        l.grid[d] = lp.grid(d);
+        l.block[d] = lp.block(d);
+      }
+      for (const proto::KernelLaunchProto::Arg& ap : lp.args()) {
+        if (ap.operand() < -1 || ap.dims_size() > 8)
+          return MakeError(ErrorCode::kInvalidArgument, "executable device kernel '", k.name,
+                           "': a launch argument is malformed");
+        for (int64_t d : ap.dims())
+          if (d < 0 || d > (int64_t{1} << 40))
+            return MakeError(ErrorCode::kInvalidArgument, "executable device kernel '", k.name,
+                             "': a launch argument has dimension ", d);
+        l.args.push_back({ap.operand(), {ap.dims().begin(), ap.dims().end()}, ap.value()});
+      }
+      k.launches.push_back(std::move(l));
+    }
+    exe.device_kernels.push_back(std::move(k));
   }
   return exe;
 }

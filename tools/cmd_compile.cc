@@ -44,10 +44,8 @@ int RunCompile(const Command& cmd, const std::vector<std::string>& args) {
     if (Status s = CheckCppClassName(class_name); !s.ok())
       return UsageError(cmd, "--class: " + s.error().message());
   std::string target = flags.Get("target", "cpu");
-  if (target != "cpu")
-    return Fail(cmd, MakeError(ErrorCode::kUnimplemented, "--target ", target,
-                               ": this kiln compiles for 'cpu' only (the CUDA backend is not "
-                               "built yet)"));
+  if (target != "cpu" && target != "cuda")
+    return UsageError(cmd, "--target " + target + ": kiln compiles for cpu and cuda");
   Result<std::optional<optim::Optimizer>> optimizer = OptimizerFromFlags(flags);
   if (!optimizer.ok()) return UsageError(cmd, optimizer.error().message());
   const bool train = optimizer->has_value();
@@ -62,6 +60,7 @@ int RunCompile(const Command& cmd, const std::vector<std::string>& args) {
   options.source = model_path;
   options.checkpoint = flags.Get("checkpoint");
   options.precision = *precision;
+  options.target = target;
   for (const std::string& spec : flags.GetAll("input")) {
     size_t eq = spec.find('=');
     std::optional<Shape> shape =

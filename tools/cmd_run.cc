@@ -15,7 +15,7 @@ int RunRun(const Command& cmd, const std::vector<std::string>& args) {
   DeclareSessionFlags(flags);
   if (int code = ParseOrExit(cmd, flags, args); code >= 0) return code;
   if (EndsWith(flags.positional()[0], ".kmod")) {
-    for (const char* flag : {"backend", "precision", "precision-op", "precision-node"})
+    for (const char* flag : {"precision", "precision-op", "precision-node"})
       if (flags.Has(flag))
         return UsageError(cmd, std::string("--") + flag +
                                    " does not apply to a compiled module (.kmod): its plan and "

@@ -143,7 +143,7 @@ const std::vector<Command>& Commands() {
        "not lowered yet, by op). --threads 0 (the default) uses every core this process may use.\n",
        RunBench},
       {"compile", "compile a model ahead of time into a module (.kmod)",
-       "usage: kiln compile MODEL -o OUT.kmod [--target cpu] [--fetch NAME]...\n"
+       "usage: kiln compile MODEL -o OUT.kmod [--target cpu|cuda] [--fetch NAME]...\n"
        "                    [--input NAME=SHAPE]... [--checkpoint FILE]\n"
        "                    [--train --loss NAME [--optimizer sgd] [--lr 0.01]]\n"
        "                    [--header OUT.h [--class [NS::]NAME]] [--precision P]\n\n"
@@ -161,7 +161,10 @@ const std::vector<Command>& Commands() {
        "alone, with one buffer per input and output (images_data()) and its shape as constants\n"
        "(kImagesShape); names become identifiers as tools/lib/module_header.h says. The C API,\n"
        "for C and other languages, is runtime/c_api/kiln_c.h. --precision bf16|fp16 compiles the\n"
-       "mixed-precision graph (as kiln run --precision runs it) and records it in the manifest.\n",
+       "mixed-precision graph (as kiln run --precision runs it) and records it in the manifest.\n"
+       "--target cuda compiles the CUDA plan (as kiln run --backend cuda runs it): PTX for sm_80\n"
+       "and sm_90 (a newer GPU JIT-compiles it) and, for the simulated device, the kernels' host\n"
+       "translations; kilnrt runs it with --backend cuda or cuda-sim.\n",
        RunCompile},
       {"help", "show help for kiln or one command", "usage: kiln help [COMMAND]\n", RunHelp},
   };

@@ -9,8 +9,8 @@ namespace kiln::cli {
 int RunModuleFile(const Command& cmd, const Flags& flags, const std::string& path) {
   Result<int64_t> threads = ParseCount("threads", flags.Get("threads", "0"), 0);
   if (!threads.ok()) return UsageError(cmd, threads.error().message());
-  Result<std::unique_ptr<Module>> module =
-      Module::Load(path, ModuleOptions{.threads = static_cast<int>(*threads)});
+  Result<std::unique_ptr<Module>> module = Module::Load(
+      path, ModuleOptions{.threads = static_cast<int>(*threads), .backend = flags.Get("backend")});
   if (!module.ok()) return Fail(cmd, module.error());
   Result<std::vector<std::pair<std::string, Tensor>>> inputs = LoadInputs(flags.GetAll("input"));
   if (!inputs.ok()) return Fail(cmd, inputs.error());
@@ -64,6 +64,8 @@ int DescribeModuleFile(const Command& cmd, const std::string& path) {
     std::printf("  target %s (run by every call)\n", t.c_str());
   int64_t variable_bytes = 0;
   for (const auto& [name, value] : m.variables) variable_bytes += value.byte_size();
+  for (const auto& [sm, ptx] : m.ptx)
+    std::printf("  device code sm_%d: %zu bytes of PTX\n", sm, ptx.size());
   std::printf("  %zu variables (%lld bytes), %zu steps, arena %lld bytes, code %zu bytes\n",
               m.variables.size(), static_cast<long long>(variable_bytes), m.executable.steps.size(),
               static_cast<long long>(m.executable.arena_bytes), m.kernels.size());

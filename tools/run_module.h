@@ -11,7 +11,8 @@
 namespace kiln::cli {
 
 // Flags read: --input NAME=FILE (repeated), --fetch NAME (repeated; a subset of the module's
-// outputs, default all), --out DIR, --threads N. Returns the exit code.
+// outputs, default all), --out DIR, --threads N, --backend B (a cuda module: cuda or cuda-sim).
+// Returns the exit code.
 int RunModuleFile(const Command& cmd, const Flags& flags, const std::string& path);
 
 // Prints the module's manifest and signature (kilnrt --describe).

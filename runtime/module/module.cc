@@ -4,6 +4,7 @@
 #include "runtime/checkpoint.h"
 #include "runtime/cpu/cpu_executor.h"
 #include "runtime/cpu/program.h"
+#include "runtime/cuda/cuda_program.h"
 #include "runtime/module/cpu_features.h"
 #include "runtime/module/kernel_object.h"
 
@@ -30,22 +31,58 @@ Result<std::unique_ptr<Module>> Module::LoadFromBytes(const std::string& bytes,
                                                       const std::string& origin,
                                                       const ModuleOptions& options) {
   KILN_ASSIGN_OR_RETURN(ModuleFile file, ParseModule(bytes, origin));
-  if (file.target != "cpu")
+  const std::string backend = options.backend.empty() ? file.target : options.backend;
+  const bool runs = file.target == "cpu"    ? backend == "cpu"
+                    : file.target == "cuda" ? backend == "cuda" || backend == "cuda-sim"
+                                            : false;
+  if (!runs)
     return MakeError(ErrorCode::kFailedPrecondition, origin,
                      ": the module was compiled for target '", file.target,
-                     "'; this runtime runs 'cpu' modules");
-  KILN_RETURN_IF_ERROR(CheckHostCpuFeatures(file.cpu_features, origin));
-  CompiledPlan plan;
-  plan.executable = std::move(file.executable);  // the Program keeps the plan
-  if (!file.kernels.empty()) {
-    KILN_ASSIGN_OR_RETURN(plan.kernels, OpenKernelObject(file.kernels, origin));
-  }
+                     "', which this runtime cannot run on backend '", backend,
+                     "' (cpu modules run on cpu; cuda modules on cuda and cuda-sim)");
   std::unique_ptr<Module> module(new Module());
   module->origin_ = origin;
   int threads = options.threads > 0 ? options.threads : cpu::AvailableCores();
-  Result<std::unique_ptr<cpu::Program>> program = cpu::Program::Load(std::move(plan), threads);
-  if (!program.ok()) return program.error().WithContext(origin + ": its plan does not load");
-  module->program_ = std::move(*program);
+  CompiledPlan plan;
+  plan.executable = std::move(file.executable);  // the program keeps the plan
+  if (file.target == "cuda") {
+    Result<std::unique_ptr<cuda::Device>> device = cuda::OpenDevice(backend, threads);
+    if (!device.ok())
+      return device.error().WithContext(origin + ": a module of target 'cuda' on backend '" +
+                                        backend + "'");
+    module->device_ = std::move(*device);
+  }
+  if (backend == "cuda") {
+    // The PTX of the highest architecture the GPU has; a newer GPU JIT-compiles it.
+    const int gpu = module->device_->Architecture();
+    auto code = file.ptx.upper_bound(gpu);
+    if (!plan.executable.device_kernels.empty()) {
+      if (code == file.ptx.begin()) {
+        std::string archs;
+        for (const auto& [sm, ptx] : file.ptx)
+          archs += (archs.empty() ? "sm_" : ", sm_") + std::to_string(sm);
+        return MakeError(ErrorCode::kFailedPrecondition, origin, ": the module has code for ",
+                         archs, " only, which ", module->device_->Describe(),
+                         " (sm_", gpu, ") cannot run");
+      }
+      plan.device_code = std::prev(code)->second;
+    }
+  } else {
+    KILN_RETURN_IF_ERROR(CheckHostCpuFeatures(file.cpu_features, origin));
+    if (!file.kernels.empty()) {
+      KILN_ASSIGN_OR_RETURN(plan.kernels, OpenKernelObject(file.kernels, origin));
+    }
+  }
+  if (backend == "cpu") {
+    Result<std::unique_ptr<cpu::Program>> program = cpu::Program::Load(std::move(plan), threads);
+    if (!program.ok()) return program.error().WithContext(origin + ": its plan does not load");
+    module->program_ = std::move(*program);
+  } else {
+    Result<std::unique_ptr<cuda::CudaProgram>> program =
+        cuda::CudaProgram::Load(std::move(plan), *module->device_, threads);
+    if (!program.ok()) return program.error().WithContext(origin + ": its plan does not load");
+    module->cuda_program_ = std::move(*program);
+  }
   for (auto& [name, value] : file.variables) module->variables_.Set(name, std::move(value));
   file.variables.clear();  // now in the store
   module->file_ = std::move(file);
@@ -78,7 +115,9 @@ Result<std::vector<Tensor>> Module::Run(const std::vector<std::pair<std::string,
     if (!given[i])
       return MakeError(ErrorCode::kInvalidArgument, origin_, ": missing input '", inputs[i].name,
                        "' (", inputs[i].type.ToString(), ")");
-  Result<std::vector<Tensor>> out = program_->Run(bound, variables_, counters_);
+  Result<std::vector<Tensor>> out = program_
+                                        ? program_->Run(bound, variables_, counters_)
+                                        : cuda_program_->Run(bound, variables_, counters_);
   if (!out.ok()) return out.error().WithContext(origin_);
   return out;
 }

@@ -62,6 +62,11 @@ proto::ModuleProto ToProto(const ModuleFile& m) {
     *v->mutable_value() = TensorToProto(value);
   }
   p.set_kernels(m.kernels);
+  for (const auto& [sm, ptx] : m.ptx) {
+    proto::ModuleProto::DeviceCode* code = p.add_device_code();
+    code->set_sm(sm);
+    code->set_ptx(ptx);
+  }
   return p;
 }
 
@@ -119,6 +124,12 @@ Result<ModuleFile> ParseModule(const std::string& bytes, const std::string& orig
       return fail("variable '", v.name(), "' appears twice");
   }
   m.kernels = p.kernels();
+  for (const auto& code : p.device_code()) {
+    if (code.sm() <= 0 || !m.ptx.emplace(code.sm(), code.ptx()).second)
+      return fail("device code for sm_", code.sm(), " is invalid or appears twice");
+  }
+  if (m.target == "cuda" && !m.executable.device_kernels.empty() && m.ptx.empty())
+    return fail("a cuda module with device kernels but no device code");
   // The signature must agree with the plan it describes.
   if (m.inputs.size() != m.executable.feeds.size())
     return fail("the signature has ", m.inputs.size(), " inputs but the plan binds ",

@@ -1,8 +1,8 @@
 // Compiled module files (.kmod): what `kiln compile` writes and the runtime loads. A module is one
 // plan compiled ahead of time for one target: its signature (inputs, outputs, and the targets run
 // for their effect), the Executable with its constants, the variables' initial values and the
-// kernels' machine code (an ELF shared object), plus a manifest (format version, target, the CPU
-// features the code needs, a build id). The file is a ModuleProto (proto/kiln.proto) ending with a
+// kernels' machine code (an ELF shared object; for target "cuda", PTX for each GPU architecture
+// too), plus a manifest (format version, target, the CPU features the code needs, a build id). The file is a ModuleProto (proto/kiln.proto) ending with a
 // CRC32C of everything before it; it is written to a temporary file, synced and renamed.
 //
 // ParseModule refuses, with an error naming the file: a truncated or altered file (checksum), a
@@ -46,7 +46,10 @@ struct ModuleFile {
   std::vector<std::string> targets;
   Executable executable;
   std::map<std::string, Tensor> variables;  // initial values
-  std::string kernels;                      // ELF shared object; empty when no step is a kernel
+  // ELF shared object; empty when no step is a kernel. Target "cuda": the host translations of
+  // the device kernels, which the simulated device (cuda-sim) runs.
+  std::string kernels;
+  std::map<int, std::string> ptx;  // target "cuda": the device kernels' PTX, by architecture
 };
 
 // The file's bytes (sets the build id: a digest of the contents). Deterministic.

@@ -52,6 +52,39 @@ TEST_CASE("kiln run --backend cuda-sim gives the reference backend's outputs", "
   CHECK(testing::CloseForDType(out["reference"], out["cuda-sim"], &why));
 }
 
+TEST_CASE("kiln compile --target cuda, then kilnrt --backend cuda-sim gives kiln run's bits",
+          "[cli][cuda]") {
+  const std::string dir = std::string(KILN_TEST_DATA_DIR) + "/onnx/transformer";
+  const std::string module = testing::TempPath("transformer_cuda.kmod");
+  CommandResult compiled = RunCommand(
+      KILN_BINARY, {"compile", dir + "/model.onnx", "--target", "cuda", "--input", "x=2x5x32", "-o",
+                    module});
+  INFO(compiled.err);
+  REQUIRE(compiled.exit_code == 0);
+  CommandResult described = RunCommand(KILNRT_BINARY, {module, "--describe"});
+  CHECK_THAT(described.out, Catch::Contains("target cuda") &&
+                                Catch::Contains("device code sm_80") &&
+                                Catch::Contains("device code sm_90"));
+  const std::string aot = testing::TempPath("aot_cuda"), jit = testing::TempPath("jit_cuda");
+  CommandResult rt = RunCommand(KILNRT_BINARY, {module, "--backend", "cuda-sim", "--input",
+                                                "x=" + dir + "/x.npy", "--out", aot});
+  INFO(rt.err);
+  REQUIRE(rt.exit_code == 0);
+  CommandResult run = RunCommand(KILN_BINARY, {"run", dir + "/model.onnx", "--backend", "cuda-sim",
+                                               "--input", "x=" + dir + "/x.npy", "--out", jit});
+  REQUIRE(run.exit_code == 0);
+  Result<Tensor> a = ReadNpy(aot + "/y.npy"), b = ReadNpy(jit + "/y.npy");
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  CHECK(a->BitwiseEquals(*b));
+  CheckFails(RunCommand(KILNRT_BINARY, {module, "--backend", "cpu", "--input",
+                                        "x=" + dir + "/x.npy"}),
+             "cannot run on backend 'cpu'");
+  CheckFails(RunCommand(KILN_BINARY, {"compile", dir + "/model.onnx", "--target", "tpu", "-o",
+                                      module}),
+             "kiln compiles for cpu and cuda", 2);
+}
+
 TEST_CASE("kiln run --backend cuda without a driver exits 1 with one line", "[cli][cuda]") {
   if (cuda::LoadDriver().ok()) {
     WARN("SKIPPED: this machine has a CUDA driver");

@@ -13,6 +13,7 @@
 #include "ir/ops/nn.h"
 #include "runtime/cuda/cuda_program.h"
 #include "runtime/cuda/driver_api.h"
+#include "runtime/executable_proto.h"
 #include "runtime/session.h"
 #include "tests/testing/differential.h"
 #include "tests/testing/gradcheck_op.h"
@@ -176,6 +177,35 @@ TEST_CASE("cuda-sim: a missing copy to the device reads poisoned memory (NaN)", 
   REQUIRE(out.ok());
   const Tensor& s = (*out)[1];
   for (int64_t i = 0; i < s.num_elements(); ++i) REQUIRE(std::isnan(s.GetDouble(i)));
+}
+
+TEST_CASE("cuda-sim: a placed plan round-trips through its proto and runs bitwise the same",
+          "[cuda]") {
+  MixedGraph m;
+  RunPlan plan = m.Plan();
+  CompiledPlan compiled = CompileSim(plan);
+  std::string bytes;
+  REQUIRE(ExecutableToProto(compiled.executable).SerializeToString(&bytes));
+  proto::ExecutableProto parsed;
+  REQUIRE(parsed.ParseFromString(bytes));
+  Result<Executable> back = ExecutableFromProto(parsed);
+  REQUIRE(back.ok());
+  CHECK(back->ToString() == compiled.executable.ToString());
+  CHECK(back->ToString().find("launch ") != std::string::npos);
+  std::vector<std::vector<Tensor>> outs;
+  for (CompiledPlan p : {compiled, CompiledPlan{*back, compiled.kernels, ""}}) {
+    std::unique_ptr<cuda::Device> device = cuda::MakeSimulatedDevice(1);
+    Result<std::unique_ptr<cuda::CudaProgram>> program =
+        cuda::CudaProgram::Load(std::move(p), *device, 1);
+    REQUIRE(program.ok());
+    VariableStore variables;
+    std::map<std::string, uint64_t> counters;
+    Result<std::vector<Tensor>> out =
+        (*program)->Run(Feeds((*program)->executable(), plan), variables, counters);
+    REQUIRE(out.ok());
+    outs.push_back(*out);
+  }
+  for (size_t i = 0; i < outs[0].size(); ++i) CHECK(outs[0][i].BitwiseEquals(outs[1][i]));
 }
 
 TEST_CASE("cuda-sim: a launch argument larger than its buffer is refused at load", "[cuda]") {

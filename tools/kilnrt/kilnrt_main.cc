@@ -12,6 +12,7 @@ namespace {
 int RunKilnrt(const Command& cmd, const std::vector<std::string>& args) {
   Flags flags;
   flags.Repeated("input").Repeated("fetch").Option("out").Option("threads").Switch("describe");
+  flags.Option("backend");
   flags.Positional(1, 1);
   if (int code = ParseOrExit(cmd, flags, args); code >= 0) return code;
   if (flags.On("describe")) return DescribeModuleFile(cmd, flags.positional()[0]);
@@ -26,13 +27,15 @@ int main(int argc, char** argv) {
   static const Command kilnrt = {
       "", "run a compiled module",
       "usage: kilnrt MODULE.kmod [--input NAME=FILE]... [--fetch NAME]... [--out DIR]\n"
-      "              [--threads N] [--describe]\n\n"
+      "              [--threads N] [--backend B] [--describe]\n\n"
       "Runs a module written by `kiln compile` with the runtime alone. Inputs are .npy or ONNX\n"
       "TensorProto .pb files, each of exactly the dtype and shape the module was compiled for.\n"
       "With --out, each output is written to DIR/NAME.npy; without it a summary of each is\n"
       "printed. --fetch picks some of the module's outputs. --describe prints the manifest\n"
       "(target, CPU features, build id) and the signature instead of running. --threads 0 (the\n"
-      "default) uses every core this process may use.\n",
+      "default) uses every core this process may use. A module compiled with --target cuda runs\n"
+      "on the first GPU (--backend cuda, its default) or on the simulated CUDA device\n"
+      "(--backend cuda-sim).\n",
       RunKilnrt, "kilnrt"};
   return kilnrt.run(kilnrt, std::vector<std::string>(argv + 1, argv + argc));
 }
