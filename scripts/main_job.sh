@@ -6,6 +6,7 @@
 #      freeze it with the checkpoint, and evaluate the frozen graph on the held-out 20%;
 #   3b. the same training in mixed precision (--precision bf16), evaluated in bf16 (README,
 #      "Mixed precision": within half a point of step 3 is the goal);
+#   3c. the same training on the simulated CUDA device (--backend cuda-sim), evaluated;
 #   4. compile the frozen model ahead of time into out/digits.kmod and run that artifact with
 #      kilnrt (the runtime alone: no compiler), checking it gives bitwise the JIT session's logits,
 #      then with kiln_digits_deploy (a program linking only the runtime, through the C API) on
@@ -45,6 +46,17 @@ $kiln freeze out/digits_train.kgraph --checkpoint out/digits_bf16.kckpt --fetch 
 build/models/kiln_digits evaluate out/digits_bf16_infer.kgraph out/test_images.npy \
   out/test_labels.npy bf16
 
+step "3c. the same training on the simulated CUDA device (cuda-sim), and where its steps run"
+$kiln inspect out/digits_train.kgraph --train --loss loss --optimizer adam --placement \
+  --backend cuda --input images=32x1x8x8 --input labels=32 | tail -n 1
+$kiln train out/digits_train.kgraph --loss loss --data images=out/train_images.npy \
+  --data labels=out/train_labels.npy --optimizer adam --lr 0.003 --batch 32 --epochs 10 \
+  --checkpoint out/digits_cuda_sim.kckpt --backend cuda-sim
+$kiln freeze out/digits_train.kgraph --checkpoint out/digits_cuda_sim.kckpt --fetch logits \
+  -o out/digits_cuda_sim_infer.kgraph
+build/models/kiln_digits evaluate out/digits_cuda_sim_infer.kgraph out/test_images.npy \
+  out/test_labels.npy
+
 step "4. compile ahead of time, run the artifact with the runtime alone"
 $kiln compile out/digits_infer.kgraph --input images=64x1x8x8 -o out/digits.kmod
 build/tools/kilnrt out/digits.kmod --describe
@@ -52,4 +64,11 @@ build/tools/kilnrt out/digits.kmod --input images=out/test_batch_images.npy --ou
 $kiln run out/digits_infer.kgraph --input images=out/test_batch_images.npy --out out/jit
 cmp out/kilnrt/logits.npy out/jit/logits.npy
 echo "kilnrt's logits are bitwise those of the JIT session (kiln run)"
+$kiln compile out/digits_infer.kgraph --target cuda --input images=64x1x8x8 -o out/digits_cuda.kmod
+build/tools/kilnrt out/digits_cuda.kmod --backend cuda-sim --input images=out/test_batch_images.npy \
+  --out out/kilnrt_cuda_sim
+$kiln run out/digits_infer.kgraph --backend cuda-sim --input images=out/test_batch_images.npy \
+  --out out/jit_cuda_sim
+cmp out/kilnrt_cuda_sim/logits.npy out/jit_cuda_sim/logits.npy
+echo "the cuda module on cuda-sim gives bitwise the logits of kiln run --backend cuda-sim"
 build/models/kiln_digits_deploy out/digits.kmod out/test_images.npy out/test_labels.npy

@@ -1,5 +1,7 @@
 #include "tools/run_module.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 
 #include "runtime/module/module.h"
@@ -37,8 +39,25 @@ int RunModuleFile(const Command& cmd, const Flags& flags, const std::string& pat
     }
     picked.push_back(i);
   }
+  Result<int64_t> repeat = ParseCount("repeat", flags.Get("repeat", "0"), 0);
+  if (!repeat.ok()) return UsageError(cmd, repeat.error().message());
   Result<std::vector<Tensor>> results = (*module)->Run(*inputs);
   if (!results.ok()) return Fail(cmd, results.error());
+  if (*repeat > 0) {
+    // Timed runs after the first (which loads code and warms caches): inputs in, outputs out.
+    std::vector<double> ms;
+    for (int64_t r = 0; r < *repeat; ++r) {
+      const auto start = std::chrono::steady_clock::now();
+      results = (*module)->Run(*inputs);
+      if (!results.ok()) return Fail(cmd, results.error());
+      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
+                                                             start)
+                       .count());
+    }
+    std::sort(ms.begin(), ms.end());
+    std::fprintf(stderr, "timed runs: %zu, median_ms: %.4f, min_ms: %.4f\n", ms.size(),
+                 ms[ms.size() / 2], ms[0]);
+  }
   std::vector<Tensor> chosen;
   for (size_t i : picked) chosen.push_back((*results)[i]);
   return EmitOutputs(cmd, flags, names, chosen);

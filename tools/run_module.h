@@ -11,7 +11,8 @@
 namespace kiln::cli {
 
 // Flags read: --input NAME=FILE (repeated), --fetch NAME (repeated; a subset of the module's
-// outputs, default all), --out DIR, --threads N, --backend B (a cuda module: cuda or cuda-sim).
+// outputs, default all), --out DIR, --threads N, --backend B (a cuda module: cuda or cuda-sim),
+// --repeat N (kilnrt: N more timed runs, "timed runs: N, median_ms: X, min_ms: Y" on stderr).
 // Returns the exit code.
 int RunModuleFile(const Command& cmd, const Flags& flags, const std::string& path);
 

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Builds the GPU bundle: a self-contained folder that checks and benchmarks kiln on a GPU machine
+# that has a driver but no compiler, no network and no kiln build (see README, "GPU bundle").
+#   scripts/gpu_bundle.sh OUT        then, on the GPU machine: OUT/run.sh
+# OUT holds kilnrt (the runtime alone, stripped), the shared libraries it needs beyond the C/C++
+# runtime (xz-compressed), the test models compiled with `kiln compile --target cuda` (PTX for
+# sm_80 and sm_90) with their inputs, the reference executor's outputs and, for PyTorch exports,
+# PyTorch's outputs, and the scripts run.sh uses. KILN_BUNDLE_ELEMENTS sets the elementwise
+# benchmark's input size (default 2^26 floats, generated on the GPU machine). At most 48 MiB.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${1:?usage: scripts/gpu_bundle.sh OUT}
+elements=${KILN_BUNDLE_ELEMENTS:-67108864}
+scripts/setup.sh >/dev/null
+scripts/build.sh build -- kiln kilnrt >/dev/null
+kiln=build/tools/kiln
+rm -rf "$out"
+mkdir -p "$out/bin" "$out/models"
+cp scripts/gpu_bundle/run.sh scripts/gpu_bundle/compare.py scripts/gpu_bundle/bench_torch.py \
+  scripts/gpu_bundle/write_input.py scripts/write_npy.py "$out/"
+git describe --always --dirty >"$out/VERSION" 2>/dev/null || echo unknown >"$out/VERSION"
+cp build/tools/kilnrt "$out/bin/kilnrt"
+strip "$out/bin/kilnrt"
+
+# The libraries kilnrt loads beyond glibc and the C++ runtime, which every Linux has.
+libs=()
+while read -r path; do
+  case $(basename "$path") in
+    libc.so* | libm.so* | libstdc++.so* | libgcc_s.so* | ld-linux* | libpthread.so* | libdl.so* | \
+      librt.so*) ;;
+    *) libs+=("$path") ;;
+  esac
+done < <(ldd build/tools/kilnrt | awk '$3 ~ /^\// {print $3}')
+staging=$(mktemp -d)
+trap 'rm -rf "$staging"' EXIT
+for lib in "${libs[@]}"; do cp -L "$lib" "$staging/"; done
+tar -cJf "$out/lib.tar.xz" -C "$staging" .
+
+# model NAME MODEL_FILE INPUT_SPEC INPUT.npy [PYTORCH_OUTPUTS_DIR]
+model() {
+  local name=$1 file=$2 spec=$3 input=$4 torch=${5:-} dir="$out/models/$1"
+  mkdir -p "$dir/inputs" "$dir/torch"
+  $kiln compile "$file" --target cuda --input "$spec" -o "$out/models/$name.kmod" >/dev/null
+  cp "$input" "$dir/inputs/x.npy"
+  $kiln run "$file" --backend reference --input "x=$input" --out "$dir/expected" >/dev/null
+  if [[ -n $torch ]]; then
+    for f in "$dir"/expected/*.npy; do cp "$torch/$(basename "$f")" "$dir/torch/"; done
+  fi
+  echo "$name" >>"$out/models/LIST"
+}
+data=tests/data/onnx
+model resnet $data/resnet/model.onnx x=2x3x64x64 $data/resnet/x.npy $data/resnet
+model transformer $data/transformer/model.onnx x=2x5x32 $data/transformer/x.npy $data/transformer
+model lstm $data/lstm/model.onnx x=2x7x6 $data/lstm/x.npy $data/lstm
+python3 scripts/write_npy.py "$staging/ew.npy" f32 4096
+model elementwise scripts/gpu_bundle/elementwise.kgraph.txt x=4096 "$staging/ew.npy"
+$kiln compile scripts/gpu_bundle/elementwise.kgraph.txt --target cuda --input "x=$elements" \
+  -o "$out/models/elementwise_bench.kmod" >/dev/null
+echo "$elements" >"$out/models/ELEMENTS"
+printf '%s\n' "elementwise_bench:$elements" resnet:2x3x64x64 transformer:2x5x32 lstm:2x7x6 \
+  >"$out/models/BENCH"
+
+size=$(du -sb "$out" | cut -f1)
+echo "wrote $out: $((size / 1024)) KiB (limit 48 MiB); run it with $out/run.sh"
+if ((size > 48 * 1024 * 1024)); then
+  echo "gpu_bundle: $out is over 48 MiB" >&2
+  exit 1
+fi

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Runs kiln's GPU checks and benchmarks from this folder (made by scripts/gpu_bundle.sh) on a GPU
+# machine: no build, no network. Prints one line per check, then "N passed, M failed", then a table
+# of kiln's time against PyTorch CUDA (eager and torch.compile) for the same models.
+#   ./run.sh                    on the GPU (backend cuda)
+#   KILN_BUNDLE_BACKEND=cuda-sim ./run.sh   the same checks on the simulated device (no GPU needed)
+# Environment: KILN_BUNDLE_PYTHON (default /opt/torch/.venv/bin/python3, else python3),
+# KILN_BUNDLE_RUNS (timed runs per model, default 20).
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+backend=${KILN_BUNDLE_BACKEND:-cuda}
+runs=${KILN_BUNDLE_RUNS:-20}
+elements=$(cat "$here/models/ELEMENTS")  # the elementwise benchmark module's input size
+python=${KILN_BUNDLE_PYTHON:-/opt/torch/.venv/bin/python3}
+[[ -x $python ]] || python=python3
+work=$(mktemp -d "${TMPDIR:-/tmp}/kiln_bundle.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/lib"
+tar -xJf "$here/lib.tar.xz" -C "$work/lib" 2>/dev/null ||
+  "$python" -c "import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])" \
+    "$here/lib.tar.xz" "$work/lib"
+export LD_LIBRARY_PATH="$work/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+kilnrt="$here/bin/kilnrt"
+echo "kiln GPU bundle $(cat "$here/VERSION") on $(hostname), backend $backend, $(date -u +%FT%TZ)"
+command -v nvidia-smi >/dev/null &&
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+
+passed=0 failed=0
+check() {  # check NAME COMMAND...: one line, PASS or FAIL with the command's last line
+  local name=$1 out
+  shift
+  if out=$("$@" 2>&1); then
+    echo "PASS $name"
+    passed=$((passed + 1))
+  else
+    echo "FAIL $name: $(printf '%s' "$out" | tail -n 1)"
+    failed=$((failed + 1))
+  fi
+}
+# run_and_compare MODEL: runs models/MODEL.kmod on its inputs, compares every output with the
+# reference executor's (and with PyTorch's where the model came from PyTorch).
+run_and_compare() {
+  local model=$1 dir="$here/models/$1" inputs=() f out="$work/out/$1"
+  for f in "$dir"/inputs/*.npy; do inputs+=(--input "$(basename "$f" .npy)=$f"); done
+  "$kilnrt" "$here/models/$model.kmod" --backend "$backend" "${inputs[@]}" --out "$out" || return 1
+  for f in "$dir"/expected/*.npy; do
+    "$python" "$here/compare.py" "$out/$(basename "$f")" "$f" --rtol 1e-3 --atol 1e-4 || return 1
+  done
+  for f in "$dir"/torch/*.npy; do
+    [[ -f $f ]] || continue
+    "$python" "$here/compare.py" "$out/$(basename "$f")" "$f" --rtol 1e-3 --atol 1e-4 || return 1
+  done
+}
+refused() {  # the command must fail with exit 1 (an error, not a crash)
+  "$@"
+  [[ $? -eq 1 ]]
+}
+
+for model in $(cat "$here/models/LIST"); do
+  check "$model: outputs match the reference executor (rtol 1e-3)" run_and_compare "$model"
+done
+head -c 1000 "$here/models/transformer.kmod" >"$work/truncated.kmod"
+check "a truncated module is refused with exit 1" refused "$kilnrt" "$work/truncated.kmod"
+echo "$passed passed, $failed failed"
+
+echo
+echo "time per run, host input to host output (median of $runs; kiln: kilnrt --repeat)"
+printf '%-12s %-14s %12s %12s %12s %9s\n' model input kiln_ms eager_ms compile_ms kiln/eager
+"$python" "$here/write_input.py" "$work/ew_x.npy" "$elements" 2>/dev/null ||
+  "$python" "$here/write_npy.py" "$work/ew_x.npy" f32 "$elements"
+for entry in $(cat "$here/models/BENCH"); do
+  model=${entry%%:*} shape=${entry#*:}
+  input="$here/models/$model/inputs/x.npy"
+  [[ $model == elementwise_bench ]] && input="$work/ew_x.npy"
+  kiln_ms=$("$kilnrt" "$here/models/$model.kmod" --backend "$backend" --input "x=$input" \
+    --repeat "$runs" 2>&1 >/dev/null | sed -n 's/.*median_ms: \([0-9.]*\).*/\1/p')
+  torch_line=$("$python" "$here/bench_torch.py" "${model%_bench}" "$shape" --runs "$runs" 2>/dev/null)
+  eager=$(sed -n 's/^eager_ms \([0-9.]*\).*/\1/p' <<<"$torch_line")
+  compiled=$(sed -n 's/.*compile_ms \([0-9.-]*\).*/\1/p' <<<"$torch_line")
+  ratio=-
+  [[ -n $kiln_ms && -n $eager ]] && ratio=$("$python" -c "print('%.2f' % ($kiln_ms / $eager))")
+  printf '%-12s %-14s %12s %12s %12s %9s\n' "$model" "$shape" "${kiln_ms:--}" "${eager:--}" \
+    "${compiled:--}" "$ratio"
+  [[ $torch_line == skip:* ]] && echo "  ($model: PyTorch ${torch_line#skip: })"
+done
+[[ $failed -eq 0 ]]
