@@ -28,7 +28,8 @@ Result<GpuKernels> GenerateGpuKernels(const std::vector<KernelSpec>& kernels,
                                       const GpuLoweringOptions& options) {
   KILN_ASSIGN_OR_RETURN(std::string mlir, EmitKernelModule(kernels));
   std::map<std::string, int64_t> rows;
-  for (const KernelSpec& spec : kernels) rows[spec.name] = spec.shape.rank() ? spec.shape.dim(0) : 1;
+  for (const KernelSpec& spec : kernels)
+    rows[spec.name] = spec.shape.rank() ? spec.shape.dim(0) : 1;
   Result<GpuKernels> gpu = LowerKernelsForGpu(mlir, rows, options);
   if (!gpu.ok()) return AsInternal(gpu.error(), "generating the plan's GPU kernels");
   return gpu;

@@ -57,8 +57,8 @@ std::string Executable::ToString() const {
     return s;
   };
   for (const Step& s : steps) {
-    out << "  " << (s.on_device ? "device " : "") << StepKindName(s.kind) << " " << s.callee << "(" << list(s.inputs) << ") -> ("
-        << list(s.outputs) << ")";
+    out << "  " << (s.on_device ? "device " : "") << StepKindName(s.kind) << " " << s.callee << "("
+        << list(s.inputs) << ") -> (" << list(s.outputs) << ")";
     if (s.kind == Step::Kind::kKernel) out << " rows=" << s.rows;
     if (!s.node.name.empty()) out << "  # " << s.node.name;
     out << "\n";

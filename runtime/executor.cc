@@ -11,7 +11,8 @@ Result<std::unique_ptr<Executor>> CreateExecutor(const std::string& name, int th
   const std::string backend = name != "auto" ? name : GetPlanCompiler() ? "cpu" : "reference";
   if (backend == "reference") return std::unique_ptr<Executor>(new reference::ReferenceExecutor());
   if (backend == "cpu") return std::unique_ptr<Executor>(new cpu::CpuExecutor(threads));
-  if (backend == "cuda" || backend == "cuda-sim") return cuda::CudaExecutor::Create(backend, threads);
+  if (backend == "cuda" || backend == "cuda-sim")
+    return cuda::CudaExecutor::Create(backend, threads);
   return MakeError(ErrorCode::kNotFound, "unknown backend '", backend,
                    "' (available: auto, cpu, cuda, cuda-sim, reference)");
 }

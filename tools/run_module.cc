@@ -50,9 +50,9 @@ int RunModuleFile(const Command& cmd, const Flags& flags, const std::string& pat
       const auto start = std::chrono::steady_clock::now();
       results = (*module)->Run(*inputs);
       if (!results.ok()) return Fail(cmd, results.error());
-      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
-                                                             start)
-                       .count());
+      ms.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count());
     }
     std::sort(ms.begin(), ms.end());
     std::fprintf(stderr, "timed runs: %zu, median_ms: %.4f, min_ms: %.4f\n", ms.size(),

@@ -60,8 +60,8 @@ void WrapSerialKernels(mlir::ModuleOp module) {
     mlir::Location loc = func.getLoc();
     mlir::Value zero = b.create<mlir::arith::ConstantIndexOp>(loc, 0);
     mlir::Value one = b.create<mlir::arith::ConstantIndexOp>(loc, 1);
-    auto loop = b.create<mlir::scf::ParallelOp>(loc, mlir::ValueRange{zero},
-                                                mlir::ValueRange{one}, mlir::ValueRange{one});
+    auto loop = b.create<mlir::scf::ParallelOp>(loc, mlir::ValueRange{zero}, mlir::ValueRange{one},
+                                                mlir::ValueRange{one});
     mlir::Block* inner = loop.getBody();
     inner->getOperations().splice(inner->getTerminator()->getIterator(), body.getOperations(),
                                   std::next(loop->getIterator()),
@@ -141,9 +141,8 @@ Result<std::vector<DeviceKernel>> ExtractLaunches(mlir::ModuleOp module) {
             block_arg && block_arg.getOwner() == &func.getBody().front()) {
           auto type = operand.getType().dyn_cast<mlir::MemRefType>();
           if (!type || !type.hasStaticShape() || !type.getLayout().isIdentity())
-            return MakeError(ErrorCode::kUnimplemented, "kernel '", kernel.name,
-                             "': argument ", block_arg.getArgNumber(),
-                             " is not a statically shaped dense memref");
+            return MakeError(ErrorCode::kUnimplemented, "kernel '", kernel.name, "': argument ",
+                             block_arg.getArgNumber(), " is not a statically shaped dense memref");
           arg.operand = static_cast<int>(block_arg.getArgNumber());
           arg.dims.assign(type.getShape().begin(), type.getShape().end());
         } else {

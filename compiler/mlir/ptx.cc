@@ -1,11 +1,10 @@
 // PTX from an outlined module: gpu.modules -> NVVM -> LLVM IR (+ libdevice) -> NVPTX.
-#include "compiler/mlir/common.h"
-#include "compiler/mlir/gpu_internal.h"
-#include "compiler/mlir/gpu_kernels.h"
-
 #include <cstdlib>
 #include <set>
 
+#include "compiler/mlir/common.h"
+#include "compiler/mlir/gpu_internal.h"
+#include "compiler/mlir/gpu_kernels.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/IRReader/IRReader.h"
@@ -111,7 +110,8 @@ Result<std::string> PtxForArchitecture(mlir::ModuleOp module, int sm, const Diag
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<llvm::Module> device,
                         TranslateDeviceCode(module, llvm_context, *tm, log));
   if (llvm::Error e = mlir::makeOptimizingTransformer(3, 0, tm.get())(device.get()))
-    return MakeError(ErrorCode::kInternal, "optimizing device code failed: ", ToString(std::move(e)));
+    return MakeError(ErrorCode::kInternal,
+                     "optimizing device code failed: ", ToString(std::move(e)));
   llvm::SmallString<0> ptx;
   llvm::raw_svector_ostream os(ptx);
   llvm::legacy::PassManager codegen;

@@ -1,5 +1,7 @@
 #include "runtime/cuda/cuda_executor.h"
 
+#include <algorithm>
+
 #include "runtime/cpu/cpu_executor.h"
 #include "runtime/cpu/plan_compiler.h"
 
@@ -23,7 +25,9 @@ Result<std::vector<Tensor>> CudaExecutor::Execute(const RunPlan& plan, VariableS
     CompileOptions options;
     options.threads = threads_;
     options.target = backend_;
-    if (device_->Architecture() > 0) options.sm = device_->Architecture();
+    // PTX for the GPU's architecture, or for the newest one the code generator knows (sm_90),
+    // which the driver JIT-compiles for a newer GPU.
+    if (device_->Architecture() > 0) options.sm = std::min(device_->Architecture(), 90);
     Result<CompiledPlan> compiled = compiler->Compile(plan, options);
     std::unique_ptr<CudaProgram> program;
     if (compiled.ok()) {

@@ -7,11 +7,23 @@
 namespace kiln::cuda {
 namespace {
 
-// The bytes a launch argument spans: its memref's elements of the buffer's dtype.
+// The bytes a launch argument spans (its memref's elements of the buffer's dtype); -1 when that
+// overflows.
 int64_t SpanBytes(const KernelLaunch::Arg& arg, const BufferDesc& buffer) {
-  int64_t n = 1;
-  for (int64_t d : arg.dims) n *= d;
-  return n * DTypeSize(buffer.type.dtype);
+  int64_t n = DTypeSize(buffer.type.dtype);
+  for (int64_t d : arg.dims)
+    if (d < 0 || __builtin_mul_overflow(n, d, &n)) return -1;
+  return n;
+}
+
+// CUDA's limits on a launch: grid x < 2^31, grid y and z <= 65535, block x and y <= 1024, block z
+// <= 64, at most 1024 threads a block.
+bool WithinLaunchLimits(const KernelLaunch& l) {
+  for (int i = 0; i < 3; ++i)
+    if (l.grid[i] < 1 || l.block[i] < 1) return false;
+  return l.grid[0] <= (int64_t{1} << 31) - 1 && l.grid[1] <= 65535 && l.grid[2] <= 65535 &&
+         l.block[0] <= 1024 && l.block[1] <= 1024 && l.block[2] <= 64 &&
+         l.block[0] * l.block[1] * l.block[2] <= 1024;
 }
 
 }  // namespace
@@ -66,12 +78,12 @@ Status CudaProgram::Prepare(int threads) {
       const bool to_device = step.callee == "to_device";
       action.kind = to_device ? Action::Kind::kToDevice : Action::Kind::kToHost;
       if (!to_device && b.kind != BufferDesc::Kind::kArena)
-        return MakeError(ErrorCode::kInternal, "to_host of buffer %", action.buffer, " (",
-                         b.tensor, "), which is not an arena buffer");
+        return MakeError(ErrorCode::kInternal, "to_host of buffer %", action.buffer, " (", b.tensor,
+                         "), which is not an arena buffer");
     } else if (step.on_device) {
       if (step.kind != Step::Kind::kKernel)
-        return MakeError(ErrorCode::kUnimplemented, "step ", step.callee, " (",
-                         step.node.name, ") is placed on the device, which has no routine for it");
+        return MakeError(ErrorCode::kUnimplemented, "step ", step.callee, " (", step.node.name,
+                         ") is placed on the device, which has no routine for it");
       action.kind = Action::Kind::kLaunch;
       action.kernel = exe.FindDeviceKernel(step.callee);
       if (!action.kernel)
@@ -80,35 +92,41 @@ Status CudaProgram::Prepare(int threads) {
       ids.insert(ids.end(), step.outputs.begin(), step.outputs.end());
       for (int id : ids) action.operands.push_back({address_[id], exe.buffers[id].bytes()});
       for (const KernelLaunch& launch : action.kernel->launches) {
-        for (const KernelLaunch::Arg& arg : launch.args) {
+        for (size_t a = 0; a < launch.args.size(); ++a) {
+          const KernelLaunch::Arg& arg = launch.args[a];
           if (arg.operand < 0) continue;
-          if (arg.operand >= static_cast<int>(ids.size()) ||
-              SpanBytes(arg, exe.buffers[ids[arg.operand]]) > exe.buffers[ids[arg.operand]].bytes())
-            return MakeError(ErrorCode::kInternal, "launch of ", launch.function,
-                             " has an argument outside the operands of step ", step.callee);
+          if (arg.operand >= static_cast<int>(ids.size()))
+            return MakeError(ErrorCode::kInternal, "launch of ", launch.function, ": argument ", a,
+                             " is operand ", arg.operand, " of step ", step.callee, ", which has ",
+                             ids.size());
+          const BufferDesc& b = exe.buffers[ids[arg.operand]];
+          const int64_t span = SpanBytes(arg, b);
+          if (span < 0 || span > b.bytes())
+            return MakeError(ErrorCode::kInternal, "launch of ", launch.function, ": argument ", a,
+                             " spans ", Shape(arg.dims).ToString(), " but its buffer (", b.tensor,
+                             ") is ", b.type.ToString());
         }
-        for (int i = 0; i < 3; ++i)
-          if (launch.grid[i] < 1 || launch.block[i] < 1 || launch.grid[i] > (int64_t{1} << 31) ||
-              launch.block[i] > 1024)
-            return MakeError(ErrorCode::kInternal, "launch of ", launch.function,
-                             " has an invalid grid or block size");
+        if (!WithinLaunchLimits(launch))
+          return MakeError(ErrorCode::kInternal, "launch of ", launch.function, ": grid ",
+                           launch.grid[0], "x", launch.grid[1], "x", launch.grid[2], ", block ",
+                           launch.block[0], "x", launch.block[1], "x", launch.block[2],
+                           " is outside CUDA's limits");
         KILN_RETURN_IF_ERROR(device_.Check(*code_, launch));
       }
     } else {
       if (step.kind == Step::Kind::kKernel)
         return MakeError(ErrorCode::kInternal, "kernel step ", step.callee,
                          " is placed on the host, which has no code for it in a CUDA plan");
-      Result<std::unique_ptr<cpu::StepRunner>> runner =
-          step.kind == Step::Kind::kLibrary ? cpu::MakeLibraryStep(step, exe)
-                                            : cpu::MakeReferenceStep(step, exe);
+      Result<std::unique_ptr<cpu::StepRunner>> runner = step.kind == Step::Kind::kLibrary
+                                                            ? cpu::MakeLibraryStep(step, exe)
+                                                            : cpu::MakeReferenceStep(step, exe);
       KILN_RETURN_IF_ERROR(runner.status());
       action.runner = std::move(*runner);
     }
     actions_.push_back(std::move(action));
   }
   KILN_ASSIGN_OR_RETURN(Tensor host_arena, Tensor::Create(u8, Shape{exe.arena_bytes}));
-  host_arena_ =
-      std::shared_ptr<uint8_t[]>(host_arena.data<uint8_t>(), [host_arena](uint8_t*) {});
+  host_arena_ = std::shared_ptr<uint8_t[]>(host_arena.data<uint8_t>(), [host_arena](uint8_t*) {});
   return OkStatus();
 }
 

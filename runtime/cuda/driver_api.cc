@@ -13,8 +13,8 @@ Result<DriverApi> Load() {
   void* handle = dlopen(kDriverLibrary, RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
     const char* why = dlerror();
-    return MakeError(ErrorCode::kFailedPrecondition, "no CUDA driver: cannot load ",
-                     kDriverLibrary, " (", why ? why : "unknown reason",
+    return MakeError(ErrorCode::kFailedPrecondition, "no CUDA driver: cannot load ", kDriverLibrary,
+                     " (", why ? why : "unknown reason",
                      "); backend \"cuda\" needs an NVIDIA GPU and its driver (\"cuda-sim\" runs "
                      "the same plan on a simulated device)");
   }
@@ -25,16 +25,17 @@ Result<DriverApi> Load() {
     return MakeError(ErrorCode::kFailedPrecondition, kDriverLibrary,
                      " has no cuGetProcAddress_v2: the CUDA driver is older than 12.0");
   DriverApi api;
-#define KILN_CUDA_DRIVER_RESOLVE(name, type)                                                    \
-  {                                                                                             \
-    void* fn = nullptr;                                                                         \
-    CUdriverProcAddressQueryResult found = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;                \
-    CUresult r = get_proc(#name, &fn, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &found);       \
-    if (r != CUDA_SUCCESS || !fn || found != CU_GET_PROC_ADDRESS_SUCCESS)                       \
-      return MakeError(ErrorCode::kFailedPrecondition, "the CUDA driver (", kDriverLibrary,     \
-                       ") has no entry point " #name " for CUDA ", CUDA_VERSION / 1000, ".",    \
-                       CUDA_VERSION % 1000 / 10, " (status ", static_cast<int>(found), ")");   \
-    api.name = reinterpret_cast<type>(fn);                                                      \
+#define KILN_CUDA_DRIVER_RESOLVE(name, type)                                                 \
+  {                                                                                          \
+    void* fn = nullptr;                                                                      \
+    CUdriverProcAddressQueryResult found = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;             \
+    CUresult r = get_proc(#name, &fn, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &found);    \
+    if (r != CUDA_SUCCESS || !fn || found != CU_GET_PROC_ADDRESS_SUCCESS)                    \
+      return MakeError(ErrorCode::kFailedPrecondition, "the CUDA driver (", kDriverLibrary,  \
+                       ") has no entry point " #name " for CUDA ", CUDA_VERSION / 1000, ".", \
+                       CUDA_VERSION % 1000 / 10, " (CUresult ", static_cast<int>(r),         \
+                       ", query result ", static_cast<int>(found), ")");                     \
+    api.name = reinterpret_cast<type>(fn);                                                   \
   }
   KILN_CUDA_DRIVER_ENTRY_POINTS(KILN_CUDA_DRIVER_RESOLVE)
 #undef KILN_CUDA_DRIVER_RESOLVE
@@ -57,10 +58,10 @@ Status CheckCuda(const DriverApi& api, CUresult result, const char* call) {
   const char* text = nullptr;
   if (api.cuGetErrorName) api.cuGetErrorName(result, &name);
   if (api.cuGetErrorString) api.cuGetErrorString(result, &text);
-  return MakeError(result == CUDA_ERROR_OUT_OF_MEMORY ? ErrorCode::kResourceExhausted
-                                                      : ErrorCode::kInternal,
-                   call, " failed: ", name ? name : "CUDA error", " (", static_cast<int>(result),
-                   "): ", text ? text : "no description");
+  return MakeError(
+      result == CUDA_ERROR_OUT_OF_MEMORY ? ErrorCode::kResourceExhausted : ErrorCode::kInternal,
+      call, " failed: ", name ? name : "CUDA error", " (", static_cast<int>(result),
+      "): ", text ? text : "no description");
 }
 
 }  // namespace kiln::cuda

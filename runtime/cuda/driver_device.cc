@@ -13,8 +13,12 @@ namespace {
 
 class DriverCode : public DeviceCode {
  public:
-  DriverCode(const DriverApi& api, CUmodule module) : api_(api), module_(module) {}
-  ~DriverCode() override { api_.cuModuleUnload(module_); }
+  DriverCode(const DriverApi& api, CUcontext context, CUmodule module)
+      : api_(api), context_(context), module_(module) {}
+  ~DriverCode() override {
+    api_.cuCtxSetCurrent(context_);
+    api_.cuModuleUnload(module_);
+  }
 
   Result<CUfunction> Function(const std::string& name) const {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -29,6 +33,7 @@ class DriverCode : public DeviceCode {
 
  private:
   const DriverApi& api_;
+  CUcontext context_;
   CUmodule module_;
   mutable std::mutex mutex_;
   mutable std::map<std::string, CUfunction> functions_;
@@ -84,8 +89,7 @@ class DriverDevice : public Device {
     KILN_RETURN_IF_ERROR(CheckCuda(
         api_, api_.cuMemcpyDtoHAsync(staging_, static_cast<CUdeviceptr>(src), bytes, stream_),
         "cuMemcpyDtoHAsync"));
-    KILN_RETURN_IF_ERROR(
-        CheckCuda(api_, api_.cuStreamSynchronize(stream_), "cuStreamSynchronize"));
+    KILN_RETURN_IF_ERROR(CheckCuda(api_, api_.cuStreamSynchronize(stream_), "cuStreamSynchronize"));
     std::memcpy(dst, staging_, bytes);
     return OkStatus();
   }
@@ -99,20 +103,27 @@ class DriverDevice : public Device {
       return std::shared_ptr<DeviceCode>();
     }
     CUmodule module = nullptr;
-    CUresult r = api_.cuModuleLoadDataEx(&module, plan.device_code.c_str(), 0, nullptr, nullptr);
+    // The driver's JIT log says why PTX does not compile for this GPU.
+    char log[4096] = {};
+    CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+    void* values[] = {log, reinterpret_cast<void*>(sizeof(log) - 1)};
+    CUresult r = api_.cuModuleLoadDataEx(&module, plan.device_code.c_str(), 2, options, values);
     if (r != CUDA_SUCCESS)
       return CheckCuda(api_, r, "cuModuleLoadDataEx")
           .error()
-          .WithContext("loading the plan's PTX on " + description_);
-    return std::shared_ptr<DeviceCode>(new DriverCode(api_, module));
+          .WithContext("loading the plan's PTX on " + description_ +
+                       (log[0] ? std::string(" (JIT log: ") + log + ")" : ""));
+    return std::shared_ptr<DeviceCode>(new DriverCode(api_, context_, module));
   }
 
   Status Check(const DeviceCode& code, const KernelLaunch& launch) override {
+    KILN_RETURN_IF_ERROR(Current());
     return static_cast<const DriverCode&>(code).Function(launch.function).status();
   }
 
   Status Launch(const DeviceCode& code, const KernelLaunch& launch,
                 const std::vector<LaunchOperand>& operands) override {
+    KILN_RETURN_IF_ERROR(Current());
     KILN_ASSIGN_OR_RETURN(CUfunction f,
                           static_cast<const DriverCode&>(code).Function(launch.function));
     // MLIR's calling convention: a memref is its descriptor, field by field (allocated pointer,
@@ -136,11 +147,11 @@ class DriverDevice : public Device {
     }
     std::vector<void*> params;
     for (uint64_t& field : fields) params.push_back(&field);
-    return CheckCuda(api_,
-                     api_.cuLaunchKernel(f, launch.grid[0], launch.grid[1], launch.grid[2],
-                                         launch.block[0], launch.block[1], launch.block[2], 0,
-                                         stream_, params.data(), nullptr),
-                     ("cuLaunchKernel(" + launch.function + ")").c_str());
+    return CheckCuda(
+        api_,
+        api_.cuLaunchKernel(f, launch.grid[0], launch.grid[1], launch.grid[2], launch.block[0],
+                            launch.block[1], launch.block[2], 0, stream_, params.data(), nullptr),
+        ("cuLaunchKernel(" + launch.function + ")").c_str());
   }
 
   Status Synchronize() override {
@@ -157,7 +168,8 @@ class DriverDevice : public Device {
     if (staging_) api_.cuMemFreeHost(staging_);
     staging_ = nullptr;
     staging_bytes_ = 0;
-    KILN_RETURN_IF_ERROR(CheckCuda(api_, api_.cuMemHostAlloc(&staging_, bytes, 0), "cuMemHostAlloc"));
+    KILN_RETURN_IF_ERROR(
+        CheckCuda(api_, api_.cuMemHostAlloc(&staging_, bytes, 0), "cuMemHostAlloc"));
     staging_bytes_ = bytes;
     return OkStatus();
   }
@@ -179,21 +191,18 @@ Result<std::unique_ptr<Device>> OpenDriverDevice() {
   KILN_RETURN_IF_ERROR(CheckCuda(*api, api->cuInit(0), "cuInit"));
   int count = 0;
   KILN_RETURN_IF_ERROR(CheckCuda(*api, api->cuDeviceGetCount(&count), "cuDeviceGetCount"));
-  if (count == 0)
-    return MakeError(ErrorCode::kFailedPrecondition, "the CUDA driver sees no GPU");
+  if (count == 0) return MakeError(ErrorCode::kFailedPrecondition, "the CUDA driver sees no GPU");
   CUdevice device = 0;
   KILN_RETURN_IF_ERROR(CheckCuda(*api, api->cuDeviceGet(&device, 0), "cuDeviceGet"));
   char name[256] = {};
   int major = 0, minor = 0, driver = 0;
-  KILN_RETURN_IF_ERROR(CheckCuda(*api, api->cuDeviceGetName(name, sizeof(name) - 1, device),
-                                 "cuDeviceGetName"));
+  KILN_RETURN_IF_ERROR(
+      CheckCuda(*api, api->cuDeviceGetName(name, sizeof(name) - 1, device), "cuDeviceGetName"));
   KILN_RETURN_IF_ERROR(CheckCuda(
-      *api,
-      api->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device),
+      *api, api->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device),
       "cuDeviceGetAttribute"));
   KILN_RETURN_IF_ERROR(CheckCuda(
-      *api,
-      api->cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device),
+      *api, api->cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device),
       "cuDeviceGetAttribute"));
   KILN_RETURN_IF_ERROR(CheckCuda(*api, api->cuDriverGetVersion(&driver), "cuDriverGetVersion"));
   CUcontext context = nullptr;
@@ -210,8 +219,8 @@ Result<std::unique_ptr<Device>> OpenDriverDevice() {
   std::string description = std::string(name) + " (sm_" + std::to_string(major) +
                             std::to_string(minor) + ", driver " + std::to_string(driver / 1000) +
                             "." + std::to_string(driver % 1000 / 10) + ")";
-  return std::unique_ptr<Device>(new DriverDevice(*api, device, context, stream, major * 10 + minor,
-                                                  description));
+  return std::unique_ptr<Device>(
+      new DriverDevice(*api, device, context, stream, major * 10 + minor, description));
 }
 
 }  // namespace kiln::cuda

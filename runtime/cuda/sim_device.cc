@@ -36,8 +36,8 @@ class SimulatedDevice : public Device {
 
   Result<DevicePtr> Allocate(int64_t bytes) override {
     if (bytes < 0) return MakeError(ErrorCode::kInternal, "allocation of ", bytes, " bytes");
-    const int64_t size = std::max<int64_t>(kAlignment, (bytes + kAlignment - 1) / kAlignment *
-                                                           kAlignment);
+    const int64_t size =
+        std::max<int64_t>(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
     void* p = std::aligned_alloc(kAlignment, size);
     if (!p)
       return MakeError(ErrorCode::kResourceExhausted, "the simulated device cannot allocate ",
@@ -72,7 +72,7 @@ class SimulatedDevice : public Device {
     if (!plan.kernels && !plan.executable.device_kernels.empty())
       return MakeError(ErrorCode::kInvalidArgument,
                        "the plan has device kernels but no host translation of them, which the "
-                       "simulated device runs (compile it for target cuda-sim)");
+                       "simulated device runs (compile it with kiln compile --target cuda)");
     return std::shared_ptr<DeviceCode>(new SimCode(plan.kernels));
   }
 
@@ -89,8 +89,14 @@ class SimulatedDevice : public Device {
     const SimCode& sim = static_cast<const SimCode&>(code);
     KILN_ASSIGN_OR_RETURN(KernelEntry entry, sim.kernels->Find(launch.function));
     // The leading index arguments of a host translation, then the kernel's own.
-    std::vector<int64_t> scalars = {0, 0, launch.grid[0], launch.grid[1], launch.grid[2],
-                                    launch.block[0], launch.block[1], launch.block[2]};
+    std::vector<int64_t> scalars = {0,
+                                    0,
+                                    launch.grid[0],
+                                    launch.grid[1],
+                                    launch.grid[2],
+                                    launch.block[0],
+                                    launch.block[1],
+                                    launch.block[2]};
     std::vector<void*> pointers;
     for (const KernelLaunch::Arg& arg : launch.args) {
       if (arg.operand < 0) {
@@ -101,13 +107,15 @@ class SimulatedDevice : public Device {
         return MakeError(ErrorCode::kInternal, "launch of ", launch.function, " uses operand ",
                          arg.operand, " of ", operands.size());
       const LaunchOperand& op = operands[arg.operand];
-      KILN_RETURN_IF_ERROR(CheckRange(op.address, op.bytes,
-                                      "argument of GPU function '" + launch.function + "'"));
+      KILN_RETURN_IF_ERROR(
+          CheckRange(op.address, op.bytes, "argument of GPU function '" + launch.function + "'"));
       pointers.push_back(reinterpret_cast<void*>(op.address));
     }
     const int64_t blocks = launch.grid[0] * launch.grid[1] * launch.grid[2];
     const int64_t per_block = launch.block[0] * launch.block[1] * launch.block[2];
-    if (blocks <= 0 || per_block <= 0) return OkStatus();
+    if (blocks <= 0 || per_block <= 0)
+      return MakeError(ErrorCode::kInternal, "launch of ", launch.function,
+                       " has an empty or overflowing grid");
     auto run = [&](int64_t begin, int64_t end) {
       std::vector<int64_t> values = scalars;
       values[0] = begin;

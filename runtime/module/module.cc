@@ -31,7 +31,8 @@ Result<std::unique_ptr<Module>> Module::LoadFromBytes(const std::string& bytes,
                                                       const std::string& origin,
                                                       const ModuleOptions& options) {
   KILN_ASSIGN_OR_RETURN(ModuleFile file, ParseModule(bytes, origin));
-  const std::string backend = options.backend.empty() ? file.target : options.backend;
+  const std::string backend =
+      options.backend.empty() || options.backend == "auto" ? file.target : options.backend;
   const bool runs = file.target == "cpu"    ? backend == "cpu"
                     : file.target == "cuda" ? backend == "cuda" || backend == "cuda-sim"
                                             : false;
@@ -62,8 +63,8 @@ Result<std::unique_ptr<Module>> Module::LoadFromBytes(const std::string& bytes,
         for (const auto& [sm, ptx] : file.ptx)
           archs += (archs.empty() ? "sm_" : ", sm_") + std::to_string(sm);
         return MakeError(ErrorCode::kFailedPrecondition, origin, ": the module has code for ",
-                         archs, " only, which ", module->device_->Describe(),
-                         " (sm_", gpu, ") cannot run");
+                         archs, " only, which ", module->device_->Describe(), " (sm_", gpu,
+                         ") cannot run");
       }
       plan.device_code = std::prev(code)->second;
     }
@@ -115,9 +116,8 @@ Result<std::vector<Tensor>> Module::Run(const std::vector<std::pair<std::string,
     if (!given[i])
       return MakeError(ErrorCode::kInvalidArgument, origin_, ": missing input '", inputs[i].name,
                        "' (", inputs[i].type.ToString(), ")");
-  Result<std::vector<Tensor>> out = program_
-                                        ? program_->Run(bound, variables_, counters_)
-                                        : cuda_program_->Run(bound, variables_, counters_);
+  Result<std::vector<Tensor>> out = program_ ? program_->Run(bound, variables_, counters_)
+                                             : cuda_program_->Run(bound, variables_, counters_);
   if (!out.ok()) return out.error().WithContext(origin_);
   return out;
 }

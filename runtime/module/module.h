@@ -8,10 +8,10 @@
 // format, or a damaged file, each with an error naming the file. A module of target "cuda" runs on
 // the first GPU (backend "cuda", the default for it: the PTX of the highest architecture the GPU
 // has, JIT-compiled by the driver; refused, naming both, when the GPU is older than every one) or
-// on the simulated device (backend "cuda-sim": the host translations of its kernels). Run takes one tensor per input
-// of the signature (by name: "x" or "x:0"), each of exactly the signature's dtype and shape, and
-// returns the outputs in signature order. Every Run also runs the module's targets: a module
-// compiled with --train performs one training step per Run and keeps its variables, which
+// on the simulated device (backend "cuda-sim": the host translations of its kernels). Run takes one
+// tensor per input of the signature (by name: "x" or "x:0"), each of exactly the signature's dtype
+// and shape, and returns the outputs in signature order. Every Run also runs the module's targets:
+// a module compiled with --train performs one training step per Run and keeps its variables, which
 // SaveCheckpoint/RestoreCheckpoint write and read (the same .kckpt files a Session uses).
 // A Module is run by one caller at a time.
 #pragma once
@@ -38,7 +38,8 @@ class Device;
 
 struct ModuleOptions {
   int threads = 0;  // 0: every core this process may use
-  // "" runs the module on its target ("cpu", or "cuda"); a "cuda" module also runs on "cuda-sim".
+  // "" (or "auto") runs the module on its target ("cpu", or "cuda"); a "cuda" module also runs on
+  // "cuda-sim".
   std::string backend = "";
 };
 
@@ -69,8 +70,8 @@ class Module {
   Module();
   std::string origin_;
   ModuleFile file_;
-  std::unique_ptr<cpu::Program> program_;           // target cpu
-  std::unique_ptr<cuda::Device> device_;            // target cuda; outlives cuda_program_
+  std::unique_ptr<cpu::Program> program_;  // target cpu
+  std::unique_ptr<cuda::Device> device_;   // target cuda; outlives cuda_program_
   std::unique_ptr<cuda::CudaProgram> cuda_program_;
   VariableStore variables_;
   std::map<std::string, uint64_t> counters_;

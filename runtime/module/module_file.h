@@ -2,8 +2,9 @@
 // plan compiled ahead of time for one target: its signature (inputs, outputs, and the targets run
 // for their effect), the Executable with its constants, the variables' initial values and the
 // kernels' machine code (an ELF shared object; for target "cuda", PTX for each GPU architecture
-// too), plus a manifest (format version, target, the CPU features the code needs, a build id). The file is a ModuleProto (proto/kiln.proto) ending with a
-// CRC32C of everything before it; it is written to a temporary file, synced and renamed.
+// too), plus a manifest (format version, target, the CPU features the code needs, a build id). The
+// file is a ModuleProto (proto/kiln.proto) ending with a CRC32C of everything before it; it is
+// written to a temporary file, synced and renamed.
 //
 // ParseModule refuses, with an error naming the file: a truncated or altered file (checksum), a
 // newer format version, a malformed manifest or signature, an Executable whose structure is

@@ -38,9 +38,9 @@ TEST_CASE("kiln run --backend cuda-sim gives the reference backend's outputs", "
   std::map<std::string, Tensor> out;
   for (const std::string backend : {"reference", "cuda-sim"}) {
     const std::string to = testing::TempPath("run_" + backend);
-    CommandResult r = RunCommand(KILN_BINARY, {"run", dir + "/model.onnx", "--input",
-                                               "x=" + dir + "/x.npy", "--backend", backend,
-                                               "--out", to});
+    CommandResult r =
+        RunCommand(KILN_BINARY, {"run", dir + "/model.onnx", "--input", "x=" + dir + "/x.npy",
+                                 "--backend", backend, "--out", to});
     INFO(backend << ": " << r.err);
     REQUIRE(r.exit_code == 0);
     Result<Tensor> y = ReadNpy(to + "/y.npy");
@@ -48,17 +48,17 @@ TEST_CASE("kiln run --backend cuda-sim gives the reference backend's outputs", "
     out[backend] = *y;
   }
   std::string why;
+  const bool close = testing::CloseForDType(out["reference"], out["cuda-sim"], &why);
   INFO(why);
-  CHECK(testing::CloseForDType(out["reference"], out["cuda-sim"], &why));
+  CHECK(close);
 }
 
 TEST_CASE("kiln compile --target cuda, then kilnrt --backend cuda-sim gives kiln run's bits",
           "[cli][cuda]") {
   const std::string dir = std::string(KILN_TEST_DATA_DIR) + "/onnx/transformer";
   const std::string module = testing::TempPath("transformer_cuda.kmod");
-  CommandResult compiled = RunCommand(
-      KILN_BINARY, {"compile", dir + "/model.onnx", "--target", "cuda", "--input", "x=2x5x32", "-o",
-                    module});
+  CommandResult compiled = RunCommand(KILN_BINARY, {"compile", dir + "/model.onnx", "--target",
+                                                    "cuda", "--input", "x=2x5x32", "-o", module});
   INFO(compiled.err);
   REQUIRE(compiled.exit_code == 0);
   CommandResult described = RunCommand(KILNRT_BINARY, {module, "--describe"});
@@ -77,12 +77,12 @@ TEST_CASE("kiln compile --target cuda, then kilnrt --backend cuda-sim gives kiln
   REQUIRE(a.ok());
   REQUIRE(b.ok());
   CHECK(a->BitwiseEquals(*b));
-  CheckFails(RunCommand(KILNRT_BINARY, {module, "--backend", "cpu", "--input",
-                                        "x=" + dir + "/x.npy"}),
-             "cannot run on backend 'cpu'");
-  CheckFails(RunCommand(KILN_BINARY, {"compile", dir + "/model.onnx", "--target", "tpu", "-o",
-                                      module}),
-             "kiln compiles for cpu and cuda", 2);
+  CheckFails(
+      RunCommand(KILNRT_BINARY, {module, "--backend", "cpu", "--input", "x=" + dir + "/x.npy"}),
+      "cannot run on backend 'cpu'");
+  CheckFails(
+      RunCommand(KILN_BINARY, {"compile", dir + "/model.onnx", "--target", "tpu", "-o", module}),
+      "kiln compiles for cpu and cuda", 2);
 }
 
 TEST_CASE("kiln run --backend cuda without a driver exits 1 with one line", "[cli][cuda]") {
@@ -91,8 +91,8 @@ TEST_CASE("kiln run --backend cuda without a driver exits 1 with one line", "[cl
     return;
   }
   const std::string dir = std::string(KILN_TEST_DATA_DIR) + "/onnx/resnet";
-  CommandResult r = RunCommand(
-      KILN_BINARY, {"run", dir + "/model.onnx", "--input", "x=" + dir + "/x.npy", "--backend", "cuda"});
+  CommandResult r = RunCommand(KILN_BINARY, {"run", dir + "/model.onnx", "--input",
+                                             "x=" + dir + "/x.npy", "--backend", "cuda"});
   CHECK(r.exit_code == 1);
   CHECK_THAT(r.err, Catch::StartsWith("kiln run: error: no CUDA driver: cannot load libcuda.so.1"));
   CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);

@@ -37,8 +37,8 @@ struct MixedGraph {
     g.Output("y", y);
     g.Output("s", Softmax(MatMul(y, w)));
     graph = *g.Build();
-    feeds = {{"x", Random(Shape{300, 8}, 1)}, {"b", Random(Shape{8}, 2)},
-             {"w", Random(Shape{8, 5}, 3)}};
+    feeds = {
+        {"x", Random(Shape{300, 8}, 1)}, {"b", Random(Shape{8}, 2)}, {"w", Random(Shape{8, 5}, 3)}};
     planner = std::make_unique<Session>(graph, SessionOptions{.backend = "reference"});
   }
   std::unique_ptr<Session> planner;  // its plans point into its graph
@@ -68,6 +68,22 @@ std::vector<Tensor> Feeds(const Executable& exe, const RunPlan& plan) {
   Result<std::vector<Tensor>> feeds = FeedsOf(exe, plan);
   REQUIRE(feeds.ok());
   return *feeds;
+}
+
+// Loads `compiled` on a fresh simulated device and runs it once on `plan`'s feeds.
+std::vector<Tensor> RunOnSimulator(CompiledPlan compiled, const RunPlan& plan) {
+  std::unique_ptr<cuda::Device> device = cuda::MakeSimulatedDevice(1);
+  Result<std::unique_ptr<cuda::CudaProgram>> program =
+      cuda::CudaProgram::Load(std::move(compiled), *device, 1);
+  INFO(program.status().ToString());
+  REQUIRE(program.ok());
+  VariableStore variables;
+  std::map<std::string, uint64_t> counters;
+  Result<std::vector<Tensor>> out =
+      (*program)->Run(Feeds((*program)->executable(), plan), variables, counters);
+  INFO(out.status().ToString());
+  REQUIRE(out.ok());
+  return *out;
 }
 
 TEST_CASE("placement: a copy before each read on the other side, fetches back on the host",
@@ -146,8 +162,9 @@ TEST_CASE("cuda-sim: kernels on the device, a MatMul on the host, the copies bet
     REQUIRE(out.ok());
     for (size_t i = 0; i < expected.size(); ++i) {
       std::string why;
+      const bool close = testing::CloseForDType(expected[i], (*out)[i], &why);
       INFO(why);
-      CHECK(testing::CloseForDType(expected[i], (*out)[i], &why));
+      CHECK(close);
     }
   }
 }
@@ -166,16 +183,8 @@ TEST_CASE("cuda-sim: a missing copy to the device reads poisoned memory (NaN)", 
       break;
     }
   REQUIRE(steps.size() == before - 1);
-  std::unique_ptr<cuda::Device> device = cuda::MakeSimulatedDevice(1);
-  Result<std::unique_ptr<cuda::CudaProgram>> program =
-      cuda::CudaProgram::Load(std::move(compiled), *device, 1);
-  REQUIRE(program.ok());
-  VariableStore variables;
-  std::map<std::string, uint64_t> counters;
-  Result<std::vector<Tensor>> out =
-      (*program)->Run(Feeds((*program)->executable(), plan), variables, counters);
-  REQUIRE(out.ok());
-  const Tensor& s = (*out)[1];
+  std::vector<Tensor> out = RunOnSimulator(std::move(compiled), plan);
+  const Tensor& s = out[1];
   for (int64_t i = 0; i < s.num_elements(); ++i) REQUIRE(std::isnan(s.GetDouble(i)));
 }
 
@@ -193,18 +202,8 @@ TEST_CASE("cuda-sim: a placed plan round-trips through its proto and runs bitwis
   CHECK(back->ToString() == compiled.executable.ToString());
   CHECK(back->ToString().find("launch ") != std::string::npos);
   std::vector<std::vector<Tensor>> outs;
-  for (CompiledPlan p : {compiled, CompiledPlan{*back, compiled.kernels, ""}}) {
-    std::unique_ptr<cuda::Device> device = cuda::MakeSimulatedDevice(1);
-    Result<std::unique_ptr<cuda::CudaProgram>> program =
-        cuda::CudaProgram::Load(std::move(p), *device, 1);
-    REQUIRE(program.ok());
-    VariableStore variables;
-    std::map<std::string, uint64_t> counters;
-    Result<std::vector<Tensor>> out =
-        (*program)->Run(Feeds((*program)->executable(), plan), variables, counters);
-    REQUIRE(out.ok());
-    outs.push_back(*out);
-  }
+  for (CompiledPlan p : {compiled, CompiledPlan{*back, compiled.kernels, ""}})
+    outs.push_back(RunOnSimulator(std::move(p), plan));
   for (size_t i = 0; i < outs[0].size(); ++i) CHECK(outs[0][i].BitwiseEquals(outs[1][i]));
 }
 
@@ -221,7 +220,20 @@ TEST_CASE("cuda-sim: a launch argument larger than its buffer is refused at load
   Result<std::unique_ptr<cuda::CudaProgram>> program =
       cuda::CudaProgram::Load(std::move(compiled), *device, 1);
   REQUIRE_FALSE(program.ok());
-  CHECK(program.error().message().find("outside the operands") != std::string::npos);
+  CHECK(program.error().message().find("spans") != std::string::npos);
+}
+
+TEST_CASE("cuda-sim: a launch outside CUDA's grid and block limits is refused at load", "[cuda]") {
+  MixedGraph m;
+  for (int64_t bad : {int64_t{2048}, int64_t{0}}) {
+    CompiledPlan compiled = CompileSim(m.Plan());
+    compiled.executable.device_kernels[0].launches[0].block[0] = bad;
+    std::unique_ptr<cuda::Device> device = cuda::MakeSimulatedDevice(1);
+    Result<std::unique_ptr<cuda::CudaProgram>> program =
+        cuda::CudaProgram::Load(std::move(compiled), *device, 1);
+    REQUIRE_FALSE(program.ok());
+    CHECK(program.error().message().find("outside CUDA's limits") != std::string::npos);
+  }
 }
 
 TEST_CASE("cuda-sim: a kernel given host memory, or a copy out of range, fails", "[cuda]") {
@@ -232,8 +244,8 @@ TEST_CASE("cuda-sim: a kernel given host memory, or a copy out of range, fails",
   REQUIRE(code.ok());
   const KernelLaunch& launch = compiled.executable.device_kernels[0].launches[0];
   std::vector<float> host(4096);
-  std::vector<cuda::LaunchOperand> operands(8, {reinterpret_cast<cuda::DevicePtr>(host.data()),
-                                                16});
+  std::vector<cuda::LaunchOperand> operands(8,
+                                            {reinterpret_cast<cuda::DevicePtr>(host.data()), 16});
   Status st = device->Launch(**code, launch, operands);
   REQUIRE_FALSE(st.ok());
   CHECK(st.error().message().find("not inside one allocation") != std::string::npos);

@@ -1,8 +1,6 @@
 // Every kernel the JIT tests run also lowers for the GPU: launches with constant sizes, PTX that
 // ptxas accepts for sm_80 and sm_90 (the generator stays target-neutral; ptxas checks skipped, with
 // a warning, where it is not installed) and a host translation for the simulated device.
-#include "compiler/mlir/gpu_kernels.h"
-
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,6 +10,7 @@
 #include <string>
 
 #include "compiler/codegen/emit_mlir.h"
+#include "compiler/mlir/gpu_kernels.h"
 #include "tests/compiler/codegen_cases.h"
 #include "tests/testing/temp_path.h"
 
@@ -69,8 +68,7 @@ TEST_CASE("PTX: every tested kernel lowers to PTX that ptxas accepts (sm_80, sm_
     for (const KernelLaunch& launch : kernel.launches) {
       INFO(kernel.name << " -> " << launch.function);
       CHECK(launch.block[0] * launch.block[1] * launch.block[2] <= kThreadsPerBlock);
-      CHECK(gpu->host_translation.find("func.func @" + launch.function + "(") !=
-            std::string::npos);
+      CHECK(gpu->host_translation.find("func.func @" + launch.function + "(") != std::string::npos);
     }
   std::string ptxas = Ptxas();
   for (int sm : {80, 90}) {

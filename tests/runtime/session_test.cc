@@ -106,8 +106,9 @@ TEST_CASE("session: Values from the builder name feeds and fetches", "[session]"
 TEST_CASE("session: unknown backends and invalid graphs are reported by Run",
           "[session][bad-input]") {
   Session bad_backend(TwoBranchGraph(), {.backend = "tpu"});
-  CHECK_THAT(bad_backend.Run({}, {"w"}).error().message(),
-             Catch::Contains("unknown backend 'tpu' (available: auto, cpu, cuda, cuda-sim, reference)"));
+  CHECK_THAT(
+      bad_backend.Run({}, {"w"}).error().message(),
+      Catch::Contains("unknown backend 'tpu' (available: auto, cpu, cuda, cuda-sim, reference)"));
   Graph broken = TwoBranchGraph();
   broken.mutable_nodes()[1].op = "Nope";
   Session s(broken);

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "runtime/cpu/plan_compiler.h"
+#include "runtime/cuda/device.h"
 
 namespace kiln::testing {
 
@@ -36,6 +37,9 @@ bool CloseForDType(const Tensor& expected, const Tensor& actual, std::string* wh
 
 std::vector<std::string> CompiledBackends() {
   if (!GetPlanCompiler()) return {};
+  // "cuda" too where this machine has a GPU and its driver (the GPU bundle's machines).
+  static const bool has_gpu = cuda::OpenDevice("cuda", 1).ok();
+  if (has_gpu) return {"cpu", "cuda-sim", "cuda"};
   return {"cpu", "cuda-sim"};
 }
 
