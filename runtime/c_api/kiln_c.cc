@@ -200,6 +200,11 @@ int kiln_dtype_size(kiln_dtype dtype) {
 }
 
 kiln_module* kiln_module_load(const char* path, int threads, kiln_status** status) {
+  return kiln_module_load_on(path, nullptr, threads, status);
+}
+
+kiln_module* kiln_module_load_on(const char* path, const char* backend, int threads,
+                                 kiln_status** status) {
   kiln_module* loaded = nullptr;
   kiln::Guard(status, [&]() -> kiln::Status {
     if (!path) return kiln::NullArgument("kiln_module_load", "path");
@@ -207,8 +212,10 @@ kiln_module* kiln_module_load(const char* path, int threads, kiln_status** statu
       return kiln::MakeError(kiln::ErrorCode::kInvalidArgument,
                              "kiln_module_load: threads must be 0 (every core) or more, got ",
                              threads);
-    KILN_ASSIGN_OR_RETURN(std::unique_ptr<kiln::Module> module,
-                          kiln::Module::Load(path, kiln::ModuleOptions{.threads = threads}));
+    KILN_ASSIGN_OR_RETURN(
+        std::unique_ptr<kiln::Module> module,
+        kiln::Module::Load(
+            path, kiln::ModuleOptions{.threads = threads, .backend = backend ? backend : ""}));
     loaded = new kiln_module{std::move(module)};
     return kiln::OkStatus();
   });

@@ -81,6 +81,11 @@ int kiln_dtype_size(kiln_dtype dtype);
 /* Loads a module file for this CPU. threads: 0 uses every core this process may use, N > 0 uses
  * N; negative is an error. Returns NULL on failure (a missing, damaged or foreign file). */
 kiln_module* kiln_module_load(const char* path, int threads, kiln_status** status);
+/* The same on a named backend: NULL, "" or "auto" is the module's own target ("cpu", or "cuda":
+ * the first GPU); a module compiled with --target cuda also runs on "cuda-sim", the simulated
+ * device. A backend the module cannot run on is an error naming both. */
+kiln_module* kiln_module_load_on(const char* path, const char* backend, int threads,
+                                 kiln_status** status);
 /* Frees a module; NULL is fine. */
 void kiln_module_free(kiln_module* module);
 

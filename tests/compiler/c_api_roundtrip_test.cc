@@ -83,6 +83,34 @@ std::vector<Tensor> RunC(kiln_module* m, const std::vector<Tensor>& feeds) {
   return outputs;
 }
 
+TEST_CASE("C API: a cuda module runs on cuda-sim, bitwise as kiln::Module, and names the backend",
+          "[capi][cuda]") {
+  GraphBuilder g;
+  Value x = g.Placeholder("x", f32, {4, 6});
+  g.Output("y", Tanh(Add(Mul(x, g.Scalar(3.0)), g.Scalar(1.0))));
+  compiler::AotOptions options;
+  options.target = "cuda";
+  const std::string path = CompileTo("capi_cuda.kmod", *g.Build(), options);
+  kiln_status* status = nullptr;
+  kiln_module* m = kiln_module_load_on(path.c_str(), "cuda-sim", 1, &status);
+  INFO(kiln_status_message(status));
+  REQUIRE(m != nullptr);
+  Tensor xv = testing::RandomTensor(Shape{4, 6}, 7).CastTo(f32);
+  std::vector<Tensor> got = RunC(m, {xv});
+  kiln_module_free(m);
+  Result<std::unique_ptr<Module>> module =
+      Module::Load(path, {.threads = 1, .backend = "cuda-sim"});
+  REQUIRE(module.ok());
+  Result<std::vector<Tensor>> want = (*module)->Run({{"x", xv}});
+  REQUIRE(want.ok());
+  CHECK(got[0].BitwiseEquals((*want)[0]));
+  kiln_status* refused = nullptr;
+  CHECK(kiln_module_load_on(path.c_str(), "cpu", 0, &refused) == nullptr);
+  CHECK_THAT(kiln_status_message(refused),
+             Catch::Contains("capi_cuda.kmod") && Catch::Contains("cannot run on backend 'cpu'"));
+  kiln_status_free(refused);
+}
+
 TEST_CASE("C API round trip: a compiled module gives bitwise what kiln::Module gives", "[capi]") {
   GraphBuilder g;
   models::BuildDigitsCnn(g);
