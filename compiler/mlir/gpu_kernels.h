@@ -11,8 +11,9 @@
 // - linalg becomes scf.parallel (a kernel of one element or one row, whose loop canonicalization
 //   removed, gets a one-iteration loop back); each outermost loop nest is collapsed into one
 //   dimension and tiled by kThreadsPerBlock, one thread per element (row reductions: one thread
-//   per row), mapped to blocks and threads and outlined (kernel `NAME_kernel`, `NAME_kernel_0`, ... in the order of
-//   the loops). Grid and block sizes are compile-time constants, recorded in the launches.
+//   per row), mapped to blocks and threads and outlined (kernel `NAME_kernel`, `NAME_kernel_0`, ...
+//   in the order of the loops). Grid and block sizes are compile-time constants, recorded in the
+//   launches.
 // - The host translation of a GPU function F is `func.func @F(%block_begin, %block_end, %grid_x,
 //   %grid_y, %grid_z, %block_x, %block_y, %block_z: index, <F's arguments>)`: it runs blocks
 //   [block_begin, block_end) of the grid (linearized x fastest) and, in each, every thread of the

@@ -1,16 +1,12 @@
 // A step that calls a generated kernel (ABI in compiler/kernel_spec.h), splitting the rows of its
 // iteration space over the session's threads when the work is large enough to pay for it.
-#include <omp.h>
-
 #include <algorithm>
 
+#include "runtime/cpu/parallel_ranges.h"
 #include "runtime/cpu/step.h"
 
 namespace kiln::cpu {
 namespace {
-
-// Below this many output elements per thread, one thread does it all.
-constexpr int64_t kMinElementsPerThread = 1 << 15;
 
 class KernelStep : public StepRunner {
  public:
@@ -18,23 +14,14 @@ class KernelStep : public StepRunner {
       : step_(step), entry_(entry), elements_(elements) {}
 
   Status Run(StepEnv& env) const override {
-    const int64_t rows = step_.rows;
-    int chunks = static_cast<int>(std::min<int64_t>(
-        {env.threads, rows, std::max<int64_t>(1, elements_ / kMinElementsPerThread)}));
-    auto call = [&](int64_t begin, int64_t end) {
+    ForEachRange(step_.rows, elements_, env.threads, [&](int64_t begin, int64_t end) {
       std::vector<void*> pointers;
       for (int id : step_.inputs) pointers.push_back(env.data[id]);
       for (int id : step_.outputs) pointers.push_back(env.data[id]);
       std::vector<void*> args = {&begin, &end};
       for (void*& p : pointers) args.push_back(&p);
       entry_(args.data());
-    };
-    if (chunks <= 1) {
-      call(0, rows);
-      return OkStatus();
-    }
-#pragma omp parallel for num_threads(chunks) schedule(static, 1)
-    for (int c = 0; c < chunks; ++c) call(rows * c / chunks, rows * (c + 1) / chunks);
+    });
     return OkStatus();
   }
 

@@ -1,13 +1,12 @@
 // The simulated CUDA device (device.h): device memory in host allocations of its own, launches
 // through the host translations of the plan's GPU functions.
-#include <omp.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
 
+#include "runtime/cpu/parallel_ranges.h"
 #include "runtime/cuda/device.h"
 
 namespace kiln::cuda {
@@ -15,13 +14,27 @@ namespace {
 
 constexpr int64_t kAlignment = 256;  // cudaMalloc's guarantee
 constexpr uint8_t kPoison = 0xff;    // NaN in every float type, -1 in every integer
-// Below this many threads of a launch per host thread, one host thread runs the whole grid.
-constexpr int64_t kMinThreadsPerHostThread = 1 << 15;
-
 class SimCode : public DeviceCode {
  public:
-  explicit SimCode(std::shared_ptr<const KernelLibrary> kernels) : kernels(std::move(kernels)) {}
-  std::shared_ptr<const KernelLibrary> kernels;
+  explicit SimCode(std::shared_ptr<const KernelLibrary> kernels) : kernels_(std::move(kernels)) {}
+
+  // The host translation of GPU function `name`, resolved once (at load, by Check).
+  Result<KernelEntry> Entry(const std::string& name) const {
+    if (!kernels_)
+      return MakeError(ErrorCode::kInvalidArgument, "no host translation of GPU function '", name,
+                       "'");
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = entries_.find(name);
+    if (it != entries_.end()) return it->second;
+    KILN_ASSIGN_OR_RETURN(KernelEntry entry, kernels_->Find(name));
+    entries_[name] = entry;
+    return entry;
+  }
+
+ private:
+  std::shared_ptr<const KernelLibrary> kernels_;
+  mutable std::mutex mutex_;
+  mutable std::map<std::string, KernelEntry> entries_;
 };
 
 class SimulatedDevice : public Device {
@@ -77,17 +90,13 @@ class SimulatedDevice : public Device {
   }
 
   Status Check(const DeviceCode& code, const KernelLaunch& launch) override {
-    const SimCode& sim = static_cast<const SimCode&>(code);
-    if (!sim.kernels)
-      return MakeError(ErrorCode::kInvalidArgument, "no host translation of GPU function '",
-                       launch.function, "'");
-    return sim.kernels->Find(launch.function).status();
+    return static_cast<const SimCode&>(code).Entry(launch.function).status();
   }
 
   Status Launch(const DeviceCode& code, const KernelLaunch& launch,
                 const std::vector<LaunchOperand>& operands) override {
-    const SimCode& sim = static_cast<const SimCode&>(code);
-    KILN_ASSIGN_OR_RETURN(KernelEntry entry, sim.kernels->Find(launch.function));
+    KILN_ASSIGN_OR_RETURN(KernelEntry entry,
+                          static_cast<const SimCode&>(code).Entry(launch.function));
     // The leading index arguments of a host translation, then the kernel's own.
     std::vector<int64_t> scalars = {0,
                                     0,
@@ -107,8 +116,10 @@ class SimulatedDevice : public Device {
         return MakeError(ErrorCode::kInternal, "launch of ", launch.function, " uses operand ",
                          arg.operand, " of ", operands.size());
       const LaunchOperand& op = operands[arg.operand];
-      KILN_RETURN_IF_ERROR(
-          CheckRange(op.address, op.bytes, "argument of GPU function '" + launch.function + "'"));
+      if (!InRange(op.address, op.bytes))
+        return OutOfRange(op.address, op.bytes,
+                          "argument " + std::to_string(arg.operand) + " of GPU function '" +
+                              launch.function + "'");
       pointers.push_back(reinterpret_cast<void*>(op.address));
     }
     const int64_t blocks = launch.grid[0] * launch.grid[1] * launch.grid[2];
@@ -129,33 +140,30 @@ class SimulatedDevice : public Device {
                                        : static_cast<void*>(&ptrs[pointer++]));
       entry(args.data());
     };
-    const int chunks = static_cast<int>(std::min<int64_t>(
-        {threads_, blocks, std::max<int64_t>(1, blocks * per_block / kMinThreadsPerHostThread)}));
-    if (chunks <= 1) {
-      run(0, blocks);
-      return OkStatus();
-    }
-#pragma omp parallel for num_threads(chunks) schedule(static, 1)
-    for (int c = 0; c < chunks; ++c) run(blocks * c / chunks, blocks * (c + 1) / chunks);
+    cpu::ForEachRange(blocks, blocks * per_block, threads_, run);
     return OkStatus();
   }
 
   Status Synchronize() override { return OkStatus(); }
 
  private:
-  // [address, address + bytes) must lie inside one live allocation.
-  Status CheckRange(DevicePtr address, int64_t bytes, const std::string& what) {
+  // Whether [address, address + bytes) lies inside one live allocation.
+  bool InRange(DevicePtr address, int64_t bytes) {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = allocations_.upper_bound(address);
-    if (it != allocations_.begin()) {
-      --it;
-      if (address >= it->first && bytes >= 0 &&
-          address + static_cast<uint64_t>(bytes) <= it->first + it->second)
-        return OkStatus();
-    }
+    if (it == allocations_.begin()) return false;
+    --it;
+    return address >= it->first && bytes >= 0 &&
+           address + static_cast<uint64_t>(bytes) <= it->first + it->second;
+  }
+  static Error OutOfRange(DevicePtr address, int64_t bytes, const std::string& what) {
     return MakeError(ErrorCode::kInternal, what, ": ", bytes, " bytes at 0x", std::hex, address,
                      " are not inside one allocation of the simulated device (host memory, or a "
                      "buffer too small)");
+  }
+  Status CheckRange(DevicePtr address, int64_t bytes, const char* what) {
+    if (InRange(address, bytes)) return OkStatus();
+    return OutOfRange(address, bytes, what);
   }
 
   int threads_;

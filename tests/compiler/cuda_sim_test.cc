@@ -86,6 +86,15 @@ std::vector<Tensor> RunOnSimulator(CompiledPlan compiled, const RunPlan& plan) {
   return *out;
 }
 
+// The error of loading `compiled` on the simulated device, which must refuse it.
+std::string LoadError(CompiledPlan compiled) {
+  std::unique_ptr<cuda::Device> device = cuda::MakeSimulatedDevice(1);
+  Result<std::unique_ptr<cuda::CudaProgram>> program =
+      cuda::CudaProgram::Load(std::move(compiled), *device, 1);
+  REQUIRE_FALSE(program.ok());
+  return program.error().message();
+}
+
 TEST_CASE("placement: a copy before each read on the other side, fetches back on the host",
           "[cuda]") {
   Executable exe;
@@ -216,11 +225,7 @@ TEST_CASE("cuda-sim: a launch argument larger than its buffer is refused at load
       arg.dims[0] *= 2;
       break;
     }
-  std::unique_ptr<cuda::Device> device = cuda::MakeSimulatedDevice(1);
-  Result<std::unique_ptr<cuda::CudaProgram>> program =
-      cuda::CudaProgram::Load(std::move(compiled), *device, 1);
-  REQUIRE_FALSE(program.ok());
-  CHECK(program.error().message().find("spans") != std::string::npos);
+  CHECK_THAT(LoadError(std::move(compiled)), Catch::Contains("spans"));
 }
 
 TEST_CASE("cuda-sim: a launch outside CUDA's grid and block limits is refused at load", "[cuda]") {
@@ -228,11 +233,7 @@ TEST_CASE("cuda-sim: a launch outside CUDA's grid and block limits is refused at
   for (int64_t bad : {int64_t{2048}, int64_t{0}}) {
     CompiledPlan compiled = CompileSim(m.Plan());
     compiled.executable.device_kernels[0].launches[0].block[0] = bad;
-    std::unique_ptr<cuda::Device> device = cuda::MakeSimulatedDevice(1);
-    Result<std::unique_ptr<cuda::CudaProgram>> program =
-        cuda::CudaProgram::Load(std::move(compiled), *device, 1);
-    REQUIRE_FALSE(program.ok());
-    CHECK(program.error().message().find("outside CUDA's limits") != std::string::npos);
+    CHECK_THAT(LoadError(std::move(compiled)), Catch::Contains("outside CUDA's limits"));
   }
 }
 

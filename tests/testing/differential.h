@@ -1,6 +1,6 @@
 // Differential testing: runs a graph on each compiled backend ("cpu", "cuda-sim": the CUDA plan on
-// the simulated device, and "cuda" where the machine has a GPU) and checks its outputs against values the reference executor computed
-// (the oracle). RunOp and EvalAll call it, so every op test
+// the simulated device, and "cuda" where the machine has a GPU) and checks its outputs against
+// values the reference executor computed (the oracle). RunOp and EvalAll call it, so every op test
 // is also a compiled-against-reference test. Tolerances (DESIGN.md): f32 rtol 1e-4 / atol 1e-5,
 // f64 1e-10, f16/bf16 by their precision (rtol 1e-2), integers and bools exact, NaN equals NaN.
 // Does nothing when the program has no compiler (runtime-only builds).
