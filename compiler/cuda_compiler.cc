@@ -8,6 +8,7 @@
 #include "compiler/mlir/jit.h"
 #include "compiler/plan_executable.h"
 #include "ir/file_util.h"
+#include "runtime/cuda/matmul_call.h"
 
 namespace kiln::compiler {
 namespace {
@@ -22,7 +23,9 @@ Error AsInternal(const Error& e, const std::string& what) {
 
 }  // namespace
 
-bool RunsOnDevice(const Step& step) { return step.kind == Step::Kind::kKernel; }
+bool RunsOnDevice(const Step& step, const Executable& exe) {
+  return step.kind == Step::Kind::kKernel || cuda::IsDeviceGemm(step, exe);
+}
 
 Result<GpuKernels> GenerateGpuKernels(const std::vector<KernelSpec>& kernels,
                                       const GpuLoweringOptions& options) {

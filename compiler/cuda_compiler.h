@@ -2,8 +2,9 @@
 // to buffer assignment (compiler/plan_executable.h; every buffer dense), then the generated
 // kernels lowered for the GPU (compiler/mlir/gpu_kernels.h: launches, and PTX for the device's
 // architecture or host translations for the simulated device, JIT-compiled into this process),
-// then placement (compiler/placement.h): generated kernels run on the device, every other step on
-// the host for now, with the copies between them. CpuCompiler hands these targets here; the
+// then placement (compiler/placement.h): generated kernels and f32/f16/bf16 gemm steps (cuBLASLt,
+// runtime/cuda/matmul_call.h) run on the device, every other step on the host for now, with the
+// copies between them. CpuCompiler hands these targets here; the
 // ahead-of-time compiler (compiler/aot.h) uses the same stages for target "cuda".
 #pragma once
 
@@ -30,6 +31,6 @@ Result<GpuKernels> GenerateGpuKernels(const std::vector<KernelSpec>& kernels,
 Result<CompiledPlan> CompileForCuda(const RunPlan& plan, const CompileOptions& options);
 
 // Whether a step of a CUDA plan runs on the device.
-bool RunsOnDevice(const Step& step);
+bool RunsOnDevice(const Step& step, const Executable& exe);
 
 }  // namespace kiln::compiler

@@ -22,7 +22,8 @@ Step CopyStep(const Executable& exe, int buffer, bool to_device) {
 
 }  // namespace
 
-PlacementStats PlaceSteps(Executable& exe, const std::function<bool(const Step&)>& on_device) {
+PlacementStats PlaceSteps(Executable& exe,
+                          const std::function<bool(const Step&, const Executable&)>& on_device) {
   std::vector<Valid> valid(exe.buffers.size());
   for (size_t i = 0; i < exe.buffers.size(); ++i) {
     const BufferDesc::Kind kind = exe.buffers[i].kind;
@@ -40,7 +41,7 @@ PlacementStats PlaceSteps(Executable& exe, const std::function<bool(const Step&)
     here = true;
   };
   for (Step& step : exe.steps) {
-    step.on_device = on_device(step);
+    step.on_device = on_device(step, exe);
     ++(step.on_device ? stats.device_steps : stats.host_steps);
     for (int id : std::set<int>(step.inputs.begin(), step.inputs.end()))
       make_valid(id, step.on_device);

@@ -1,5 +1,6 @@
-// Placement, the last stage of a CUDA plan: says where each step runs (`on_device(step)`: on the
-// device, else on the host) and inserts the copies that make every buffer valid where it is read.
+// Placement, the last stage of a CUDA plan: says where each step runs (`on_device(step, exe)`: on
+// the device, else on the host) and inserts the copies that make every buffer valid where it is
+// read.
 //
 // Contract: every buffer has a host and a device copy (arena buffers at the same offset of two
 // arenas, since the memory plan's lifetimes hold on both sides; feeds, constants and variables
@@ -25,6 +26,7 @@ struct PlacementStats {
   int64_t copy_bytes = 0;  // per run
 };
 
-PlacementStats PlaceSteps(Executable& exe, const std::function<bool(const Step&)>& on_device);
+PlacementStats PlaceSteps(Executable& exe,
+                          const std::function<bool(const Step&, const Executable&)>& on_device);
 
 }  // namespace kiln::compiler

@@ -3,6 +3,7 @@
 #include <set>
 
 #include "runtime/cpu/program.h"
+#include "runtime/cuda/matmul_call.h"
 
 namespace kiln::cuda {
 namespace {
@@ -80,6 +81,19 @@ Status CudaProgram::Prepare(int threads) {
       if (!to_device && b.kind != BufferDesc::Kind::kArena)
         return MakeError(ErrorCode::kInternal, "to_host of buffer %", action.buffer, " (", b.tensor,
                          "), which is not an arena buffer");
+    } else if (step.on_device && IsDeviceGemm(step, exe)) {
+      KILN_ASSIGN_OR_RETURN(MatmulCall call, MatmulCallForGemm(step, exe));
+      std::vector<int> ids = step.inputs;
+      ids.insert(ids.end(), step.outputs.begin(), step.outputs.end());
+      MatmulOperands operands;
+      operands.a = address_[ids[call.a_operand]];
+      operands.b = address_[ids[call.b_operand]];
+      operands.d = address_[ids[call.d_operand]];
+      if (call.has_bias()) operands.bias = address_[ids[call.bias_operand]];
+      Result<std::shared_ptr<PreparedMatmul>> matmul = device_.PrepareMatmul(call, operands);
+      if (!matmul.ok()) return matmul.error().WithContext("step gemm (" + step.node.name + ")");
+      action.kind = Action::Kind::kMatmul;
+      action.matmul = std::move(*matmul);
     } else if (step.on_device) {
       if (step.kind != Step::Kind::kKernel)
         return MakeError(ErrorCode::kUnimplemented, "step ", step.callee, " (", step.node.name,
@@ -160,6 +174,9 @@ Result<std::vector<Tensor>> CudaProgram::Run(const std::vector<Tensor>& feeds,
       case Action::Kind::kLaunch:
         for (const KernelLaunch& launch : action.kernel->launches)
           KILN_RETURN_IF_ERROR(device_.Launch(*code_, launch, action.operands));
+        break;
+      case Action::Kind::kMatmul:
+        KILN_RETURN_IF_ERROR(device_.Matmul(*action.matmul));
         break;
     }
   }

@@ -2,8 +2,9 @@
 // real or simulated. Load checks the plan (cpu::CheckExecutable, plus every launch's arguments
 // against its step's buffers), allocates the device arena and the device twins of the feeds,
 // constants and variables the device touches, uploads the constants, loads the kernels and makes
-// every host step ready once. Run binds the feeds, then performs the steps in order: host steps
-// on the host arena (the cpu backend's routines), launches on the device, and the plan's
+// every host step ready once (a gemm step on the device becomes a prepared cuBLASLt call,
+// matmul_call.h). Run binds the feeds, then performs the steps in order: host steps on the host
+// arena (the cpu backend's routines), launches and matmuls on the device, and the plan's
 // to_device/to_host copies between them; fetches are read on the host after the device is done.
 // A CudaProgram is run by one caller at a time.
 #pragma once
@@ -33,12 +34,13 @@ class CudaProgram {
 
  private:
   struct Action {
-    enum class Kind { kHost, kToDevice, kToHost, kLaunch };
+    enum class Kind { kHost, kToDevice, kToHost, kLaunch, kMatmul };
     Kind kind = Kind::kHost;
     int buffer = -1;                          // copies
     std::unique_ptr<cpu::StepRunner> runner;  // kHost
     const DeviceKernel* kernel = nullptr;     // kLaunch
     std::vector<LaunchOperand> operands;      // kLaunch: the step's operands on the device
+    std::shared_ptr<PreparedMatmul> matmul;   // kMatmul: a gemm step through cuBLASLt
   };
   explicit CudaProgram(Device& device) : device_(device) {}
   Status Prepare(int threads);

@@ -6,7 +6,8 @@
 //               the host translation of its GPU function over every block and thread of its grid
 //               (compiler/mlir/gpu_kernels.h), and every launch argument and copy is checked to lie
 //               inside one live device allocation, so a kernel given host memory or a buffer too
-//               small, or a copy out of range, fails the run instead of passing silently.
+//               small, or a copy out of range, fails the run instead of passing silently; its
+//               cuBLASLt is RunMatmulOnHost (matmul_call.h).
 // Contract: operations are issued in order on one stream; Synchronize waits for all of them and
 // reports the first failure. Errors name the operation and what was expected; nothing aborts.
 #pragma once
@@ -24,6 +25,9 @@ namespace kiln::cuda {
 
 using DevicePtr = uint64_t;
 
+struct MatmulCall;
+struct MatmulOperands;
+
 // A plan's kernels loaded on a device (a CUmodule, or the simulated device's host code).
 class DeviceCode {
  public:
@@ -35,6 +39,13 @@ class DeviceCode {
 struct LaunchOperand {
   DevicePtr address = 0;
   int64_t bytes = 0;
+};
+
+// A matmul made ready at load: its descriptors and algorithm on a GPU, its checked call on the
+// simulator.
+class PreparedMatmul {
+ public:
+  virtual ~PreparedMatmul() = default;
 };
 
 class Device {
@@ -58,6 +69,14 @@ class Device {
   // Launches: operands[i] is the i-th step operand of the launch's kernel step.
   virtual Status Launch(const DeviceCode& code, const KernelLaunch& launch,
                         const std::vector<LaunchOperand>& operands) = 0;
+
+  // cuBLASLt's matmul (matmul_call.h) on operands at fixed device addresses, prepared once at load
+  // (a GPU queries cuBLASLt's heuristic there, for the shapes and the operands' alignment; the
+  // simulator checks each operand's span against its allocation), then issued by Matmul.
+  virtual Result<std::shared_ptr<PreparedMatmul>> PrepareMatmul(const MatmulCall& call,
+                                                                const MatmulOperands& operands) = 0;
+  virtual Status Matmul(const PreparedMatmul& matmul) = 0;
+
   virtual Status Synchronize() = 0;
 };
 

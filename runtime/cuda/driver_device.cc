@@ -1,12 +1,13 @@
 // The "cuda" device (device.h): the first GPU through the driver API, one stream, copies staged
 // through pinned host memory, kernels loaded from the plan's PTX (JIT-compiled by the driver for
-// the GPU at hand).
+// the GPU at hand), matmuls through cuBLASLt (driver_matmul.h), loaded when a plan first has one.
 #include <cstring>
 #include <map>
 #include <mutex>
 
 #include "runtime/cuda/device.h"
 #include "runtime/cuda/driver_api.h"
+#include "runtime/cuda/driver_matmul.h"
 
 namespace kiln::cuda {
 namespace {
@@ -52,6 +53,8 @@ class DriverDevice : public Device {
   ~DriverDevice() override {
     api_.cuCtxSetCurrent(context_);
     api_.cuStreamSynchronize(stream_);
+    matmuls_.reset();
+    if (matmul_workspace_) api_.cuMemFree(static_cast<CUdeviceptr>(matmul_workspace_));
     if (staging_) api_.cuMemFreeHost(staging_);
     api_.cuStreamDestroy(stream_);
     api_.cuDevicePrimaryCtxRelease(device_);
@@ -154,6 +157,29 @@ class DriverDevice : public Device {
         ("cuLaunchKernel(" + launch.function + ")").c_str());
   }
 
+  Result<std::shared_ptr<PreparedMatmul>> PrepareMatmul(const MatmulCall& call,
+                                                        const MatmulOperands& operands) override {
+    KILN_RETURN_IF_ERROR(Current());
+    std::lock_guard<std::mutex> lock(matmul_mutex_);
+    if (!matmuls_) {
+      KILN_ASSIGN_OR_RETURN(DevicePtr workspace, Allocate(kMatmulWorkspaceBytes));
+      Result<std::unique_ptr<DriverMatmuls>> matmuls = DriverMatmuls::Create(workspace);
+      if (!matmuls.ok()) {
+        Free(workspace);
+        return matmuls.error();
+      }
+      matmul_workspace_ = workspace;
+      matmuls_ = std::move(*matmuls);
+    }
+    return matmuls_->Prepare(call, operands);
+  }
+
+  Status Matmul(const PreparedMatmul& matmul) override {
+    KILN_RETURN_IF_ERROR(Current());
+    if (!matmuls_) return MakeError(ErrorCode::kInternal, "a matmul run before any was prepared");
+    return matmuls_->Run(matmul, stream_);
+  }
+
   Status Synchronize() override {
     return CheckCuda(api_, api_.cuStreamSynchronize(stream_), "cuStreamSynchronize");
   }
@@ -182,6 +208,10 @@ class DriverDevice : public Device {
   std::string description_;
   void* staging_ = nullptr;
   int64_t staging_bytes_ = 0;
+  // cuBLASLt's handle and its workspace, shared by every matmul on the stream.
+  std::mutex matmul_mutex_;
+  DevicePtr matmul_workspace_ = 0;
+  std::unique_ptr<DriverMatmuls> matmuls_;
 };
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include "runtime/cpu/parallel_ranges.h"
 #include "runtime/cuda/device.h"
+#include "runtime/cuda/matmul_call.h"
 
 namespace kiln::cuda {
 namespace {
@@ -35,6 +36,11 @@ class SimCode : public DeviceCode {
   std::shared_ptr<const KernelLibrary> kernels_;
   mutable std::mutex mutex_;
   mutable std::map<std::string, KernelEntry> entries_;
+};
+
+struct SimMatmul : PreparedMatmul {
+  MatmulCall call;
+  MatmulOperands operands;
 };
 
 class SimulatedDevice : public Device {
@@ -141,6 +147,31 @@ class SimulatedDevice : public Device {
       entry(args.data());
     };
     cpu::ForEachRange(blocks, blocks * per_block, threads_, run);
+    return OkStatus();
+  }
+
+  Result<std::shared_ptr<PreparedMatmul>> PrepareMatmul(const MatmulCall& call,
+                                                        const MatmulOperands& operands) override {
+    KILN_ASSIGN_OR_RETURN(MatmulSpans spans, SpansOf(call));
+    const int64_t ab = DTypeSize(call.ab_type), d = DTypeSize(call.d_type);
+    const std::string what = call.ToString();
+    KILN_RETURN_IF_ERROR(CheckRange(operands.a, spans.a * ab, ("A of " + what).c_str()));
+    KILN_RETURN_IF_ERROR(CheckRange(operands.b, spans.b * ab, ("B of " + what).c_str()));
+    KILN_RETURN_IF_ERROR(CheckRange(operands.d, spans.d * d, ("D of " + what).c_str()));
+    if (call.has_bias())
+      KILN_RETURN_IF_ERROR(CheckRange(operands.bias, spans.bias * d, ("bias of " + what).c_str()));
+    auto prepared = std::make_shared<SimMatmul>();
+    prepared->call = call;
+    prepared->operands = operands;
+    return std::shared_ptr<PreparedMatmul>(std::move(prepared));
+  }
+
+  Status Matmul(const PreparedMatmul& matmul) override {
+    const auto& m = static_cast<const SimMatmul&>(matmul);
+    RunMatmulOnHost(m.call, reinterpret_cast<const void*>(m.operands.a),
+                    reinterpret_cast<const void*>(m.operands.b),
+                    reinterpret_cast<const void*>(m.operands.bias),
+                    reinterpret_cast<void*>(m.operands.d), threads_);
     return OkStatus();
   }
 

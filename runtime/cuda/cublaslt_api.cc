@@ -1,0 +1,60 @@
+#include "runtime/cuda/cublaslt_api.h"
+
+#include <dlfcn.h>
+
+#include <mutex>
+#include <string>
+
+namespace kiln::cuda {
+namespace {
+
+#define KILN_STRINGIFY_INNER(x) #x
+#define KILN_STRINGIFY(x) KILN_STRINGIFY_INNER(x)
+constexpr char kCublasLtLibrary[] = "libcublasLt.so." KILN_STRINGIFY(CUBLAS_VER_MAJOR);
+
+// Where the CUDA toolkit puts it when its lib64 is not on the loader's path.
+constexpr char kToolkitDirectory[] = "/usr/local/cuda/lib64/";
+
+Result<CublasLtApi> Load() {
+  void* handle = dlopen(kCublasLtLibrary, RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    const char* why = dlerror();
+    const std::string reason = why ? why : "unknown reason";
+    handle =
+        dlopen((std::string(kToolkitDirectory) + kCublasLtLibrary).c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle)
+      return MakeError(
+          ErrorCode::kFailedPrecondition, "no cuBLASLt: cannot load ", kCublasLtLibrary, " (",
+          reason, "), which runs the plan's matrix products on the GPU (install the CUDA ",
+          CUBLAS_VER_MAJOR, " toolkit's cuBLAS, or put the folder holding it on LD_LIBRARY_PATH)");
+  }
+  CublasLtApi api;
+#define KILN_CUBLASLT_RESOLVE(name)                                      \
+  api.name = reinterpret_cast<decltype(api.name)>(dlsym(handle, #name)); \
+  if (!api.name)                                                         \
+    return MakeError(ErrorCode::kFailedPrecondition, kCublasLtLibrary,   \
+                     " has no entry point " #name);
+  KILN_CUBLASLT_ENTRY_POINTS(KILN_CUBLASLT_RESOLVE)
+#undef KILN_CUBLASLT_RESOLVE
+  return api;
+}
+
+}  // namespace
+
+Result<const CublasLtApi*> LoadCublasLt() {
+  static std::once_flag once;
+  static Result<CublasLtApi>* loaded = nullptr;
+  std::call_once(once, [] { loaded = new Result<CublasLtApi>(Load()); });
+  if (!loaded->ok()) return loaded->error();
+  return &**loaded;
+}
+
+Status CheckCublas(const CublasLtApi& api, cublasStatus_t status, const char* call) {
+  if (status == CUBLAS_STATUS_SUCCESS) return OkStatus();
+  return MakeError(
+      status == CUBLAS_STATUS_ALLOC_FAILED ? ErrorCode::kResourceExhausted : ErrorCode::kInternal,
+      call, " failed: ", api.cublasLtGetStatusName(status), ": ",
+      api.cublasLtGetStatusString(status));
+}
+
+}  // namespace kiln::cuda

@@ -1,0 +1,73 @@
+// RunMatmulOnHost (matmul_call.h): cuBLASLt's matmul semantics, computed plainly on the host for
+// the simulated device. Column by column of D: an f32 accumulator per row, one k-step at a time.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "runtime/cpu/parallel_ranges.h"
+#include "runtime/cuda/matmul_call.h"
+
+namespace kiln::cuda {
+namespace {
+
+float Load(const void* base, int64_t i, DType t) {
+  switch (t) {
+    case DType::kF32:
+      return static_cast<const float*>(base)[i];
+    case DType::kBF16:
+      return BFloat16ToFloat(static_cast<const uint16_t*>(base)[i]);
+    default:  // f16 (MatmulCallForGemm admits no other)
+      return HalfToFloat(static_cast<const uint16_t*>(base)[i]);
+  }
+}
+
+void Store(void* base, int64_t i, DType t, float v) {
+  switch (t) {
+    case DType::kF32:
+      static_cast<float*>(base)[i] = v;
+      return;
+    case DType::kBF16:
+      static_cast<uint16_t*>(base)[i] = FloatToBFloat16(v);
+      return;
+    default:
+      static_cast<uint16_t*>(base)[i] = FloatToHalf(v);
+  }
+}
+
+// Element (row, col) of the stored column-major matrix at `base`, seen through op().
+float OpElement(const void* base, DType t, bool trans, int64_t ld, int64_t row, int64_t col) {
+  return trans ? Load(base, col + row * ld, t) : Load(base, row + col * ld, t);
+}
+
+}  // namespace
+
+void RunMatmulOnHost(const MatmulCall& c, const void* a, const void* b, const void* bias, void* d,
+                     int threads) {
+  const int64_t ab_size = DTypeSize(c.ab_type);
+  const int64_t d_size = DTypeSize(c.d_type);
+  const int64_t columns = c.batch * c.n;  // of every D_i, in turn
+  cpu::ForEachRange(columns, columns * c.m * c.k, threads, [&](int64_t begin, int64_t end) {
+    std::vector<float> acc(c.m);
+    for (int64_t column = begin; column < end; ++column) {
+      const int64_t i = column / c.n, j = column % c.n;
+      const char* a_i = static_cast<const char*>(a) + i * c.stride_a * ab_size;
+      const char* b_i = static_cast<const char*>(b) + i * c.stride_b * ab_size;
+      char* d_i = static_cast<char*>(d) + i * c.stride_d * d_size;
+      std::fill(acc.begin(), acc.end(), 0.0f);
+      for (int64_t p = 0; p < c.k; ++p) {
+        const float bv = OpElement(b_i, c.ab_type, c.trans_b, c.ldb, p, j);
+        for (int64_t r = 0; r < c.m; ++r)
+          acc[r] += OpElement(a_i, c.ab_type, c.trans_a, c.lda, r, p) * bv;
+      }
+      for (int64_t r = 0; r < c.m; ++r) {
+        float v = c.alpha * acc[r];
+        if (c.beta != 0.0f) v += c.beta * Load(d_i, r + j * c.ldd, c.d_type);
+        if (c.has_bias()) v += Load(bias, r, c.d_type);
+        if (c.has_relu()) v = std::max(v, 0.0f);
+        Store(d_i, r + j * c.ldd, c.d_type, v);
+      }
+    }
+  });
+}
+
+}  // namespace kiln::cuda
