@@ -3,6 +3,7 @@
 #include <set>
 
 #include "compiler/codegen/emit_mlir.h"
+#include "compiler/cubin.h"
 #include "compiler/cuda_compiler.h"
 #include "compiler/link.h"
 #include "compiler/mlir/object.h"
@@ -127,7 +128,10 @@ Result<ModuleFile> CompileModule(const Graph& graph, const AotOptions& options) 
       gpu_options.sms.assign(std::begin(kCudaArchitectures), std::end(kCudaArchitectures));
       KILN_ASSIGN_OR_RETURN(GpuKernels gpu, GenerateGpuKernels(exe.lowered.kernels, gpu_options));
       module.executable.device_kernels = std::move(gpu.kernels);
-      module.ptx = std::move(gpu.ptx);
+      for (auto& [sm, ptx] : gpu.ptx) {
+        KILN_ASSIGN_OR_RETURN(std::string cubin, AssembleCubin(ptx, sm));
+        module.device_code[sm] = ModuleDeviceCode{std::move(ptx), std::move(cubin)};
+      }
       host_code = std::move(gpu.host_translation);
     } else {
       KILN_ASSIGN_OR_RETURN(host_code, EmitKernelModule(exe.lowered.kernels));

@@ -30,8 +30,9 @@ struct AotOptions {
   // Mixed precision, applied as a Session applies it (needs kiln_session_passes linked); the
   // manifest records its name ("fp32", "bf16", "fp16").
   PrecisionPolicy precision = {};
-  // "cpu", or "cuda": a placed plan (compiler/cuda_compiler.h) whose kernels are PTX for each of
-  // kCudaArchitectures and, for the simulated device, their host translations.
+  // "cpu", or "cuda": a placed plan (compiler/cuda_compiler.h) whose kernels are PTX and a cubin
+  // (compiler/cubin.h, which needs the CUDA toolkit's nvJitLink) for each of kCudaArchitectures
+  // and, for the simulated device, their host translations.
   std::string target = "cpu";
 };
 

@@ -83,8 +83,9 @@ int DescribeModuleFile(const Command& cmd, const std::string& path) {
     std::printf("  target %s (run by every call)\n", t.c_str());
   int64_t variable_bytes = 0;
   for (const auto& [name, value] : m.variables) variable_bytes += value.byte_size();
-  for (const auto& [sm, ptx] : m.ptx)
-    std::printf("  device code sm_%d: %zu bytes of PTX\n", sm, ptx.size());
+  for (const auto& [sm, code] : m.device_code)
+    std::printf("  device code sm_%d: %zu bytes of PTX, %zu bytes of cubin\n", sm, code.ptx.size(),
+                code.cubin.size());
   std::printf("  %zu variables (%lld bytes), %zu steps, arena %lld bytes, code %zu bytes\n",
               m.variables.size(), static_cast<long long>(variable_bytes), m.executable.steps.size(),
               static_cast<long long>(m.executable.arena_bytes), m.kernels.size());

@@ -35,7 +35,8 @@ struct CompiledPlan {
   // launch functions (KernelLaunch::function; see compiler/mlir/gpu_kernels.h). May be null when
   // the plan has no kKernel step.
   std::shared_ptr<const KernelLibrary> kernels;
-  std::string device_code;  // "cuda": the PTX of the device kernels' launch functions
+  std::string
+      device_code;  // "cuda": the device kernels' PTX or cubin (cuModuleLoadData takes either)
 };
 
 struct CompileOptions {

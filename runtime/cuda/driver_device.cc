@@ -1,6 +1,7 @@
 // The "cuda" device (device.h): the first GPU through the driver API, one stream, copies staged
-// through pinned host memory, kernels loaded from the plan's PTX (JIT-compiled by the driver for
-// the GPU at hand), matmuls through cuBLASLt (driver_matmul.h), loaded when a plan first has one.
+// through pinned host memory, kernels loaded from the plan's cubin or PTX (PTX JIT-compiled by the
+// driver for the GPU at hand), matmuls through cuBLASLt (driver_matmul.h), loaded when a plan first
+// has one.
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -102,11 +103,11 @@ class DriverDevice : public Device {
     if (plan.device_code.empty()) {
       if (!plan.executable.device_kernels.empty())
         return MakeError(ErrorCode::kInvalidArgument,
-                         "the plan has device kernels but no device code (PTX)");
+                         "the plan has device kernels but no device code (cubin or PTX)");
       return std::shared_ptr<DeviceCode>();
     }
     CUmodule module = nullptr;
-    // The driver's JIT log says why PTX does not compile for this GPU.
+    // The driver's JIT log says why PTX does not compile for this GPU (or a cubin does not load).
     char log[4096] = {};
     CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
     void* values[] = {log, reinterpret_cast<void*>(sizeof(log) - 1)};
@@ -114,7 +115,7 @@ class DriverDevice : public Device {
     if (r != CUDA_SUCCESS)
       return CheckCuda(api_, r, "cuModuleLoadDataEx")
           .error()
-          .WithContext("loading the plan's PTX on " + description_ +
+          .WithContext("loading the plan's device code on " + description_ +
                        (log[0] ? std::string(" (JIT log: ") + log + ")" : ""));
     return std::shared_ptr<DeviceCode>(new DriverCode(api_, context_, module));
   }

@@ -54,19 +54,11 @@ Result<std::unique_ptr<Module>> Module::LoadFromBytes(const std::string& bytes,
     module->device_ = std::move(*device);
   }
   if (backend == "cuda") {
-    // The PTX of the highest architecture the GPU has; a newer GPU JIT-compiles it.
-    const int gpu = module->device_->Architecture();
-    auto code = file.ptx.upper_bound(gpu);
     if (!plan.executable.device_kernels.empty()) {
-      if (code == file.ptx.begin()) {
-        std::string archs;
-        for (const auto& [sm, ptx] : file.ptx)
-          archs += (archs.empty() ? "sm_" : ", sm_") + std::to_string(sm);
-        return MakeError(ErrorCode::kFailedPrecondition, origin, ": the module has code for ",
-                         archs, " only, which ", module->device_->Describe(), " (sm_", gpu,
-                         ") cannot run");
-      }
-      plan.device_code = std::prev(code)->second;
+      Result<SelectedDeviceCode> code = SelectDeviceCode(
+          file.device_code, module->device_->Architecture(), module->device_->Describe());
+      if (!code.ok()) return code.error().WithContext(origin);
+      plan.device_code = *code->code;
     }
   } else {
     KILN_RETURN_IF_ERROR(CheckHostCpuFeatures(file.cpu_features, origin));

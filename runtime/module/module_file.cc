@@ -62,10 +62,11 @@ proto::ModuleProto ToProto(const ModuleFile& m) {
     *v->mutable_value() = TensorToProto(value);
   }
   p.set_kernels(m.kernels);
-  for (const auto& [sm, ptx] : m.ptx) {
-    proto::ModuleProto::DeviceCode* code = p.add_device_code();
-    code->set_sm(sm);
-    code->set_ptx(ptx);
+  for (const auto& [sm, code] : m.device_code) {
+    proto::ModuleProto::DeviceCode* c = p.add_device_code();
+    c->set_sm(sm);
+    c->set_ptx(code.ptx);
+    c->set_cubin(code.cubin);
   }
   return p;
 }
@@ -125,10 +126,11 @@ Result<ModuleFile> ParseModule(const std::string& bytes, const std::string& orig
   }
   m.kernels = p.kernels();
   for (const auto& code : p.device_code()) {
-    if (code.sm() <= 0 || !m.ptx.emplace(code.sm(), code.ptx()).second)
-      return fail("device code for sm_", code.sm(), " is invalid or appears twice");
+    if (code.sm() <= 0 || code.ptx().empty() ||
+        !m.device_code.emplace(code.sm(), ModuleDeviceCode{code.ptx(), code.cubin()}).second)
+      return fail("device code for sm_", code.sm(), " is invalid, has no PTX or appears twice");
   }
-  if (m.target == "cuda" && !m.executable.device_kernels.empty() && m.ptx.empty())
+  if (m.target == "cuda" && !m.executable.device_kernels.empty() && m.device_code.empty())
     return fail("a cuda module with device kernels but no device code");
   // The signature must agree with the plan it describes.
   if (m.inputs.size() != m.executable.feeds.size())
@@ -161,6 +163,24 @@ Result<ModuleFile> ParseModule(const std::string& bytes, const std::string& orig
 Result<ModuleFile> ReadModuleFile(const std::string& path) {
   KILN_ASSIGN_OR_RETURN(std::string bytes, ReadFileToString(path, kMaxModuleBytes));
   return ParseModule(bytes, path);
+}
+
+Result<SelectedDeviceCode> SelectDeviceCode(const std::map<int, ModuleDeviceCode>& device_code,
+                                            int gpu_sm, const std::string& gpu) {
+  SelectedDeviceCode best;
+  for (const auto& [sm, code] : device_code)  // ascending: the last fit is the highest
+    if (!code.cubin.empty() && sm / 10 == gpu_sm / 10 && sm <= gpu_sm)
+      best = {sm, true, &code.cubin};
+  if (best.code) return best;
+  for (const auto& [sm, code] : device_code)
+    if (sm <= gpu_sm) best = {sm, false, &code.ptx};
+  if (best.code) return best;
+  std::string archs;
+  for (const auto& [sm, code] : device_code)
+    archs += (archs.empty() ? "sm_" : ", sm_") + std::to_string(sm);
+  return MakeError(ErrorCode::kFailedPrecondition, "the module has code for ",
+                   archs.empty() ? "no architecture" : archs, " only, which ", gpu, " (sm_", gpu_sm,
+                   ") cannot run");
 }
 
 }  // namespace kiln

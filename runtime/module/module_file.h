@@ -33,6 +33,11 @@ struct ModuleTensorSpec {
   TensorType type;
 };
 
+struct ModuleDeviceCode {
+  std::string ptx;
+  std::string cubin;  // ELF for this architecture; empty when the module has none
+};
+
 struct ModuleFile {
   int format_version = kModuleFormatVersion;
   std::string target = "cpu";
@@ -50,8 +55,21 @@ struct ModuleFile {
   // ELF shared object; empty when no step is a kernel. Target "cuda": the host translations of
   // the device kernels, which the simulated device (cuda-sim) runs.
   std::string kernels;
-  std::map<int, std::string> ptx;  // target "cuda": the device kernels' PTX, by architecture
+  // Target "cuda": the device kernels' PTX and cubin, by architecture (SelectDeviceCode).
+  std::map<int, ModuleDeviceCode> device_code;
 };
+
+// The code a GPU of architecture `gpu_sm` loads from a module's `device_code`: the cubin of the
+// highest architecture of its major version that is not newer than it; else the PTX of the
+// highest architecture not newer than it (the driver JIT-compiles it); else kFailedPrecondition
+// naming the module's architectures and the GPU's (`gpu` describes it).
+struct SelectedDeviceCode {
+  int sm = 0;
+  bool cubin = false;
+  const std::string* code = nullptr;  // into the map
+};
+Result<SelectedDeviceCode> SelectDeviceCode(const std::map<int, ModuleDeviceCode>& device_code,
+                                            int gpu_sm, const std::string& gpu);
 
 // The file's bytes (sets the build id: a digest of the contents). Deterministic.
 std::string SerializeModule(ModuleFile module);

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "compiler/codegen/emit_mlir.h"
+#include "compiler/cubin.h"
 #include "compiler/mlir/gpu_kernels.h"
 #include "tests/compiler/codegen_cases.h"
 #include "tests/testing/temp_path.h"
@@ -86,6 +87,31 @@ TEST_CASE("PTX: every tested kernel lowers to PTX that ptxas accepts (sm_80, sm_
     INFO(err);
     CHECK(err.empty());
   }
+  // nvJitLink assembles the same PTX into cubins (what modules carry beside it).
+  for (int sm : {80, 90}) {
+    Result<std::string> cubin = AssembleCubin(gpu->ptx[sm], sm);
+    if (!cubin.ok() && cubin.error().code() == ErrorCode::kFailedPrecondition) {
+      WARN("SKIPPED: " << cubin.error().message());
+      break;
+    }
+    INFO(cubin.status().ToString());
+    REQUIRE(cubin.ok());
+    CHECK(cubin->rfind("\x7f"
+                       "ELF",
+                       0) == 0);
+    CHECK(cubin->find("row_softmax_kernel") != std::string::npos);
+  }
+}
+
+TEST_CASE("cubin: PTX that does not assemble gives nvJitLink's log", "[ptx]") {
+  Result<std::string> cubin = AssembleCubin(".version 7.0\n.target sm_80\n.entry f( {\n", 80);
+  REQUIRE_FALSE(cubin.ok());
+  if (cubin.error().code() == ErrorCode::kFailedPrecondition) {
+    WARN("SKIPPED: " << cubin.error().message());
+    return;
+  }
+  CHECK(cubin.error().code() == ErrorCode::kInternal);
+  CHECK_THAT(cubin.error().message(), Catch::Contains("sm_80"));
 }
 
 TEST_CASE("PTX: bad input gives errors, not crashes", "[ptx]") {
