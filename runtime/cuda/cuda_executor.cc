@@ -31,7 +31,8 @@ Result<std::vector<Tensor>> CudaExecutor::Execute(const RunPlan& plan, VariableS
     Result<CompiledPlan> compiled = compiler->Compile(plan, options);
     std::unique_ptr<CudaProgram> program;
     if (compiled.ok()) {
-      KILN_ASSIGN_OR_RETURN(program, CudaProgram::Load(std::move(*compiled), *device_, threads_));
+      KILN_ASSIGN_OR_RETURN(
+          program, CudaProgram::Load(std::move(*compiled), *device_, threads_, variables_));
     } else if (compiled.error().code() != ErrorCode::kUnimplemented) {
       return compiled.error();
     }

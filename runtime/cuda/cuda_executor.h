@@ -3,8 +3,9 @@
 // shapes, fetches) combination compiles it for the device through the registered PlanCompiler
 // (target "cuda" or "cuda-sim": fusion, GPU kernels, placement) and loads it as a CudaProgram;
 // later Runs reuse it. A plan the compiler cannot make static runs on the reference executor, as
-// on the cpu backend. Variables stay in the session's store on the host between runs (the plan
-// uploads what device steps read).
+// on the cpu backend. Variables live in the session's store on the host and, once a device step
+// has read them, in device copies shared by the executor's programs (DeviceVariables), uploaded
+// again only when the store's value changed.
 #pragma once
 
 #include <map>
@@ -30,6 +31,7 @@ class CudaExecutor : public Executor {
   std::string backend_;
   std::unique_ptr<Device> device_;  // declared before the programs, which use it
   int threads_;
+  std::shared_ptr<DeviceVariables> variables_ = std::make_shared<DeviceVariables>(*device_);
   std::map<std::string, std::unique_ptr<CudaProgram>> cache_;  // null: runs on the reference
   std::map<std::string, uint64_t> counters_;
   reference::ReferenceExecutor fallback_;

@@ -27,11 +27,37 @@ bool WithinLaunchLimits(const KernelLaunch& l) {
          l.block[0] * l.block[1] * l.block[2] <= 1024;
 }
 
+// The variables whose value the plan reads through exactly one variable_read step, by that step's
+// buffer: those buffers' device twins are the variables' shared device copies. (A variable read
+// twice in one plan, before and after an assign, keeps twins of its own: one copy could not hold
+// both values.)
+std::map<int, std::string> SharedVariableBuffers(const Executable& exe) {
+  std::map<std::string, std::vector<int>> reads;
+  for (const Step& step : exe.steps)
+    if (step.kind == Step::Kind::kLibrary && step.callee == "variable_read" &&
+        step.outputs.size() == 1)
+      reads[step.node.name].push_back(step.outputs[0]);
+  std::map<int, std::string> shared;
+  for (const auto& [name, buffers] : reads)
+    if (buffers.size() == 1) shared[buffers[0]] = name;
+  return shared;
+}
+
+// The tensor the run bound a buffer to (a variable_read pins the value it binds).
+const Tensor* PinnedAt(const cpu::StepEnv& env, const void* data) {
+  for (const Tensor& t : env.pinned)
+    if (t.raw_data() == data) return &t;
+  return nullptr;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<CudaProgram>> CudaProgram::Load(CompiledPlan plan, Device& device,
-                                                       int threads) {
+                                                       int threads,
+                                                       std::shared_ptr<DeviceVariables> variables) {
   std::unique_ptr<CudaProgram> program(new CudaProgram(device));
+  program->variables_ =
+      variables ? std::move(variables) : std::make_shared<DeviceVariables>(device);
   program->plan_ = std::move(plan);  // actions keep references into it
   KILN_RETURN_IF_ERROR(program->Prepare(threads));
   return program;
@@ -57,10 +83,15 @@ Status CudaProgram::Prepare(int threads) {
   KILN_ASSIGN_OR_RETURN(DevicePtr arena, device_.Allocate(exe.arena_bytes));
   allocations_.push_back(arena);
   address_.assign(exe.buffers.size(), 0);
+  const std::map<int, std::string> shared_variables = SharedVariableBuffers(exe);
   for (size_t i = 0; i < exe.buffers.size(); ++i) {
     const BufferDesc& b = exe.buffers[i];
+    auto variable = shared_variables.find(static_cast<int>(i));
     if (b.kind == BufferDesc::Kind::kArena) {
       address_[i] = arena + b.offset;
+    } else if (on_device.count(static_cast<int>(i)) && b.kind == BufferDesc::Kind::kVariable &&
+               variable != shared_variables.end()) {
+      KILN_ASSIGN_OR_RETURN(address_[i], variables_->Address(variable->second, b.bytes()));
     } else if (on_device.count(static_cast<int>(i))) {
       KILN_ASSIGN_OR_RETURN(address_[i], device_.Allocate(b.bytes()));
       allocations_.push_back(address_[i]);
@@ -78,6 +109,9 @@ Status CudaProgram::Prepare(int threads) {
       const BufferDesc& b = exe.buffers[action.buffer];
       const bool to_device = step.callee == "to_device";
       action.kind = to_device ? Action::Kind::kToDevice : Action::Kind::kToHost;
+      if (auto v = shared_variables.find(action.buffer);
+          to_device && v != shared_variables.end() && b.kind == BufferDesc::Kind::kVariable)
+        action.variable = v->second;
       if (!to_device && b.kind != BufferDesc::Kind::kArena)
         return MakeError(ErrorCode::kInternal, "to_host of buffer %", action.buffer, " (", b.tensor,
                          "), which is not an arena buffer");
@@ -163,6 +197,14 @@ Result<std::vector<Tensor>> CudaProgram::Run(const std::vector<Tensor>& feeds,
         if (!env.data[action.buffer])
           return MakeError(ErrorCode::kInternal, "to_device of ", b.tensor,
                            " before anything bound it on the host");
+        if (!action.variable.empty()) {
+          const Tensor* value = PinnedAt(env, env.data[action.buffer]);
+          if (!value)
+            return MakeError(ErrorCode::kInternal, "to_device of variable '", action.variable,
+                             "': its buffer is not bound to a value of the store");
+          KILN_RETURN_IF_ERROR(variables_->Upload(action.variable, *value).status());
+          break;
+        }
         KILN_RETURN_IF_ERROR(
             device_.ToDevice(address_[action.buffer], env.data[action.buffer], b.bytes()));
         break;

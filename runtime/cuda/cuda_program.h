@@ -17,14 +17,19 @@
 #include "runtime/cpu/plan_compiler.h"
 #include "runtime/cpu/step.h"
 #include "runtime/cuda/device.h"
+#include "runtime/cuda/device_variables.h"
 #include "runtime/variable_store.h"
 
 namespace kiln::cuda {
 
 class CudaProgram {
  public:
-  // `device` must outlive the program.
-  static Result<std::unique_ptr<CudaProgram>> Load(CompiledPlan plan, Device& device, int threads);
+  // `device` must outlive the program. `variables` holds the device copies of the variables the
+  // plan reads, shared with the other programs of the same store and device (null: the program's
+  // own).
+  static Result<std::unique_ptr<CudaProgram>> Load(
+      CompiledPlan plan, Device& device, int threads,
+      std::shared_ptr<DeviceVariables> variables = nullptr);
   ~CudaProgram();
 
   Result<std::vector<Tensor>> Run(const std::vector<Tensor>& feeds, VariableStore& variables,
@@ -36,7 +41,8 @@ class CudaProgram {
   struct Action {
     enum class Kind { kHost, kToDevice, kToHost, kLaunch, kMatmul };
     Kind kind = Kind::kHost;
-    int buffer = -1;                          // copies
+    int buffer = -1;       // copies
+    std::string variable;  // kToDevice of a variable's value: the variable (DeviceVariables)
     std::unique_ptr<cpu::StepRunner> runner;  // kHost
     const DeviceKernel* kernel = nullptr;     // kLaunch
     std::vector<LaunchOperand> operands;      // kLaunch: the step's operands on the device
@@ -46,6 +52,7 @@ class CudaProgram {
   Status Prepare(int threads);
 
   Device& device_;
+  std::shared_ptr<DeviceVariables> variables_;
   CompiledPlan plan_;
   int threads_ = 1;
   std::shared_ptr<uint8_t[]> host_arena_;

@@ -13,8 +13,10 @@
 #include "ir/ops/linalg.h"
 #include "ir/ops/math.h"
 #include "ir/ops/nn.h"
+#include "ir/ops/state.h"
 #include "runtime/cuda/cuda_program.h"
 #include "runtime/cuda/driver_api.h"
+#include "runtime/cuda/matmul_call.h"
 #include "runtime/executable_proto.h"
 #include "runtime/session.h"
 #include "tests/testing/differential.h"
@@ -275,6 +277,88 @@ TEST_CASE("cuda-sim: a kernel given host memory, or a copy out of range, fails",
   CHECK_FALSE(device->ToHost(host.data(), *p, 65).ok());
   device->Free(*p);
   CHECK_FALSE(device->ToHost(host.data(), *p, 4).ok());
+}
+
+// The simulated device, counting what is copied to it.
+class CountingDevice : public cuda::Device {
+ public:
+  std::string Describe() const override { return sim_->Describe(); }
+  int Architecture() const override { return 0; }
+  Result<cuda::DevicePtr> Allocate(int64_t bytes) override { return sim_->Allocate(bytes); }
+  void Free(cuda::DevicePtr p) override { sim_->Free(p); }
+  Status ToDevice(cuda::DevicePtr dst, const void* src, int64_t bytes) override {
+    ++uploads;
+    return sim_->ToDevice(dst, src, bytes);
+  }
+  Status ToHost(void* dst, cuda::DevicePtr src, int64_t bytes) override {
+    return sim_->ToHost(dst, src, bytes);
+  }
+  Result<std::shared_ptr<cuda::DeviceCode>> Load(const CompiledPlan& plan) override {
+    return sim_->Load(plan);
+  }
+  Status Check(const cuda::DeviceCode& code, const KernelLaunch& launch) override {
+    return sim_->Check(code, launch);
+  }
+  Status Launch(const cuda::DeviceCode& code, const KernelLaunch& launch,
+                const std::vector<cuda::LaunchOperand>& operands) override {
+    return sim_->Launch(code, launch, operands);
+  }
+  Result<std::shared_ptr<cuda::PreparedMatmul>> PrepareMatmul(
+      const cuda::MatmulCall& call, const cuda::MatmulOperands& operands) override {
+    return sim_->PrepareMatmul(call, operands);
+  }
+  Status Matmul(const cuda::PreparedMatmul& matmul) override { return sim_->Matmul(matmul); }
+  Status Synchronize() override { return sim_->Synchronize(); }
+  int uploads = 0;
+
+ private:
+  std::unique_ptr<cuda::Device> sim_ = cuda::MakeSimulatedDevice(1);
+};
+
+TEST_CASE("cuda-sim: a variable stays on the device across runs, uploaded when its value changes",
+          "[cuda]") {
+  GraphBuilder g;
+  Value x = g.Placeholder("x", f32, {-1, 4});
+  Value w = Variable(g, "w", f32, {4}, Initializer::Constant(3));
+  g.Output("y", Mul(x, w));
+  Graph graph = *g.Build();
+  FeedList feeds = {{"x", Random(Shape{2, 4}, 1)}};
+  Session planner(graph, SessionOptions{.backend = "reference"});
+  Result<RunPlan> plan = planner.Plan(feeds, {"y"});
+  REQUIRE(plan.ok());
+  CountingDevice device;
+  VariableStore variables;
+  std::vector<std::shared_ptr<cuda::CudaProgram>> programs;
+  auto load = [&](std::shared_ptr<cuda::DeviceVariables> shared) {
+    Result<std::unique_ptr<cuda::CudaProgram>> program =
+        cuda::CudaProgram::Load(CompileSim(*plan), device, 1, shared);
+    INFO(program.status().ToString());
+    REQUIRE(program.ok());
+    programs.push_back(std::move(*program));
+    return programs.back().get();
+  };
+  auto shared = std::make_shared<cuda::DeviceVariables>(device);
+  cuda::CudaProgram* first = load(shared);
+  cuda::CudaProgram* second = load(shared);  // another plan of the same store and device
+  std::map<std::string, uint64_t> counters;
+  // Runs `program`; returns how many copies to the device it made, and checks y = x * w.
+  auto run = [&](cuda::CudaProgram* program, float w_value) {
+    const int before = device.uploads;
+    Result<std::vector<Tensor>> out =
+        program->Run(Feeds(program->executable(), *plan), variables, counters);
+    INFO(out.status().ToString());
+    REQUIRE(out.ok());
+    const Tensor& xs = feeds[0].second;
+    for (int64_t i = 0; i < xs.num_elements(); ++i)
+      REQUIRE((*out)[0].GetDouble(i) == static_cast<float>(xs.GetDouble(i) * w_value));
+    return device.uploads - before;
+  };
+  CHECK(run(first, 3) == 2);   // x, and w the first time
+  CHECK(run(first, 3) == 1);   // x only
+  CHECK(run(second, 3) == 1);  // the other plan finds w on the device too
+  variables.Set("w", Tensor::FromVector<float>({4}, {5, 5, 5, 5}));
+  CHECK(run(second, 5) == 2);  // a new value goes up once
+  CHECK(run(first, 5) == 1);
 }
 
 TEST_CASE("cuda: without a driver, the backend is refused in one line naming libcuda.so.1",

@@ -1,0 +1,46 @@
+// DeviceVariables: the device copies of a session's (or a module's) variables, kept across runs and
+// shared by every plan loaded on one device, so that a variable is uploaded when its value changed,
+// not on every run (weights of an inference model: once).
+//
+// Contract: each variable has one device allocation of its type's bytes, made on first use. The
+// store's values are replaced, never mutated where anyone else holds them (runtime/
+// variable_store.h, the "assign" step), so a value is identified by its storage: Upload(name,
+// value) copies only when the device copy does not already hold `value`'s storage (it keeps that
+// storage alive, which also keeps an in-place assign from changing it behind the device's back).
+// Used by one run at a time (the program's contract); errors name the variable.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "ir/tensor.h"
+#include "runtime/cuda/device.h"
+
+namespace kiln::cuda {
+
+class DeviceVariables {
+ public:
+  // `device` must outlive this object.
+  explicit DeviceVariables(Device& device) : device_(device) {}
+  ~DeviceVariables();
+  DeviceVariables(const DeviceVariables&) = delete;
+  DeviceVariables& operator=(const DeviceVariables&) = delete;
+
+  // The device address of variable `name`, whose values are `bytes` long.
+  Result<DevicePtr> Address(const std::string& name, int64_t bytes);
+  // Makes the device copy of `name` hold `value` (whose storage the caller bound the variable's
+  // buffer to); uploads unless it already does. Returns whether it uploaded.
+  Result<bool> Upload(const std::string& name, const Tensor& value);
+
+ private:
+  struct Entry {
+    DevicePtr address = 0;
+    int64_t bytes = 0;
+    Tensor held;  // the value the device copy holds (none: unknown)
+    bool valid = false;
+  };
+  Device& device_;
+  std::map<std::string, Entry> entries_;
+};
+
+}  // namespace kiln::cuda
