@@ -3,21 +3,24 @@
 # that has a driver but no compiler, no network and no kiln build (see README, "GPU bundle").
 #   scripts/gpu_bundle.sh OUT        then, on the GPU machine: OUT/run.sh
 # OUT holds kilnrt (the runtime alone, stripped), the shared libraries it needs beyond the C/C++
-# runtime (xz-compressed), the test models compiled with `kiln compile --target cuda` (PTX for
-# sm_80 and sm_90) with their inputs, the reference executor's outputs and, for PyTorch exports,
-# PyTorch's outputs, and the scripts run.sh uses. KILN_BUNDLE_ELEMENTS sets the elementwise
-# benchmark's input size (default 2^26 floats, generated on the GPU machine). At most 48 MiB.
+# runtime (xz-compressed), the test models compiled with `kiln compile --target cuda` (PTX and
+# cubins for sm_80 and sm_90) with their inputs, the reference executor's outputs and, for PyTorch
+# exports, PyTorch's outputs, and the scripts run.sh uses. KILN_BUNDLE_ELEMENTS sets the elementwise
+# benchmark's input size (default 2^26 floats), KILN_BUNDLE_GEMM the GEMM benchmarks' N (N x N
+# times N x N, default 4096); their inputs are generated on the GPU machine. At most 48 MiB.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: scripts/gpu_bundle.sh OUT}
 elements=${KILN_BUNDLE_ELEMENTS:-67108864}
+gemm=${KILN_BUNDLE_GEMM:-4096}
 scripts/setup.sh >/dev/null
 scripts/build.sh build -- kiln kilnrt >/dev/null
 kiln=build/tools/kiln
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/models"
 cp scripts/gpu_bundle/run.sh scripts/gpu_bundle/compare.py scripts/gpu_bundle/bench_torch.py \
-  scripts/gpu_bundle/write_input.py scripts/write_npy.py "$out/"
+  scripts/gpu_bundle/write_input.py scripts/gpu_bundle/device_rates.py scripts/write_npy.py \
+  "$out/"
 git describe --always --dirty >"$out/VERSION" 2>/dev/null || echo unknown >"$out/VERSION"
 cp build/tools/kilnrt "$out/bin/kilnrt"
 strip "$out/bin/kilnrt"
@@ -57,7 +60,15 @@ model elementwise scripts/gpu_bundle/elementwise.kgraph.txt x=4096 "$staging/ew.
 $kiln compile scripts/gpu_bundle/elementwise.kgraph.txt --target cuda --input "x=$elements" \
   -o "$out/models/elementwise_bench.kmod" >/dev/null
 echo "$elements" >"$out/models/ELEMENTS"
-printf '%s\n' "elementwise_bench:$elements" resnet:2x3x64x64 transformer:2x5x32 lstm:2x7x6 \
+python3 scripts/write_npy.py "$staging/gemm.npy" f32 64x64
+for name in gemm gemm_bf16; do
+  model $name scripts/gpu_bundle/$name.kgraph.txt x=64x64 "$staging/gemm.npy"
+  $kiln compile scripts/gpu_bundle/$name.kgraph.txt --target cuda --input "x=${gemm}x$gemm" \
+    -o "$out/models/${name}_bench.kmod" >/dev/null
+done
+echo "$gemm" >"$out/models/GEMM"
+printf '%s\n' "elementwise_bench:$elements" "gemm_bench:${gemm}x$gemm" \
+  "gemm_bf16_bench:${gemm}x$gemm" resnet:2x3x64x64 transformer:2x5x32 lstm:2x7x6 \
   >"$out/models/BENCH"
 
 size=$(du -sb "$out" | cut -f1)

@@ -1,10 +1,15 @@
-// Time per step of a loaded Program, for finding where a plan spends its time: on when the
-// environment variable KILN_PROFILE is set (to anything but "0") as the Program loads. Each run
-// adds every step's wall time; when the Program is destroyed the totals go to stderr, grouped by
-// what the step runs (a kernel, a library routine, an op on its reference kernel), largest first,
-// as milliseconds per run.
+// Time per step of a loaded Program (or CudaProgram), for finding where a plan spends its time: on
+// when the environment variable KILN_PROFILE is set (to anything but "0") as the program loads.
+// Each run adds every step's time (wall time on the host; device time, from CUDA events, for a
+// CUDA plan's device steps); when the program is destroyed the totals go to stderr, grouped by
+// what the step runs (a kernel, a library routine, an op on its reference kernel, a copy between
+// host and device; "device " marks device steps), largest first, as milliseconds per run, with the
+// rate each group achieved: TFLOP/s for gemm (2 m n k per matrix product), GB/s for kernels and
+// copies (every distinct operand's bytes, read or written once). The first run (loading, lazy
+// initialization, first touches) is left out when there are others.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 #include <vector>
@@ -19,7 +24,9 @@ class StepProfile {
   static std::unique_ptr<StepProfile> FromEnvironment(const Executable& exe);
   ~StepProfile();
 
-  void BeginRun() { ++runs_; }
+  void BeginRun() {
+    if (++runs_ == 2) std::fill(seconds_.begin(), seconds_.end(), 0.0);  // drop the first
+  }
   void Add(size_t step, std::chrono::steady_clock::duration elapsed) {
     seconds_[step] += std::chrono::duration<double>(elapsed).count();
   }
@@ -31,6 +38,8 @@ class StepProfile {
 
   std::vector<std::string> labels_;  // by step
   std::vector<double> seconds_;      // by step, summed over runs
+  std::vector<double> flops_;        // by step, per run (gemm)
+  std::vector<double> bytes_;        // by step, per run (kernels and copies)
   int64_t runs_ = 0;
 };
 

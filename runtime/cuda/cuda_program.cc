@@ -1,5 +1,6 @@
 #include "runtime/cuda/cuda_program.h"
 
+#include <chrono>
 #include <set>
 
 #include "runtime/cpu/program.h"
@@ -173,8 +174,41 @@ Status CudaProgram::Prepare(int threads) {
     }
     actions_.push_back(std::move(action));
   }
+  profile_ = cpu::StepProfile::FromEnvironment(exe);
   KILN_ASSIGN_OR_RETURN(Tensor host_arena, Tensor::Create(u8, Shape{exe.arena_bytes}));
   host_arena_ = std::shared_ptr<uint8_t[]>(host_arena.data<uint8_t>(), [host_arena](uint8_t*) {});
+  return OkStatus();
+}
+
+Status CudaProgram::Perform(const Action& action, cpu::StepEnv& env) {
+  const Executable& exe = plan_.executable;
+  switch (action.kind) {
+    case Action::Kind::kHost:
+      return action.runner->Run(env);
+    case Action::Kind::kToDevice: {
+      const BufferDesc& b = exe.buffers[action.buffer];
+      if (!env.data[action.buffer])
+        return MakeError(ErrorCode::kInternal, "to_device of ", b.tensor,
+                         " before anything bound it on the host");
+      if (!action.variable.empty()) {
+        const Tensor* value = PinnedAt(env, env.data[action.buffer]);
+        if (!value)
+          return MakeError(ErrorCode::kInternal, "to_device of variable '", action.variable,
+                           "': its buffer is not bound to a value of the store");
+        return variables_->Upload(action.variable, *value).status();
+      }
+      return device_.ToDevice(address_[action.buffer], env.data[action.buffer], b.bytes());
+    }
+    case Action::Kind::kToHost:
+      return device_.ToHost(env.data[action.buffer], address_[action.buffer],
+                            exe.buffers[action.buffer].bytes());
+    case Action::Kind::kLaunch:
+      for (const KernelLaunch& launch : action.kernel->launches)
+        KILN_RETURN_IF_ERROR(device_.Launch(*code_, launch, action.operands));
+      return OkStatus();
+    case Action::Kind::kMatmul:
+      return device_.Matmul(*action.matmul);
+  }
   return OkStatus();
 }
 
@@ -187,42 +221,38 @@ Result<std::vector<Tensor>> CudaProgram::Run(const std::vector<Tensor>& feeds,
   env.counters = &counters;
   env.threads = threads_;
   KILN_RETURN_IF_ERROR(cpu::BindBuffers(exe, host_arena_.get(), feeds, env));
-  for (const Action& action : actions_) {
-    switch (action.kind) {
-      case Action::Kind::kHost:
-        KILN_RETURN_IF_ERROR(action.runner->Run(env));
-        break;
-      case Action::Kind::kToDevice: {
-        const BufferDesc& b = exe.buffers[action.buffer];
-        if (!env.data[action.buffer])
-          return MakeError(ErrorCode::kInternal, "to_device of ", b.tensor,
-                           " before anything bound it on the host");
-        if (!action.variable.empty()) {
-          const Tensor* value = PinnedAt(env, env.data[action.buffer]);
-          if (!value)
-            return MakeError(ErrorCode::kInternal, "to_device of variable '", action.variable,
-                             "': its buffer is not bound to a value of the store");
-          KILN_RETURN_IF_ERROR(variables_->Upload(action.variable, *value).status());
-          break;
-        }
-        KILN_RETURN_IF_ERROR(
-            device_.ToDevice(address_[action.buffer], env.data[action.buffer], b.bytes()));
-        break;
-      }
-      case Action::Kind::kToHost:
-        KILN_RETURN_IF_ERROR(device_.ToHost(env.data[action.buffer], address_[action.buffer],
-                                            exe.buffers[action.buffer].bytes()));
-        break;
-      case Action::Kind::kLaunch:
-        for (const KernelLaunch& launch : action.kernel->launches)
-          KILN_RETURN_IF_ERROR(device_.Launch(*code_, launch, action.operands));
-        break;
-      case Action::Kind::kMatmul:
-        KILN_RETURN_IF_ERROR(device_.Matmul(*action.matmul));
-        break;
+  if (!profile_) {
+    for (const Action& action : actions_) KILN_RETURN_IF_ERROR(Perform(action, env));
+    KILN_RETURN_IF_ERROR(device_.Synchronize());
+    return cpu::CopyFetches(exe, env);
+  }
+  // Profiled: host steps by the host's clock, the others between two marks on the stream.
+  profile_->BeginRun();
+  device_.ClearMarks();
+  struct Marked {
+    size_t step;
+    int from, to;
+  };
+  std::vector<Marked> marked;
+  for (size_t i = 0; i < actions_.size(); ++i) {
+    const Action& action = actions_[i];
+    if (action.kind == Action::Kind::kHost) {
+      const auto start = std::chrono::steady_clock::now();
+      KILN_RETURN_IF_ERROR(Perform(action, env));
+      profile_->Add(i, std::chrono::steady_clock::now() - start);
+      continue;
     }
+    KILN_ASSIGN_OR_RETURN(int from, device_.Mark());
+    KILN_RETURN_IF_ERROR(Perform(action, env));
+    KILN_ASSIGN_OR_RETURN(int to, device_.Mark());
+    marked.push_back({i, from, to});
   }
   KILN_RETURN_IF_ERROR(device_.Synchronize());
+  for (const Marked& m : marked) {
+    KILN_ASSIGN_OR_RETURN(double ms, device_.Milliseconds(m.from, m.to));
+    profile_->Add(m.step, std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                              std::chrono::duration<double, std::milli>(ms)));
+  }
   return cpu::CopyFetches(exe, env);
 }
 

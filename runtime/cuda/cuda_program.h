@@ -6,7 +6,8 @@
 // matmul_call.h). Run binds the feeds, then performs the steps in order: host steps on the host
 // arena (the cpu backend's routines), launches and matmuls on the device, and the plan's
 // to_device/to_host copies between them; fetches are read on the host after the device is done.
-// A CudaProgram is run by one caller at a time.
+// With KILN_PROFILE set, each step's time (device time for device steps) is reported to stderr when
+// the program is destroyed. A CudaProgram is run by one caller at a time.
 #pragma once
 
 #include <map>
@@ -16,6 +17,7 @@
 
 #include "runtime/cpu/plan_compiler.h"
 #include "runtime/cpu/step.h"
+#include "runtime/cpu/step_profile.h"
 #include "runtime/cuda/device.h"
 #include "runtime/cuda/device_variables.h"
 #include "runtime/variable_store.h"
@@ -50,6 +52,7 @@ class CudaProgram {
   };
   explicit CudaProgram(Device& device) : device_(device) {}
   Status Prepare(int threads);
+  Status Perform(const Action& action, cpu::StepEnv& env);
 
   Device& device_;
   std::shared_ptr<DeviceVariables> variables_;
@@ -59,7 +62,8 @@ class CudaProgram {
   std::vector<DevicePtr> allocations_;  // freed with the program
   std::vector<DevicePtr> address_;      // each buffer's device address (0: none)
   std::shared_ptr<DeviceCode> code_;
-  std::vector<Action> actions_;
+  std::vector<Action> actions_;                // one per step of the plan
+  std::unique_ptr<cpu::StepProfile> profile_;  // KILN_PROFILE (runtime/cpu/step_profile.h)
 };
 
 }  // namespace kiln::cuda

@@ -78,6 +78,14 @@ class Device {
   virtual Status Matmul(const PreparedMatmul& matmul) = 0;
 
   virtual Status Synchronize() = 0;
+
+  // Timing of device work, for profiles (KILN_PROFILE): Mark() records a point in the stream's
+  // order and returns its number (from 0 after ClearMarks); after Synchronize, Milliseconds(a, b)
+  // is the device time between marks a and b (CUDA events on a GPU; host time on the simulator,
+  // which runs each operation when it is issued).
+  virtual void ClearMarks() = 0;
+  virtual Result<int> Mark() = 0;
+  virtual Result<double> Milliseconds(int from, int to) = 0;
 };
 
 // "cuda": the first GPU (kFailedPrecondition, one line naming libcuda.so.1, where there is no

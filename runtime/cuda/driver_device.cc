@@ -55,6 +55,7 @@ class DriverDevice : public Device {
     api_.cuCtxSetCurrent(context_);
     api_.cuStreamSynchronize(stream_);
     matmuls_.reset();
+    for (CUevent event : marks_) api_.cuEventDestroy(event);
     if (matmul_workspace_) api_.cuMemFree(static_cast<CUdeviceptr>(matmul_workspace_));
     if (staging_) api_.cuMemFreeHost(staging_);
     api_.cuStreamDestroy(stream_);
@@ -185,6 +186,30 @@ class DriverDevice : public Device {
     return CheckCuda(api_, api_.cuStreamSynchronize(stream_), "cuStreamSynchronize");
   }
 
+  void ClearMarks() override { marks_used_ = 0; }
+  Result<int> Mark() override {
+    KILN_RETURN_IF_ERROR(Current());
+    if (marks_used_ == marks_.size()) {
+      CUevent event = nullptr;
+      KILN_RETURN_IF_ERROR(
+          CheckCuda(api_, api_.cuEventCreate(&event, CU_EVENT_DEFAULT), "cuEventCreate"));
+      marks_.push_back(event);
+    }
+    KILN_RETURN_IF_ERROR(
+        CheckCuda(api_, api_.cuEventRecord(marks_[marks_used_], stream_), "cuEventRecord"));
+    return static_cast<int>(marks_used_++);
+  }
+  Result<double> Milliseconds(int from, int to) override {
+    KILN_RETURN_IF_ERROR(Current());
+    if (from < 0 || to < 0 || static_cast<size_t>(from) >= marks_used_ ||
+        static_cast<size_t>(to) >= marks_used_)
+      return MakeError(ErrorCode::kInternal, "no marks ", from, " and ", to);
+    float ms = 0;
+    KILN_RETURN_IF_ERROR(CheckCuda(api_, api_.cuEventElapsedTime(&ms, marks_[from], marks_[to]),
+                                   "cuEventElapsedTime"));
+    return static_cast<double>(ms);
+  }
+
  private:
   Status Current() { return CheckCuda(api_, api_.cuCtxSetCurrent(context_), "cuCtxSetCurrent"); }
 
@@ -210,6 +235,8 @@ class DriverDevice : public Device {
   void* staging_ = nullptr;
   int64_t staging_bytes_ = 0;
   // cuBLASLt's handle and its workspace, shared by every matmul on the stream.
+  std::vector<CUevent> marks_;  // events, reused from run to run
+  size_t marks_used_ = 0;
   std::mutex matmul_mutex_;
   DevicePtr matmul_workspace_ = 0;
   std::unique_ptr<DriverMatmuls> matmuls_;

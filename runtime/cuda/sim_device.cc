@@ -1,6 +1,7 @@
 // The simulated CUDA device (device.h): device memory in host allocations of its own, launches
 // through the host translations of the plan's GPU functions.
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -177,6 +178,18 @@ class SimulatedDevice : public Device {
 
   Status Synchronize() override { return OkStatus(); }
 
+  void ClearMarks() override { marks_.clear(); }
+  Result<int> Mark() override {
+    marks_.push_back(std::chrono::steady_clock::now());
+    return static_cast<int>(marks_.size()) - 1;
+  }
+  Result<double> Milliseconds(int from, int to) override {
+    if (from < 0 || to < 0 || from >= static_cast<int>(marks_.size()) ||
+        to >= static_cast<int>(marks_.size()))
+      return MakeError(ErrorCode::kInternal, "no marks ", from, " and ", to);
+    return std::chrono::duration<double, std::milli>(marks_[to] - marks_[from]).count();
+  }
+
  private:
   // Whether [address, address + bytes) lies inside one live allocation.
   bool InRange(DevicePtr address, int64_t bytes) {
@@ -198,6 +211,7 @@ class SimulatedDevice : public Device {
   }
 
   int threads_;
+  std::vector<std::chrono::steady_clock::time_point> marks_;
   std::mutex mutex_;
   std::map<DevicePtr, int64_t> allocations_;  // base -> bytes
 };

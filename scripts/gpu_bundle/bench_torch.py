@@ -4,7 +4,8 @@ from host input to host output (upload, forward, download), median of N runs aft
 eager mode and with torch.compile. The architectures match the bundle's models (weights are random:
 only the time is compared; correctness is checked against kiln's reference executor).
 
-usage: bench_torch.py MODEL SHAPE [--runs N]     (MODEL: elementwise, transformer, lstm, resnet)
+usage: bench_torch.py MODEL SHAPE [--runs N]
+  (MODEL: elementwise, gemm, gemm_bf16, transformer, lstm, resnet)
 Prints one line "eager_ms X compile_ms Y" ("-" where that mode is unavailable), or "skip: why".
 """
 import statistics
@@ -19,6 +20,14 @@ def build(name, torch):
             def forward(self, x):
                 return torch.relu(x * 2 + 1)
         return Elementwise()
+    if name in ("gemm", "gemm_bf16"):
+        class Gemm(nn.Module):  # x x, as gemm.kgraph.txt (bf16: with an f32 result)
+            def forward(self, x):
+                if name == "gemm":
+                    return torch.matmul(x, x)
+                b = x.bfloat16()
+                return torch.matmul(b, b).float()
+        return Gemm()
     if name == "transformer":
         return nn.TransformerEncoderLayer(d_model=32, nhead=4, dim_feedforward=64,
                                           batch_first=True)
@@ -80,6 +89,9 @@ def main(argv):
     if not torch.cuda.is_available():
         print("skip: PyTorch sees no CUDA device")
         return 0
+    # kiln computes f32 in f32: no TF32 for the peer either.
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
     try:
         model = build(name, torch).cuda().eval()
     except ImportError as e:

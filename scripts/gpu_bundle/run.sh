@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs kiln's GPU checks and benchmarks from this folder (made by scripts/gpu_bundle.sh) on a GPU
 # machine: no build, no network. Prints one line per check, then "N passed, M failed", then a table
-# of kiln's time against PyTorch CUDA (eager and torch.compile) for the same models.
+# of kiln's time against PyTorch CUDA (eager and torch.compile) for the same models, then the device
+# rates of kiln's elementwise kernel and GEMMs (KILN_PROFILE: CUDA events around each step) against
+# the GPU's device-to-device copy bandwidth and torch.matmul's rate for the same shape.
 #   ./run.sh                    on the GPU (backend cuda)
 #   KILN_BUNDLE_BACKEND=cuda-sim ./run.sh   the same checks on the simulated device (no GPU needed)
 # Environment: KILN_BUNDLE_PYTHON (default /opt/torch/.venv/bin/python3, else python3),
@@ -11,6 +13,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 backend=${KILN_BUNDLE_BACKEND:-cuda}
 runs=${KILN_BUNDLE_RUNS:-20}
 elements=$(cat "$here/models/ELEMENTS")  # the elementwise benchmark module's input size
+gemm=$(cat "$here/models/GEMM")          # the GEMM benchmark modules' N
 python=${KILN_BUNDLE_PYTHON:-/opt/torch/.venv/bin/python3}
 [[ -x $python ]] || python=python3
 work=$(mktemp -d "${TMPDIR:-/tmp}/kiln_bundle.XXXXXX")
@@ -73,13 +76,17 @@ echo "$passed passed, $failed failed"
 
 echo
 echo "time per run, host input to host output (median of $runs; kiln: kilnrt --repeat)"
-printf '%-12s %-14s %12s %12s %12s %9s\n' model input kiln_ms eager_ms compile_ms kiln/eager
-"$python" "$here/write_input.py" "$work/ew_x.npy" "$elements" 2>/dev/null ||
-  "$python" "$here/write_npy.py" "$work/ew_x.npy" f32 "$elements"
+printf '%-17s %-14s %12s %12s %12s %9s\n' model input kiln_ms eager_ms compile_ms kiln/eager
+write_input() {  # write_input OUT.npy SHAPE: numpy where it is, else pure Python
+  "$python" "$here/write_input.py" "$1" "$2" 2>/dev/null || "$python" "$here/write_npy.py" "$1" f32 "$2"
+}
+write_input "$work/ew_x.npy" "$elements"
+write_input "$work/gemm_x.npy" "${gemm}x$gemm"
 for entry in $(cat "$here/models/BENCH"); do
   model=${entry%%:*} shape=${entry#*:}
   input="$here/models/$model/inputs/x.npy"
   [[ $model == elementwise_bench ]] && input="$work/ew_x.npy"
+  [[ $model == gemm*_bench ]] && input="$work/gemm_x.npy"
   kiln_ms=$("$kilnrt" "$here/models/$model.kmod" --backend "$backend" --input "x=$input" \
     --repeat "$runs" 2>&1 >/dev/null | sed -n 's/.*median_ms: \([0-9.]*\).*/\1/p')
   torch_line=$("$python" "$here/bench_torch.py" "${model%_bench}" "$shape" --runs "$runs" 2>/dev/null)
@@ -87,8 +94,37 @@ for entry in $(cat "$here/models/BENCH"); do
   compiled=$(sed -n 's/.*compile_ms \([0-9.-]*\).*/\1/p' <<<"$torch_line")
   ratio=-
   [[ -n $kiln_ms && -n $eager ]] && ratio=$("$python" -c "print('%.2f' % ($kiln_ms / $eager))")
-  printf '%-12s %-14s %12s %12s %12s %9s\n' "$model" "$shape" "${kiln_ms:--}" "${eager:--}" \
+  printf '%-17s %-14s %12s %12s %12s %9s\n' "$model" "$shape" "${kiln_ms:--}" "${eager:--}" \
     "${compiled:--}" "$ratio"
   [[ $torch_line == skip:* ]] && echo "  ($model: PyTorch ${torch_line#skip: })"
 done
+
+echo
+echo "device rates (kiln: KILN_PROFILE, CUDA events around each step, mean of $runs runs after a"
+echo "warm-up; peers: device_rates.py, CUDA events the same way)"
+# profiled MODULE INPUT PATTERN: the rate column of the KILN_PROFILE line matching PATTERN.
+profiled() {
+  KILN_PROFILE=1 "$kilnrt" "$here/models/$1.kmod" --backend "$backend" --input "x=$2" \
+    --repeat "$runs" 2>&1 >/dev/null | grep -- "$3" | head -n 1 |
+    sed -n 's/.* \([0-9.]*\) \(GB\/s\|TFLOP\/s\) .*/\1/p'
+}
+ew_gbs=$(profiled elementwise_bench "$work/ew_x.npy" "device kernel")
+gemm_tf=$(profiled gemm_bench "$work/gemm_x.npy" "device library gemm")
+gemm_bf16_tf=$(profiled gemm_bf16_bench "$work/gemm_x.npy" "device library gemm")
+peers=$("$python" "$here/device_rates.py" "$elements" "$gemm" --runs "$runs" 2>/dev/null)
+copy_gbs=$(sed -n 's/.*copy_gbs \([0-9.]*\).*/\1/p' <<<"$peers")
+torch_tf=$(sed -n 's/.*gemm_tflops \([0-9.]*\).*/\1/p' <<<"$peers")
+torch_bf16_tf=$(sed -n 's/.*gemm_bf16_tflops \([0-9.]*\).*/\1/p' <<<"$peers")
+share() {  # share KILN PEER: KILN as a percentage of PEER, or -
+  [[ -n $1 && -n $2 ]] && "$python" -c "print('%.0f%%' % (100 * $1 / $2))" || echo -
+}
+printf '%-34s %14s %14s %8s  %s\n' measure kiln peer kiln/peer target
+printf '%-34s %14s %14s %8s  %s\n' "elementwise relu(2x+1), $elements f32" "${ew_gbs:--} GB/s" \
+  "${copy_gbs:--} GB/s" "$(share "$ew_gbs" "$copy_gbs")" ">= 70% of a device copy"
+printf '%-34s %14s %14s %8s  %s\n' "gemm f32 ${gemm}^3" "${gemm_tf:--} TF/s" "${torch_tf:--} TF/s" \
+  "$(share "$gemm_tf" "$torch_tf")" ">= 70% of torch.matmul (cuBLAS)"
+printf '%-34s %14s %14s %8s  %s\n' "gemm bf16 ${gemm}^3" "${gemm_bf16_tf:--} TF/s" \
+  "${torch_bf16_tf:--} TF/s" "$(share "$gemm_bf16_tf" "$torch_bf16_tf")" \
+  ">= 70% of torch.matmul (cuBLAS)"
+[[ $peers == skip:* ]] && echo "  (peers: PyTorch ${peers#skip: })"
 [[ $failed -eq 0 ]]

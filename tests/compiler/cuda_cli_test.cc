@@ -1,12 +1,15 @@
 // The cuda backends from the command line: `kiln inspect --placement --backend cuda` lists where
 // each step runs and ends with the summary line; `kiln run --backend cuda-sim` gives the reference
-// backend's outputs; `kiln run --backend cuda` on a machine without a driver exits 1 with one line.
+// backend's outputs; KILN_PROFILE times device steps; `kiln run --backend cuda` on a machine
+// without a driver exits 1 with one line.
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cstdlib>
 
 #include "ir/io/npy.h"
 #include "runtime/cuda/driver_api.h"
 #include "tests/testing/differential.h"
+#include "tests/testing/gradcheck_op.h"
 #include "tests/testing/run_command.h"
 #include "tests/testing/temp_path.h"
 
@@ -84,6 +87,27 @@ TEST_CASE("kiln compile --target cuda, then kilnrt --backend cuda-sim gives kiln
   CheckFails(
       RunCommand(KILN_BINARY, {"compile", dir + "/model.onnx", "--target", "tpu", "-o", module}),
       "kiln compiles for cpu and cuda", 2);
+}
+
+TEST_CASE("KILN_PROFILE on a cuda module times device steps and reports their rates",
+          "[cli][cuda]") {
+  const std::string module = testing::TempPath("gemm_cuda.kmod");
+  CommandResult compiled = RunCommand(
+      KILN_BINARY, {"compile", std::string(KILN_SOURCE_DIR) + "/scripts/gpu_bundle/gemm.kgraph.txt",
+                    "--target", "cuda", "--input", "x=32x32", "-o", module});
+  INFO(compiled.err);
+  REQUIRE(compiled.exit_code == 0);
+  const std::string x = testing::TempPath("gemm_x.npy");
+  REQUIRE(WriteNpy(x, testing::RandomTensor(Shape{32, 32}, 7).CastTo(f32)).ok());
+  setenv("KILN_PROFILE", "1", 1);
+  CommandResult run = RunCommand(
+      KILNRT_BINARY, {module, "--backend", "cuda-sim", "--input", "x=" + x, "--repeat", "2"});
+  unsetenv("KILN_PROFILE");
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  CHECK_THAT(run.err, Catch::Contains("KILN_PROFILE: 3 steps, 2 runs after the first") &&
+                          Catch::Matches("[^]*TFLOP/s  device library gemm f32[^]*") &&
+                          Catch::Matches("[^]*GB/s  copy to_device f32[^]*"));
 }
 
 TEST_CASE("kiln run --backend cuda without a driver exits 1 with one line", "[cli][cuda]") {

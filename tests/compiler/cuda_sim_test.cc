@@ -309,6 +309,9 @@ class CountingDevice : public cuda::Device {
   }
   Status Matmul(const cuda::PreparedMatmul& matmul) override { return sim_->Matmul(matmul); }
   Status Synchronize() override { return sim_->Synchronize(); }
+  void ClearMarks() override { sim_->ClearMarks(); }
+  Result<int> Mark() override { return sim_->Mark(); }
+  Result<double> Milliseconds(int from, int to) override { return sim_->Milliseconds(from, to); }
   int uploads = 0;
 
  private:
