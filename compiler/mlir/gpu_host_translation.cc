@@ -1,10 +1,17 @@
 // The host translation of GPU functions (gpu_kernels.h): each gpu.func becomes a func.func that
-// walks a range of the grid's blocks and every thread of each block, around the kernel's own body.
+// walks a range of the grid's blocks and, in each, every thread of the block around the kernel's
+// own body; a body with block-wide steps (gpu.all_reduce, gpu.barrier at its top level) runs in
+// phases, every thread through one phase before the next, with the values that cross a phase kept
+// per thread in memory and each all_reduce folded over the block's threads between phases.
+#include <map>
+#include <vector>
+
 #include "compiler/mlir/gpu_internal.h"
 #include "llvm/Support/raw_ostream.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
@@ -19,6 +26,31 @@ mlir::Value Pick(mlir::gpu::Dimension d, mlir::Value x, mlir::Value y, mlir::Val
   return d == mlir::gpu::Dimension::x ? x : d == mlir::gpu::Dimension::y ? y : z;
 }
 
+// The top-level op of `body` that holds `op` (op itself when it is top-level).
+mlir::Operation* TopLevel(mlir::Operation* op, mlir::Block& body) {
+  while (op && op->getBlock() != &body) op = op->getParentOp();
+  return op;
+}
+
+bool IsPhaseEnd(mlir::Operation& op) {
+  return mlir::isa<mlir::gpu::AllReduceOp, mlir::gpu::BarrierOp>(op);
+}
+
+// The combination of two partial values as `reduce` defines it (its operation, or its region).
+mlir::Value Combine(mlir::OpBuilder& b, mlir::Location loc, mlir::gpu::AllReduceOp reduce,
+                    mlir::Value acc, mlir::Value x) {
+  if (reduce.getOp()) {  // MapRowReductionsToBlocks writes "add"; the others are not needed yet
+    if (acc.getType().isa<mlir::FloatType>()) return b.create<mlir::arith::AddFOp>(loc, acc, x);
+    return b.create<mlir::arith::AddIOp>(loc, acc, x);
+  }
+  mlir::Block& region = reduce.getBody().front();
+  mlir::IRMapping map;
+  map.map(region.getArgument(0), acc);
+  map.map(region.getArgument(1), x);
+  for (mlir::Operation& op : region.without_terminator()) b.clone(op, map);
+  return map.lookup(region.getTerminator()->getOperand(0));
+}
+
 Status Translate(mlir::gpu::GPUFuncOp kernel, mlir::ModuleOp host) {
   const std::string name = kernel.getName().str();
   if (!kernel.getBody().hasOneBlock() || kernel.getNumWorkgroupAttributions() != 0 ||
@@ -31,6 +63,42 @@ Status Translate(mlir::gpu::GPUFuncOp kernel, mlir::ModuleOp host) {
   if (!ret || ret.getNumOperands() != 0)
     return MakeError(ErrorCode::kUnimplemented, "GPU function '", name,
                      "' does not end in a plain gpu.return");
+  // Phases: the body split after each top-level gpu.all_reduce or gpu.barrier. Every thread of a
+  // block runs a phase before any runs the next; an all_reduce's value is combined over the
+  // block's threads, in thread order, between the phases.
+  std::vector<std::vector<mlir::Operation*>> phases(1);
+  std::string misplaced;
+  for (mlir::Operation& op : body.without_terminator()) {
+    op.walk([&](mlir::Operation* nested) {
+      if (nested != &op && IsPhaseEnd(*nested)) misplaced = nested->getName().getStringRef().str();
+    });
+    phases.back().push_back(&op);
+    if (IsPhaseEnd(op)) phases.emplace_back();
+  }
+  if (!misplaced.empty())
+    return MakeError(ErrorCode::kUnimplemented, "GPU function '", name, "' has a '", misplaced,
+                     "' inside control flow, which the simulated device does not run");
+  std::map<mlir::Operation*, size_t> phase_of;
+  for (size_t p = 0; p < phases.size(); ++p)
+    for (mlir::Operation* op : phases[p]) phase_of[op] = p;
+  // Values that live from one phase into a later one (every all_reduce operand too): kept per
+  // thread in memory across the phases. (An all_reduce's own result is the same for every thread.)
+  std::vector<mlir::Value> carried;
+  for (mlir::Operation& op : body.without_terminator())
+    for (mlir::Value v : op.getResults()) {
+      if (IsPhaseEnd(op)) continue;  // an all_reduce's result: combined once per block
+      bool later = false;
+      for (mlir::Operation* user : v.getUsers()) {
+        mlir::Operation* top = TopLevel(user, body);
+        later = later || (top && phase_of.count(top) && phase_of[top] > phase_of[&op]) ||
+                (mlir::isa<mlir::gpu::AllReduceOp>(user) && user->getBlock() == &body);
+      }
+      if (!later) continue;
+      if (!v.getType().isIntOrIndexOrFloat())
+        return MakeError(ErrorCode::kUnimplemented, "GPU function '", name,
+                         "' carries a value that is not a scalar across a barrier");
+      carried.push_back(v);
+    }
 
   mlir::MLIRContext* context = host.getContext();
   mlir::Location loc = kernel.getLoc();
@@ -45,6 +113,14 @@ Status Translate(mlir::gpu::GPUFuncOp kernel, mlir::ModuleOp host) {
   b.setInsertionPointToStart(entry);
   mlir::Value zero = b.create<mlir::arith::ConstantIndexOp>(loc, 0);
   mlir::Value one = b.create<mlir::arith::ConstantIndexOp>(loc, 1);
+  mlir::Value threads = b.create<mlir::arith::MulIOp>(
+      loc, b.create<mlir::arith::MulIOp>(loc, arg(kBlockX), arg(kBlockY)), arg(kBlockZ));
+  std::map<mlir::Value, mlir::Value, bool (*)(mlir::Value, mlir::Value)> slots(
+      [](mlir::Value a, mlir::Value c) { return a.getAsOpaquePointer() < c.getAsOpaquePointer(); });
+  for (mlir::Value v : carried)
+    slots[v] = b.create<mlir::memref::AllocOp>(
+        loc, mlir::MemRefType::get({mlir::ShapedType::kDynamic}, v.getType()),
+        mlir::ValueRange{threads});
   auto blocks = b.create<mlir::scf::ForOp>(loc, arg(kBlockBegin), arg(kBlockEnd), one);
   b.setInsertionPointToStart(blocks.getBody());
   mlir::Value linear = blocks.getInductionVar();
@@ -53,17 +129,56 @@ Status Translate(mlir::gpu::GPUFuncOp kernel, mlir::ModuleOp host) {
   mlir::Value in_plane = b.create<mlir::arith::RemUIOp>(loc, linear, plane);
   mlir::Value block_y = b.create<mlir::arith::DivUIOp>(loc, in_plane, arg(kGridX));
   mlir::Value block_x = b.create<mlir::arith::RemUIOp>(loc, in_plane, arg(kGridX));
-  mlir::Value thread[3];
-  for (int d = 2; d >= 0; --d) {  // z outermost, x innermost
-    auto loop = b.create<mlir::scf::ForOp>(loc, zero, arg(kBlockX + d), one);
-    b.setInsertionPointToStart(loop.getBody());
-    thread[d] = loop.getInductionVar();
+  std::map<mlir::Operation*, int> thread_loops;  // each phase's loops over the block's threads
+  mlir::IRMapping combined;                      // all_reduce results, combined per block
+  for (size_t p = 0; p < phases.size(); ++p) {
+    const mlir::OpBuilder::InsertPoint after_phase = b.saveInsertionPoint();  // the block's end
+    mlir::Value thread[3];
+    for (int d = 2; d >= 0; --d) {  // z outermost, x innermost
+      auto loop = b.create<mlir::scf::ForOp>(loc, zero, arg(kBlockX + d), one);
+      thread_loops[loop] = d;
+      b.setInsertionPointToStart(loop.getBody());
+      thread[d] = loop.getInductionVar();
+    }
+    mlir::Value tid = b.create<mlir::arith::AddIOp>(
+        loc,
+        b.create<mlir::arith::MulIOp>(
+            loc,
+            b.create<mlir::arith::AddIOp>(
+                loc, b.create<mlir::arith::MulIOp>(loc, thread[2], arg(kBlockY)), thread[1]),
+            arg(kBlockX)),
+        thread[0]);
+    mlir::IRMapping map = combined;
+    for (unsigned i = 0; i < body.getNumArguments(); ++i)
+      map.map(body.getArgument(i), arg(kCount + i));
+    for (mlir::Value v : carried)  // defined in an earlier phase
+      if (phase_of[TopLevel(v.getDefiningOp(), body)] < p)
+        map.map(v, b.create<mlir::memref::LoadOp>(loc, slots[v], mlir::ValueRange{tid}));
+    for (mlir::Operation* op : phases[p])
+      if (!IsPhaseEnd(*op)) b.clone(*op, map);
+    for (mlir::Value v : carried)
+      if (phase_of[TopLevel(v.getDefiningOp(), body)] == p)
+        b.create<mlir::memref::StoreOp>(loc, map.lookup(v), slots[v], mlir::ValueRange{tid});
+    b.restoreInsertionPoint(after_phase);
+    auto reduce =
+        phases[p].empty() ? nullptr : mlir::dyn_cast<mlir::gpu::AllReduceOp>(phases[p].back());
+    if (!reduce) continue;
+    // Between this phase and the next: thread 0's value, folded with every other thread's.
+    mlir::Value slot = slots[reduce.getValue()];
+    mlir::Value first = b.create<mlir::memref::LoadOp>(loc, slot, mlir::ValueRange{zero});
+    auto fold = b.create<mlir::scf::ForOp>(loc, one, threads, one, mlir::ValueRange{first});
+    {
+      mlir::OpBuilder::InsertionGuard inner(b);
+      b.setInsertionPointToStart(fold.getBody());
+      mlir::Value x =
+          b.create<mlir::memref::LoadOp>(loc, slot, mlir::ValueRange{fold.getInductionVar()});
+      mlir::Value next = Combine(b, loc, reduce, fold.getRegionIterArgs()[0], x);
+      b.create<mlir::scf::YieldOp>(loc, next);
+    }
+    combined.map(reduce.getResult(), fold.getResult(0));
   }
-  mlir::IRMapping map;
-  for (unsigned i = 0; i < body.getNumArguments(); ++i)
-    map.map(body.getArgument(i), arg(kCount + i));
-  for (mlir::Operation& op : body.without_terminator()) b.clone(op, map);
   b.setInsertionPointToEnd(entry);
+  for (mlir::Value v : carried) b.create<mlir::memref::DeallocOp>(loc, slots[v]);
   b.create<mlir::func::ReturnOp>(loc);
 
   // The GPU's index registers become the loops' values; any other gpu op has no host meaning.
@@ -71,16 +186,20 @@ Status Translate(mlir::gpu::GPUFuncOp kernel, mlir::ModuleOp host) {
   std::string unsupported;
   func.walk([&](mlir::Operation* op) {
     mlir::Value v;
-    if (auto o = mlir::dyn_cast<mlir::gpu::BlockIdOp>(op))
+    if (auto o = mlir::dyn_cast<mlir::gpu::BlockIdOp>(op)) {
       v = Pick(o.getDimension(), block_x, block_y, block_z);
-    else if (auto o = mlir::dyn_cast<mlir::gpu::ThreadIdOp>(op))
-      v = Pick(o.getDimension(), thread[0], thread[1], thread[2]);
-    else if (auto o = mlir::dyn_cast<mlir::gpu::BlockDimOp>(op))
+    } else if (auto o = mlir::dyn_cast<mlir::gpu::ThreadIdOp>(op)) {
+      const int d = static_cast<int>(o.getDimension());
+      for (mlir::Operation* p = op->getParentOp(); p && !v; p = p->getParentOp())
+        if (auto it = thread_loops.find(p); it != thread_loops.end() && it->second == d)
+          v = mlir::cast<mlir::scf::ForOp>(p).getInductionVar();
+    } else if (auto o = mlir::dyn_cast<mlir::gpu::BlockDimOp>(op)) {
       v = Pick(o.getDimension(), arg(kBlockX), arg(kBlockY), arg(kBlockZ));
-    else if (auto o = mlir::dyn_cast<mlir::gpu::GridDimOp>(op))
+    } else if (auto o = mlir::dyn_cast<mlir::gpu::GridDimOp>(op)) {
       v = Pick(o.getDimension(), arg(kGridX), arg(kGridY), arg(kGridZ));
-    else if (op->getDialect() && op->getDialect()->getNamespace() == "gpu")
+    } else if (op->getDialect() && op->getDialect()->getNamespace() == "gpu") {
       unsupported = op->getName().getStringRef().str();
+    }
     if (v) {
       op->getResult(0).replaceAllUsesWith(v);
       replaced.push_back(op);

@@ -178,6 +178,7 @@ Result<GpuKernels> LowerKernelsForGpu(const std::string& mlir_text,
   internal::AddFrontPasses(front, internal::Target::kNvptx);  // canonicalizes first: rows folded
   KILN_RETURN_IF_ERROR(internal::RunPasses(front, *module, log, "lowering linalg failed"));
   WrapSerialKernels(*module);
+  internal::MapRowReductionsToBlocks(*module);
   CollapseAndTile(*module);
 
   mlir::PassManager pm(context.get());

@@ -9,17 +9,24 @@
 //   its begin/end arguments, which are dropped, so the GPU function's arguments are the step's
 //   operands (inputs, then outputs) in order.
 // - linalg becomes scf.parallel (a kernel of one element or one row, whose loop canonicalization
-//   removed, gets a one-iteration loop back); each outermost loop nest is collapsed into one
-//   dimension and tiled by kThreadsPerBlock, one thread per element (row reductions: one thread
-//   per row), mapped to blocks and threads and outlined (kernel `NAME_kernel`, `NAME_kernel_0`, ...
-//   in the order of the loops). Grid and block sizes are compile-time constants, recorded in the
-//   launches.
+//   removed, gets a one-iteration loop back). A row reduction (softmax, layernorm, sums, max/min
+//   over the last axis) of f32 with at least 32 columns gets one block per row: its threads
+//   (kThreadsPerBlock, or fewer for narrower rows, a multiple of 32) stride over the columns and
+//   fold their partial results with gpu.all_reduce (warp shuffles, then shared memory), thread 0
+//   storing the per-row outputs (gpu_row_reductions.cc). Every other outermost loop nest is
+//   collapsed into one dimension and tiled by kThreadsPerBlock, one thread per element (narrow or
+//   f64 row reductions: one thread per row). Loops are mapped to blocks and threads and outlined
+//   (kernel `NAME_kernel`, `NAME_kernel_0`, ... in the order of the loops). Grid and block sizes
+//   are compile-time constants, recorded in the launches.
 // - The host translation of a GPU function F is `func.func @F(%block_begin, %block_end, %grid_x,
 //   %grid_y, %grid_z, %block_x, %block_y, %block_z: index, <F's arguments>)`: it runs blocks
 //   [block_begin, block_end) of the grid (linearized x fastest) and, in each, every thread of the
 //   block in order, with gpu.block_id/thread_id/block_dim/grid_dim replaced by those values. It is
-//   the very same kernel body (guards included), only without the GPU: a kernel with a barrier,
-//   a shuffle or shared memory is refused (kUnimplemented) until the simulator runs those.
+//   the very same kernel body (guards included), only without the GPU. A gpu.all_reduce or
+//   gpu.barrier at the top of the body splits it into phases: every thread of the block runs one
+//   phase before any runs the next, values crossing phases are kept per thread, and an
+//   all_reduce is folded over the block's threads in order between them. A barrier inside control
+//   flow, a shuffle or shared memory is refused (kUnimplemented).
 // - PTX: gpu.modules -> NVVM -> LLVM IR, linked with CUDA's libdevice when the code calls __nv_*
 //   functions, optimized at O3 and compiled by LLVM's NVPTX back end for sm_<sm> (PTX ISA 7.0, or
 //   7.8 for sm >= 89). Kernels keep MLIR's calling convention: a memref argument is passed as its

@@ -13,6 +13,7 @@
 #include "ir/ops/linalg.h"
 #include "ir/ops/math.h"
 #include "ir/ops/nn.h"
+#include "ir/ops/reduce.h"
 #include "ir/ops/state.h"
 #include "runtime/cuda/cuda_program.h"
 #include "runtime/cuda/driver_api.h"
@@ -277,6 +278,46 @@ TEST_CASE("cuda-sim: a kernel given host memory, or a copy out of range, fails",
   CHECK_FALSE(device->ToHost(host.data(), *p, 65).ok());
   device->Free(*p);
   CHECK_FALSE(device->ToHost(host.data(), *p, 4).ok());
+}
+
+TEST_CASE("cuda-sim: wide rows reduce across a block (one per row) and match the reference",
+          "[cuda]") {
+  GraphBuilder g;
+  Value x = g.Placeholder("x", f32, {-1, 700});
+  Value scale = g.Placeholder("scale", f32, {700});
+  g.Output("softmax", Softmax(x));
+  g.Output("layernorm", LayerNorm(x, scale, scale));
+  g.Output("max", Max(x, {1}));
+  g.Output("min", Min(x, {1}));
+  Graph graph = *g.Build();
+  Tensor xs = Random(Shape{3, 700}, 4);
+  xs.data<float>()[700 + 333] = std::nanf("");  // NaN wins max and min of row 1
+  FeedList feeds = {{"x", xs}, {"scale", Random(Shape{700}, 5)}};
+  const std::vector<TensorName> fetches = {"softmax", "layernorm", "max", "min"};
+  Session reference(graph, SessionOptions{.backend = "reference"});
+  Result<std::vector<Tensor>> expected = reference.Run(feeds, fetches);
+  REQUIRE(expected.ok());
+  Session session(graph, SessionOptions{.backend = "cuda-sim"});
+  Result<std::vector<Tensor>> out = session.Run(feeds, fetches);
+  INFO(out.status().ToString());
+  REQUIRE(out.ok());
+  for (size_t i = 0; i < fetches.size(); ++i) {
+    std::string why;
+    const bool close = testing::CloseForDType((*expected)[i], (*out)[i], &why);
+    INFO("fetch " << i << ": " << why);
+    CHECK(close);
+  }
+  CHECK(std::isnan((*out)[2].GetDouble(1)));
+  CHECK(std::isnan((*out)[3].GetDouble(1)));
+  // Each row kernel: one block of 256 threads per row.
+  Result<RunPlan> plan = reference.Plan(feeds, fetches);
+  REQUIRE(plan.ok());
+  CompiledPlan compiled = CompileSim(*plan);
+  int row_kernels = 0;
+  for (const DeviceKernel& k : compiled.executable.device_kernels)
+    for (const KernelLaunch& l : k.launches)
+      if (l.grid[0] == 3 && l.block[0] == 256) ++row_kernels;
+  CHECK(row_kernels == 4);  // softmax, layernorm, max and min
 }
 
 // The simulated device, counting what is copied to it.

@@ -39,7 +39,18 @@ std::string RunPtxas(const std::string& ptxas, const std::string& ptx, int sm) {
 
 std::vector<KernelSpec> AllTestedSpecs() {
   std::vector<KernelSpec> specs = testing::GoldenSpecs();
-  for (KernelSpec& spec : testing::RowReductionSpecs()) specs.push_back(spec);
+  for (KernelSpec& spec : testing::RowReductionSpecs()) {
+    specs.push_back(spec);
+    // The same over 300 columns: one block per row, folded with gpu.all_reduce.
+    const int64_t cols = spec.shape[1];
+    spec.name += "_wide";
+    spec.shape = Shape{spec.shape[0], 300};
+    for (KernelSpec::Operand& in : spec.inputs)
+      if (in.shape.rank() > 0 && in.shape[in.shape.rank() - 1] == cols) {
+        in.shape.mutable_dims().back() = 300;
+      }
+    specs.push_back(spec);
+  }
   std::vector<testing::OpCase> cases = testing::AllOpCases();
   for (size_t i = 0; i < cases.size(); ++i)
     specs.push_back(testing::OneOpSpec("k" + std::to_string(i), cases[i], Shape{3, 4, 5},
@@ -71,6 +82,13 @@ TEST_CASE("PTX: every tested kernel lowers to PTX that ptxas accepts (sm_80, sm_
       CHECK(launch.block[0] * launch.block[1] * launch.block[2] <= kThreadsPerBlock);
       CHECK(gpu->host_translation.find("func.func @" + launch.function + "(") != std::string::npos);
     }
+  for (const DeviceKernel& kernel : gpu->kernels) {
+    if (kernel.name != "row_softmax_wide" && kernel.name != "row_min_bf16_wide") continue;
+    INFO(kernel.name);
+    REQUIRE(kernel.launches.size() == 1);
+    CHECK(kernel.launches[0].grid[0] == (kernel.name == "row_softmax_wide" ? 5 : 3));
+    CHECK(kernel.launches[0].block[0] == kThreadsPerBlock);
+  }
   std::string ptxas = Ptxas();
   for (int sm : {80, 90}) {
     const std::string* ptx = &gpu->ptx[sm];
@@ -78,6 +96,9 @@ TEST_CASE("PTX: every tested kernel lowers to PTX that ptxas accepts (sm_80, sm_
     CHECK(ptx->find(".visible .entry add_broadcast_kernel(") != std::string::npos);
     CHECK(ptx->find(".visible .entry rank0_kernel(") != std::string::npos);
     CHECK(ptx->find(".visible .entry row_softmax_kernel(") != std::string::npos);
+    // Wide f32 rows reduce across the block (warp shuffles, then shared memory).
+    CHECK(ptx->find(".visible .entry row_softmax_wide_kernel(") != std::string::npos);
+    CHECK(ptx->find("shfl.sync") != std::string::npos);
     if (ptxas.empty()) {
       WARN(
           "SKIPPED: ptxas not found (/usr/local/cuda/bin/ptxas or $KILN_PTXAS); PTX not validated");
