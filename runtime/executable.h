@@ -58,11 +58,15 @@ struct Step {
   bool on_device = false;  // a CUDA plan's step that runs on the device
 };
 
-// One launch of a generated GPU kernel: the function to call (its name in the device code, and
-// the name of its host translation on the simulated device), grid and block sizes, and the
+// One launch of a generated GPU kernel: the function to call (its name in the device code; its
+// host translation, which the simulated device runs, is kSimulatedFunctionPrefix + that name and
+// takes the block range, grid and block sizes, a fault record and then the same arguments: see
+// compiler/mlir/gpu_kernels.h), grid and block sizes, and the
 // arguments. An argument is a step operand (inputs, then outputs) seen as a statically shaped,
 // dense memref of `dims` (the device code takes MLIR's memref descriptor: allocated and aligned
 // pointer, offset 0, sizes, strides), or, with operand -1, the 64-bit integer `value`.
+inline constexpr char kSimulatedFunctionPrefix[] = "kiln_sim_";
+
 struct KernelLaunch {
   struct Arg {
     int operand = -1;

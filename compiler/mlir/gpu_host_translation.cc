@@ -15,12 +15,70 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "runtime/executable.h"
 
 namespace kiln::compiler::internal {
 namespace {
 
-// The leading index arguments of a host translation, in order.
+// The leading index arguments of a host translation, in order; then the fault record (kFault,
+// memref<2xi64>), then the GPU function's own arguments.
 enum HostArg { kBlockBegin, kBlockEnd, kGridX, kGridY, kGridZ, kBlockX, kBlockY, kBlockZ, kCount };
+constexpr unsigned kFault = kCount;
+constexpr unsigned kFirstKernelArg = kCount + 1;
+
+// Wraps every load and store of a kernel argument of `func` in a check that each index lies inside
+// its dimension; an access outside runs not at all (a load gives 0) and records [1, argument
+// number] in the fault record.
+void AddBoundsChecks(mlir::func::FuncOp func) {
+  std::vector<mlir::Operation*> accesses;
+  func.walk([&](mlir::Operation* op) {
+    if (mlir::isa<mlir::memref::LoadOp, mlir::memref::StoreOp>(op)) accesses.push_back(op);
+  });
+  mlir::Block& entry = func.getBody().front();
+  mlir::Value fault = entry.getArgument(kFault);
+  for (mlir::Operation* op : accesses) {
+    auto load = mlir::dyn_cast<mlir::memref::LoadOp>(op);
+    auto store = mlir::dyn_cast<mlir::memref::StoreOp>(op);
+    mlir::Value memref = load ? load.getMemRef() : store.getMemRef();
+    auto arg = memref.dyn_cast<mlir::BlockArgument>();
+    if (!arg || arg.getOwner() != &entry || arg.getArgNumber() < kFirstKernelArg) continue;
+    auto type = memref.getType().cast<mlir::MemRefType>();
+    mlir::ValueRange indices = load ? load.getIndices() : store.getIndices();
+    mlir::Location loc = op->getLoc();
+    mlir::OpBuilder b(op);
+    mlir::Value ok = b.create<mlir::arith::ConstantIntOp>(loc, 1, 1);
+    for (auto [d, index] : llvm::enumerate(indices)) {
+      if (type.isDynamicDim(d)) continue;
+      mlir::Value size = b.create<mlir::arith::ConstantIndexOp>(loc, type.getDimSize(d));
+      ok = b.create<mlir::arith::AndIOp>(
+          loc, ok,
+          b.create<mlir::arith::CmpIOp>(loc, mlir::arith::CmpIPredicate::ult, index, size));
+    }
+    llvm::SmallVector<mlir::Type, 1> results;
+    if (load) results.push_back(load.getType());
+    auto guarded = b.create<mlir::scf::IfOp>(loc, results, ok, /*withElseRegion=*/true);
+    mlir::OpBuilder then = guarded.getThenBodyBuilder();
+    mlir::Operation* moved = then.clone(*op);
+    if (load) then.create<mlir::scf::YieldOp>(loc, moved->getResults());
+    mlir::OpBuilder otherwise = guarded.getElseBodyBuilder();
+    mlir::Value zero = otherwise.create<mlir::arith::ConstantIndexOp>(loc, 0);
+    mlir::Value one = otherwise.create<mlir::arith::ConstantIndexOp>(loc, 1);
+    otherwise.create<mlir::memref::StoreOp>(
+        loc, otherwise.create<mlir::arith::ConstantIntOp>(loc, 1, 64), fault, zero);
+    otherwise.create<mlir::memref::StoreOp>(
+        loc,
+        otherwise.create<mlir::arith::ConstantIntOp>(loc, arg.getArgNumber() - kFirstKernelArg, 64),
+        fault, one);
+    if (load) {
+      mlir::Type t = load.getType();
+      otherwise.create<mlir::scf::YieldOp>(
+          loc, mlir::ValueRange{otherwise.create<mlir::arith::ConstantOp>(
+                   loc, t, otherwise.getZeroAttr(t).cast<mlir::TypedAttr>())});
+      load.getResult().replaceAllUsesWith(guarded.getResult(0));
+    }
+    op->erase();
+  }
+}
 
 mlir::Value Pick(mlir::gpu::Dimension d, mlir::Value x, mlir::Value y, mlir::Value z) {
   return d == mlir::gpu::Dimension::x ? x : d == mlir::gpu::Dimension::y ? y : z;
@@ -105,8 +163,10 @@ Status Translate(mlir::gpu::GPUFuncOp kernel, mlir::ModuleOp host) {
   mlir::OpBuilder b(context);
   b.setInsertionPointToEnd(host.getBody());
   std::vector<mlir::Type> types(kCount, b.getIndexType());
+  types.push_back(mlir::MemRefType::get({2}, b.getI64Type()));
   for (mlir::Type t : kernel.getFunctionType().getInputs()) types.push_back(t);
-  auto func = b.create<mlir::func::FuncOp>(loc, name, b.getFunctionType(types, {}));
+  auto func = b.create<mlir::func::FuncOp>(loc, std::string(kSimulatedFunctionPrefix) + name,
+                                           b.getFunctionType(types, {}));
   mlir::Block* entry = func.addEntryBlock();
   auto arg = [&](int i) -> mlir::Value { return entry->getArgument(i); };
 
@@ -150,7 +210,7 @@ Status Translate(mlir::gpu::GPUFuncOp kernel, mlir::ModuleOp host) {
         thread[0]);
     mlir::IRMapping map = combined;
     for (unsigned i = 0; i < body.getNumArguments(); ++i)
-      map.map(body.getArgument(i), arg(kCount + i));
+      map.map(body.getArgument(i), arg(kFirstKernelArg + i));
     for (mlir::Value v : carried)  // defined in an earlier phase
       if (phase_of[TopLevel(v.getDefiningOp(), body)] < p)
         map.map(v, b.create<mlir::memref::LoadOp>(loc, slots[v], mlir::ValueRange{tid}));
@@ -209,6 +269,7 @@ Status Translate(mlir::gpu::GPUFuncOp kernel, mlir::ModuleOp host) {
   if (!unsupported.empty())
     return MakeError(ErrorCode::kUnimplemented, "GPU function '", name, "' uses '", unsupported,
                      "', which the simulated device does not run yet");
+  AddBoundsChecks(func);
   return OkStatus();
 }
 

@@ -18,15 +18,18 @@
 //   f64 row reductions: one thread per row). Loops are mapped to blocks and threads and outlined
 //   (kernel `NAME_kernel`, `NAME_kernel_0`, ... in the order of the loops). Grid and block sizes
 //   are compile-time constants, recorded in the launches.
-// - The host translation of a GPU function F is `func.func @F(%block_begin, %block_end, %grid_x,
-//   %grid_y, %grid_z, %block_x, %block_y, %block_z: index, <F's arguments>)`: it runs blocks
+// - The host translation of a GPU function F is `func.func @kiln_sim_F(%block_begin, %block_end,
+//   %grid_x, %grid_y, %grid_z, %block_x, %block_y, %block_z: index, %fault: memref<2xi64>, <F's
+//   arguments>)` (runtime/executable.h, kSimulatedFunctionPrefix): it runs blocks
 //   [block_begin, block_end) of the grid (linearized x fastest) and, in each, every thread of the
 //   block in order, with gpu.block_id/thread_id/block_dim/grid_dim replaced by those values. It is
 //   the very same kernel body (guards included), only without the GPU. A gpu.all_reduce or
 //   gpu.barrier at the top of the body splits it into phases: every thread of the block runs one
 //   phase before any runs the next, values crossing phases are kept per thread, and an
 //   all_reduce is folded over the block's threads in order between them. A barrier inside control
-//   flow, a shuffle or shared memory is refused (kUnimplemented).
+//   flow, a shuffle or shared memory is refused (kUnimplemented). Every load and store of an
+//   argument is bounds-checked: an index outside its dimension skips the access (a load gives 0)
+//   and sets %fault to [1, the argument's number], which the simulated device reports.
 // - PTX: gpu.modules -> NVVM -> LLVM IR, linked with CUDA's libdevice when the code calls __nv_*
 //   functions, optimized at O3 and compiled by LLVM's NVPTX back end for sm_<sm> (PTX ISA 7.0, or
 //   7.8 for sm >= 89). Kernels keep MLIR's calling convention: a memref argument is passed as its

@@ -1,6 +1,7 @@
 // The simulated CUDA device (device.h): device memory in host allocations of its own, launches
 // through the host translations of the plan's GPU functions.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -28,7 +29,7 @@ class SimCode : public DeviceCode {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = entries_.find(name);
     if (it != entries_.end()) return it->second;
-    KILN_ASSIGN_OR_RETURN(KernelEntry entry, kernels_->Find(name));
+    KILN_ASSIGN_OR_RETURN(KernelEntry entry, kernels_->Find(kSimulatedFunctionPrefix + name));
     entries_[name] = entry;
     return entry;
   }
@@ -134,20 +135,34 @@ class SimulatedDevice : public Device {
     if (blocks <= 0 || per_block <= 0)
       return MakeError(ErrorCode::kInternal, "launch of ", launch.function,
                        " has an empty or overflowing grid");
+    std::atomic<int64_t> fault_argument{-1};  // the argument a kernel accessed out of bounds
     auto run = [&](int64_t begin, int64_t end) {
       std::vector<int64_t> values = scalars;
       values[0] = begin;
       values[1] = end;
       std::vector<void*> ptrs = pointers;
+      int64_t fault[2] = {0, -1};
+      void* fault_record = fault;
       std::vector<void*> args;
       size_t scalar = 8, pointer = 0;
       for (int i = 0; i < 8; ++i) args.push_back(&values[i]);
+      args.push_back(&fault_record);
       for (const KernelLaunch::Arg& arg : launch.args)
         args.push_back(arg.operand < 0 ? static_cast<void*>(&values[scalar++])
                                        : static_cast<void*>(&ptrs[pointer++]));
       entry(args.data());
+      if (fault[0] != 0) fault_argument.store(fault[1]);
     };
     cpu::ForEachRange(blocks, blocks * per_block, threads_, run);
+    if (const int64_t a = fault_argument.load(); a >= 0) {
+      const bool known = a < static_cast<int64_t>(launch.args.size());
+      return MakeError(ErrorCode::kInternal, "GPU function '", launch.function,
+                       "' accessed its argument ", a,
+                       known ? " (step operand " + std::to_string(launch.args[a].operand) + ", " +
+                                   Shape(launch.args[a].dims).ToString() + ")"
+                             : std::string(),
+                       " outside its bounds");
+    }
     return OkStatus();
   }
 

@@ -6,7 +6,9 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 
+#include "compiler/cpu_compiler.h"
 #include "compiler/cuda_compiler.h"
+#include "compiler/mlir/jit.h"
 #include "compiler/placement.h"
 #include "ir/builder.h"
 #include "ir/ops/array.h"
@@ -318,6 +320,52 @@ TEST_CASE("cuda-sim: wide rows reduce across a block (one per row) and match the
     for (const KernelLaunch& l : k.launches)
       if (l.grid[0] == 3 && l.block[0] == 256) ++row_kernels;
   CHECK(row_kernels == 4);  // softmax, layernorm, max and min
+}
+
+TEST_CASE("cuda-sim: a kernel reading past its argument's end fails the launch, naming both",
+          "[cuda]") {
+  // out[i] = in[i + 1] for i < 8: the last thread reads in[8] of 8 elements.
+  const std::string kernel = R"(
+    func.func @shifted(%begin: i64, %end: i64, %in: memref<8xf32>, %out: memref<8xf32>) {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c8 = arith.constant 8 : index
+      scf.parallel (%i) = (%c0) to (%c8) step (%c1) {
+        %j = arith.addi %i, %c1 : index
+        %v = memref.load %in[%j] : memref<8xf32>
+        memref.store %v, %out[%i] : memref<8xf32>
+      }
+      return
+    })";
+  Result<compiler::GpuKernels> gpu =
+      compiler::LowerKernelsForGpu(kernel, {{"shifted", 8}}, {{}, true});
+  INFO(gpu.status().ToString());
+  REQUIRE(gpu.ok());
+  REQUIRE(gpu->kernels.size() == 1);
+  Result<std::unique_ptr<compiler::JitModule>> jit =
+      compiler::JitModule::Compile(gpu->host_translation, compiler::JitOptions{.name = "oob"});
+  INFO(jit.status().ToString());
+  REQUIRE(jit.ok());
+  CompiledPlan plan;
+  plan.executable.device_kernels = gpu->kernels;
+  plan.kernels = compiler::JitKernelLibrary(std::move(*jit));
+  std::unique_ptr<cuda::Device> device = cuda::MakeSimulatedDevice(1);
+  Result<std::shared_ptr<cuda::DeviceCode>> code = device->Load(plan);
+  REQUIRE(code.ok());
+  std::vector<cuda::LaunchOperand> operands;
+  for (int i = 0; i < 2; ++i) {
+    Result<cuda::DevicePtr> p = device->Allocate(64);  // room past 8 floats: no range error
+    REQUIRE(p.ok());
+    operands.push_back({*p, 64});
+  }
+  const KernelLaunch& launch = gpu->kernels[0].launches[0];
+  REQUIRE(device->Check(**code, launch).ok());
+  Status st = device->Launch(**code, launch, operands);
+  REQUIRE_FALSE(st.ok());
+  CHECK_THAT(st.error().message(), Catch::Contains("GPU function 'shifted_kernel'") &&
+                                       Catch::Contains("argument 0 (step operand 0, [8])") &&
+                                       Catch::Contains("outside its bounds"));
+  for (const cuda::LaunchOperand& op : operands) device->Free(op.address);
 }
 
 // The simulated device, counting what is copied to it.

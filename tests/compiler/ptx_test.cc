@@ -80,7 +80,8 @@ TEST_CASE("PTX: every tested kernel lowers to PTX that ptxas accepts (sm_80, sm_
     for (const KernelLaunch& launch : kernel.launches) {
       INFO(kernel.name << " -> " << launch.function);
       CHECK(launch.block[0] * launch.block[1] * launch.block[2] <= kThreadsPerBlock);
-      CHECK(gpu->host_translation.find("func.func @" + launch.function + "(") != std::string::npos);
+      CHECK(gpu->host_translation.find("func.func @" + std::string(kSimulatedFunctionPrefix) +
+                                       launch.function + "(") != std::string::npos);
     }
   for (const DeviceKernel& kernel : gpu->kernels) {
     if (kernel.name != "row_softmax_wide" && kernel.name != "row_min_bf16_wide") continue;
