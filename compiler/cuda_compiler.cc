@@ -8,6 +8,7 @@
 #include "compiler/mlir/jit.h"
 #include "compiler/plan_executable.h"
 #include "ir/file_util.h"
+#include "runtime/cuda/device_copies.h"
 #include "runtime/cuda/matmul_call.h"
 
 namespace kiln::compiler {
@@ -24,7 +25,8 @@ Error AsInternal(const Error& e, const std::string& what) {
 }  // namespace
 
 bool RunsOnDevice(const Step& step, const Executable& exe) {
-  return step.kind == Step::Kind::kKernel || cuda::IsDeviceGemm(step, exe);
+  return step.kind == Step::Kind::kKernel || cuda::IsDeviceGemm(step, exe) ||
+         cuda::IsDeviceCopy(step, exe) || cuda::IsDeviceAssign(step, exe);
 }
 
 Result<GpuKernels> GenerateGpuKernels(const std::vector<KernelSpec>& kernels,

@@ -40,8 +40,11 @@ PlacementStats PlaceSteps(Executable& exe,
     stats.copy_bytes += exe.buffers[id].bytes();
     here = true;
   };
-  for (Step& step : exe.steps) {
-    step.on_device = on_device(step, exe);
+  std::vector<bool> device;  // decided on the plan as it stands, before any step moves
+  for (const Step& step : exe.steps) device.push_back(on_device(step, exe));
+  for (size_t i = 0; i < exe.steps.size(); ++i) {
+    Step& step = exe.steps[i];
+    step.on_device = device[i];
     ++(step.on_device ? stats.device_steps : stats.host_steps);
     for (int id : std::set<int>(step.inputs.begin(), step.inputs.end()))
       make_valid(id, step.on_device);

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "runtime/cpu/program.h"
+#include "runtime/cuda/device_copies.h"
 #include "runtime/cuda/matmul_call.h"
 
 namespace kiln::cuda {
@@ -31,7 +32,7 @@ bool WithinLaunchLimits(const KernelLaunch& l) {
 // The variables whose value the plan reads through exactly one variable_read step, by that step's
 // buffer: those buffers' device twins are the variables' shared device copies. (A variable read
 // twice in one plan, before and after an assign, keeps twins of its own: one copy could not hold
-// both values.)
+// both values.) A device assign's output is the variable's device copy too, which it overwrites.
 std::map<int, std::string> SharedVariableBuffers(const Executable& exe) {
   std::map<std::string, std::vector<int>> reads;
   for (const Step& step : exe.steps)
@@ -41,6 +42,9 @@ std::map<int, std::string> SharedVariableBuffers(const Executable& exe) {
   std::map<int, std::string> shared;
   for (const auto& [name, buffers] : reads)
     if (buffers.size() == 1) shared[buffers[0]] = name;
+  for (const Step& step : exe.steps)
+    if (step.on_device && IsDeviceAssign(step, exe))
+      shared[step.outputs[0]] = step.node.inputs[0].node;
   return shared;
 }
 
@@ -85,6 +89,7 @@ Status CudaProgram::Prepare(int threads) {
   allocations_.push_back(arena);
   address_.assign(exe.buffers.size(), 0);
   const std::map<int, std::string> shared_variables = SharedVariableBuffers(exe);
+  variable_of_ = shared_variables;
   for (size_t i = 0; i < exe.buffers.size(); ++i) {
     const BufferDesc& b = exe.buffers[i];
     auto variable = shared_variables.find(static_cast<int>(i));
@@ -116,6 +121,15 @@ Status CudaProgram::Prepare(int threads) {
       if (!to_device && b.kind != BufferDesc::Kind::kArena)
         return MakeError(ErrorCode::kInternal, "to_host of buffer %", action.buffer, " (", b.tensor,
                          "), which is not an arena buffer");
+    } else if (step.on_device && (step.callee == "copy" || step.callee == "assign")) {
+      const bool assign = step.callee == "assign";
+      if (!(assign ? IsDeviceAssign(step, exe) : IsDeviceCopy(step, exe)))
+        return MakeError(ErrorCode::kInternal, "step ", step.callee, " (", step.node.name,
+                         ") is placed on the device, where it is not a plain copy");
+      action.kind = assign ? Action::Kind::kAssign : Action::Kind::kCopyOnDevice;
+      action.source = step.inputs[assign ? 1 : 0];
+      action.buffer = step.outputs[0];
+      if (assign) action.variable = step.node.inputs[0].node;
     } else if (step.on_device && IsDeviceGemm(step, exe)) {
       KILN_ASSIGN_OR_RETURN(MatmulCall call, MatmulCallForGemm(step, exe));
       std::vector<int> ids = step.inputs;
@@ -208,8 +222,36 @@ Status CudaProgram::Perform(const Action& action, cpu::StepEnv& env) {
       return OkStatus();
     case Action::Kind::kMatmul:
       return device_.Matmul(*action.matmul);
+    case Action::Kind::kCopyOnDevice:
+      return device_.CopyOnDevice(address_[action.buffer], address_[action.source],
+                                  exe.buffers[action.buffer].bytes());
+    case Action::Kind::kAssign: {
+      // The new value goes into the variable's device copy; its host twin, bound now for any
+      // reader on the host, is read back when the device is done (Finish).
+      const BufferDesc& out = exe.buffers[action.buffer];
+      KILN_RETURN_IF_ERROR(
+          device_.CopyOnDevice(address_[action.buffer], address_[action.source], out.bytes()));
+      KILN_ASSIGN_OR_RETURN(Tensor value, Tensor::Create(out.type.dtype, out.type.shape));
+      env.pinned.push_back(value);
+      env.data[action.buffer] = value.raw_data();
+      assigned_.push_back({action.buffer, value});
+      return OkStatus();
+    }
   }
   return OkStatus();
+}
+
+Result<std::vector<Tensor>> CudaProgram::Finish(cpu::StepEnv& env, VariableStore& variables) {
+  KILN_RETURN_IF_ERROR(device_.Synchronize());
+  const Executable& exe = plan_.executable;
+  for (auto& [buffer, value] : assigned_) {
+    KILN_RETURN_IF_ERROR(device_.ToHost(value.raw_data(), address_[buffer], value.byte_size()));
+    const std::string& name = variable_of_.at(buffer);
+    variables.Set(name, value);
+    variables_->Holds(name, value);
+  }
+  assigned_.clear();
+  return cpu::CopyFetches(exe, env);
 }
 
 Result<std::vector<Tensor>> CudaProgram::Run(const std::vector<Tensor>& feeds,
@@ -221,10 +263,10 @@ Result<std::vector<Tensor>> CudaProgram::Run(const std::vector<Tensor>& feeds,
   env.counters = &counters;
   env.threads = threads_;
   KILN_RETURN_IF_ERROR(cpu::BindBuffers(exe, host_arena_.get(), feeds, env));
+  assigned_.clear();
   if (!profile_) {
     for (const Action& action : actions_) KILN_RETURN_IF_ERROR(Perform(action, env));
-    KILN_RETURN_IF_ERROR(device_.Synchronize());
-    return cpu::CopyFetches(exe, env);
+    return Finish(env, variables);
   }
   // Profiled: host steps by the host's clock, the others between two marks on the stream.
   profile_->BeginRun();
@@ -253,7 +295,7 @@ Result<std::vector<Tensor>> CudaProgram::Run(const std::vector<Tensor>& feeds,
     profile_->Add(m.step, std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                               std::chrono::duration<double, std::milli>(ms)));
   }
-  return cpu::CopyFetches(exe, env);
+  return Finish(env, variables);
 }
 
 }  // namespace kiln::cuda

@@ -3,11 +3,12 @@
 // against its step's buffers), allocates the device arena and the device twins of the feeds,
 // constants and variables the device touches, uploads the constants, loads the kernels and makes
 // every host step ready once (a gemm step on the device becomes a prepared cuBLASLt call,
-// matmul_call.h). Run binds the feeds, then performs the steps in order: host steps on the host
-// arena (the cpu backend's routines), launches and matmuls on the device, and the plan's
-// to_device/to_host copies between them; fetches are read on the host after the device is done.
-// With KILN_PROFILE set, each step's time (device time for device steps) is reported to stderr when
-// the program is destroyed. A CudaProgram is run by one caller at a time.
+// matmul_call.h; copies and assigns on the device are device-to-device copies, device_copies.h).
+// Run binds the feeds, then performs the steps in order: host steps on the host arena (the cpu
+// backend's routines), launches and matmuls on the device, and the plan's to_device/to_host copies
+// between them; fetches are read on the host after the device is done. With KILN_PROFILE set, each
+// step's time (device time for device steps) is reported to stderr when the program is destroyed. A
+// CudaProgram is run by one caller at a time.
 #pragma once
 
 #include <map>
@@ -41,10 +42,12 @@ class CudaProgram {
 
  private:
   struct Action {
-    enum class Kind { kHost, kToDevice, kToHost, kLaunch, kMatmul };
+    enum class Kind { kHost, kToDevice, kToHost, kLaunch, kMatmul, kCopyOnDevice, kAssign };
     Kind kind = Kind::kHost;
-    int buffer = -1;       // copies
-    std::string variable;  // kToDevice of a variable's value: the variable (DeviceVariables)
+    int buffer = -1;  // copies; kCopyOnDevice, kAssign: the output
+    int source = -1;  // kCopyOnDevice, kAssign: the buffer copied
+    // kToDevice of a variable's value, kAssign: the variable (DeviceVariables)
+    std::string variable;
     std::unique_ptr<cpu::StepRunner> runner;  // kHost
     const DeviceKernel* kernel = nullptr;     // kLaunch
     std::vector<LaunchOperand> operands;      // kLaunch: the step's operands on the device
@@ -53,6 +56,9 @@ class CudaProgram {
   explicit CudaProgram(Device& device) : device_(device) {}
   Status Prepare(int threads);
   Status Perform(const Action& action, cpu::StepEnv& env);
+  // After the device is done: reads the values device assigns wrote back into the store, then
+  // copies out the fetches.
+  Result<std::vector<Tensor>> Finish(cpu::StepEnv& env, VariableStore& variables);
 
   Device& device_;
   std::shared_ptr<DeviceVariables> variables_;
@@ -62,8 +68,10 @@ class CudaProgram {
   std::vector<DevicePtr> allocations_;  // freed with the program
   std::vector<DevicePtr> address_;      // each buffer's device address (0: none)
   std::shared_ptr<DeviceCode> code_;
-  std::vector<Action> actions_;                // one per step of the plan
-  std::unique_ptr<cpu::StepProfile> profile_;  // KILN_PROFILE (runtime/cpu/step_profile.h)
+  std::vector<Action> actions_;                   // one per step of the plan
+  std::map<int, std::string> variable_of_;        // buffers that are variables' device copies
+  std::vector<std::pair<int, Tensor>> assigned_;  // this run's device assigns: buffer, new value
+  std::unique_ptr<cpu::StepProfile> profile_;     // KILN_PROFILE (runtime/cpu/step_profile.h)
 };
 
 }  // namespace kiln::cuda

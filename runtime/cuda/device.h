@@ -62,6 +62,7 @@ class Device {
   virtual void Free(DevicePtr address) = 0;
   virtual Status ToDevice(DevicePtr dst, const void* src, int64_t bytes) = 0;
   virtual Status ToHost(void* dst, DevicePtr src, int64_t bytes) = 0;
+  virtual Status CopyOnDevice(DevicePtr dst, DevicePtr src, int64_t bytes) = 0;
 
   // Loads the kernels of `plan` (its PTX on a GPU; its host translations on the simulator).
   virtual Result<std::shared_ptr<DeviceCode>> Load(const CompiledPlan& plan) = 0;

@@ -23,6 +23,13 @@ Result<DevicePtr> DeviceVariables::Address(const std::string& name, int64_t byte
   return *address;
 }
 
+void DeviceVariables::Holds(const std::string& name, const Tensor& value) {
+  auto it = entries_.find(name);
+  if (it == entries_.end()) return;
+  it->second.held = value;
+  it->second.valid = true;
+}
+
 Result<bool> DeviceVariables::Upload(const std::string& name, const Tensor& value) {
   auto it = entries_.find(name);
   if (it == entries_.end() || it->second.bytes != value.byte_size())

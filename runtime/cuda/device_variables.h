@@ -31,6 +31,9 @@ class DeviceVariables {
   // Makes the device copy of `name` hold `value` (whose storage the caller bound the variable's
   // buffer to); uploads unless it already does. Returns whether it uploaded.
   Result<bool> Upload(const std::string& name, const Tensor& value);
+  // Records that the device copy of `name` holds `value` (a device assign wrote it, and `value`
+  // was read back from it).
+  void Holds(const std::string& name, const Tensor& value);
 
  private:
   struct Entry {

@@ -41,6 +41,7 @@ namespace kiln::cuda {
   X(cuMemFreeHost, PFN_cuMemFreeHost_v2000)                          \
   X(cuMemcpyHtoDAsync, PFN_cuMemcpyHtoDAsync_v3020)                  \
   X(cuMemcpyDtoHAsync, PFN_cuMemcpyDtoHAsync_v3020)                  \
+  X(cuMemcpyDtoDAsync, PFN_cuMemcpyDtoDAsync_v3020)                  \
   X(cuMemsetD8Async, PFN_cuMemsetD8Async_v3020)                      \
   X(cuModuleLoadDataEx, PFN_cuModuleLoadDataEx_v2010)                \
   X(cuModuleUnload, PFN_cuModuleUnload_v2000)                        \

@@ -99,6 +99,15 @@ class DriverDevice : public Device {
     return OkStatus();
   }
 
+  Status CopyOnDevice(DevicePtr dst, DevicePtr src, int64_t bytes) override {
+    if (bytes == 0) return OkStatus();
+    KILN_RETURN_IF_ERROR(Current());
+    return CheckCuda(api_,
+                     api_.cuMemcpyDtoDAsync(static_cast<CUdeviceptr>(dst),
+                                            static_cast<CUdeviceptr>(src), bytes, stream_),
+                     "cuMemcpyDtoDAsync");
+  }
+
   Result<std::shared_ptr<DeviceCode>> Load(const CompiledPlan& plan) override {
     KILN_RETURN_IF_ERROR(Current());
     if (plan.device_code.empty()) {

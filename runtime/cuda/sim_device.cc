@@ -89,6 +89,14 @@ class SimulatedDevice : public Device {
     return OkStatus();
   }
 
+  Status CopyOnDevice(DevicePtr dst, DevicePtr src, int64_t bytes) override {
+    KILN_RETURN_IF_ERROR(CheckRange(dst, bytes, "a copy on the device (destination)"));
+    KILN_RETURN_IF_ERROR(CheckRange(src, bytes, "a copy on the device (source)"));
+    if (bytes)
+      std::memmove(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), bytes);
+    return OkStatus();
+  }
+
   Result<std::shared_ptr<DeviceCode>> Load(const CompiledPlan& plan) override {
     if (!plan.kernels && !plan.executable.device_kernels.empty())
       return MakeError(ErrorCode::kInvalidArgument,

@@ -1,0 +1,19 @@
+// Steps a CUDA device runs as device-to-device copies, no kernel needed:
+//   "copy"    (Reshape, Flatten, ...: a dense buffer relabelled) copies input 0's bytes;
+//   "assign"  of mode 0 (Assign: the variable's new value is the value's bytes) copies the value
+//             into the variable's device copy (runtime/cuda/device_variables.h), when that is safe:
+//             the plan reads the variable once (that read is the assign's input 0), assigns it
+//             once, and reads the old value nowhere after the assign. The new value is read back
+//             into the store when the run ends, so the next run finds it on the device already.
+// Placement (compiler/placement.h) and CudaProgram's load use these same predicates.
+#pragma once
+
+#include "runtime/executable.h"
+
+namespace kiln::cuda {
+
+bool IsDeviceCopy(const Step& step, const Executable& exe);
+// `step` must be an element of exe.steps.
+bool IsDeviceAssign(const Step& step, const Executable& exe);
+
+}  // namespace kiln::cuda
