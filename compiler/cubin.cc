@@ -3,8 +3,9 @@
 #include <dlfcn.h>
 #include <nvJitLink.h>
 
-#include <mutex>
 #include <vector>
+
+#include "runtime/shared_library.h"
 
 namespace kiln::compiler {
 namespace {
@@ -31,15 +32,10 @@ struct NvJitLinkApi {
 };
 
 Result<NvJitLinkApi> Load() {
-  void* handle = dlopen(kLibrary, RTLD_NOW | RTLD_LOCAL);
-  if (!handle) {
-    const char* why = dlerror();
-    const std::string reason = why ? why : "unknown reason";
-    handle = dlopen((std::string(kToolkitDirectory) + kLibrary).c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!handle)
-      return MakeError(ErrorCode::kFailedPrecondition, "cannot load ", kLibrary, " (", reason,
-                       "), the CUDA toolkit's assembler of PTX into cubins");
-  }
+  Result<void*> opened = OpenSharedLibrary(kLibrary, kToolkitDirectory);
+  if (!opened.ok())
+    return opened.error().WithContext("the CUDA toolkit's assembler of PTX into cubins");
+  void* handle = *opened;
   NvJitLinkApi api;
 #define KILN_NVJITLINK_RESOLVE(field, symbol)                                \
   api.field = reinterpret_cast<decltype(api.field)>(dlsym(handle, #symbol)); \
@@ -50,18 +46,10 @@ Result<NvJitLinkApi> Load() {
   return api;
 }
 
-Result<const NvJitLinkApi*> LoadNvJitLink() {
-  static std::once_flag once;
-  static Result<NvJitLinkApi>* loaded = nullptr;
-  std::call_once(once, [] { loaded = new Result<NvJitLinkApi>(Load()); });
-  if (!loaded->ok()) return loaded->error();
-  return &**loaded;
-}
-
 }  // namespace
 
 Result<std::string> AssembleCubin(const std::string& ptx, int sm) {
-  KILN_ASSIGN_OR_RETURN(const NvJitLinkApi* api, LoadNvJitLink());
+  KILN_ASSIGN_OR_RETURN(const NvJitLinkApi* api, (LoadOnce<NvJitLinkApi, Load>()));
   const std::string arch = "-arch=sm_" + std::to_string(sm);
   const char* options[] = {arch.c_str(), "-O3"};
   nvJitLinkHandle handle = nullptr;

@@ -19,8 +19,7 @@ kiln=build/tools/kiln
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/models"
 cp scripts/gpu_bundle/run.sh scripts/gpu_bundle/compare.py scripts/gpu_bundle/bench_torch.py \
-  scripts/gpu_bundle/write_input.py scripts/gpu_bundle/device_rates.py scripts/write_npy.py \
-  "$out/"
+  scripts/gpu_bundle/write_input.py scripts/write_npy.py "$out/"
 git describe --always --dirty >"$out/VERSION" 2>/dev/null || echo unknown >"$out/VERSION"
 cp build/tools/kilnrt "$out/bin/kilnrt"
 strip "$out/bin/kilnrt"

@@ -2,8 +2,9 @@
 
 #include <dlfcn.h>
 
-#include <mutex>
 #include <string>
+
+#include "runtime/shared_library.h"
 
 namespace kiln::cuda {
 namespace {
@@ -16,18 +17,13 @@ constexpr char kCublasLtLibrary[] = "libcublasLt.so." KILN_STRINGIFY(CUBLAS_VER_
 constexpr char kToolkitDirectory[] = "/usr/local/cuda/lib64/";
 
 Result<CublasLtApi> Load() {
-  void* handle = dlopen(kCublasLtLibrary, RTLD_NOW | RTLD_LOCAL);
-  if (!handle) {
-    const char* why = dlerror();
-    const std::string reason = why ? why : "unknown reason";
-    handle =
-        dlopen((std::string(kToolkitDirectory) + kCublasLtLibrary).c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!handle)
-      return MakeError(
-          ErrorCode::kFailedPrecondition, "no cuBLASLt: cannot load ", kCublasLtLibrary, " (",
-          reason, "), which runs the plan's matrix products on the GPU (install the CUDA ",
-          CUBLAS_VER_MAJOR, " toolkit's cuBLAS, or put the folder holding it on LD_LIBRARY_PATH)");
-  }
+  Result<void*> opened = OpenSharedLibrary(kCublasLtLibrary, kToolkitDirectory);
+  if (!opened.ok())
+    return MakeError(ErrorCode::kFailedPrecondition, "no cuBLASLt: ", opened.error().message(),
+                     ", which runs the plan's matrix products on the GPU (install the CUDA ",
+                     CUBLAS_VER_MAJOR,
+                     " toolkit's cuBLAS, or put the folder holding it on LD_LIBRARY_PATH)");
+  void* handle = *opened;
   CublasLtApi api;
 #define KILN_CUBLASLT_RESOLVE(name)                                      \
   api.name = reinterpret_cast<decltype(api.name)>(dlsym(handle, #name)); \
@@ -41,13 +37,7 @@ Result<CublasLtApi> Load() {
 
 }  // namespace
 
-Result<const CublasLtApi*> LoadCublasLt() {
-  static std::once_flag once;
-  static Result<CublasLtApi>* loaded = nullptr;
-  std::call_once(once, [] { loaded = new Result<CublasLtApi>(Load()); });
-  if (!loaded->ok()) return loaded->error();
-  return &**loaded;
-}
+Result<const CublasLtApi*> LoadCublasLt() { return LoadOnce<CublasLtApi, Load>(); }
 
 Status CheckCublas(const CublasLtApi& api, cublasStatus_t status, const char* call) {
   if (status == CUBLAS_STATUS_SUCCESS) return OkStatus();

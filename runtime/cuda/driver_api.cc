@@ -2,7 +2,7 @@
 
 #include <dlfcn.h>
 
-#include <mutex>
+#include "runtime/shared_library.h"
 
 namespace kiln::cuda {
 namespace {
@@ -10,14 +10,12 @@ namespace {
 constexpr char kDriverLibrary[] = "libcuda.so.1";
 
 Result<DriverApi> Load() {
-  void* handle = dlopen(kDriverLibrary, RTLD_NOW | RTLD_LOCAL);
-  if (!handle) {
-    const char* why = dlerror();
-    return MakeError(ErrorCode::kFailedPrecondition, "no CUDA driver: cannot load ", kDriverLibrary,
-                     " (", why ? why : "unknown reason",
-                     "); backend \"cuda\" needs an NVIDIA GPU and its driver (\"cuda-sim\" runs "
+  Result<void*> opened = OpenSharedLibrary(kDriverLibrary, "");
+  if (!opened.ok())
+    return MakeError(ErrorCode::kFailedPrecondition, "no CUDA driver: ", opened.error().message(),
+                     "; backend \"cuda\" needs an NVIDIA GPU and its driver (\"cuda-sim\" runs "
                      "the same plan on a simulated device)");
-  }
+  void* handle = *opened;
   // cuda.h maps cuGetProcAddress to its _v2 symbol (the one with a status argument).
   auto get_proc =
       reinterpret_cast<PFN_cuGetProcAddress_v12000>(dlsym(handle, "cuGetProcAddress_v2"));
@@ -44,13 +42,7 @@ Result<DriverApi> Load() {
 
 }  // namespace
 
-Result<const DriverApi*> LoadDriver() {
-  static std::once_flag once;
-  static Result<DriverApi>* loaded = nullptr;
-  std::call_once(once, [] { loaded = new Result<DriverApi>(Load()); });
-  if (!loaded->ok()) return loaded->error();
-  return &**loaded;
-}
+Result<const DriverApi*> LoadDriver() { return LoadOnce<DriverApi, Load>(); }
 
 Status CheckCuda(const DriverApi& api, CUresult result, const char* call) {
   if (result == CUDA_SUCCESS) return OkStatus();

@@ -7,6 +7,15 @@ only the time is compared; correctness is checked against kiln's reference execu
 usage: bench_torch.py MODEL SHAPE [--runs N]
   (MODEL: elementwise, gemm, gemm_bf16, transformer, lstm, resnet)
 Prints one line "eager_ms X compile_ms Y" ("-" where that mode is unavailable), or "skip: why".
+
+usage: bench_torch.py rates ELEMENTS N [--runs R]
+The peers of kiln's device rates, timed on the device with CUDA events as KILN_PROFILE times kiln's
+steps (mean over R runs after a warm-up):
+  copy_gbs          a device-to-device copy of ELEMENTS floats (bytes read + written per second):
+                    the HBM bandwidth a memory-bound kernel can reach on this GPU;
+  gemm_tflops       torch.matmul of two f32 NxN matrices (TF32 off, as kiln's f32 gemm);
+  gemm_bf16_tflops  the same in bf16 (f32 accumulation, as cuBLASLt does for both).
+Prints one line "copy_gbs X gemm_tflops Y gemm_bf16_tflops Z", or "skip: why".
 """
 import statistics
 import sys
@@ -76,22 +85,61 @@ def timed(fn, x, runs, torch):
     return statistics.median(ms)
 
 
-def main(argv):
-    if len(argv) < 3:
-        sys.exit(__doc__)
-    name, shape = argv[1], [int(d) for d in argv[2].split("x")]
-    runs = int(dict(zip(argv[3::2], argv[4::2])).get("--runs", "20"))
+def cuda_torch():
+    """PyTorch with a CUDA device and TF32 off (kiln computes f32 in f32: no TF32 for the peer
+    either), or None after printing why not."""
     try:
         import torch
     except ImportError:
         print("skip: no PyTorch")
-        return 0
+        return None
     if not torch.cuda.is_available():
         print("skip: PyTorch sees no CUDA device")
-        return 0
-    # kiln computes f32 in f32: no TF32 for the peer either.
+        return None
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
+    return torch
+
+
+def device_ms(fn, runs, torch):
+    for _ in range(3):
+        fn()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(runs):
+        fn()
+    end.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(end) / runs
+
+
+def rates(elements, n, runs, torch):
+    src = torch.randn(elements, device="cuda")
+    dst = torch.empty_like(src)
+    copy_ms = device_ms(lambda: dst.copy_(src), runs, torch)
+    del src, dst
+    a = torch.randn(n, n, device="cuda")
+    f32_ms = device_ms(lambda: torch.matmul(a, a), runs, torch)
+    b = a.bfloat16()
+    bf16_ms = device_ms(lambda: torch.matmul(b, b), runs, torch)
+    flops = 2.0 * n * n * n
+    print("copy_gbs %.1f gemm_tflops %.2f gemm_bf16_tflops %.2f" %
+          (2 * 4 * elements / copy_ms / 1e6, flops / f32_ms / 1e9, flops / bf16_ms / 1e9))
+
+
+def main(argv):
+    if len(argv) < 3 or (argv[1] == "rates" and len(argv) < 4):
+        sys.exit(__doc__)
+    rates_mode = argv[1] == "rates"
+    first_flag = 4 if rates_mode else 3
+    runs = int(dict(zip(argv[first_flag::2], argv[first_flag + 1::2])).get("--runs", "20"))
+    torch = cuda_torch()
+    if torch is None:
+        return 0
+    if rates_mode:
+        rates(int(argv[2]), int(argv[3]), runs, torch)
+        return 0
+    name, shape = argv[1], [int(d) for d in argv[2].split("x")]
     try:
         model = build(name, torch).cuda().eval()
     except ImportError as e:

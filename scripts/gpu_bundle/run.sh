@@ -101,7 +101,7 @@ done
 
 echo
 echo "device rates (kiln: KILN_PROFILE, CUDA events around each step, mean of $runs runs after a"
-echo "warm-up; peers: device_rates.py, CUDA events the same way)"
+echo "warm-up; peers: bench_torch.py rates, CUDA events the same way)"
 # profiled MODULE INPUT PATTERN: the rate column of the KILN_PROFILE line matching PATTERN.
 profiled() {
   KILN_PROFILE=1 "$kilnrt" "$here/models/$1.kmod" --backend "$backend" --input "x=$2" \
@@ -111,7 +111,7 @@ profiled() {
 ew_gbs=$(profiled elementwise_bench "$work/ew_x.npy" "device kernel")
 gemm_tf=$(profiled gemm_bench "$work/gemm_x.npy" "device library gemm")
 gemm_bf16_tf=$(profiled gemm_bf16_bench "$work/gemm_x.npy" "device library gemm")
-peers=$("$python" "$here/device_rates.py" "$elements" "$gemm" --runs "$runs" 2>/dev/null)
+peers=$("$python" "$here/bench_torch.py" rates "$elements" "$gemm" --runs "$runs" 2>/dev/null)
 copy_gbs=$(sed -n 's/.*copy_gbs \([0-9.]*\).*/\1/p' <<<"$peers")
 torch_tf=$(sed -n 's/.*gemm_tflops \([0-9.]*\).*/\1/p' <<<"$peers")
 torch_bf16_tf=$(sed -n 's/.*gemm_bf16_tflops \([0-9.]*\).*/\1/p' <<<"$peers")
