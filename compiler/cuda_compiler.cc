@@ -24,9 +24,11 @@ Error AsInternal(const Error& e, const std::string& what) {
 
 }  // namespace
 
-bool RunsOnDevice(const Step& step, const Executable& exe) {
-  return step.kind == Step::Kind::kKernel || cuda::IsDeviceGemm(step, exe) ||
-         cuda::IsDeviceCopy(step, exe) || cuda::IsDeviceAssign(step, exe);
+Where PlaceOnDevice(const Step& step, const Executable& exe) {
+  if (step.kind == Step::Kind::kKernel || cuda::IsDeviceGemm(step, exe)) return Where::kDevice;
+  if (cuda::IsDeviceCopy(step, exe) || cuda::IsDeviceAssign(step, exe))
+    return Where::kWhereInputsAre;
+  return Where::kHost;
 }
 
 Result<GpuKernels> GenerateGpuKernels(const std::vector<KernelSpec>& kernels,
@@ -46,7 +48,7 @@ Result<CudaPlan> PlanForCuda(const RunPlan& plan) {
   plan_options.preferred_layouts = nullptr;  // dense buffers: the device's kernels read no other
   CudaPlan out;
   KILN_ASSIGN_OR_RETURN(out.planned, PlanExecutable(plan, plan_options));
-  out.placement = PlaceSteps(out.planned.lowered.executable, RunsOnDevice);
+  out.placement = PlaceSteps(out.planned.lowered.executable, PlaceOnDevice);
   return out;
 }
 

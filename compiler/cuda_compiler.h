@@ -31,7 +31,7 @@ Result<GpuKernels> GenerateGpuKernels(const std::vector<KernelSpec>& kernels,
 
 Result<CompiledPlan> CompileForCuda(const RunPlan& plan, const CompileOptions& options);
 
-// Whether a step of a CUDA plan runs on the device.
-bool RunsOnDevice(const Step& step, const Executable& exe);
+// Where a step of a CUDA plan runs (compiler/placement.h).
+Where PlaceOnDevice(const Step& step, const Executable& exe);
 
 }  // namespace kiln::compiler

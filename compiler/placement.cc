@@ -23,7 +23,7 @@ Step CopyStep(const Executable& exe, int buffer, bool to_device) {
 }  // namespace
 
 PlacementStats PlaceSteps(Executable& exe,
-                          const std::function<bool(const Step&, const Executable&)>& on_device) {
+                          const std::function<Where(const Step&, const Executable&)>& where) {
   std::vector<Valid> valid(exe.buffers.size());
   for (size_t i = 0; i < exe.buffers.size(); ++i) {
     const BufferDesc::Kind kind = exe.buffers[i].kind;
@@ -40,11 +40,15 @@ PlacementStats PlaceSteps(Executable& exe,
     stats.copy_bytes += exe.buffers[id].bytes();
     here = true;
   };
-  std::vector<bool> device;  // decided on the plan as it stands, before any step moves
-  for (const Step& step : exe.steps) device.push_back(on_device(step, exe));
+  std::vector<Where> side;  // decided on the plan as it stands, before any step moves
+  for (const Step& step : exe.steps) side.push_back(where(step, exe));
   for (size_t i = 0; i < exe.steps.size(); ++i) {
     Step& step = exe.steps[i];
-    step.on_device = device[i];
+    step.on_device = side[i] == Where::kDevice;
+    if (side[i] == Where::kWhereInputsAre) {
+      step.on_device = !step.inputs.empty();
+      for (int id : step.inputs) step.on_device = step.on_device && valid[id].device;
+    }
     ++(step.on_device ? stats.device_steps : stats.host_steps);
     for (int id : std::set<int>(step.inputs.begin(), step.inputs.end()))
       make_valid(id, step.on_device);

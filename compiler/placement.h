@@ -1,6 +1,7 @@
-// Placement, the last stage of a CUDA plan: says where each step runs (`on_device(step, exe)`: on
-// the device, else on the host) and inserts the copies that make every buffer valid where it is
-// read.
+// Placement, the last stage of a CUDA plan: says where each step runs (`where(step, exe)`: on the
+// device, on the host, or, for steps that are mere copies, on the device when every buffer it reads
+// is already valid there, so that a copy never costs a transfer of its own) and inserts the copies
+// that make every buffer valid where it is read.
 //
 // Contract: every buffer has a host and a device copy (arena buffers at the same offset of two
 // arenas, since the memory plan's lifetimes hold on both sides; feeds, constants and variables
@@ -26,7 +27,9 @@ struct PlacementStats {
   int64_t copy_bytes = 0;  // per run
 };
 
+enum class Where { kHost, kDevice, kWhereInputsAre };
+
 PlacementStats PlaceSteps(Executable& exe,
-                          const std::function<bool(const Step&, const Executable&)>& on_device);
+                          const std::function<Where(const Step&, const Executable&)>& where);
 
 }  // namespace kiln::compiler

@@ -97,7 +97,7 @@ bool IsPhaseEnd(mlir::Operation& op) {
 // The combination of two partial values as `reduce` defines it (its operation, or its region).
 mlir::Value Combine(mlir::OpBuilder& b, mlir::Location loc, mlir::gpu::AllReduceOp reduce,
                     mlir::Value acc, mlir::Value x) {
-  if (reduce.getOp()) {  // MapRowReductionsToBlocks writes "add"; the others are not needed yet
+  if (reduce.getOp()) {  // "add" (Translate refuses the other operations)
     if (acc.getType().isa<mlir::FloatType>()) return b.create<mlir::arith::AddFOp>(loc, acc, x);
     return b.create<mlir::arith::AddIOp>(loc, acc, x);
   }
@@ -132,6 +132,15 @@ Status Translate(mlir::gpu::GPUFuncOp kernel, mlir::ModuleOp host) {
     });
     phases.back().push_back(&op);
     if (IsPhaseEnd(op)) phases.emplace_back();
+    if (auto reduce = mlir::dyn_cast<mlir::gpu::AllReduceOp>(op)) {
+      mlir::Operation* def = reduce.getValue().getDefiningOp();
+      if ((reduce.getOp() && *reduce.getOp() != mlir::gpu::AllReduceOperation::ADD) || !def ||
+          def->getBlock() != &body || IsPhaseEnd(*def) ||
+          !reduce.getValue().getType().isIntOrIndexOrFloat())
+        return MakeError(ErrorCode::kUnimplemented, "GPU function '", name,
+                         "' has a gpu.all_reduce the simulated device does not run (an operation "
+                         "other than add, or a value not computed by the threads)");
+    }
   }
   if (!misplaced.empty())
     return MakeError(ErrorCode::kUnimplemented, "GPU function '", name, "' has a '", misplaced,
@@ -253,6 +262,7 @@ Status Translate(mlir::gpu::GPUFuncOp kernel, mlir::ModuleOp host) {
       for (mlir::Operation* p = op->getParentOp(); p && !v; p = p->getParentOp())
         if (auto it = thread_loops.find(p); it != thread_loops.end() && it->second == d)
           v = mlir::cast<mlir::scf::ForOp>(p).getInductionVar();
+      if (!v) unsupported = "gpu.thread_id outside the threads' loops";
     } else if (auto o = mlir::dyn_cast<mlir::gpu::BlockDimOp>(op)) {
       v = Pick(o.getDimension(), arg(kBlockX), arg(kBlockY), arg(kBlockZ));
     } else if (auto o = mlir::dyn_cast<mlir::gpu::GridDimOp>(op)) {

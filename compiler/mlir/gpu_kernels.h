@@ -27,8 +27,9 @@
 //   gpu.barrier at the top of the body splits it into phases: every thread of the block runs one
 //   phase before any runs the next, values crossing phases are kept per thread, and an
 //   all_reduce is folded over the block's threads in order between them. A barrier inside control
-//   flow, a shuffle or shared memory is refused (kUnimplemented). Every load and store of an
-//   argument is bounds-checked: an index outside its dimension skips the access (a load gives 0)
+//   flow, a shuffle or shared memory is refused (kUnimplemented). Every memref.load and
+//   memref.store of an argument is bounds-checked in each statically sized dimension (kiln's
+//   kernels have no other): an index outside its dimension skips the access (a load gives 0)
 //   and sets %fault to [1, the argument's number], which the simulated device reports.
 // - PTX: gpu.modules -> NVVM -> LLVM IR, linked with CUDA's libdevice when the code calls __nv_*
 //   functions, optimized at O3 and compiled by LLVM's NVPTX back end for sm_<sm> (PTX ISA 7.0, or

@@ -62,6 +62,7 @@ StepProfile::StepProfile(const Executable& exe) : seconds_(exe.steps.size(), 0.0
     flops_.push_back(GemmFlops(step));
     bytes_.push_back(step.kind == Step::Kind::kKernel || copy ? OperandBytes(step, exe) : 0.0);
   }
+  moved_.assign(bytes_.size(), 0.0);
 }
 
 StepProfile::~StepProfile() {
@@ -79,7 +80,7 @@ std::string StepProfile::Report() const {
     Row& row = rows[labels_[i]];
     row.seconds += seconds_[i];
     row.flops += flops_[i];
-    row.bytes += bytes_[i];
+    row.bytes += moved_[i];  // over all counted runs
     ++row.steps;
     total += seconds_[i];
   }
@@ -97,8 +98,8 @@ std::string StepProfile::Report() const {
     rate[0] = '\0';
     if (per_run > 0 && row.flops > 0)
       std::snprintf(rate, sizeof rate, "%.2f TFLOP/s", row.flops / per_run / 1e12);
-    else if (per_run > 0 && row.bytes > 0)
-      std::snprintf(rate, sizeof rate, "%.1f GB/s", row.bytes / per_run / 1e9);
+    else if (row.seconds > 0 && row.bytes > 0)
+      std::snprintf(rate, sizeof rate, "%.1f GB/s", row.bytes / row.seconds / 1e9);
     std::snprintf(line, sizeof line, "  %9.3f ms %5.1f%%  x%-4d %14s  %s\n", per_run * 1e3,
                   total > 0 ? 100 * row.seconds / total : 0.0, row.steps, rate, label.c_str());
     out += line;

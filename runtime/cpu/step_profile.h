@@ -5,8 +5,11 @@
 // what the step runs (a kernel, a library routine, an op on its reference kernel, a copy between
 // host and device; "device " marks device steps), largest first, as milliseconds per run, with the
 // rate each group achieved: TFLOP/s for gemm (2 m n k per matrix product), GB/s for kernels and
-// copies (every distinct operand's bytes, read or written once). The first run (loading, lazy
-// initialization, first touches) is left out when there are others.
+// copies (every distinct operand's bytes, read or written once; a copy skipped because the device
+// already held the value moves none). The first run (loading, lazy initialization, first touches)
+// is left out when there are others. A device step's time runs from a CUDA event recorded before
+// it is issued to one recorded after: copies include their staging through pinned host memory,
+// and a step issued to an idle stream includes its launch latency.
 #pragma once
 
 #include <algorithm>
@@ -25,10 +28,15 @@ class StepProfile {
   ~StepProfile();
 
   void BeginRun() {
-    if (++runs_ == 2) std::fill(seconds_.begin(), seconds_.end(), 0.0);  // drop the first
+    if (++runs_ == 2) {  // drop the first
+      std::fill(seconds_.begin(), seconds_.end(), 0.0);
+      std::fill(moved_.begin(), moved_.end(), 0.0);
+    }
   }
-  void Add(size_t step, std::chrono::steady_clock::duration elapsed) {
+  // `moved`: whether the step moved its bytes (false for a skipped upload).
+  void Add(size_t step, std::chrono::steady_clock::duration elapsed, bool moved = true) {
     seconds_[step] += std::chrono::duration<double>(elapsed).count();
+    if (moved) moved_[step] += bytes_[step];
   }
   // The table printed at destruction.
   std::string Report() const;
@@ -40,6 +48,7 @@ class StepProfile {
   std::vector<double> seconds_;      // by step, summed over runs
   std::vector<double> flops_;        // by step, per run (gemm)
   std::vector<double> bytes_;        // by step, per run (kernels and copies)
+  std::vector<double> moved_;        // by step, summed over runs
   int64_t runs_ = 0;
 };
 

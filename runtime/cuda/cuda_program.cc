@@ -90,6 +90,9 @@ Status CudaProgram::Prepare(int threads) {
   address_.assign(exe.buffers.size(), 0);
   const std::map<int, std::string> shared_variables = SharedVariableBuffers(exe);
   variable_of_ = shared_variables;
+  std::set<int> assign_outputs;  // buffers device assigns write: their host twins are bound then
+  for (const Step& step : exe.steps)
+    if (step.on_device && step.callee == "assign") assign_outputs.insert(step.outputs[0]);
   for (size_t i = 0; i < exe.buffers.size(); ++i) {
     const BufferDesc& b = exe.buffers[i];
     auto variable = shared_variables.find(static_cast<int>(i));
@@ -118,7 +121,10 @@ Status CudaProgram::Prepare(int threads) {
       if (auto v = shared_variables.find(action.buffer);
           to_device && v != shared_variables.end() && b.kind == BufferDesc::Kind::kVariable)
         action.variable = v->second;
-      if (!to_device && b.kind != BufferDesc::Kind::kArena)
+      const bool assigned_on_device = b.kind == BufferDesc::Kind::kVariable &&
+                                      variable_of_.count(action.buffer) &&
+                                      assign_outputs.count(action.buffer);
+      if (!to_device && b.kind != BufferDesc::Kind::kArena && !assigned_on_device)
         return MakeError(ErrorCode::kInternal, "to_host of buffer %", action.buffer, " (", b.tensor,
                          "), which is not an arena buffer");
     } else if (step.on_device && (step.callee == "copy" || step.callee == "assign")) {
@@ -209,11 +215,16 @@ Status CudaProgram::Perform(const Action& action, cpu::StepEnv& env) {
         if (!value)
           return MakeError(ErrorCode::kInternal, "to_device of variable '", action.variable,
                            "': its buffer is not bound to a value of the store");
-        return variables_->Upload(action.variable, *value).status();
+        KILN_ASSIGN_OR_RETURN(bool uploaded, variables_->Upload(action.variable, *value));
+        skipped_upload_ = !uploaded;
+        return OkStatus();
       }
       return device_.ToDevice(address_[action.buffer], env.data[action.buffer], b.bytes());
     }
     case Action::Kind::kToHost:
+      if (!env.data[action.buffer])
+        return MakeError(ErrorCode::kInternal, "to_host of ", exe.buffers[action.buffer].tensor,
+                         " before its host twin was bound");
       return device_.ToHost(env.data[action.buffer], address_[action.buffer],
                             exe.buffers[action.buffer].bytes());
     case Action::Kind::kLaunch:
@@ -229,6 +240,7 @@ Status CudaProgram::Perform(const Action& action, cpu::StepEnv& env) {
       // The new value goes into the variable's device copy; its host twin, bound now for any
       // reader on the host, is read back when the device is done (Finish).
       const BufferDesc& out = exe.buffers[action.buffer];
+      variables_->Invalidate(action.variable);
       KILN_RETURN_IF_ERROR(
           device_.CopyOnDevice(address_[action.buffer], address_[action.source], out.bytes()));
       KILN_ASSIGN_OR_RETURN(Tensor value, Tensor::Create(out.type.dtype, out.type.shape));
@@ -274,6 +286,7 @@ Result<std::vector<Tensor>> CudaProgram::Run(const std::vector<Tensor>& feeds,
   struct Marked {
     size_t step;
     int from, to;
+    bool moved;
   };
   std::vector<Marked> marked;
   for (size_t i = 0; i < actions_.size(); ++i) {
@@ -285,15 +298,18 @@ Result<std::vector<Tensor>> CudaProgram::Run(const std::vector<Tensor>& feeds,
       continue;
     }
     KILN_ASSIGN_OR_RETURN(int from, device_.Mark());
+    skipped_upload_ = false;
     KILN_RETURN_IF_ERROR(Perform(action, env));
     KILN_ASSIGN_OR_RETURN(int to, device_.Mark());
-    marked.push_back({i, from, to});
+    marked.push_back({i, from, to, !skipped_upload_});
   }
   KILN_RETURN_IF_ERROR(device_.Synchronize());
   for (const Marked& m : marked) {
     KILN_ASSIGN_OR_RETURN(double ms, device_.Milliseconds(m.from, m.to));
-    profile_->Add(m.step, std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                              std::chrono::duration<double, std::milli>(ms)));
+    profile_->Add(m.step,
+                  std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                      std::chrono::duration<double, std::milli>(ms)),
+                  m.moved);
   }
   return Finish(env, variables);
 }

@@ -72,6 +72,7 @@ class CudaProgram {
   std::map<int, std::string> variable_of_;        // buffers that are variables' device copies
   std::vector<std::pair<int, Tensor>> assigned_;  // this run's device assigns: buffer, new value
   std::unique_ptr<cpu::StepProfile> profile_;     // KILN_PROFILE (runtime/cpu/step_profile.h)
+  bool skipped_upload_ = false;  // the last Perform found a variable on the device already
 };
 
 }  // namespace kiln::cuda

@@ -7,8 +7,9 @@
 //               (compiler/mlir/gpu_kernels.h), and every launch argument and copy is checked to lie
 //               inside one live device allocation, so a kernel given host memory or a buffer too
 //               small, or a copy out of range, fails the run instead of passing silently; its
-//               cuBLASLt is RunMatmulOnHost (matmul_call.h); every load and store a kernel makes is
-//               bounds-checked against its argument (an access outside fails the launch).
+//               cuBLASLt is RunMatmulOnHost (matmul_call.h); every load and store a kernel makes of
+//               an argument is checked against the argument's shape (an access outside fails the
+//               launch).
 // Contract: operations are issued in order on one stream; Synchronize waits for all of them and
 // reports the first failure. Errors name the operation and what was expected; nothing aborts.
 #pragma once

@@ -3,9 +3,12 @@
 //   "assign"  of mode 0 (Assign: the variable's new value is the value's bytes) copies the value
 //             into the variable's device copy (runtime/cuda/device_variables.h), when that is safe:
 //             the plan reads the variable once (that read is the assign's input 0), assigns it
-//             once, and reads the old value nowhere after the assign. The new value is read back
-//             into the store when the run ends, so the next run finds it on the device already.
-// Placement (compiler/placement.h) and CudaProgram's load use these same predicates.
+//             once, and reads the old value nowhere after the assign. The assign's output (the new
+//             value) lives in the variable's device copy; its host twin is a new tensor that a
+//             to_host fills where the host reads it, and that is read back and put in the store
+//             when the run ends, so the next run finds the value on the device already.
+// Placement (compiler/placement.h) and CudaProgram's load use these same predicates; placement
+// puts such a step on the device only where the buffers it reads are already there.
 #pragma once
 
 #include "runtime/executable.h"

@@ -23,6 +23,13 @@ Result<DevicePtr> DeviceVariables::Address(const std::string& name, int64_t byte
   return *address;
 }
 
+void DeviceVariables::Invalidate(const std::string& name) {
+  auto it = entries_.find(name);
+  if (it == entries_.end()) return;
+  it->second.held = Tensor();
+  it->second.valid = false;
+}
+
 void DeviceVariables::Holds(const std::string& name, const Tensor& value) {
   auto it = entries_.find(name);
   if (it == entries_.end()) return;

@@ -31,6 +31,9 @@ class DeviceVariables {
   // Makes the device copy of `name` hold `value` (whose storage the caller bound the variable's
   // buffer to); uploads unless it already does. Returns whether it uploaded.
   Result<bool> Upload(const std::string& name, const Tensor& value);
+  // Forgets what the device copy of `name` holds (a device assign is about to overwrite it: a run
+  // that fails before the new value reaches the store must not leave the next upload skipped).
+  void Invalidate(const std::string& name);
   // Records that the device copy of `name` holds `value` (a device assign wrote it, and `value`
   // was read back from it).
   void Holds(const std::string& name, const Tensor& value);

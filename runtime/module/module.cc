@@ -1,5 +1,7 @@
 #include "runtime/module/module.h"
 
+#include <optional>
+
 #include "ir/file_util.h"
 #include "runtime/checkpoint.h"
 #include "runtime/cpu/cpu_executor.h"
@@ -53,11 +55,18 @@ Result<std::unique_ptr<Module>> Module::LoadFromBytes(const std::string& bytes,
                                         backend + "'");
     module->device_ = std::move(*device);
   }
+  // A cubin the driver refuses (one from a toolkit newer than the driver) falls back to the PTX of
+  // the same architecture, which the driver JIT-compiles.
+  std::optional<CompiledPlan> with_ptx;
   if (backend == "cuda") {
     if (!plan.executable.device_kernels.empty()) {
       Result<SelectedDeviceCode> code = SelectDeviceCode(
           file.device_code, module->device_->Architecture(), module->device_->Describe());
       if (!code.ok()) return code.error().WithContext(origin);
+      if (code->cubin) {
+        with_ptx = plan;
+        with_ptx->device_code = file.device_code.at(code->sm).ptx;
+      }
       plan.device_code = *code->code;
     }
   } else {
@@ -73,6 +82,13 @@ Result<std::unique_ptr<Module>> Module::LoadFromBytes(const std::string& bytes,
   } else {
     Result<std::unique_ptr<cuda::CudaProgram>> program =
         cuda::CudaProgram::Load(std::move(plan), *module->device_, threads);
+    if (!program.ok() && with_ptx) {
+      const Error from_cubin = program.error();
+      program = cuda::CudaProgram::Load(std::move(*with_ptx), *module->device_, threads);
+      if (!program.ok())
+        return program.error().WithContext(origin + ": its plan does not load (from its cubin: " +
+                                           from_cubin.message() + "; from its PTX)");
+    }
     if (!program.ok()) return program.error().WithContext(origin + ": its plan does not load");
     module->cuda_program_ = std::move(*program);
   }

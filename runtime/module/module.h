@@ -6,8 +6,9 @@
 //
 // Load refuses a module for another target, one that needs CPU features this host lacks, a newer
 // format, or a damaged file, each with an error naming the file. A module of target "cuda" runs on
-// the first GPU (backend "cuda", the default for it: the PTX of the highest architecture the GPU
-// has, JIT-compiled by the driver; refused, naming both, when the GPU is older than every one) or
+// the first GPU (backend "cuda", the default for it: the cubin of the GPU's major architecture,
+// else, or when the driver refuses that cubin, the PTX of the highest architecture the GPU has,
+// JIT-compiled by the driver; refused, naming both, when the GPU is older than every one) or
 // on the simulated device (backend "cuda-sim": the host translations of its kernels). Run takes one
 // tensor per input of the signature (by name: "x" or "x:0"), each of exactly the signature's dtype
 // and shape, and returns the outputs in signature order. Every Run also runs the module's targets:

@@ -135,7 +135,7 @@ TEST_CASE("placement: a copy before each read on the other side, fetches back on
   step(Step::Kind::kLibrary, "conv2d", {a, a}, m);       // host: a down (once)
   step(Step::Kind::kKernel, "k1", {m, a}, z);            // device: m up, a still valid there
   exe.fetches = {z, a};                                  // z down; a valid on both sides
-  compiler::PlacementStats stats = compiler::PlaceSteps(exe, compiler::RunsOnDevice);
+  compiler::PlacementStats stats = compiler::PlaceSteps(exe, compiler::PlaceOnDevice);
   CHECK(stats.device_steps == 2);
   CHECK(stats.host_steps == 1);
   CHECK(stats.copies == 4);
@@ -486,6 +486,14 @@ TEST_CASE("cuda-sim: an Assign runs on the device and the store gets the new val
       CHECK(stored->GetDouble(i) == w_before - 0.5 * (i + 1));
     }
     CHECK(device.uploads - before == (run == 0 ? 2 : 1));  // x; w only the first time
+  }
+  // Fetching the Assign's own output keeps it on the host, where the fetch reads it.
+  for (const std::string& backend : {"reference", "cuda-sim"}) {
+    Session s(graph, SessionOptions{.backend = backend});
+    Result<std::vector<Tensor>> out = s.Run(feeds, {"update"});
+    INFO(backend << ": " << out.status().ToString());
+    REQUIRE(out.ok());
+    for (int64_t i = 0; i < 4; ++i) CHECK((*out)[0].GetDouble(i) == 1 - 0.5 * (i + 1));
   }
 }
 
