@@ -54,6 +54,9 @@ data=tests/data/onnx
 model resnet $data/resnet/model.onnx x=2x3x64x64 $data/resnet/x.npy $data/resnet
 model transformer $data/transformer/model.onnx x=2x5x32 $data/transformer/x.npy $data/transformer
 model lstm $data/lstm/model.onnx x=2x7x6 $data/lstm/x.npy $data/lstm
+model mlp $data/mlp/model.onnx x=4x20 $data/mlp/x.npy $data/mlp
+model mobilenet $data/mobilenet/model.onnx x=1x3x32x32 $data/mobilenet/x.npy $data/mobilenet
+model gpt_block $data/gpt_block/model.onnx x=2x6x32 $data/gpt_block/x.npy $data/gpt_block
 python3 scripts/write_npy.py "$staging/ew.npy" f32 4096
 model elementwise scripts/gpu_bundle/elementwise.kgraph.txt x=4096 "$staging/ew.npy"
 $kiln compile scripts/gpu_bundle/elementwise.kgraph.txt --target cuda --input "x=$elements" \

@@ -1,7 +1,8 @@
 // Real models exported by PyTorch (tests/data/onnx/make_models.py: a torchvision ResNet, a
-// transformer encoder layer, a 2-layer LSTM and a CNN with a cross-entropy loss output) run through
-// the `kiln` command line as a user would, on the reference and the compiled CPU backend, and
-// compared with PyTorch's outputs and autograd gradients.
+// transformer encoder layer, a 2-layer LSTM, a CNN with a cross-entropy loss output, an MLP, a
+// torchvision MobileNetV2 and a GPT-2 style decoder block) run through the `kiln` command line as
+// a user would, on every backend (reference, the compiled cpu backend, the simulated CUDA device,
+// and a GPU where one opens), and compared with PyTorch's outputs and autograd gradients.
 //
 // Tolerance: |kiln - torch| <= atol + rtol * |torch| with rtol 1e-4 everywhere, and atol 1e-5
 // (outputs, of magnitude about 1, computed by PyTorch in float32: float32 rounding of sums of
@@ -84,7 +85,10 @@ const std::vector<TorchModel>& Models() {
       {"resnet", {"x"}, {"y"}, true},
       {"transformer", {"x"}, {"y"}, true},
       {"lstm", {"x"}, {"y", "h_n", "c_n"}, true},
-      {"cnn_loss", {"x", "label"}, {"loss"}},
+      {"mlp", {"x"}, {"y"}, true},
+      {"mobilenet", {"x"}, {"y"}},
+      {"gpt_block", {"x"}, {"y"}},
+      {"cnn_loss", {"x", "label"}, {"loss"}},  // last: the gradient test's model
   };
   return models;
 }
@@ -98,7 +102,7 @@ std::string InputFlags(const TorchModel& m, const std::string& data_dir) {
 
 }  // namespace
 
-TEST_CASE("ONNX from PyTorch: kiln run matches PyTorch on both backends", "[onnx]") {
+TEST_CASE("ONNX from PyTorch: kiln run matches PyTorch on every backend", "[onnx]") {
   for (const std::string& backend : kiln::testing::AvailableBackends()) {
     for (const TorchModel& m : Models()) {
       for (const std::string set : {"", "other"}) {

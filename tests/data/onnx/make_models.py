@@ -25,10 +25,20 @@ Models (small on purpose, so the committed fixtures stay far under 2 MB each):
                 unrolls recurrent layers at import); outputs y, h_n, c_n; other/: [3, 7, 6].
   cnn_loss/     conv 3x3 -> ReLU -> max pool 2 -> flatten -> linear -> cross-entropy against an
                 int64 label input; a scalar output "loss", for `kiln grad`.
+  mlp/          Linear(20, 64) -> ReLU -> Linear(64, 64) -> Tanh -> Linear(64, 10); input [4, 20],
+                dynamic batch dim; other/: [7, 20].
+  mobilenet/    torchvision.models.mobilenet_v2(width_mult=0.25, num_classes=10) (depthwise
+                convolutions, ReLU6 as Clip, inverted residuals), eval mode with random BatchNorm
+                statistics; input [1, 3, 32, 32].
+  gpt_block/    a GPT-2 style pre-norm decoder block: LayerNorm -> causal multi-head
+                self-attention (4 heads, d_model 32, the mask a constant) -> residual -> LayerNorm
+                -> Linear(32, 128) -> exact GELU (Erf) -> Linear(128, 32) -> residual; input
+                [2, 6, 32].
 
-Run with Debian's python3-torch and python3-torchvision:
-  /usr/bin/python3 tests/data/onnx/make_models.py
+Run with Debian's python3-torch and python3-torchvision (NAME...: only those models):
+  /usr/bin/python3 tests/data/onnx/make_models.py [NAME...]
 """
+import sys
 import os
 
 import numpy as np
@@ -76,6 +86,23 @@ class LstmHead(nn.Module):
     def forward(self, x):
         out, (h, c) = self.lstm(x)
         return self.head(out), h, c
+
+
+class GptBlock(nn.Module):
+    def __init__(self, d=32, heads=4, seq=6):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(d)
+        self.attn = nn.MultiheadAttention(d, heads, batch_first=True)
+        self.ln2 = nn.LayerNorm(d)
+        self.fc = nn.Linear(d, 4 * d)
+        self.proj = nn.Linear(4 * d, d)
+        self.register_buffer("mask", torch.triu(torch.ones(seq, seq, dtype=torch.bool), 1))
+
+    def forward(self, x):
+        h = self.ln1(x)
+        a, _ = self.attn(h, h, h, attn_mask=self.mask, need_weights=False)
+        x = x + a
+        return x + self.proj(nn.functional.gelu(self.fc(self.ln2(x))))
 
 
 class CnnLoss(nn.Module):
@@ -135,6 +162,10 @@ def randomize_batchnorm(model, gen):
 
 
 def main():
+    only = set(sys.argv[1:])
+    if only:  # the new models only, from seeds of their own
+        extra_models(only)
+        return
     torch.manual_seed(2026)
     gen = torch.Generator().manual_seed(2026)
 
@@ -169,6 +200,25 @@ def main():
     save(folder, "grad_x", x64.grad.float().numpy())
     for name, p in cnn64.named_parameters():
         save(folder, "grad_" + name, p.grad.float().numpy())
+
+
+def extra_models(only):
+    import torchvision.models as tv
+    torch.manual_seed(2027)
+    gen = torch.Generator().manual_seed(2027)
+    if "mlp" in only:
+        mlp = nn.Sequential(nn.Linear(20, 64), nn.ReLU(), nn.Linear(64, 64), nn.Tanh(),
+                            nn.Linear(64, 10))
+        export("mlp", mlp, [torch.randn(4, 20, generator=gen)], ["x"], ["y"],
+               dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}},
+               other_inputs=[torch.randn(7, 20, generator=gen)])
+    if "mobilenet" in only:
+        mobilenet = tv.mobilenet_v2(width_mult=0.25, num_classes=10)
+        randomize_batchnorm(mobilenet, gen)
+        export("mobilenet", mobilenet, [torch.rand(1, 3, 32, 32, generator=gen) * 2 - 1], ["x"],
+               ["y"])
+    if "gpt_block" in only:
+        export("gpt_block", GptBlock(), [torch.randn(2, 6, 32, generator=gen)], ["x"], ["y"])
 
 
 if __name__ == "__main__":
