@@ -48,7 +48,25 @@ Result<CudaPlan> PlanForCuda(const RunPlan& plan) {
   plan_options.preferred_layouts = nullptr;  // dense buffers: the device's kernels read no other
   CudaPlan out;
   KILN_ASSIGN_OR_RETURN(out.planned, PlanExecutable(plan, plan_options));
-  out.placement = PlaceSteps(out.planned.lowered.executable, PlaceOnDevice);
+  Executable& exe = out.planned.lowered.executable;
+  out.placement = PlaceSteps(exe, PlaceOnDevice);
+  // AssignAdd and AssignSub on the device: a generated kernel computes the new value in the
+  // variable's device copy (old +/- value, in place).
+  int updates = 0;
+  for (Step& step : exe.steps) {
+    if (!step.on_device || step.callee != "assign") continue;
+    KILN_ASSIGN_OR_RETURN(int64_t mode, step.attrs.GetInt("mode"));
+    if (mode == 0) continue;
+    const TensorType& type = exe.buffers[step.outputs[0]].type;
+    KernelSpec spec;
+    spec.name = "assign_update" + std::to_string(updates++);
+    spec.shape = Shape{type.shape.NumElements()};
+    spec.inputs = {{type.dtype, spec.shape}, {type.dtype, spec.shape}};
+    spec.ops = {{mode > 0 ? "Add" : "Sub", {0, 1}, {}, type.dtype, step.node.name}};
+    spec.outputs = {2};
+    step.attrs.Set("kernel", spec.name);
+    out.planned.lowered.kernels.push_back(std::move(spec));
+  }
   return out;
 }
 

@@ -136,6 +136,22 @@ Status CudaProgram::Prepare(int threads) {
       action.source = step.inputs[assign ? 1 : 0];
       action.buffer = step.outputs[0];
       if (assign) action.variable = step.node.inputs[0].node;
+      if (assign && step.attrs.Has("kernel")) {  // AssignAdd, AssignSub: old +/- value, in place
+        KILN_ASSIGN_OR_RETURN(std::string kernel, step.attrs.GetString("kernel"));
+        action.kernel = exe.FindDeviceKernel(kernel);
+        if (!action.kernel)
+          return MakeError(ErrorCode::kInternal, "no device kernel '", kernel, "' for ",
+                           step.node.name);
+        for (int id : {step.inputs[0], step.inputs[1], step.outputs[0]})
+          action.operands.push_back({address_[id], exe.buffers[id].bytes()});
+        KILN_RETURN_IF_ERROR(
+            CheckLaunches(*action.kernel, {step.inputs[0], step.inputs[1], step.outputs[0]}));
+      } else if (assign) {
+        KILN_ASSIGN_OR_RETURN(int64_t mode, step.attrs.GetInt("mode"));
+        if (mode != 0)
+          return MakeError(ErrorCode::kInternal, "assign ", step.node.name,
+                           " adds or subtracts on the device but names no kernel");
+      }
     } else if (step.on_device && IsDeviceGemm(step, exe)) {
       KILN_ASSIGN_OR_RETURN(MatmulCall call, MatmulCallForGemm(step, exe));
       std::vector<int> ids = step.inputs;
@@ -160,28 +176,7 @@ Status CudaProgram::Prepare(int threads) {
       std::vector<int> ids = step.inputs;
       ids.insert(ids.end(), step.outputs.begin(), step.outputs.end());
       for (int id : ids) action.operands.push_back({address_[id], exe.buffers[id].bytes()});
-      for (const KernelLaunch& launch : action.kernel->launches) {
-        for (size_t a = 0; a < launch.args.size(); ++a) {
-          const KernelLaunch::Arg& arg = launch.args[a];
-          if (arg.operand < 0) continue;
-          if (arg.operand >= static_cast<int>(ids.size()))
-            return MakeError(ErrorCode::kInternal, "launch of ", launch.function, ": argument ", a,
-                             " is operand ", arg.operand, " of step ", step.callee, ", which has ",
-                             ids.size());
-          const BufferDesc& b = exe.buffers[ids[arg.operand]];
-          const int64_t span = SpanBytes(arg, b);
-          if (span < 0 || span > b.bytes())
-            return MakeError(ErrorCode::kInternal, "launch of ", launch.function, ": argument ", a,
-                             " spans ", Shape(arg.dims).ToString(), " but its buffer (", b.tensor,
-                             ") is ", b.type.ToString());
-        }
-        if (!WithinLaunchLimits(launch))
-          return MakeError(ErrorCode::kInternal, "launch of ", launch.function, ": grid ",
-                           launch.grid[0], "x", launch.grid[1], "x", launch.grid[2], ", block ",
-                           launch.block[0], "x", launch.block[1], "x", launch.block[2],
-                           " is outside CUDA's limits");
-        KILN_RETURN_IF_ERROR(device_.Check(*code_, launch));
-      }
+      KILN_RETURN_IF_ERROR(CheckLaunches(*action.kernel, ids));
     } else {
       if (step.kind == Step::Kind::kKernel)
         return MakeError(ErrorCode::kInternal, "kernel step ", step.callee,
@@ -197,6 +192,33 @@ Status CudaProgram::Prepare(int threads) {
   profile_ = cpu::StepProfile::FromEnvironment(exe);
   KILN_ASSIGN_OR_RETURN(Tensor host_arena, Tensor::Create(u8, Shape{exe.arena_bytes}));
   host_arena_ = std::shared_ptr<uint8_t[]>(host_arena.data<uint8_t>(), [host_arena](uint8_t*) {});
+  return OkStatus();
+}
+
+Status CudaProgram::CheckLaunches(const DeviceKernel& kernel, const std::vector<int>& ids) {
+  const Executable& exe = plan_.executable;
+  for (const KernelLaunch& launch : kernel.launches) {
+    for (size_t a = 0; a < launch.args.size(); ++a) {
+      const KernelLaunch::Arg& arg = launch.args[a];
+      if (arg.operand < 0) continue;
+      if (arg.operand >= static_cast<int>(ids.size()))
+        return MakeError(ErrorCode::kInternal, "launch of ", launch.function, ": argument ", a,
+                         " is operand ", arg.operand, " of step ", kernel.name, ", which has ",
+                         ids.size());
+      const BufferDesc& b = exe.buffers[ids[arg.operand]];
+      const int64_t span = SpanBytes(arg, b);
+      if (span < 0 || span > b.bytes())
+        return MakeError(ErrorCode::kInternal, "launch of ", launch.function, ": argument ", a,
+                         " spans ", Shape(arg.dims).ToString(), " but its buffer (", b.tensor,
+                         ") is ", b.type.ToString());
+    }
+    if (!WithinLaunchLimits(launch))
+      return MakeError(ErrorCode::kInternal, "launch of ", launch.function, ": grid ",
+                       launch.grid[0], "x", launch.grid[1], "x", launch.grid[2], ", block ",
+                       launch.block[0], "x", launch.block[1], "x", launch.block[2],
+                       " is outside CUDA's limits");
+    KILN_RETURN_IF_ERROR(device_.Check(*code_, launch));
+  }
   return OkStatus();
 }
 
@@ -241,8 +263,13 @@ Status CudaProgram::Perform(const Action& action, cpu::StepEnv& env) {
       // reader on the host, is read back when the device is done (Finish).
       const BufferDesc& out = exe.buffers[action.buffer];
       variables_->Invalidate(action.variable);
-      KILN_RETURN_IF_ERROR(
-          device_.CopyOnDevice(address_[action.buffer], address_[action.source], out.bytes()));
+      if (action.kernel) {
+        for (const KernelLaunch& launch : action.kernel->launches)
+          KILN_RETURN_IF_ERROR(device_.Launch(*code_, launch, action.operands));
+      } else {
+        KILN_RETURN_IF_ERROR(
+            device_.CopyOnDevice(address_[action.buffer], address_[action.source], out.bytes()));
+      }
       KILN_ASSIGN_OR_RETURN(Tensor value, Tensor::Create(out.type.dtype, out.type.shape));
       env.pinned.push_back(value);
       env.data[action.buffer] = value.raw_data();

@@ -49,12 +49,15 @@ class CudaProgram {
     // kToDevice of a variable's value, kAssign: the variable (DeviceVariables)
     std::string variable;
     std::unique_ptr<cpu::StepRunner> runner;  // kHost
-    const DeviceKernel* kernel = nullptr;     // kLaunch
-    std::vector<LaunchOperand> operands;      // kLaunch: the step's operands on the device
+    const DeviceKernel* kernel = nullptr;     // kLaunch; kAssign of AssignAdd/AssignSub
+    std::vector<LaunchOperand> operands;      // kLaunch, kAssign: the kernel's operands
     std::shared_ptr<PreparedMatmul> matmul;   // kMatmul: a gemm step through cuBLASLt
   };
   explicit CudaProgram(Device& device) : device_(device) {}
   Status Prepare(int threads);
+  // Each launch of `kernel` against the buffers `ids` (the step's operands): arguments inside
+  // their buffers, sizes inside CUDA's limits, the function present in the loaded code.
+  Status CheckLaunches(const DeviceKernel& kernel, const std::vector<int>& ids);
   Status Perform(const Action& action, cpu::StepEnv& env);
   // After the device is done: reads the values device assigns wrote back into the store, then
   // copies out the fetches.

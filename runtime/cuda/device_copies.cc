@@ -16,7 +16,7 @@ bool IsDeviceAssign(const Step& step, const Executable& exe) {
   Result<int64_t> mode = step.attrs.GetInt("mode");
   const BufferDesc& old_value = exe.buffers[step.inputs[0]];
   const BufferDesc& out = exe.buffers[step.outputs[0]];
-  if (!mode.ok() || *mode != 0 || !(exe.buffers[step.inputs[1]].type == out.type) ||
+  if (!mode.ok() || *mode < -1 || *mode > 1 || !(exe.buffers[step.inputs[1]].type == out.type) ||
       !(old_value.type == out.type) || old_value.kind != BufferDesc::Kind::kVariable ||
       out.kind != BufferDesc::Kind::kVariable)
     return false;

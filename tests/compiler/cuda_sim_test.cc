@@ -448,13 +448,16 @@ TEST_CASE("cuda-sim: a variable stays on the device across runs, uploaded when i
   CHECK(run(first, 5) == 1);
 }
 
-TEST_CASE("cuda-sim: an Assign runs on the device and the store gets the new value back",
+TEST_CASE("cuda-sim: Assign and AssignSub run on the device; the store gets the new value back",
           "[cuda]") {
+  const bool subtract = GENERATE(false, true);  // Assign(w, w - x/2), or AssignSub(w, x/2)
+  INFO((subtract ? "AssignSub" : "Assign"));
   GraphBuilder g;
   Value x = g.Placeholder("x", f32, {4});
   Value w = Variable(g, "w", f32, {4}, Initializer::Constant(1));
   g.Output("y", Mul(w, g.Scalar(2.0)));
-  Assign(w, Sub(w, Mul(x, g.Scalar(0.5)))).Named("update");
+  Value half = Mul(x, g.Scalar(0.5));
+  (subtract ? AssignSub(w, half) : Assign(w, Sub(w, half))).Named("update");
   Graph graph = *g.Build();
   FeedList feeds = {{"x", Tensor::FromVector<float>({4}, {1, 2, 3, 4})}};
   Session planner(graph, SessionOptions{.backend = "reference"});
