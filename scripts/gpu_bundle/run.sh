@@ -3,7 +3,8 @@
 # machine: no build, no network. Prints one line per check, then "N passed, M failed", then a table
 # of kiln's time against PyTorch CUDA (eager and torch.compile) for the same models, then the device
 # rates of kiln's elementwise kernel and GEMMs (KILN_PROFILE: CUDA events around each step) against
-# the GPU's device-to-device copy bandwidth and torch.matmul's rate for the same shape.
+# the GPU's device-to-device copy bandwidth and torch.matmul's rate for the same shape, then where
+# the time goes in three models. On a GPU, compute-sanitizer's memcheck runs over three models too.
 #   ./run.sh                    on the GPU (backend cuda)
 #   KILN_BUNDLE_BACKEND=cuda-sim ./run.sh   the same checks on the simulated device (no GPU needed)
 # Environment: KILN_BUNDLE_PYTHON (default /opt/torch/.venv/bin/python3, else python3),
@@ -72,6 +73,17 @@ for model in $(cat "$here/models/LIST"); do
 done
 head -c 1000 "$here/models/transformer.kmod" >"$work/truncated.kmod"
 check "a truncated module is refused with exit 1" refused "$kilnrt" "$work/truncated.kmod"
+# On a GPU: NVIDIA's compute-sanitizer (memcheck: out-of-bounds and misaligned device accesses,
+# API errors) over models that exercise generated kernels, block reductions and cuBLASLt.
+sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
+if [[ $backend == cuda && -n $sanitizer ]]; then
+  for model in transformer gpt_block gemm; do
+    [[ -f $here/models/$model.kmod ]] || continue
+    check "$model: compute-sanitizer memcheck finds no error" "$sanitizer" --tool memcheck \
+      --error-exitcode 1 --print-limit 10 "$kilnrt" "$here/models/$model.kmod" --backend cuda \
+      --input "x=$here/models/$model/inputs/x.npy"
+  done
+fi
 echo "$passed passed, $failed failed"
 
 echo
@@ -127,4 +139,13 @@ printf '%-34s %14s %14s %8s  %s\n' "gemm bf16 ${gemm}^3" "${gemm_bf16_tf:--} TF/
   "${torch_bf16_tf:--} TF/s" "$(share "$gemm_bf16_tf" "$torch_bf16_tf")" \
   ">= 70% of torch.matmul (cuBLAS)"
 [[ $peers == skip:* ]] && echo "  (peers: PyTorch ${peers#skip: })"
+
+echo
+echo "where the time goes (KILN_PROFILE, per kind of step)"
+for model in resnet transformer gpt_block; do
+  echo "$model:"
+  KILN_PROFILE=1 "$kilnrt" "$here/models/$model.kmod" --backend "$backend" \
+    --input "x=$here/models/$model/inputs/x.npy" --repeat "$runs" 2>&1 >/dev/null |
+    sed -n '/^KILN_PROFILE/,$p' | head -n 12
+done
 [[ $failed -eq 0 ]]
