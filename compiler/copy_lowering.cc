@@ -50,7 +50,7 @@ void SetCopy(Step& step, const std::vector<int64_t>& dims, int64_t src_offset,
 
 bool HasCopyLowering(const std::string& op) {
   return op == "Slice" || op == "SliceGrad" || op == "Pad" || op == "Concat" || op == "Split" ||
-         op == "ConcatGrad" || op == "BroadcastTo" || op == "BroadcastLike";
+         op == "ConcatGrad" || op == "BroadcastTo" || op == "BroadcastLike" || op == "Transpose";
 }
 
 namespace {
@@ -107,6 +107,30 @@ Status LowerCopy(const Node& node, const StaticInfo& info, Step& step) {
     const int shift = out.rank() - in.rank();
     if (shift < 0) return MakeError(ErrorCode::kInternal, node.op, ": x has a higher rank");
     for (int d = 0; d < in.rank(); ++d) src_strides[d + shift] = in[d] == 1 ? 0 : sx[d];
+    SetCopy(step, out.dims(), 0, src_strides, 0, RowMajorStrides(out), false, 0);
+    return OkStatus();
+  }
+  if (node.op == "Transpose") {  // y[i] = x[i permuted]: x's strides, permuted
+    std::vector<int64_t> perm;
+    if (attrs.Has("perm")) {
+      KILN_ASSIGN_OR_RETURN(perm, attrs.GetInts("perm"));
+    }
+    if (perm.empty())
+      for (int d = in.rank() - 1; d >= 0; --d) perm.push_back(d);
+    const std::vector<int64_t> sx = RowMajorStrides(in);
+    std::vector<int64_t> src_strides;
+    std::vector<bool> seen(in.rank(), false);
+    if (static_cast<int>(perm.size()) != in.rank() || out.rank() != in.rank())
+      return MakeError(ErrorCode::kInternal, "Transpose: perm of ", perm.size(), " for rank ",
+                       in.rank());
+    for (int d = 0; d < in.rank(); ++d) {
+      const int64_t p = perm[d];
+      if (p < 0 || p >= in.rank() || seen[p] || out[d] != in[p])
+        return MakeError(ErrorCode::kInternal, "Transpose: perm is not a permutation of ",
+                         in.ToString(), " into ", out.ToString());
+      seen[p] = true;
+      src_strides.push_back(sx[p]);
+    }
     SetCopy(step, out.dims(), 0, src_strides, 0, RowMajorStrides(out), false, 0);
     return OkStatus();
   }

@@ -1,9 +1,9 @@
-// Slice, SliceGrad, constant Pad, BroadcastTo and BroadcastLike on the cpu backend as one
-// strided_copy library step each
-// (compiler/copy_lowering.h, runtime/cpu/strided_copy_step.cc), and Concat, Split and ConcatGrad
-// as one concat/split step (concat_step.cc), against the reference executor: negative steps,
-// clamped and empty slices, negative (cropping) pads, a fill value, every axis, empty pieces, and
-// dtypes of every element size; reflect padding stays on the reference kernel and says why.
+// Slice, SliceGrad, constant Pad, BroadcastTo, BroadcastLike and Transpose on the cpu backend as
+// one strided_copy library step each (compiler/copy_lowering.h, runtime/cpu/strided_copy_step.cc),
+// and Concat, Split and ConcatGrad as one concat/split step (concat_step.cc), against the reference
+// executor: negative steps, clamped and empty slices, negative (cropping) pads, a fill value, every
+// axis, empty pieces, and dtypes of every element size; reflect padding stays on the reference
+// kernel and says why.
 #include <catch2/catch.hpp>
 #include <limits>
 
@@ -90,6 +90,16 @@ TEST_CASE("BroadcastTo and BroadcastLike are strided copies that repeat size-1 d
     CheckCopies(x, [](Value v) { return BroadcastTo(v, {2, 3, 5, 4, 6}); });  // a new leading dim
     // GlobalAvgPool's gradient: [N, C, 1, 1] over [N, C, H, W] (x_like is only a shape).
     CheckCopies(x, [](Value v) { return BroadcastLike(v, BroadcastTo(v, {3, 2, 4, 5})); });
+  }
+}
+
+TEST_CASE("Transpose is a strided copy with the source's strides permuted", "[cpu]") {
+  for (DType dtype : {f32, bf16, i64, boolean}) {
+    INFO(DTypeName(dtype));
+    const Tensor x = testing::RandomTensor(Shape{2, 3, 4, 5}, 4).CastTo(dtype);
+    CheckCopies(x, [](Value v) { return Transpose(v, {0, 2, 1, 3}); });  // attention's heads
+    CheckCopies(x, [](Value v) { return Transpose(v, {3, 1, 0, 2}); });
+    CheckCopies(x, [](Value v) { return Transpose(v, {}); });  // reversed
   }
 }
 
