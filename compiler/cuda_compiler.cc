@@ -7,6 +7,7 @@
 #include "compiler/cpu_compiler.h"
 #include "compiler/mlir/jit.h"
 #include "compiler/plan_executable.h"
+#include "compiler/strided_copy_kernel.h"
 #include "ir/file_util.h"
 #include "runtime/cuda/device_copies.h"
 #include "runtime/cuda/matmul_call.h"
@@ -49,6 +50,18 @@ Result<CudaPlan> PlanForCuda(const RunPlan& plan) {
   CudaPlan out;
   KILN_ASSIGN_OR_RETURN(out.planned, PlanExecutable(plan, plan_options));
   Executable& exe = out.planned.lowered.executable;
+  // Strided copies (Slice, Transpose, BroadcastTo) as generated kernels, which run on the device.
+  int copies = 0;
+  for (Step& step : exe.steps) {
+    KILN_ASSIGN_OR_RETURN(std::optional<KernelSpec> copy,
+                          StridedCopyKernel(step, exe, "strided_copy" + std::to_string(copies)));
+    if (!copy) continue;
+    ++copies;
+    step.kind = Step::Kind::kKernel;
+    step.callee = copy->name;
+    step.rows = copy->shape[0];
+    out.planned.lowered.kernels.push_back(std::move(*copy));
+  }
   out.placement = PlaceSteps(exe, PlaceOnDevice);
   // AssignAdd and AssignSub on the device: a generated kernel computes the new value in the
   // variable's device copy (old +/- value, in place).

@@ -54,6 +54,9 @@ struct KernelSpec {
   std::vector<Op> ops;
   std::vector<int> outputs;  // value indices written to the output buffers, in order
   bool row_reduction = false;
+  // A kernel written directly as MLIR (its func.func text, same ABI; inputs, ops and outputs
+  // unused), for what the scalar DAG cannot say (compiler/strided_copy_kernel.h).
+  std::string raw_mlir;
 
   int num_values() const { return static_cast<int>(inputs.size() + ops.size()); }
   DType ValueType(int v) const {

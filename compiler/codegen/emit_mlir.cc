@@ -231,7 +231,7 @@ Result<std::string> EmitKernelModule(const std::vector<KernelSpec>& specs) {
   for (const KernelSpec& spec : specs) {
     if (!names.insert(spec.name).second)
       return MakeError(ErrorCode::kInvalidArgument, "two kernels are named '", spec.name, "'");
-    Result<std::string> k = EmitKernel(spec);
+    Result<std::string> k = spec.raw_mlir.empty() ? EmitKernel(spec) : spec.raw_mlir;
     if (!k.ok()) return k.error().WithContext("kernel '" + spec.name + "'");
     body += *k;
   }

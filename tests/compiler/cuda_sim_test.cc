@@ -360,6 +360,33 @@ TEST_CASE("cuda-sim: a kernel reading past its argument's end fails the launch, 
   for (const cuda::LaunchOperand& op : operands) device->Free(op.address);
 }
 
+TEST_CASE("cuda-sim: Transpose, Slice and BroadcastTo run as generated copy kernels on the device",
+          "[cuda]") {
+  GraphBuilder g;
+  Value x = g.Placeholder("x", f32, {2, 3, 4, 5});
+  g.Output("t", Transpose(x, {0, 2, 1, 3}));
+  g.Output("s", Slice(x, {3, 1}, {0, 5}, {2, 3}, {-2, 2}));  // a negative step
+  g.Output("b", BroadcastTo(Slice(x, {0}, {1}, {1}, {}), {2, 2, 3, 4, 5}));
+  Graph graph = *g.Build();
+  FeedList feeds = {{"x", Random(Shape{2, 3, 4, 5}, 6)}};
+  const std::vector<TensorName> fetches = {"t", "s", "b"};
+  Session reference(graph, SessionOptions{.backend = "reference"});
+  Result<RunPlan> plan = reference.Plan(feeds, fetches);
+  REQUIRE(plan.ok());
+  CompiledPlan compiled = CompileSim(*plan);
+  int copy_kernels = 0;
+  for (const Step& step : compiled.executable.steps) {
+    INFO(step.callee);
+    CHECK((step.on_device || step.callee == "to_device" || step.callee == "to_host"));
+    copy_kernels += step.callee.rfind("strided_copy", 0) == 0 && step.kind == Step::Kind::kKernel;
+  }
+  CHECK(copy_kernels == 4);
+  Result<std::vector<Tensor>> expected = reference.Run(feeds, fetches);
+  REQUIRE(expected.ok());
+  std::vector<Tensor> out = RunOnSimulator(std::move(compiled), *plan);
+  for (size_t i = 0; i < out.size(); ++i) CHECK(out[i].BitwiseEquals((*expected)[i]));
+}
+
 // The simulated device, counting what is copied to it.
 class CountingDevice : public cuda::Device {
  public:
