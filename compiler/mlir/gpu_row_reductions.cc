@@ -53,8 +53,8 @@ std::optional<Fold> FoldOf(mlir::scf::ForOp loop) {
   return std::nullopt;
 }
 
-// The columns of a row kernel whose every column loop is one this mapping handles (folds of f32),
-// or nullopt.
+// The columns of a row kernel that folds at least once and whose every column loop is one this
+// mapping handles (folds of f32), or nullopt.
 std::optional<int64_t> RowKernelColumns(mlir::scf::ParallelOp rows) {
   if (rows.getNumLoops() != 1) return std::nullopt;
   std::optional<int64_t> lb = mlir::getConstantIntValue(rows.getLowerBound()[0]);
@@ -63,16 +63,18 @@ std::optional<int64_t> RowKernelColumns(mlir::scf::ParallelOp rows) {
   if (!lb || *lb != 0 || !ub || *ub < 1 || *ub > (int64_t{1} << 31) - 1 || !step || *step != 1)
     return std::nullopt;
   std::optional<int64_t> cols;
+  bool folds = false;
   for (mlir::Operation& op : rows.getBody()->without_terminator()) {
     if (op.getNumRegions() == 0) continue;
     auto loop = mlir::dyn_cast<mlir::scf::ForOp>(op);
     if (!loop || !IsColumnLoop(loop)) return std::nullopt;  // other control flow: leave it
     if (loop.getNumIterOperands() != 0 && !FoldOf(loop)) return std::nullopt;
+    folds = folds || loop.getNumIterOperands() != 0;
     const int64_t n = *mlir::getConstantIntValue(loop.getUpperBound());
     if (cols && *cols != n) return std::nullopt;
     cols = n;
   }
-  return cols;
+  return folds ? cols : std::nullopt;
 }
 
 // The combining region of a NaN-winning max or min, as the column loop folds.
@@ -158,11 +160,7 @@ void MapRowReductionsToBlocks(mlir::ModuleOp module) {
     for (mlir::Operation& op : func.getBody().front())
       if (auto rows = mlir::dyn_cast<mlir::scf::ParallelOp>(op)) {
         std::optional<int64_t> cols = RowKernelColumns(rows);
-        bool folds = false;
-        rows.getBody()->walk(
-            [&](mlir::scf::ForOp loop) { folds = folds || loop.getNumIterOperands() != 0; });
-        if (cols && folds && *cols >= kMinColumnsForBlockReduction)
-          row_kernels.push_back({rows, *cols});
+        if (cols && *cols >= kMinColumnsForBlockReduction) row_kernels.push_back({rows, *cols});
       }
   for (auto [rows, cols] : row_kernels) MapToBlocks(rows, cols);
 }

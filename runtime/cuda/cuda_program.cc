@@ -88,18 +88,17 @@ Status CudaProgram::Prepare(int threads) {
   KILN_ASSIGN_OR_RETURN(DevicePtr arena, device_.Allocate(exe.arena_bytes));
   allocations_.push_back(arena);
   address_.assign(exe.buffers.size(), 0);
-  const std::map<int, std::string> shared_variables = SharedVariableBuffers(exe);
-  variable_of_ = shared_variables;
+  variable_of_ = SharedVariableBuffers(exe);
   std::set<int> assign_outputs;  // buffers device assigns write: their host twins are bound then
   for (const Step& step : exe.steps)
     if (step.on_device && step.callee == "assign") assign_outputs.insert(step.outputs[0]);
   for (size_t i = 0; i < exe.buffers.size(); ++i) {
     const BufferDesc& b = exe.buffers[i];
-    auto variable = shared_variables.find(static_cast<int>(i));
+    auto variable = variable_of_.find(static_cast<int>(i));
     if (b.kind == BufferDesc::Kind::kArena) {
       address_[i] = arena + b.offset;
     } else if (on_device.count(static_cast<int>(i)) && b.kind == BufferDesc::Kind::kVariable &&
-               variable != shared_variables.end()) {
+               variable != variable_of_.end()) {
       KILN_ASSIGN_OR_RETURN(address_[i], variables_->Address(variable->second, b.bytes()));
     } else if (on_device.count(static_cast<int>(i))) {
       KILN_ASSIGN_OR_RETURN(address_[i], device_.Allocate(b.bytes()));
@@ -118,13 +117,10 @@ Status CudaProgram::Prepare(int threads) {
       const BufferDesc& b = exe.buffers[action.buffer];
       const bool to_device = step.callee == "to_device";
       action.kind = to_device ? Action::Kind::kToDevice : Action::Kind::kToHost;
-      if (auto v = shared_variables.find(action.buffer);
-          to_device && v != shared_variables.end() && b.kind == BufferDesc::Kind::kVariable)
+      if (auto v = variable_of_.find(action.buffer);
+          to_device && v != variable_of_.end() && b.kind == BufferDesc::Kind::kVariable)
         action.variable = v->second;
-      const bool assigned_on_device = b.kind == BufferDesc::Kind::kVariable &&
-                                      variable_of_.count(action.buffer) &&
-                                      assign_outputs.count(action.buffer);
-      if (!to_device && b.kind != BufferDesc::Kind::kArena && !assigned_on_device)
+      if (!to_device && b.kind != BufferDesc::Kind::kArena && !assign_outputs.count(action.buffer))
         return MakeError(ErrorCode::kInternal, "to_host of buffer %", action.buffer, " (", b.tensor,
                          "), which is not an arena buffer");
     } else if (step.on_device && (step.callee == "copy" || step.callee == "assign")) {
@@ -222,6 +218,12 @@ Status CudaProgram::CheckLaunches(const DeviceKernel& kernel, const std::vector<
   return OkStatus();
 }
 
+Status CudaProgram::LaunchAll(const Action& action) {
+  for (const KernelLaunch& launch : action.kernel->launches)
+    KILN_RETURN_IF_ERROR(device_.Launch(*code_, launch, action.operands));
+  return OkStatus();
+}
+
 Status CudaProgram::Perform(const Action& action, cpu::StepEnv& env) {
   const Executable& exe = plan_.executable;
   switch (action.kind) {
@@ -250,9 +252,7 @@ Status CudaProgram::Perform(const Action& action, cpu::StepEnv& env) {
       return device_.ToHost(env.data[action.buffer], address_[action.buffer],
                             exe.buffers[action.buffer].bytes());
     case Action::Kind::kLaunch:
-      for (const KernelLaunch& launch : action.kernel->launches)
-        KILN_RETURN_IF_ERROR(device_.Launch(*code_, launch, action.operands));
-      return OkStatus();
+      return LaunchAll(action);
     case Action::Kind::kMatmul:
       return device_.Matmul(*action.matmul);
     case Action::Kind::kCopyOnDevice:
@@ -263,13 +263,10 @@ Status CudaProgram::Perform(const Action& action, cpu::StepEnv& env) {
       // reader on the host, is read back when the device is done (Finish).
       const BufferDesc& out = exe.buffers[action.buffer];
       variables_->Invalidate(action.variable);
-      if (action.kernel) {
-        for (const KernelLaunch& launch : action.kernel->launches)
-          KILN_RETURN_IF_ERROR(device_.Launch(*code_, launch, action.operands));
-      } else {
-        KILN_RETURN_IF_ERROR(
-            device_.CopyOnDevice(address_[action.buffer], address_[action.source], out.bytes()));
-      }
+      KILN_RETURN_IF_ERROR(action.kernel
+                               ? LaunchAll(action)
+                               : device_.CopyOnDevice(address_[action.buffer],
+                                                      address_[action.source], out.bytes()));
       KILN_ASSIGN_OR_RETURN(Tensor value, Tensor::Create(out.type.dtype, out.type.shape));
       env.pinned.push_back(value);
       env.data[action.buffer] = value.raw_data();

@@ -58,6 +58,8 @@ class CudaProgram {
   // Each launch of `kernel` against the buffers `ids` (the step's operands): arguments inside
   // their buffers, sizes inside CUDA's limits, the function present in the loaded code.
   Status CheckLaunches(const DeviceKernel& kernel, const std::vector<int>& ids);
+  // The launches of the action's kernel, with its operands.
+  Status LaunchAll(const Action& action);
   Status Perform(const Action& action, cpu::StepEnv& env);
   // After the device is done: reads the values device assigns wrote back into the store, then
   // copies out the fetches.
