@@ -5,9 +5,9 @@
 
 #include "compiler/codegen/emit_mlir.h"
 #include "compiler/cpu_compiler.h"
+#include "compiler/library_kernels.h"
 #include "compiler/mlir/jit.h"
 #include "compiler/plan_executable.h"
-#include "compiler/strided_copy_kernel.h"
 #include "ir/file_util.h"
 #include "runtime/cuda/device_copies.h"
 #include "runtime/cuda/matmul_call.h"
@@ -50,17 +50,17 @@ Result<CudaPlan> PlanForCuda(const RunPlan& plan) {
   CudaPlan out;
   KILN_ASSIGN_OR_RETURN(out.planned, PlanExecutable(plan, plan_options));
   Executable& exe = out.planned.lowered.executable;
-  // Strided copies (Slice, Transpose, BroadcastTo) as generated kernels, which run on the device.
-  int copies = 0;
-  for (Step& step : exe.steps) {
-    KILN_ASSIGN_OR_RETURN(std::optional<KernelSpec> copy,
-                          StridedCopyKernel(step, exe, "strided_copy" + std::to_string(copies)));
-    if (!copy) continue;
-    ++copies;
+  // Library steps the device has no library for (strided copies, convolutions, pooling, sums,
+  // concat and split) as generated kernels, which run on the device.
+  for (size_t i = 0; i < exe.steps.size(); ++i) {
+    Step& step = exe.steps[i];
+    KILN_ASSIGN_OR_RETURN(std::optional<KernelSpec> kernel,
+                          LibraryStepKernel(step, exe, step.callee + std::to_string(i)));
+    if (!kernel) continue;
     step.kind = Step::Kind::kKernel;
-    step.callee = copy->name;
-    step.rows = copy->shape[0];
-    out.planned.lowered.kernels.push_back(std::move(*copy));
+    step.callee = kernel->name;
+    step.rows = kernel->shape[0];
+    out.planned.lowered.kernels.push_back(std::move(*kernel));
   }
   out.placement = PlaceSteps(exe, PlaceOnDevice);
   // AssignAdd and AssignSub on the device: a generated kernel computes the new value in the

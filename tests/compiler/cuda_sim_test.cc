@@ -31,7 +31,8 @@ namespace {
 Tensor Random(Shape shape, uint64_t seed) { return testing::RandomTensor(shape, seed).CastTo(f32); }
 
 // x -> 2x + b -> relu (a device kernel) -> MatMul w (cuBLASLt on the device) -> max pooling over
-// pairs of columns (a host step) -> softmax (a device row reduction); fetches y (the relu) and s.
+// pairs of columns (a generated kernel on the device) -> rows in reverse order (Gather, a host
+// step) -> softmax (a device row reduction); fetches y (the relu) and s.
 struct MixedGraph {
   Graph graph;
   FeedList feeds;
@@ -46,7 +47,10 @@ struct MixedGraph {
     pairs.kernel = {2, 1};
     pairs.strides = {1, 1};
     Value pooled = MaxPool2D(Reshape(MatMul(y, w), {-1, 1, 5, 1}), pairs);
-    g.Output("s", Softmax(Reshape(pooled, {-1, 4})));
+    std::vector<int64_t> reversed(300);
+    for (int64_t i = 0; i < 300; ++i) reversed[i] = 299 - i;
+    Value rows = g.Constant(Tensor::FromVector(Shape{300}, reversed));
+    g.Output("s", Softmax(Gather(Reshape(pooled, {-1, 4}), rows)));
     graph = *g.Build();
     feeds = {
         {"x", Random(Shape{300, 8}, 1)}, {"b", Random(Shape{8}, 2)}, {"w", Random(Shape{8, 5}, 3)}};
@@ -155,8 +159,8 @@ TEST_CASE("placement: a copy before each read on the other side, fetches back on
 }
 
 TEST_CASE(
-    "cuda-sim: kernels and a cuBLASLt MatMul on the device, pooling on the host, copies "
-    "between",
+    "cuda-sim: kernels, pooling and a cuBLASLt MatMul on the device, a Gather on the host, "
+    "copies between",
     "[cuda]") {
   MixedGraph m;
   RunPlan plan = m.Plan();
@@ -168,13 +172,13 @@ TEST_CASE(
   for (const Step& s : exe.steps) {
     kernels += s.on_device && s.kind == Step::Kind::kKernel;
     copies += s.callee == "to_device" || s.callee == "to_host";
-    if (s.callee == "gemm" || s.callee == "max_pool2d")
-      where += s.callee + (s.on_device ? " device\n" : " host\n");
+    if (s.callee == "gemm" || s.callee == "Gather" || s.callee.rfind("max_pool2d", 0) == 0)
+      where += s.callee.substr(0, 10) + (s.on_device ? " device\n" : " host\n");
   }
-  CHECK(where == "gemm device\nmax_pool2d host\n");
-  CHECK(kernels == 2);  // the elementwise kernel and the softmax
-  CHECK(copies >= 4);   // x and b up, the product down, the pooled up, y and s down
-  REQUIRE(exe.device_kernels.size() == 2);
+  CHECK(where == "gemm device\nmax_pool2d device\nGather host\n");
+  CHECK(kernels == 3);  // the elementwise kernel, the pooling and the softmax
+  CHECK(copies >= 4);   // x and b up, the pooled down, the gathered up, y and s down
+  REQUIRE(exe.device_kernels.size() == 3);
   for (const DeviceKernel& k : exe.device_kernels) CHECK(!k.launches.empty());
   // The elementwise kernel over 300 x 8 elements: one dimension, 256 threads a block.
   const KernelLaunch& first = exe.device_kernels[0].launches[0];

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <string>
 
+#include "compiler/codegen/emit_library_kernels.h"
 #include "compiler/codegen/emit_mlir.h"
 #include "compiler/cubin.h"
 #include "compiler/mlir/gpu_kernels.h"
@@ -37,8 +38,63 @@ std::string RunPtxas(const std::string& ptxas, const std::string& ptx, int sm) {
   return "ptxas exit " + std::to_string(WEXITSTATUS(rc)) + ": " + text.substr(0, 4000);
 }
 
+KernelSpec RawSpec(const std::string& name, int64_t iterations, std::string text) {
+  KernelSpec spec;
+  spec.name = name;
+  spec.shape = Shape{iterations};
+  spec.raw_mlir = std::move(text);
+  return spec;
+}
+
+// Library steps as generated kernels: convolutions (groups, dilation, padding, the whole epilogue,
+// bf16), pooling (max and both averages, 16-bit), sums (f32, f64) and concat/split (1-8 bytes).
+std::vector<KernelSpec> LibrarySpecs() {
+  std::vector<KernelSpec> specs;
+  Conv2DKernelParams conv;
+  conv.x = {2, 4, 7, 6};
+  conv.y = {2, 6, 4, 3};
+  conv.window = {3, 2};
+  conv.strides = {2, 2};
+  conv.dilations = {1, 2};
+  conv.pads = {1, 0};
+  conv.groups = 2;
+  specs.push_back(RawSpec("conv", 2 * 6 * 4 * 3, EmitConv2DKernel("conv", conv)));
+  conv.dtype = DType::kBF16;
+  conv.bias = conv.residual = conv.relu = true;
+  specs.push_back(
+      RawSpec("conv_bf16_epilogue", 2 * 6 * 4 * 3, EmitConv2DKernel("conv_bf16_epilogue", conv)));
+  Pool2DKernelParams pool;
+  pool.planes = 6, pool.height = 5, pool.width = 5, pool.out_height = 3, pool.out_width = 3;
+  pool.window = {3, 3}, pool.strides = {2, 2}, pool.pads = {1, 1, 1, 1};
+  specs.push_back(RawSpec("max_pool", 54, EmitPool2DKernel("max_pool", pool)));
+  pool.max = false;
+  pool.dtype = DType::kF16;
+  specs.push_back(RawSpec("avg_pool_f16", 54, EmitPool2DKernel("avg_pool_f16", pool)));
+  pool.include_pad = true;
+  pool.dtype = DType::kBF16;
+  specs.push_back(RawSpec("avg_pool_pad_bf16", 54, EmitPool2DKernel("avg_pool_pad_bf16", pool)));
+  ReduceSumKernelParams sum;
+  sum.sizes = {3, 4, 5};
+  sum.reduced = {true, false, true};
+  sum.scale = 1.0 / 15;
+  specs.push_back(RawSpec("mean", 4, EmitReduceSumKernel("mean", sum)));
+  sum.dtype = DType::kF64;
+  specs.push_back(RawSpec("sum_f64", 4, EmitReduceSumKernel("sum_f64", sum)));
+  ConcatKernelParams concat;
+  concat.dtype = DType::kI8;
+  concat.outer = 3;
+  concat.blocks = {2, 5, 1};
+  specs.push_back(RawSpec("concat_i8", 24, EmitConcatKernel("concat_i8", concat)));
+  concat.dtype = DType::kI64;
+  concat.concat = false;
+  concat.ignored_inputs = {{DType::kF32, 6}};
+  specs.push_back(RawSpec("split_i64", 24, EmitConcatKernel("split_i64", concat)));
+  return specs;
+}
+
 std::vector<KernelSpec> AllTestedSpecs() {
   std::vector<KernelSpec> specs = testing::GoldenSpecs();
+  for (KernelSpec& spec : LibrarySpecs()) specs.push_back(std::move(spec));
   for (KernelSpec& spec : testing::RowReductionSpecs()) {
     specs.push_back(spec);
     // The same over 300 columns: one block per row, folded with gpu.all_reduce.
@@ -97,6 +153,7 @@ TEST_CASE("PTX: every tested kernel lowers to PTX that ptxas accepts (sm_80, sm_
     CHECK(ptx->find(".visible .entry add_broadcast_kernel(") != std::string::npos);
     CHECK(ptx->find(".visible .entry rank0_kernel(") != std::string::npos);
     CHECK(ptx->find(".visible .entry row_softmax_kernel(") != std::string::npos);
+    CHECK(ptx->find(".visible .entry conv_bf16_epilogue_kernel(") != std::string::npos);
     // Wide f32 rows reduce across the block (warp shuffles, then shared memory).
     CHECK(ptx->find(".visible .entry row_softmax_wide_kernel(") != std::string::npos);
     CHECK(ptx->find("shfl.sync") != std::string::npos);
