@@ -2,8 +2,9 @@
 # Builds the GPU bundle: a self-contained folder that checks and benchmarks kiln on a GPU machine
 # that has a driver but no compiler, no network and no kiln build (see README, "GPU bundle").
 #   scripts/gpu_bundle.sh OUT        then, on the GPU machine: OUT/run.sh
-# OUT holds kilnrt (the runtime alone, stripped), the shared libraries it needs beyond the C/C++
-# runtime (xz-compressed), the test models compiled with `kiln compile --target cuda` (PTX and
+# OUT holds kilnrt (the runtime alone, built without oneDNN and OpenBLAS: every library step of
+# the bundled models runs on the device; stripped), the shared libraries it needs beyond the C/C++
+# runtime (xz-compressed: protobuf and its friends), the test models compiled with `kiln compile --target cuda` (PTX and
 # cubins for sm_80 and sm_90) with their inputs, the reference executor's outputs and, for PyTorch
 # exports, PyTorch's outputs, and the scripts run.sh uses. KILN_BUNDLE_ELEMENTS sets the elementwise
 # benchmark's input size (default 2^26 floats), KILN_BUNDLE_GEMM the GEMM benchmarks' N (N x N
@@ -14,14 +15,17 @@ out=${1:?usage: scripts/gpu_bundle.sh OUT}
 elements=${KILN_BUNDLE_ELEMENTS:-67108864}
 gemm=${KILN_BUNDLE_GEMM:-4096}
 scripts/setup.sh >/dev/null
-scripts/build.sh build -- kiln kilnrt >/dev/null
+scripts/build.sh build -- kiln >/dev/null
+scripts/build.sh build-gpu-runtime -DKILN_BUILD_COMPILER=OFF -DKILN_HOST_LIBRARIES=OFF -- kilnrt \
+  >/dev/null
 kiln=build/tools/kiln
+kilnrt=build-gpu-runtime/tools/kilnrt
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/models"
 cp scripts/gpu_bundle/run.sh scripts/gpu_bundle/compare.py scripts/gpu_bundle/bench_torch.py \
   scripts/gpu_bundle/write_input.py scripts/write_npy.py "$out/"
 git describe --always --dirty >"$out/VERSION" 2>/dev/null || echo unknown >"$out/VERSION"
-cp build/tools/kilnrt "$out/bin/kilnrt"
+cp $kilnrt "$out/bin/kilnrt"
 strip "$out/bin/kilnrt"
 
 # The libraries kilnrt loads beyond glibc and the C++ runtime, which every Linux has.
@@ -32,7 +36,11 @@ while read -r path; do
       librt.so*) ;;
     *) libs+=("$path") ;;
   esac
-done < <(ldd build/tools/kilnrt | awk '$3 ~ /^\// {print $3}')
+done < <(ldd $kilnrt | awk '$3 ~ /^\// {print $3}')
+if printf '%s\n' "${libs[@]}" | grep -Eq 'dnnl|openblas'; then
+  echo "gpu_bundle: $kilnrt links oneDNN or OpenBLAS" >&2
+  exit 1
+fi
 staging=$(mktemp -d)
 trap 'rm -rf "$staging"' EXIT
 for lib in "${libs[@]}"; do cp -L "$lib" "$staging/"; done

@@ -3,7 +3,9 @@
 #   1. the unit, op and CLI tests (g++ build),
 #   2. the same tests under AddressSanitizer + UndefinedBehaviorSanitizer (clang build, without
 #      compiler/: this is also the runtime-only build, whose tests run on the reference backend),
-#   3. a short seeded run of every libFuzzer target (clang build).
+#   3. a short seeded run of every libFuzzer target (clang build),
+#   4. the GPU bundle (scripts/gpu_bundle.sh, whose kilnrt is built without oneDNN and OpenBLAS)
+#      run on the simulated device, and that kilnrt refusing a cpu module that needs oneDNN.
 # Usage: scripts/test.sh [--slow]
 #   --slow  also runs the CTest tests labelled "slow" (loss falls on the big models/ networks on the
 #           reference executor, minutes each) in the g++ build; without it they are left out.
@@ -36,3 +38,24 @@ echo "== tests under ASan+UBSan, and fuzzing"
 # optimized, many minutes under ASan in a Debug build); they run in the plain pass above.
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan --output-on-failure -j "$jobs" -E "loss falls" -LE slow
+
+echo "== the GPU bundle on the simulated device"
+bundle=$(mktemp -d)
+trap 'rm -rf "$bundle"' EXIT
+KILN_BUNDLE_ELEMENTS=1048576 KILN_BUNDLE_GEMM=256 scripts/gpu_bundle.sh "$bundle/out"
+if ! KILN_BUNDLE_BACKEND=cuda-sim KILN_BUNDLE_RUNS=2 "$bundle/out/run.sh" >"$bundle/log" 2>&1; then
+  cat "$bundle/log"
+  exit 1
+fi
+sed '/^$/q' "$bundle/log"  # the checks (the timings after them say nothing on a simulator)
+build/tools/kiln compile tests/data/onnx/resnet/model.onnx --input x=2x3x64x64 \
+  -o "$bundle/cpu.kmod" >/dev/null
+rc=0
+"$bundle/out/bin/kilnrt" "$bundle/cpu.kmod" --input x=tests/data/onnx/resnet/x.npy \
+  2>"$bundle/err" >/dev/null || rc=$?
+if [[ $rc -ne 1 ]] || ! grep -q "conv2d of .* built without them" "$bundle/err"; then
+  echo "kilnrt without oneDNN: expected exit 1 naming the conv2d step, got $rc:" >&2
+  cat "$bundle/err" >&2
+  exit 1
+fi
+echo "kilnrt without oneDNN refuses a cpu module that needs it: $(cat "$bundle/err")"
