@@ -2,12 +2,28 @@
 
 #include <sstream>
 
+#include "ir/tensor.h"
+
 namespace kiln::compiler {
 namespace {
 
+std::string Element(const BufferDesc& b) {
+  return "i" + std::to_string(8 * DTypeSize(b.type.dtype));
+}
+
 std::string Memref(const BufferDesc& b) {
-  return "memref<" + std::to_string(b.type.shape.NumElements()) + "xi" +
-         std::to_string(8 * DTypeSize(b.type.dtype)) + ">";
+  return "memref<" + std::to_string(b.type.shape.NumElements()) + "x" + Element(b) + ">";
+}
+
+// The bits of `value` stored as `dtype` (Tensor's conversion), as a signed integer of its width.
+int64_t FillBits(DType dtype, double value) {
+  const Tensor one = Tensor::FromDoubles(dtype, Shape{1}, {value});
+  const unsigned char* bytes = static_cast<const unsigned char*>(one.raw_data());
+  const int size = DTypeSize(dtype);
+  uint64_t bits = 0;
+  for (int b = size; b-- > 0;) bits = bits << 8 | bytes[b];  // little-endian
+  const int shift = 64 - 8 * size;
+  return static_cast<int64_t>(bits << shift) >> shift;
 }
 
 }  // namespace
@@ -32,7 +48,7 @@ Result<std::optional<KernelSpec>> StridedCopyKernel(const Step& step, const Exec
       return MakeError(ErrorCode::kInternal, "strided_copy '", step.node.name, "': bad dims");
   const BufferDesc& src = exe.buffers[step.inputs[0]];
   const BufferDesc& dst = exe.buffers[step.outputs[0]];
-  if (fill != 0 || total == 0 || DTypeSize(src.type.dtype) != DTypeSize(dst.type.dtype))
+  if (total == 0 || DTypeSize(src.type.dtype) != DTypeSize(dst.type.dtype))
     return std::optional<KernelSpec>();
 
   std::ostringstream os;
@@ -42,8 +58,19 @@ Result<std::optional<KernelSpec>> StridedCopyKernel(const Step& step, const Exec
   os << ", %out0: " << Memref(dst) << ") {\n"
      << "    %lo = arith.index_cast %begin : i64 to index\n"
      << "    %hi = arith.index_cast %end : i64 to index\n"
-     << "    %one = arith.constant 1 : index\n"
-     << "    scf.parallel (%i) = (%lo) to (%hi) step (%one) {\n"
+     << "    %one = arith.constant 1 : index\n";
+  if (fill != 0) {  // a first loop (launch) writes the fill value everywhere
+    KILN_ASSIGN_OR_RETURN(double fill_value, step.attrs.GetFloat("fill_value"));
+    os << "    %zero = arith.constant 0 : index\n"
+       << "    %all = arith.constant " << dst.type.shape.NumElements() << " : index\n"
+       << "    scf.parallel (%j) = (%zero) to (%all) step (%one) {\n"
+       << "      %fill = arith.constant " << FillBits(dst.type.dtype, fill_value) << " : "
+       << Element(dst) << "\n"
+       << "      memref.store %fill, %out0[%j] : " << Memref(dst) << "\n"
+       << "      scf.yield\n"
+       << "    }\n";
+  }
+  os << "    scf.parallel (%i) = (%lo) to (%hi) step (%one) {\n"
      << "      %s = arith.constant " << src_offset << " : index\n"
      << "      %t = arith.constant " << dst_offset << " : index\n";
   // Split %i over the dims, innermost first (c_d = rest % dims[d], rest = rest / dims[d]), adding
