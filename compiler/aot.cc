@@ -61,9 +61,9 @@ Result<FeedList> PlaceholderFeeds(const Graph& graph, const AotOptions& options)
 }
 
 // The pipeline of the session's JIT for `target`, without code generation.
-Result<PlannedExecutable> PlanForTarget(const RunPlan& plan, const std::string& target) {
+Result<PlannedExecutable> PlanForTarget(const RunPlan& plan, const std::string& target, bool tf32) {
   if (target == "cuda") {
-    KILN_ASSIGN_OR_RETURN(CudaPlan cuda, PlanForCuda(plan));
+    KILN_ASSIGN_OR_RETURN(CudaPlan cuda, PlanForCuda(plan, tf32));
     return std::move(cuda.planned);
   }
   PlanOptions plan_options;
@@ -119,7 +119,8 @@ Result<ModuleFile> CompileModule(const Graph& graph, const AotOptions& options) 
     return MakeError(ErrorCode::kInvalidArgument, "unknown target '", options.target,
                      "' (cpu, cuda)");
   module.target = options.target;
-  KILN_ASSIGN_OR_RETURN(PlannedExecutable exe, PlanForTarget(plan, options.target));
+  KILN_ASSIGN_OR_RETURN(PlannedExecutable exe,
+                        PlanForTarget(plan, options.target, options.precision.tf32));
   module.executable = std::move(exe.lowered.executable);
   if (!exe.lowered.kernels.empty()) {
     std::string host_code;

@@ -43,7 +43,7 @@ Result<GpuKernels> GenerateGpuKernels(const std::vector<KernelSpec>& kernels,
   return gpu;
 }
 
-Result<CudaPlan> PlanForCuda(const RunPlan& plan) {
+Result<CudaPlan> PlanForCuda(const RunPlan& plan, bool tf32) {
   PlanOptions plan_options;
   plan_options.can_emit = CanEmit;
   plan_options.preferred_layouts = nullptr;  // dense buffers: the device's kernels read no other
@@ -63,6 +63,10 @@ Result<CudaPlan> PlanForCuda(const RunPlan& plan) {
     out.planned.lowered.kernels.push_back(std::move(*kernel));
   }
   out.placement = PlaceSteps(exe, PlaceOnDevice);
+  if (tf32)
+    for (Step& step : exe.steps)
+      if (step.on_device && step.callee == "gemm" && exe.buffers[step.outputs[0]].type.dtype == f32)
+        step.attrs.Set("tf32", int64_t{1});
   // AssignAdd and AssignSub on the device: a generated kernel computes the new value in the
   // variable's device copy (old +/- value, in place).
   int updates = 0;
@@ -86,7 +90,7 @@ Result<CudaPlan> PlanForCuda(const RunPlan& plan) {
 Result<CompiledPlan> CompileForCuda(const RunPlan& plan, const CompileOptions& options) {
   if (options.target != "cuda" && options.target != "cuda-sim")
     return MakeError(ErrorCode::kInvalidArgument, "unknown CUDA target '", options.target, "'");
-  KILN_ASSIGN_OR_RETURN(CudaPlan cuda_plan, PlanForCuda(plan));
+  KILN_ASSIGN_OR_RETURN(CudaPlan cuda_plan, PlanForCuda(plan, options.tf32));
   PlannedExecutable& planned = cuda_plan.planned;
   CompiledPlan compiled;
   Executable& exe = planned.lowered.executable;

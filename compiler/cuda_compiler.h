@@ -22,7 +22,9 @@ struct CudaPlan {
   PlannedExecutable planned;  // planned.lowered.executable is placed
   PlacementStats placement;
 };
-Result<CudaPlan> PlanForCuda(const RunPlan& plan);
+// With `tf32`, the device's f32 gemm steps get attribute "tf32" = 1: their cuBLASLt calls may use
+// TF32 tensor cores (runtime/cuda/matmul_call.h).
+Result<CudaPlan> PlanForCuda(const RunPlan& plan, bool tf32 = false);
 
 // The generated kernels of a plan lowered for the GPU (launches, and the PTX and host translation
 // `options` ask for). A failure is kiln's own (kInternal), never a reason to fall back.

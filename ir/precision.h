@@ -35,6 +35,11 @@ struct PrecisionPolicy {
   // it in 16 bits (follow/neutral behave as for ops).
   std::map<std::string, PrecisionList> node_lists;
 
+  // Float32 matrix products (MatMul, Gemm) may use TF32 tensor cores on a CUDA device: inputs
+  // rounded to TF32 (10-bit mantissa), products accumulated in f32, as PyTorch's
+  // allow_tf32. No effect on other backends, and none on the graph.
+  bool tf32 = false;
+
   bool enabled() const { return compute != f32; }
 };
 

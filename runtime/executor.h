@@ -30,7 +30,8 @@ class Executor {
 // Creates the executor for a backend name ("cpu", "cuda", "cuda-sim", "reference", or "auto": cpu
 // when a compiler is registered, else reference); "cuda" fails here where there is no GPU driver;
 // lists the available ones when the name is unknown. `threads` <= 0 means every core this process
-// may use.
-Result<std::unique_ptr<Executor>> CreateExecutor(const std::string& backend, int threads = 0);
+// may use. `tf32`: the cuda backends' f32 matrix products may use TF32 (PrecisionPolicy::tf32).
+Result<std::unique_ptr<Executor>> CreateExecutor(const std::string& backend, int threads = 0,
+                                                 bool tf32 = false);
 
 }  // namespace kiln

@@ -42,7 +42,8 @@ Session::Session(Graph graph, SessionOptions options)
     if (status_.ok()) status_ = Verify(graph_);
     if (!status_.ok()) return;
   }
-  Result<std::unique_ptr<Executor>> executor = CreateExecutor(options_.backend, options_.threads);
+  Result<std::unique_ptr<Executor>> executor =
+      CreateExecutor(options_.backend, options_.threads, options_.precision.tf32);
   if (!executor.ok()) {
     status_ = executor.error();
     return;

@@ -76,6 +76,8 @@ for name in gemm gemm_bf16; do
   $kiln compile scripts/gpu_bundle/$name.kgraph.txt --target cuda --input "x=${gemm}x$gemm" \
     -o "$out/models/${name}_bench.kmod" >/dev/null
 done
+$kiln compile scripts/gpu_bundle/gemm.kgraph.txt --target cuda --tf32 --input "x=${gemm}x$gemm" \
+  -o "$out/models/gemm_tf32_bench.kmod" >/dev/null
 echo "$gemm" >"$out/models/GEMM"
 printf '%s\n' "elementwise_bench:$elements" "gemm_bench:${gemm}x$gemm" \
   "gemm_bf16_bench:${gemm}x$gemm" resnet:2x3x64x64 transformer:2x5x32 lstm:2x7x6 \

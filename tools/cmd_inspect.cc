@@ -42,7 +42,7 @@ int RunInspect(const Command& cmd, const std::vector<std::string>& args) {
   Flags flags;
   flags.Switch("fusion").Switch("memory").Switch("placement").Option("backend");
   flags.Repeated("input").Repeated("fetch").Repeated("target");
-  flags.Switch("precision").Repeated("precision-op").Repeated("precision-node");
+  flags.Switch("precision").Repeated("precision-op").Repeated("precision-node").Switch("tf32");
   flags.Switch("train").Option("loss").Option("optimizer").Option("lr");
   flags.Positional(1, 1);
   if (int code = ParseOrExit(cmd, flags, args); code >= 0) return code;

@@ -20,8 +20,11 @@ int RunRun(const Command& cmd, const std::vector<std::string>& args) {
         return UsageError(cmd, std::string("--") + flag +
                                    " does not apply to a compiled module (.kmod): its plan and "
                                    "precision were fixed by kiln compile");
-    if (flags.On("check-numerics"))
-      return UsageError(cmd, "--check-numerics does not apply to a compiled module (.kmod)");
+    for (const char* flag : {"check-numerics", "tf32"})
+      if (flags.On(flag))
+        return UsageError(
+            cmd, std::string("--") + flag + " does not apply to a compiled module (.kmod)" +
+                     (flag == std::string("tf32") ? " (kiln compile --tf32 sets it)" : ""));
     return RunModuleFile(cmd, flags, flags.positional()[0]);
   }
   Result<SessionOptions> options = SessionOptionsFromFlags(flags);

@@ -51,8 +51,9 @@ void PrintPlacement(const Executable& exe) {
     }
     if (step.kind == Step::Kind::kLibrary && step.callee == "variable_read") continue;
     (step.on_device ? device_nodes : host_nodes) += NodesOf(step);
-    std::printf("  %-7s %-9s %s  # %s\n", step.on_device ? "device" : "host",
-                StepKindName(step.kind), step.callee.c_str(), step.node.name.c_str());
+    std::printf("  %-7s %-9s %s%s  # %s\n", step.on_device ? "device" : "host",
+                StepKindName(step.kind), step.callee.c_str(),
+                step.attrs.Has("tf32") ? " (tf32)" : "", step.node.name.c_str());
   }
   std::printf("placement: %d device nodes, %d host nodes, %d copies (%lld bytes)\n", device_nodes,
               host_nodes, copies, static_cast<long long>(copy_bytes));
@@ -102,7 +103,7 @@ int PrintPlanReport(const Command& cmd, const Graph& graph, const Flags& flags,
     return UsageError(cmd, "--placement shows a CUDA plan: add --backend cuda");
   Result<compiler::PlannedExecutable> planned = MakeError(ErrorCode::kInternal, "not planned");
   if (cuda) {
-    Result<compiler::CudaPlan> cuda_plan = compiler::PlanForCuda(*plan);
+    Result<compiler::CudaPlan> cuda_plan = compiler::PlanForCuda(*plan, flags.On("tf32"));
     if (!cuda_plan.ok()) return Fail(cmd, cuda_plan.error());
     planned = std::move(cuda_plan->planned);
   } else {

@@ -28,7 +28,7 @@ const std::vector<Command>& Commands() {
       {"run", "run a model on input files",
        "usage: kiln run MODEL [--input NAME=FILE]... [--fetch NAME]... [--out DIR] [--backend "
        "B]\n"
-       "                [--threads N] [--precision P] [--check-numerics]\n\n"
+       "                [--threads N] [--precision P] [--tf32] [--check-numerics]\n\n"
        "Runs MODEL (.kgraph, .kgraph.txt, .onnx, or a module .kmod from kiln compile, which runs\n"
        "as kilnrt runs it). Inputs are .npy or ONNX TensorProto .pb files.\n"
        "Fetches default to the model's outputs; NAME may be an output name, \"node\" or "
@@ -38,20 +38,23 @@ const std::vector<Command>& Commands() {
        "digits, '.', '_' and '-' become '_'); without it a summary of each is printed.\n"
        "Backends: cpu (compiled; the default in builds with the compiler), reference (the\n"
        "interpreter every compiled result is tested against), auto (the default: cpu if built),\n"
-       "cuda (compiled for the first NVIDIA GPU; generated kernels run there, other steps on the\n"
-       "host for now) and cuda-sim (the same plan on the simulated CUDA device).\n"
+       "cuda (compiled for the first NVIDIA GPU; generated kernels and cuBLASLt calls run there,\n"
+       "the steps the device has no code for yet on the host) and cuda-sim (the same plan on the\n"
+       "simulated CUDA device).\n"
        "--threads 0 (the default) uses every core this process may use.\n"
        "--precision fp32|bf16|fp16 computes float32 math in 16 bits where the mixed-precision\n"
        "lists allow (kiln inspect --precision prints them and what they decide); graph outputs\n"
        "keep their dtypes. --precision-op OP=LIST moves an op to another list (always16, follow,\n"
        "keep32, neutral), --precision-node NODE=LIST decides for one node.\n"
+       "--tf32 lets float32 matrix products use TF32 tensor cores on a CUDA device (inputs\n"
+       "rounded to a 10-bit mantissa, float32 accumulation; as PyTorch's allow_tf32).\n"
        "--check-numerics fails at the first node whose float output has an inf or NaN, naming\n"
        "it, its op and where it was built.\n",
        RunRun},
       {"inspect", "ops, inputs, outputs, parameters and FLOPs of a model",
        "usage: kiln inspect MODEL [--fusion] [--memory] [--placement] [--backend B]\n"
        "                    [--input NAME=SHAPE]... [--fetch NAME]...\n"
-       "                    [--target NAME]... [--precision [--precision-op OP=LIST]...]\n"
+       "                    [--target NAME]... [--precision [--precision-op OP=LIST]...] [--tf32]\n"
        "                    [--train --loss NAME [--optimizer sgd] [--lr 0.01]]\n\n"
        "Prints the model's inputs and outputs with dtypes and shapes, its ops by count, the "
        "number\n"
@@ -64,7 +67,8 @@ const std::vector<Command>& Commands() {
        "they decide for each node in bf16 (with --precision-op/--precision-node changes).\n"
        "--backend cuda (or cuda-sim) plans for the CUDA device; --placement then lists where\n"
        "each step runs (device or host) and every copy between them, and ends with\n"
-       "`placement: D device nodes, H host nodes, C copies (B bytes)`.\n"
+       "`placement: D device nodes, H host nodes, C copies (B bytes)`; with --tf32, float32\n"
+       "matrix products say (tf32).\n"
        "--train --loss NAME plans one training step instead (the loss's gradient and the\n"
        "optimizer's update, as kiln bench --train runs it) for --fusion, --memory and\n"
        "--placement.\n",
@@ -146,7 +150,7 @@ const std::vector<Command>& Commands() {
        "usage: kiln compile MODEL -o OUT.kmod [--target cpu|cuda] [--fetch NAME]...\n"
        "                    [--input NAME=SHAPE]... [--checkpoint FILE]\n"
        "                    [--train --loss NAME [--optimizer sgd] [--lr 0.01]]\n"
-       "                    [--header OUT.h [--class [NS::]NAME]] [--precision P]\n\n"
+       "                    [--header OUT.h [--class [NS::]NAME]] [--precision P] [--tf32]\n\n"
        "Compiles MODEL (.kgraph, .kgraph.txt or .onnx) through the same pipeline as the cpu\n"
        "backend and writes one file holding the plan, its constants, the variables' values (their\n"
        "initializers, or --checkpoint's) and the kernels' machine code for this CPU, with a\n"
@@ -164,7 +168,8 @@ const std::vector<Command>& Commands() {
        "mixed-precision graph (as kiln run --precision runs it) and records it in the manifest.\n"
        "--target cuda compiles the CUDA plan (as kiln run --backend cuda runs it): PTX for sm_80\n"
        "and sm_90 (a newer GPU JIT-compiles it) and, for the simulated device, the kernels' host\n"
-       "translations; kilnrt runs it with --backend cuda or cuda-sim.\n",
+       "translations; kilnrt runs it with --backend cuda or cuda-sim. --tf32 lets its float32\n"
+       "matrix products use TF32 (as kiln run --tf32).\n",
        RunCompile},
       {"help", "show help for kiln or one command", "usage: kiln help [COMMAND]\n", RunHelp},
   };

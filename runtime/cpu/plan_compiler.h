@@ -43,6 +43,7 @@ struct CompileOptions {
   int threads = 1;
   std::string target = "cpu";  // "cpu", "cuda" or "cuda-sim"
   int sm = 80;                 // "cuda": the architecture to generate PTX for
+  bool tf32 = false;           // "cuda", "cuda-sim": f32 gemm steps may use TF32
 };
 
 class PlanCompiler {

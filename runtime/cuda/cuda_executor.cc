@@ -7,10 +7,11 @@
 
 namespace kiln::cuda {
 
-Result<std::unique_ptr<Executor>> CudaExecutor::Create(const std::string& backend, int threads) {
+Result<std::unique_ptr<Executor>> CudaExecutor::Create(const std::string& backend, int threads,
+                                                       bool tf32) {
   threads = threads > 0 ? threads : cpu::AvailableCores();
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<Device> device, OpenDevice(backend, threads));
-  return std::unique_ptr<Executor>(new CudaExecutor(backend, std::move(device), threads));
+  return std::unique_ptr<Executor>(new CudaExecutor(backend, std::move(device), threads, tf32));
 }
 
 Result<std::vector<Tensor>> CudaExecutor::Execute(const RunPlan& plan, VariableStore& variables) {
@@ -25,6 +26,7 @@ Result<std::vector<Tensor>> CudaExecutor::Execute(const RunPlan& plan, VariableS
     CompileOptions options;
     options.threads = threads_;
     options.target = backend_;
+    options.tf32 = tf32_;
     // PTX for the GPU's architecture, or for the newest one the code generator knows (sm_90),
     // which the driver JIT-compiles for a newer GPU.
     if (device_->Architecture() > 0) options.sm = std::min(device_->Architecture(), 90);

@@ -20,17 +20,20 @@ namespace kiln::cuda {
 
 class CudaExecutor : public Executor {
  public:
-  // Opens the device: "cuda" fails here, with one line, where there is no driver or GPU.
-  static Result<std::unique_ptr<Executor>> Create(const std::string& backend, int threads);
+  // Opens the device: "cuda" fails here, with one line, where there is no driver or GPU. With
+  // `tf32`, plans' f32 matrix products may use TF32 (CompileOptions::tf32).
+  static Result<std::unique_ptr<Executor>> Create(const std::string& backend, int threads,
+                                                  bool tf32);
   Result<std::vector<Tensor>> Execute(const RunPlan& plan, VariableStore& variables) override;
 
  private:
-  CudaExecutor(std::string backend, std::unique_ptr<Device> device, int threads)
-      : backend_(std::move(backend)), device_(std::move(device)), threads_(threads) {}
+  CudaExecutor(std::string backend, std::unique_ptr<Device> device, int threads, bool tf32)
+      : backend_(std::move(backend)), device_(std::move(device)), threads_(threads), tf32_(tf32) {}
 
   std::string backend_;
   std::unique_ptr<Device> device_;  // declared before the programs, which use it
   int threads_;
+  bool tf32_;
   std::shared_ptr<DeviceVariables> variables_ = std::make_shared<DeviceVariables>(*device_);
   std::map<std::string, std::unique_ptr<CudaProgram>> cache_;  // null: runs on the reference
   std::map<std::string, uint64_t> counters_;

@@ -103,10 +103,10 @@ Result<std::shared_ptr<PreparedMatmul>> DriverMatmuls::Prepare(const MatmulCall&
   m->call = call;
   m->operands = operands;
   const std::string what = "preparing " + call.ToString();
-  // f32 products stay exact f32 (no TF32); 16-bit operands accumulate in f32.
-  Status st =
-      CheckCublas(api_, api_.cublasLtMatmulDescCreate(&m->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F),
-                  "cublasLtMatmulDescCreate");
+  // f32 products stay exact f32 unless TF32 is allowed; 16-bit operands accumulate in f32.
+  const cublasComputeType_t compute = call.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  Status st = CheckCublas(api_, api_.cublasLtMatmulDescCreate(&m->desc, compute, CUDA_R_32F),
+                          "cublasLtMatmulDescCreate");
   const cublasOperation_t ta = call.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t tb = call.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   const uint32_t epilogue = CublasEpilogue(call.epilogue);

@@ -1,6 +1,7 @@
 // RunMatmulOnHost (matmul_call.h): cuBLASLt's matmul semantics, computed plainly on the host for
 // the simulated device. Column by column of D: an f32 accumulator per row, one k-step at a time.
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <vector>
 
@@ -34,9 +35,20 @@ void Store(void* base, int64_t i, DType t, float v) {
   }
 }
 
-// Element (row, col) of the stored column-major matrix at `base`, seen through op().
-float OpElement(const void* base, DType t, bool trans, int64_t ld, int64_t row, int64_t col) {
-  return trans ? Load(base, col + row * ld, t) : Load(base, row + col * ld, t);
+// `v` rounded to TF32 (10 mantissa bits): to nearest, ties away from zero; inf and NaN kept.
+float ToTf32(float v) {
+  uint32_t bits = std::bit_cast<uint32_t>(v);
+  if ((bits & 0x7f800000u) == 0x7f800000u) return v;
+  bits = (bits + 0x1000u) & 0xffffe000u;
+  return std::bit_cast<float>(bits);
+}
+
+// Element (row, col) of the stored column-major matrix at `base`, seen through op(), as the
+// multiplier takes it (TF32-rounded when `tf32`).
+float OpElement(const void* base, DType t, bool trans, int64_t ld, int64_t row, int64_t col,
+                bool tf32) {
+  const float v = trans ? Load(base, col + row * ld, t) : Load(base, row + col * ld, t);
+  return tf32 ? ToTf32(v) : v;
 }
 
 }  // namespace
@@ -55,9 +67,9 @@ void RunMatmulOnHost(const MatmulCall& c, const void* a, const void* b, const vo
       char* d_i = static_cast<char*>(d) + i * c.stride_d * d_size;
       std::fill(acc.begin(), acc.end(), 0.0f);
       for (int64_t p = 0; p < c.k; ++p) {
-        const float bv = OpElement(b_i, c.ab_type, c.trans_b, c.ldb, p, j);
+        const float bv = OpElement(b_i, c.ab_type, c.trans_b, c.ldb, p, j, c.tf32);
         for (int64_t r = 0; r < c.m; ++r)
-          acc[r] += OpElement(a_i, c.ab_type, c.trans_a, c.lda, r, p) * bv;
+          acc[r] += OpElement(a_i, c.ab_type, c.trans_a, c.lda, r, p, c.tf32) * bv;
       }
       for (int64_t r = 0; r < c.m; ++r) {
         float v = c.alpha * acc[r];

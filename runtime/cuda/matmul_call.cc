@@ -29,7 +29,7 @@ std::string MatmulCall::ToString() const {
   std::ostringstream os;
   os << "matmul m=" << m << " n=" << n << " k=" << k << (trans_a ? " A^T" : " A")
      << (trans_b ? " B^T" : " B") << " batch=" << batch << " " << DTypeName(ab_type) << "->"
-     << DTypeName(d_type) << epilogues[static_cast<int>(epilogue)];
+     << DTypeName(d_type) << epilogues[static_cast<int>(epilogue)] << (tf32 ? " tf32" : "");
   return os.str();
 }
 
@@ -64,6 +64,10 @@ Result<MatmulCall> MatmulCallForGemm(const Step& step, const Executable& exe) {
   call.stride_d = p.m * p.n;
   call.epilogue = p.bias ? (p.relu ? MatmulCall::Epilogue::kReluBias : MatmulCall::Epilogue::kBias)
                          : (p.relu ? MatmulCall::Epilogue::kRelu : MatmulCall::Epilogue::kDefault);
+  if (step.attrs.Has("tf32")) {
+    KILN_ASSIGN_OR_RETURN(int64_t tf32, step.attrs.GetInt("tf32"));
+    call.tf32 = tf32 != 0 && p.dtype == f32;
+  }
   call.a_operand = 1;
   call.b_operand = 0;
   call.bias_operand = p.bias ? 2 : -1;

@@ -12,7 +12,11 @@
 // (trans_a ? m : k) columns), C is D (beta = 0: C is never read), and the epilogue adds bias[r] to
 // row r of D (bias: m values of D's dtype, the same for every batch) and/or applies ReLU after
 // it. A and B share `ab_type` (f32, f16 or bf16); D and the bias are `d_type`: f32, or ab_type. The
-// products accumulate in f32.
+// products accumulate in f32. With `tf32` (f32 operands; a gemm step's attribute "tf32" = 1, which
+// the compiler sets when the user allows TF32) the call may use TF32 tensor cores: the simulated
+// device then rounds every element of A and B to TF32 (the 13 low mantissa bits rounded off, to
+// nearest, ties away from zero, as PTX's cvt.rna.tf32.f32) before multiplying, which is how
+// cuBLAS feeds f32 data to TF32 tensor cores.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +38,7 @@ struct MatmulCall {
   int64_t batch = 1, stride_a = 0, stride_b = 0, stride_d = 0;  // elements
   float alpha = 1.0f, beta = 0.0f;
   Epilogue epilogue = Epilogue::kDefault;
+  bool tf32 = false;
   // Which step operand (inputs, then outputs) each matrix is; bias_operand is -1 without a bias.
   int a_operand = -1, b_operand = -1, bias_operand = -1, d_operand = -1;
 

@@ -14,8 +14,10 @@ steps (mean over R runs after a warm-up):
   copy_gbs          a device-to-device copy of ELEMENTS floats (bytes read + written per second):
                     the HBM bandwidth a memory-bound kernel can reach on this GPU;
   gemm_tflops       torch.matmul of two f32 NxN matrices (TF32 off, as kiln's f32 gemm);
+  gemm_tf32_tflops  the same with TF32 allowed (as kiln's f32 gemm compiled with --tf32);
   gemm_bf16_tflops  the same in bf16 (f32 accumulation, as cuBLASLt does for both).
-Prints one line "copy_gbs X gemm_tflops Y gemm_bf16_tflops Z", or "skip: why".
+Prints one line "copy_gbs X gemm_tflops Y gemm_tf32_tflops T gemm_bf16_tflops Z", or
+"skip: why".
 """
 import statistics
 import sys
@@ -120,11 +122,15 @@ def rates(elements, n, runs, torch):
     del src, dst
     a = torch.randn(n, n, device="cuda")
     f32_ms = device_ms(lambda: torch.matmul(a, a), runs, torch)
+    torch.backends.cuda.matmul.allow_tf32 = True
+    tf32_ms = device_ms(lambda: torch.matmul(a, a), runs, torch)
+    torch.backends.cuda.matmul.allow_tf32 = False
     b = a.bfloat16()
     bf16_ms = device_ms(lambda: torch.matmul(b, b), runs, torch)
     flops = 2.0 * n * n * n
-    print("copy_gbs %.1f gemm_tflops %.2f gemm_bf16_tflops %.2f" %
-          (2 * 4 * elements / copy_ms / 1e6, flops / f32_ms / 1e9, flops / bf16_ms / 1e9))
+    print("copy_gbs %.1f gemm_tflops %.2f gemm_tf32_tflops %.2f gemm_bf16_tflops %.2f" %
+          (2 * 4 * elements / copy_ms / 1e6, flops / f32_ms / 1e9, flops / tf32_ms / 1e9,
+           flops / bf16_ms / 1e9))
 
 
 def main(argv):

@@ -122,10 +122,12 @@ profiled() {
 }
 ew_gbs=$(profiled elementwise_bench "$work/ew_x.npy" "device kernel")
 gemm_tf=$(profiled gemm_bench "$work/gemm_x.npy" "device library gemm")
+gemm_tf32_tf=$(profiled gemm_tf32_bench "$work/gemm_x.npy" "device library gemm")
 gemm_bf16_tf=$(profiled gemm_bf16_bench "$work/gemm_x.npy" "device library gemm")
 peers=$("$python" "$here/bench_torch.py" rates "$elements" "$gemm" --runs "$runs" 2>/dev/null)
 copy_gbs=$(sed -n 's/.*copy_gbs \([0-9.]*\).*/\1/p' <<<"$peers")
 torch_tf=$(sed -n 's/.*gemm_tflops \([0-9.]*\).*/\1/p' <<<"$peers")
+torch_tf32_tf=$(sed -n 's/.*gemm_tf32_tflops \([0-9.]*\).*/\1/p' <<<"$peers")
 torch_bf16_tf=$(sed -n 's/.*gemm_bf16_tflops \([0-9.]*\).*/\1/p' <<<"$peers")
 share() {  # share KILN PEER: KILN as a percentage of PEER, or -
   [[ -n $1 && -n $2 ]] && "$python" -c "print('%.0f%%' % (100 * $1 / $2))" || echo -
@@ -135,6 +137,9 @@ printf '%-34s %14s %14s %8s  %s\n' "elementwise relu(2x+1), $elements f32" "${ew
   "${copy_gbs:--} GB/s" "$(share "$ew_gbs" "$copy_gbs")" ">= 70% of a device copy"
 printf '%-34s %14s %14s %8s  %s\n' "gemm f32 ${gemm}^3" "${gemm_tf:--} TF/s" "${torch_tf:--} TF/s" \
   "$(share "$gemm_tf" "$torch_tf")" ">= 70% of torch.matmul (cuBLAS)"
+printf '%-34s %14s %14s %8s  %s\n' "gemm f32 --tf32 ${gemm}^3" "${gemm_tf32_tf:--} TF/s" \
+  "${torch_tf32_tf:--} TF/s" "$(share "$gemm_tf32_tf" "$torch_tf32_tf")" \
+  ">= 70% of torch.matmul, allow_tf32"
 printf '%-34s %14s %14s %8s  %s\n' "gemm bf16 ${gemm}^3" "${gemm_bf16_tf:--} TF/s" \
   "${torch_bf16_tf:--} TF/s" "$(share "$gemm_bf16_tf" "$torch_bf16_tf")" \
   ">= 70% of torch.matmul (cuBLAS)"

@@ -110,6 +110,44 @@ TEST_CASE("KILN_PROFILE on a cuda module times device steps and reports their ra
                           Catch::Matches("[^]*GB/s  copy to_device f32[^]*"));
 }
 
+TEST_CASE("kiln --tf32: inspect marks f32 products, and a tf32 module gives kiln run --tf32 bits",
+          "[cli][cuda]") {
+  const std::string model = std::string(KILN_SOURCE_DIR) + "/scripts/gpu_bundle/gemm.kgraph.txt";
+  CommandResult inspected = RunCommand(KILN_BINARY, {"inspect", model, "--placement", "--backend",
+                                                     "cuda", "--input", "x=32x32", "--tf32"});
+  INFO(inspected.err);
+  REQUIRE(inspected.exit_code == 0);
+  CHECK_THAT(inspected.out, Catch::Contains("device  library   gemm (tf32)"));
+  const std::string x = testing::TempPath("tf32_x.npy");
+  REQUIRE(WriteNpy(x, testing::RandomTensor(Shape{32, 32}, 3).CastTo(f32)).ok());
+  std::map<std::string, Tensor> out;
+  for (const std::string tf32 : {"", "--tf32"}) {
+    const std::string module = testing::TempPath("gemm" + tf32 + ".kmod");
+    std::vector<std::string> args = {"compile", model,     "--target", "cuda",
+                                     "--input", "x=32x32", "-o",       module};
+    if (!tf32.empty()) args.push_back(tf32);
+    CommandResult compiled = RunCommand(KILN_BINARY, args);
+    INFO(compiled.err);
+    REQUIRE(compiled.exit_code == 0);
+    const std::string aot = testing::TempPath("aot" + tf32), jit = testing::TempPath("jit" + tf32);
+    CommandResult rt = RunCommand(
+        KILNRT_BINARY, {module, "--backend", "cuda-sim", "--input", "x=" + x, "--out", aot});
+    INFO(rt.err);
+    REQUIRE(rt.exit_code == 0);
+    args = {"run", model, "--backend", "cuda-sim", "--input", "x=" + x, "--out", jit};
+    if (!tf32.empty()) args.push_back(tf32);
+    CommandResult run = RunCommand(KILN_BINARY, args);
+    INFO(run.err);
+    REQUIRE(run.exit_code == 0);
+    Result<Tensor> a = ReadNpy(aot + "/y.npy"), b = ReadNpy(jit + "/y.npy");
+    REQUIRE(a.ok());
+    REQUIRE(b.ok());
+    CHECK(a->BitwiseEquals(*b));
+    out[tf32] = *a;
+  }
+  CHECK_FALSE(out[""].BitwiseEquals(out["--tf32"]));
+}
+
 TEST_CASE("kiln run --backend cuda without a driver exits 1 with one line", "[cli][cuda]") {
   if (cuda::LoadDriver().ok()) {
     WARN("SKIPPED: this machine has a CUDA driver");

@@ -433,6 +433,45 @@ class CountingDevice : public cuda::Device {
   std::unique_ptr<cuda::Device> sim_ = cuda::MakeSimulatedDevice(1);
 };
 
+TEST_CASE("cuda-sim: TF32 only when asked: f32 products then round their inputs to TF32",
+          "[cuda]") {
+  GraphBuilder g;
+  Value x = g.Placeholder("x", f32, {16, 64});
+  Value w = g.Placeholder("w", f32, {64, 8});
+  g.Output("y", MatMul(x, w));
+  Graph graph = *g.Build();
+  const FeedList feeds = {{"x", Random(Shape{16, 64}, 1)}, {"w", Random(Shape{64, 8}, 2)}};
+  Session reference(graph, SessionOptions{.backend = "reference"});
+  const Tensor want = (*reference.Run(feeds, {"y"}))[0];
+  std::vector<Tensor> got;
+  for (bool tf32 : {false, true}) {
+    Session session(graph, SessionOptions{.backend = "cuda-sim", .precision = {.tf32 = tf32}});
+    Result<std::vector<Tensor>> out = session.Run(feeds, {"y"});
+    INFO(out.status().ToString());
+    REQUIRE(out.ok());
+    got.push_back((*out)[0]);
+    Result<RunPlan> plan = session.Plan(feeds, {"y"});
+    REQUIRE(plan.ok());
+    Result<compiler::CudaPlan> placed = compiler::PlanForCuda(*plan, tf32);
+    REQUIRE(placed.ok());
+    int marked = 0;
+    for (const Step& step : placed->planned.lowered.executable.steps)
+      marked += step.callee == "gemm" && step.attrs.Has("tf32");
+    CHECK(marked == (tf32 ? 1 : 0));
+  }
+  std::string why;
+  CHECK(testing::CloseForDType(want, got[0], &why));  // exact f32: within f32 tolerance
+  bool differs = false;
+  for (int64_t i = 0; i < want.num_elements(); ++i) {
+    const double scale = 1.0 + std::abs(want.GetDouble(i));
+    // TF32 inputs: relative error up to 2^-11 each, over 64 products of values in [-1, 1).
+    CHECK(std::abs(got[1].GetDouble(i) - want.GetDouble(i)) <=
+          64 * 2 * std::ldexp(1.0, -11) * scale);
+    differs |= got[1].GetDouble(i) != got[0].GetDouble(i);
+  }
+  CHECK(differs);
+}
+
 TEST_CASE("cuda-sim: a variable stays on the device across runs, uploaded when its value changes",
           "[cuda]") {
   GraphBuilder g;

@@ -141,6 +141,57 @@ TEST_CASE("cuBLASLt calls for gemm steps compute the row-major product", "[cuda]
   }
 }
 
+// 1 + f, f among 0, a quarter, a half and three quarters of TF32's last place (2^-10), every fifth
+// negative: TF32 keeps 1, 1, 1 + 2^-10 (a tie, away from zero) and 1 + 2^-10.
+double Tf32Probe(int64_t i) {
+  const double f = static_cast<double>(i % 4) * std::ldexp(1.0, -12);
+  return (i % 5 ? 1.0 : -1.0) * (1.0 + f);
+}
+double Tf32Rounded(int64_t i) {
+  return (i % 5 ? 1.0 : -1.0) * (1.0 + (i % 4 >= 2 ? std::ldexp(1.0, -10) : 0.0));
+}
+
+TEST_CASE("cuBLASLt calls with TF32 multiply inputs rounded to 10 mantissa bits",
+          "[cuda][matmul]") {
+  GemmCase g;
+  Executable exe = GemmPlan(g);
+  exe.steps[0].attrs.Set("tf32", int64_t{1});
+  Result<cuda::MatmulCall> call = cuda::MatmulCallForGemm(exe.steps[0], exe);
+  REQUIRE(call.ok());
+  CHECK(call->tf32);
+  CHECK(call->ToString().find(" tf32") != std::string::npos);
+  Tensor a = *Tensor::Create(f32, Shape{g.m * g.k}), b = *Tensor::Create(f32, Shape{g.k * g.n});
+  Tensor rounded_a = *Tensor::Create(f32, Shape{g.m * g.k});
+  Tensor rounded_b = *Tensor::Create(f32, Shape{g.k * g.n});
+  for (int64_t i = 0; i < g.m * g.k; ++i) {
+    a.SetDouble(i, Tf32Probe(i));
+    rounded_a.SetDouble(i, Tf32Rounded(i));
+  }
+  for (int64_t i = 0; i < g.k * g.n; ++i) {
+    b.SetDouble(i, Tf32Probe(i + 1));
+    rounded_b.SetDouble(i, Tf32Rounded(i + 1));
+  }
+  Tensor c = *Tensor::Create(f32, Shape{g.m * g.n});
+  cuda::RunMatmulOnHost(*call, b.raw_data(), a.raw_data(), nullptr, c.raw_data(), 1);
+  // The rounded products and their sums are exact in f32.
+  const std::vector<double> want = Expected(g, rounded_a, rounded_b, Tensor());
+  const std::vector<double> exact = Expected(g, a, b, Tensor());
+  int differs = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    INFO("element " << i);
+    REQUIRE(c.GetDouble(static_cast<int64_t>(i)) == want[i]);
+    differs += static_cast<float>(exact[i]) != static_cast<float>(want[i]);
+  }
+  CHECK(differs > 0);  // without TF32 the products would differ
+  // 16-bit operands have no TF32: the attribute is ignored.
+  g.dtype = bf16;
+  Executable bf16_exe = GemmPlan(g);
+  bf16_exe.steps[0].attrs.Set("tf32", int64_t{1});
+  Result<cuda::MatmulCall> bf16_call = cuda::MatmulCallForGemm(bf16_exe.steps[0], bf16_exe);
+  REQUIRE(bf16_call.ok());
+  CHECK_FALSE(bf16_call->tf32);
+}
+
 TEST_CASE("cuBLASLt calls: f64 and empty products stay off the device", "[cuda][matmul]") {
   GemmCase g;
   g.dtype = g.out_dtype = f64;

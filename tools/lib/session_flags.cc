@@ -6,7 +6,7 @@
 namespace kiln::cli {
 
 void DeclarePrecisionFlags(Flags& flags) {
-  flags.Option("precision").Repeated("precision-op").Repeated("precision-node");
+  flags.Option("precision").Repeated("precision-op").Repeated("precision-node").Switch("tf32");
 }
 
 void DeclareSessionFlags(Flags& flags) {
@@ -22,6 +22,7 @@ Result<PrecisionPolicy> PrecisionFromFlags(const Flags& flags) {
 Result<PrecisionPolicy> PrecisionListsFromFlags(const Flags& flags, DType compute) {
   PrecisionPolicy policy;
   policy.compute = compute;
+  policy.tf32 = flags.On("tf32");
   auto parse = [&](const char* flag, std::map<std::string, PrecisionList>& into) -> Status {
     for (const std::string& spec : flags.GetAll(flag)) {
       KILN_ASSIGN_OR_RETURN(auto name_list, SplitNameValue(flag, spec));

@@ -4,6 +4,7 @@
 //   --precision P               fp32 (the default) | bf16 | fp16: mixed precision (ir/precision.h)
 //   --precision-op OP=LIST      move an op to another list (always16|follow|keep32|neutral)
 //   --precision-node NODE=LIST  choose for one node (e.g. conv1=keep32)
+//   --tf32                      float32 matrix products may use TF32 on a CUDA device
 //   --check-numerics            fail at the first node that computes an inf or NaN
 // kiln compile and kiln inspect take the three precision flags alone.
 #pragma once
