@@ -36,17 +36,37 @@ Spec Made(const std::string& name, int64_t iterations, std::string text) {
   return spec;
 }
 
-Result<Spec> Conv2D(const Step& step, const Executable& exe, const std::string& name) {
-  if (step.inputs.size() < 2 || step.outputs.size() != 1 || !Covered(step, exe, {f32, bf16}))
-    return Spec();
-  Conv2DKernelParams p;
-  p.dtype = DTypeOf(exe, step.outputs[0]);
+// The geometry of a convolution step whose x, w and y are buffers `x`, `w`, `y`: attributes
+// strides, pads, dilations, groups, and shapes that fit them.
+Status ReadConvGeometry(const Step& step, const Executable& exe, int x_id, int w_id, int y_id,
+                        Conv2DKernelParams& p) {
+  p.dtype = DTypeOf(exe, y_id);
   KILN_ASSIGN_OR_RETURN(std::vector<int64_t> strides, step.attrs.GetInts("strides"));
   KILN_ASSIGN_OR_RETURN(std::vector<int64_t> pads, step.attrs.GetInts("pads"));
   KILN_ASSIGN_OR_RETURN(std::vector<int64_t> dilations, step.attrs.GetInts("dilations"));
   KILN_ASSIGN_OR_RETURN(p.groups, step.attrs.GetInt("groups"));
   if (strides.size() != 2 || pads.size() != 4 || dilations.size() != 2 || p.groups < 1)
     return Malformed(step, "malformed attributes");
+  const Shape &x = ShapeOf(exe, x_id), &w = ShapeOf(exe, w_id), &y = ShapeOf(exe, y_id);
+  for (int id : {x_id, w_id})
+    if (DTypeOf(exe, id) != p.dtype) return Malformed(step, "operands of different dtypes");
+  if (x.rank() != 4 || w.rank() != 4 || y.rank() != 4 || x[1] % p.groups || y[1] % p.groups ||
+      w[0] != y[1] || w[1] * p.groups != x[1] || x[0] != y[0])
+    return Malformed(step, "operand shapes do not fit a convolution");
+  for (int d = 0; d < 4; ++d) p.x[d] = x[d], p.y[d] = y[d];
+  p.window = {w[2], w[3]};
+  p.strides = {strides[0], strides[1]};
+  p.dilations = {dilations[0], dilations[1]};
+  p.pads = {pads[0], pads[1]};
+  return OkStatus();
+}
+
+Result<Spec> Conv2D(const Step& step, const Executable& exe, const std::string& name) {
+  if (step.inputs.size() < 2 || step.outputs.size() != 1 || !Covered(step, exe, {f32, bf16}))
+    return Spec();
+  Conv2DKernelParams p;
+  KILN_RETURN_IF_ERROR(
+      ReadConvGeometry(step, exe, step.inputs[0], step.inputs[1], step.outputs[0], p));
   if (step.attrs.Has("post_ops")) {
     KILN_ASSIGN_OR_RETURN(int64_t bias, step.attrs.GetInt("bias"));
     KILN_ASSIGN_OR_RETURN(std::vector<int64_t> post_ops, step.attrs.GetInts("post_ops"));
@@ -62,29 +82,34 @@ Result<Spec> Conv2D(const Step& step, const Executable& exe, const std::string& 
   }
   if (step.inputs.size() != 2u + p.bias + p.residual)
     return Malformed(step, "its epilogue does not match its inputs");
-  const Shape &x = ShapeOf(exe, step.inputs[0]), &w = ShapeOf(exe, step.inputs[1]);
-  const Shape& y = ShapeOf(exe, step.outputs[0]);
-  for (int id : step.inputs)
-    if (DTypeOf(exe, id) != p.dtype) return Malformed(step, "operands of different dtypes");
-  if (x.rank() != 4 || w.rank() != 4 || y.rank() != 4 || x[1] % p.groups || y[1] % p.groups ||
-      w[0] != y[1] || w[1] * p.groups != x[1] || x[0] != y[0] ||
-      (p.bias && ShapeOf(exe, step.inputs[2]) != Shape{y[1]}) ||
-      (p.residual && ShapeOf(exe, step.inputs.back()) != y))
-    return Malformed(step, "operand shapes do not fit a convolution");
-  for (int d = 0; d < 4; ++d) p.x[d] = x[d], p.y[d] = y[d];
-  p.window = {w[2], w[3]};
-  p.strides = {strides[0], strides[1]};
-  p.dilations = {dilations[0], dilations[1]};
-  p.pads = {pads[0], pads[1]};
-  return Made(name, y.NumElements(), EmitConv2DKernel(name, p));
+  const TensorType& y = exe.buffers[step.outputs[0]].type;
+  if ((p.bias && !(exe.buffers[step.inputs[2]].type == TensorType{y.dtype, Shape{y.shape[1]}})) ||
+      (p.residual && !(exe.buffers[step.inputs.back()].type == y)))
+    return Malformed(step, "the bias or residual does not fit the output");
+  return Made(name, y.shape.NumElements(), EmitConv2DKernel(name, p));
 }
 
-Result<Spec> Pool2D(const Step& step, const Executable& exe, const std::string& name) {
-  if (step.inputs.size() != 1 || step.outputs.size() != 1 || !Covered(step, exe, {f32, bf16, f16}))
+// conv2d_backprop_input (dy, w[, x_like]) -> dx; conv2d_backprop_filter (x, dy[, w_like]) -> dw.
+Result<Spec> Conv2DGrad(const Step& step, const Executable& exe, const std::string& name) {
+  if (step.inputs.size() < 2 || step.outputs.size() != 1 || !Covered(step, exe, {f32, bf16}))
     return Spec();
-  Pool2DKernelParams p;
-  p.dtype = DTypeOf(exe, step.outputs[0]);
-  p.max = step.callee == "max_pool2d";
+  Conv2DGradKernelParams p;
+  p.filter = step.callee == "conv2d_backprop_filter";
+  const int x_id = p.filter ? step.inputs[0] : step.outputs[0];
+  const int w_id = p.filter ? step.outputs[0] : step.inputs[1];
+  const int y_id = p.filter ? step.inputs[1] : step.inputs[0];
+  KILN_RETURN_IF_ERROR(ReadConvGeometry(step, exe, x_id, w_id, y_id, p.conv));
+  for (size_t i = 2; i < step.inputs.size(); ++i)
+    p.ignored_inputs.push_back(
+        {DTypeOf(exe, step.inputs[i]), ShapeOf(exe, step.inputs[i]).NumElements()});
+  return Made(name, ShapeOf(exe, step.outputs[0]).NumElements(), EmitConv2DGradKernel(name, p));
+}
+
+// The pooling geometry of a step whose unpooled tensor is buffer `x` and pooled one `y`.
+Status ReadPoolGeometry(const Step& step, const Executable& exe, int x_id, int y_id,
+                        Pool2DKernelParams& p) {
+  p.dtype = DTypeOf(exe, x_id);
+  p.max = step.callee.rfind("max_pool2d", 0) == 0;
   KILN_ASSIGN_OR_RETURN(std::vector<int64_t> window, step.attrs.GetInts("kernel"));
   KILN_ASSIGN_OR_RETURN(std::vector<int64_t> strides, step.attrs.GetInts("strides"));
   KILN_ASSIGN_OR_RETURN(std::vector<int64_t> pads, step.attrs.GetInts("pads"));
@@ -92,16 +117,70 @@ Result<Spec> Pool2D(const Step& step, const Executable& exe, const std::string& 
     KILN_ASSIGN_OR_RETURN(int64_t include_pad, step.attrs.GetInt("include_pad"));
     p.include_pad = include_pad != 0;
   }
-  const Shape &x = ShapeOf(exe, step.inputs[0]), &y = ShapeOf(exe, step.outputs[0]);
+  const Shape &x = ShapeOf(exe, x_id), &y = ShapeOf(exe, y_id);
   if (window.size() != 2 || strides.size() != 2 || pads.size() != 4 || x.rank() != 4 ||
-      y.rank() != 4 || x[0] != y[0] || x[1] != y[1] || DTypeOf(exe, step.inputs[0]) != p.dtype)
+      y.rank() != 4 || x[0] != y[0] || x[1] != y[1] || DTypeOf(exe, y_id) != p.dtype)
     return Malformed(step, "malformed attributes or operands");
   p.planes = x[0] * x[1];
   p.height = x[2], p.width = x[3], p.out_height = y[2], p.out_width = y[3];
   p.window = {window[0], window[1]};
   p.strides = {strides[0], strides[1]};
   p.pads = {pads[0], pads[1], pads[2], pads[3]};
-  return Made(name, y.NumElements(), EmitPool2DKernel(name, p));
+  return OkStatus();
+}
+
+Result<Spec> Pool2D(const Step& step, const Executable& exe, const std::string& name) {
+  if (step.inputs.size() != 1 || step.outputs.size() != 1 || !Covered(step, exe, {f32, bf16, f16}))
+    return Spec();
+  Pool2DKernelParams p;
+  KILN_RETURN_IF_ERROR(ReadPoolGeometry(step, exe, step.inputs[0], step.outputs[0], p));
+  return Made(name, ShapeOf(exe, step.outputs[0]).NumElements(), EmitPool2DKernel(name, p));
+}
+
+// max_pool2d_grad (x, dy) -> dx; avg_pool2d_grad (dy, x_like) -> dx.
+Result<Spec> Pool2DGrad(const Step& step, const Executable& exe, const std::string& name) {
+  if (step.inputs.size() != 2 || step.outputs.size() != 1 || !Covered(step, exe, {f32, bf16, f16}))
+    return Spec();
+  Pool2DGradKernelParams p;
+  const bool max = step.callee == "max_pool2d_grad";
+  const int dy = max ? step.inputs[1] : step.inputs[0],
+            like = max ? step.inputs[0] : step.inputs[1];
+  KILN_RETURN_IF_ERROR(ReadPoolGeometry(step, exe, step.outputs[0], dy, p.pool));
+  if (!(exe.buffers[like].type == exe.buffers[step.outputs[0]].type))
+    return Malformed(step, "x does not have dx's type");
+  return Made(name, ShapeOf(exe, step.outputs[0]).NumElements(), EmitPool2DGradKernel(name, p));
+}
+
+// batch_norm (x, scale, bias, mean, var) -> (y, batch_mean, batch_var) and batch_norm_grad (dy, x,
+// scale, mean, var) -> (dx, dscale, dbias), over dense [N, C, spatial...].
+Result<Spec> BatchNorm(const Step& step, const Executable& exe, const std::string& name) {
+  if (step.inputs.size() != 5 || step.outputs.size() != 3 || !Covered(step, exe, {f32, bf16, f16}))
+    return Spec();
+  BatchNormKernelParams p;
+  p.grad = step.callee == "batch_norm_grad";
+  KILN_ASSIGN_OR_RETURN(p.epsilon, step.attrs.GetFloat("epsilon"));
+  if (!p.grad) {
+    KILN_ASSIGN_OR_RETURN(p.training, step.attrs.GetBool("training"));
+  }
+  const TensorType& x = exe.buffers[step.inputs[p.grad ? 1 : 0]].type;
+  // The second loop reads the statistics (or dscale, dbias) back from the outputs, so these must
+  // hold them unrounded: 16-bit data only in inference, where they are given.
+  if (x.shape.rank() < 2 || (x.dtype != f32 && (p.grad || p.training))) return Spec();
+  p.dtype = x.dtype;
+  p.batch = x.shape[0];
+  p.channels = x.shape[1];
+  for (int d = 2; d < x.shape.rank(); ++d) p.spatial *= x.shape[d];
+  const TensorType channel{x.dtype, Shape{p.channels}};
+  for (size_t i = 0; i < 5; ++i) {
+    const bool data = i == 0 || (p.grad && i == 1);
+    if (!(exe.buffers[step.inputs[i]].type == (data ? x : channel)))
+      return Malformed(
+          step, "operand " + std::to_string(i) + " is not " + (data ? x : channel).ToString());
+  }
+  for (size_t o = 0; o < 3; ++o)
+    if (!(exe.buffers[step.outputs[o]].type == (o == 0 ? x : channel)))
+      return Malformed(step, "output " + std::to_string(o) + " has the wrong type");
+  return Made(name, x.shape.NumElements(), EmitBatchNormKernel(name, p));
 }
 
 Result<Spec> ReduceSum(const Step& step, const Executable& exe, const std::string& name) {
@@ -160,7 +239,13 @@ Result<std::optional<KernelSpec>> LibraryStepKernel(const Step& step, const Exec
   if (step.kind != Step::Kind::kLibrary) return Spec();
   if (step.callee == "strided_copy") return StridedCopyKernel(step, exe, name);
   if (step.callee == "conv2d") return Conv2D(step, exe, name);
+  if (step.callee == "conv2d_backprop_input" || step.callee == "conv2d_backprop_filter")
+    return Conv2DGrad(step, exe, name);
   if (step.callee == "max_pool2d" || step.callee == "avg_pool2d") return Pool2D(step, exe, name);
+  if (step.callee == "max_pool2d_grad" || step.callee == "avg_pool2d_grad")
+    return Pool2DGrad(step, exe, name);
+  if (step.callee == "batch_norm" || step.callee == "batch_norm_grad")
+    return BatchNorm(step, exe, name);
   if (step.callee == "reduce_sum") return ReduceSum(step, exe, name);
   if (step.callee == "concat" || step.callee == "split") return Concat(step, exe, name);
   return Spec();

@@ -18,16 +18,24 @@ std::string Raw(int64_t elements, DType dtype) {
   return "memref<" + std::to_string(elements) + "xi" + std::to_string(8 * DTypeSize(dtype)) + ">";
 }
 
-// One kernel: the parameters, then an scf.parallel over [begin, end) with index %i, whose body
-// the caller writes through the helpers below (every value defined inside the loop, so that the
-// GPU outlining needs nothing from outside).
+// One kernel: the parameters, then one or more scf.parallel loops (each a launch of its own on the
+// GPU, run in order), whose bodies the caller writes through the helpers below. Every value a body
+// uses is defined inside it, so that the GPU outlining needs nothing from outside.
 class KernelWriter {
  public:
-  explicit KernelWriter(std::string name) : name_(std::move(name)), w_("      ") {}
+  explicit KernelWriter(std::string name) : name_(std::move(name)), w_("    ") {}
 
   // Declares the next input (in0, in1, ...) or output (out0, ...) and returns its name.
   std::string Input(const std::string& type) { return Declare("%in", inputs_++, type); }
   std::string Output(const std::string& type) { return Declare("%out", outputs_++, type); }
+
+  // Starts the loop over the kernel's iterations [begin, end), or over [0, count) (a loop whose
+  // extent is its own, e.g. one per channel); returns its index.
+  std::string ElementLoop() { return Open("%lo", "%hi"); }
+  std::string CountLoop(int64_t count) {
+    Close();
+    return Open("%zero", w_.IntConst(count, "index"));
+  }
 
   ScalarWriter& w() { return w_; }
 
@@ -36,14 +44,26 @@ class KernelWriter {
     return w_.Binary(std::string("arith.") + op, a, b, "index");
   }
   std::string Add(const std::string& a, const std::string& b) { return Int("addi", a, b); }
+  std::string Sub(const std::string& a, const std::string& b) { return Int("subi", a, b); }
   std::string Mul(const std::string& a, const std::string& b) { return Int("muli", a, b); }
   std::string Less(const std::string& a, const std::string& b) {
     return w_.Cmp("arith.cmpi", "slt", a, b, "index");
   }
+  std::string And(const std::string& a, const std::string& b) {
+    return w_.Binary("arith.andi", a, b, "i1");
+  }
   // 0 <= v < n.
   std::string InRange(const std::string& v, int64_t n) {
-    return w_.Binary("arith.andi", w_.Cmp("arith.cmpi", "sge", v, Index(0), "index"),
-                     Less(v, Index(n)), "i1");
+    return And(w_.Cmp("arith.cmpi", "sge", v, Index(0), "index"), Less(v, Index(n)));
+  }
+  // v if `ok`, else 0 (an index that is safe to load at).
+  std::string OrZero(const std::string& ok, const std::string& v) {
+    return w_.Select(ok, v, Index(0), "index");
+  }
+  // An index as a float of `type` (f32 or f64).
+  std::string ToFloat(const std::string& v, const std::string& type) {
+    return w_.Convert("arith.sitofp", w_.Convert("arith.index_cast", v, "index", "i64"), "i64",
+                      type);
   }
   // The coordinates of the flat row-major index `i` over `dims`, outermost first.
   std::vector<std::string> Split(const std::string& i, const std::vector<int64_t>& dims) {
@@ -64,39 +84,75 @@ class KernelWriter {
                    DType dtype) {
     return w_.Load(w_.Emit("memref.load " + arg + "[" + index + "] : " + type), dtype);
   }
-  // Rounds a compute value to `dtype` and stores it.
-  void Store(const std::string& v, const std::string& arg, const std::string& type,
-             const std::string& index, DType dtype) {
+  // The same, widened to f64.
+  std::string LoadF64(const std::string& arg, const std::string& type, const std::string& index,
+                      DType dtype) {
+    const std::string v = Load(arg, type, index, dtype);
+    return dtype == DType::kF64 ? v : w_.Convert("arith.extf", v, "f32", "f64");
+  }
+  // Rounds a compute value (or an f64 one, `from_f64`) to `dtype` and stores it.
+  void Store(std::string v, const std::string& arg, const std::string& type,
+             const std::string& index, DType dtype, bool from_f64 = false) {
+    if (from_f64 && dtype != DType::kF64) v = w_.Convert("arith.truncf", v, "f64", "f32");
     w_.Line("memref.store " + w_.Store(w_.RoundTo(v, dtype), dtype) + ", " + arg + "[" + index +
             "] : " + type);
   }
-  // scf.for from lo to hi with one accumulator of `type`; body(iv, acc) returns the next value.
+  // scf.for from lo to hi carrying `inits` (of `types`); body(iv, accs) returns the next values.
+  std::vector<std::string> ForN(const std::string& lo, const std::string& hi,
+                                const std::vector<std::string>& inits,
+                                const std::vector<std::string>& types,
+                                const std::function<std::vector<std::string>(
+                                    const std::string&, const std::vector<std::string>&)>& body) {
+    const std::string result = w_.Fresh(), iv = w_.Fresh();
+    const bool one = inits.size() == 1;
+    std::vector<std::string> accs, results;
+    for (size_t a = 0; a < inits.size(); ++a) {
+      accs.push_back(w_.Fresh());
+      results.push_back(one ? result : result + "#" + std::to_string(a));
+    }
+    std::vector<std::string> bound;
+    for (size_t a = 0; a < inits.size(); ++a) bound.push_back(accs[a] + " = " + inits[a]);
+    w_.Line(result + (one ? "" : ":" + std::to_string(inits.size())) + " = scf.for " + iv + " = " +
+            lo + " to " + hi + " step " + Index(1) + " iter_args(" + internal::Join(bound, ", ") +
+            ") -> (" + internal::Join(types, ", ") + ") {");
+    w_.Indent();
+    const std::vector<std::string> next = body(iv, accs);
+    w_.Line("scf.yield " + internal::Join(next, ", ") + " : " + internal::Join(types, ", "));
+    w_.Dedent();
+    w_.Line("}");
+    return results;
+  }
+  // The same with one accumulator.
   std::string For(const std::string& lo, const std::string& hi, const std::string& init,
                   const std::string& type,
                   const std::function<std::string(const std::string&, const std::string&)>& body) {
-    const std::string result = w_.Fresh(), iv = w_.Fresh(), acc = w_.Fresh();
-    w_.Line(result + " = scf.for " + iv + " = " + lo + " to " + hi + " step " + Index(1) +
-            " iter_args(" + acc + " = " + init + ") -> (" + type + ") {");
+    return ForN(lo, hi, {init}, {type},
+                [&](const std::string& iv, const std::vector<std::string>& accs) {
+                  return std::vector<std::string>{body(iv, accs[0])};
+                })[0];
+  }
+  // A loop without results: body(iv).
+  void Each(const std::string& lo, const std::string& hi,
+            const std::function<void(const std::string&)>& body) {
+    const std::string iv = w_.Fresh();
+    w_.Line("scf.for " + iv + " = " + lo + " to " + hi + " step " + Index(1) + " {");
     w_.Indent();
-    const std::string next = body(iv, acc);
-    w_.Line("scf.yield " + next + " : " + type);
+    body(iv);
     w_.Dedent();
     w_.Line("}");
-    return result;
   }
 
-  std::string Text() const {
+  std::string Text() {
+    Close();
     std::ostringstream os;
     os << "  func.func @" << name_ << "(%begin: i64, %end: i64";
     for (const std::string& p : params_) os << ", " << p;
     os << ") {\n"
        << "    %lo = arith.index_cast %begin : i64 to index\n"
        << "    %hi = arith.index_cast %end : i64 to index\n"
+       << "    %zero = arith.constant 0 : index\n"
        << "    %one = arith.constant 1 : index\n"
-       << "    scf.parallel (%i) = (%lo) to (%hi) step (%one) {\n"
-       << w_.text() << "      scf.yield\n"
-       << "    }\n"
-       << "    return\n"
+       << w_.text() << "    return\n"
        << "  }\n";
     return os.str();
   }
@@ -107,11 +163,27 @@ class KernelWriter {
     params_.push_back(name + ": " + type);
     return name;
   }
+  std::string Open(const std::string& lo, const std::string& hi) {
+    Close();
+    const std::string i = "%i" + std::to_string(loops_++);
+    w_.Line("scf.parallel (" + i + ") = (" + lo + ") to (" + hi + ") step (%one) {");
+    w_.Indent();
+    open_ = true;
+    return i;
+  }
+  void Close() {
+    if (!open_) return;
+    w_.Line("scf.yield");
+    w_.Dedent();
+    w_.Line("}");
+    open_ = false;
+  }
 
   std::string name_;
   ScalarWriter w_;
   std::vector<std::string> params_;
-  int inputs_ = 0, outputs_ = 0;
+  int inputs_ = 0, outputs_ = 0, loops_ = 0;
+  bool open_ = false;
 };
 
 int64_t Product(const std::vector<int64_t>& v) {
@@ -136,7 +208,8 @@ std::string EmitConv2DKernel(const std::string& name, const Conv2DKernelParams& 
   const std::string residual = p.residual ? k.Input(yt) : "";
   const std::string y = k.Output(yt);
 
-  const std::vector<std::string> at = k.Split("%i", {yn, kout, oh, ow});
+  const std::string i = k.ElementLoop();
+  const std::vector<std::string> at = k.Split(i, {yn, kout, oh, ow});
   const std::string first_channel = k.Mul(k.Int("divui", at[1], k.Index(kg)), k.Index(cg));
   const std::string h0 = k.Int("subi", k.Mul(at[2], k.Index(p.strides[0])), k.Index(p.pads[0]));
   const std::string w0 = k.Int("subi", k.Mul(at[3], k.Index(p.strides[1])), k.Index(p.pads[1]));
@@ -165,12 +238,12 @@ std::string EmitConv2DKernel(const std::string& name, const Conv2DKernelParams& 
         });
       });
   if (p.bias) sum = w.Binary("arith.addf", sum, k.Load(bias, bt, at[1], p.dtype), "f32");
-  if (p.residual) sum = w.Binary("arith.addf", sum, k.Load(residual, yt, "%i", p.dtype), "f32");
+  if (p.residual) sum = w.Binary("arith.addf", sum, k.Load(residual, yt, i, p.dtype), "f32");
   if (p.relu) {
     const std::string zero = w.FloatConst(0, "f32");
     sum = w.Select(w.Cmp("arith.cmpf", "ugt", sum, zero, "f32"), sum, zero, "f32");  // NaN stays
   }
-  k.Store(sum, y, yt, "%i", p.dtype);
+  k.Store(sum, y, yt, i, p.dtype);
   return k.Text();
 }
 
@@ -180,7 +253,8 @@ std::string EmitPool2DKernel(const std::string& name, const Pool2DKernelParams& 
   const std::string xt = Flat(p.planes * p.height * p.width, p.dtype);
   const std::string yt = Flat(p.planes * p.out_height * p.out_width, p.dtype);
   const std::string x = k.Input(xt), y = k.Output(yt);
-  const std::vector<std::string> at = k.Split("%i", {p.planes, p.out_height, p.out_width});
+  const std::string i = k.ElementLoop();
+  const std::vector<std::string> at = k.Split(i, {p.planes, p.out_height, p.out_width});
   // The window's rows [h_begin, h_end) and columns [w_begin, w_end), clipped to the input.
   const std::string h0 = k.Int("subi", k.Mul(at[1], k.Index(p.strides[0])), k.Index(p.pads[0]));
   const std::string w0 = k.Int("subi", k.Mul(at[2], k.Index(p.strides[1])), k.Index(p.pads[1]));
@@ -222,7 +296,279 @@ std::string EmitPool2DKernel(const std::string& name, const Pool2DKernelParams& 
     result =
         w.Convert("arith.truncf", w.Binary("arith.divf", result, divisor, "f64"), "f64", "f32");
   }
-  k.Store(result, y, yt, "%i", p.dtype);
+  k.Store(result, y, yt, i, p.dtype);
+  return k.Text();
+}
+
+std::string EmitConv2DGradKernel(const std::string& name, const Conv2DGradKernelParams& g) {
+  const Conv2DKernelParams& p = g.conv;
+  KernelWriter k(name);
+  ScalarWriter& w = k.w();
+  const int64_t n = p.x[0], c = p.x[1], h = p.x[2], wd = p.x[3];
+  const int64_t kout = p.y[1], oh = p.y[2], ow = p.y[3];
+  const int64_t kh = p.window[0], kw = p.window[1];
+  const int64_t cg = c / p.groups, kg = kout / p.groups;
+  const std::string xt = Flat(n * c * h * wd, p.dtype), wt = Flat(kout * cg * kh * kw, p.dtype);
+  const std::string yt = Flat(n * kout * oh * ow, p.dtype);
+  if (!g.filter) {  // dx from (dy, w)
+    const std::string dy = k.Input(yt), wts = k.Input(wt);
+    for (const auto& [dtype, elements] : g.ignored_inputs) k.Input(Flat(elements, dtype));
+    const std::string dx = k.Output(xt);
+    const std::string i = k.ElementLoop();
+    const std::vector<std::string> at = k.Split(i, {n, c, h, wd});
+    const std::string group = k.Int("divui", at[1], k.Index(cg));
+    const std::string in_group = k.Int("remui", at[1], k.Index(cg));
+    const std::string first_k = k.Mul(group, k.Index(kg));
+    const std::string hp = k.Add(at[2], k.Index(p.pads[0])), wp = k.Add(at[3], k.Index(p.pads[1]));
+    const std::string sum =
+        k.For(k.Index(0), k.Index(kg), w.FloatConst(0, "f32"), "f32", [&](auto kk, auto acc) {
+          const std::string out_channel = k.Add(first_k, kk);
+          const std::string dy_plane =
+              k.Mul(k.Add(k.Mul(at[0], k.Index(kout)), out_channel), k.Index(oh));
+          const std::string w_plane =
+              k.Mul(k.Add(k.Mul(out_channel, k.Index(cg)), in_group), k.Index(kh));
+          return k.For(k.Index(0), k.Index(kh), acc, "f32", [&](auto r, auto acc_r) {
+            const std::string th = k.Sub(hp, k.Mul(r, k.Index(p.dilations[0])));
+            const std::string row = k.Int("divsi", th, k.Index(p.strides[0]));
+            const std::string row_ok =
+                k.And(k.And(w.Cmp("arith.cmpi", "sge", th, k.Index(0), "index"),
+                            w.Cmp("arith.cmpi", "eq", k.Int("remsi", th, k.Index(p.strides[0])),
+                                  k.Index(0), "index")),
+                      k.Less(row, k.Index(oh)));
+            const std::string dy_row = k.Mul(k.Add(dy_plane, k.OrZero(row_ok, row)), k.Index(ow));
+            const std::string w_row = k.Mul(k.Add(w_plane, r), k.Index(kw));
+            return k.For(k.Index(0), k.Index(kw), acc_r, "f32", [&](auto s, auto acc_s) {
+              const std::string tw = k.Sub(wp, k.Mul(s, k.Index(p.dilations[1])));
+              const std::string col = k.Int("divsi", tw, k.Index(p.strides[1]));
+              const std::string ok =
+                  k.And(k.And(row_ok, w.Cmp("arith.cmpi", "sge", tw, k.Index(0), "index")),
+                        k.And(w.Cmp("arith.cmpi", "eq", k.Int("remsi", tw, k.Index(p.strides[1])),
+                                    k.Index(0), "index"),
+                              k.Less(col, k.Index(ow))));
+              const std::string dyv = k.Load(dy, yt, k.Add(dy_row, k.OrZero(ok, col)), p.dtype);
+              const std::string wv = k.Load(wts, wt, k.Add(w_row, s), p.dtype);
+              const std::string more =
+                  w.Binary("arith.addf", acc_s, w.Binary("arith.mulf", dyv, wv, "f32"), "f32");
+              return w.Select(ok, more, acc_s, "f32");
+            });
+          });
+        });
+    k.Store(sum, dx, xt, i, p.dtype);
+    return k.Text();
+  }
+  // dw from (x, dy)
+  const std::string x = k.Input(xt), dy = k.Input(yt);
+  for (const auto& [dtype, elements] : g.ignored_inputs) k.Input(Flat(elements, dtype));
+  const std::string dw = k.Output(wt);
+  const std::string i = k.ElementLoop();
+  const std::vector<std::string> at = k.Split(i, {kout, cg, kh, kw});
+  const std::string channel = k.Add(k.Mul(k.Int("divui", at[0], k.Index(kg)), k.Index(cg)), at[1]);
+  const std::string rh = k.Sub(k.Mul(at[2], k.Index(p.dilations[0])), k.Index(p.pads[0]));
+  const std::string rw = k.Sub(k.Mul(at[3], k.Index(p.dilations[1])), k.Index(p.pads[1]));
+  const std::string sum =
+      k.For(k.Index(0), k.Index(n), w.FloatConst(0, "f32"), "f32", [&](auto b, auto acc) {
+        const std::string x_plane = k.Mul(k.Add(k.Mul(b, k.Index(c)), channel), k.Index(h));
+        const std::string dy_plane = k.Mul(k.Add(k.Mul(b, k.Index(kout)), at[0]), k.Index(oh));
+        return k.For(k.Index(0), k.Index(oh), acc, "f32", [&](auto r, auto acc_r) {
+          const std::string ih = k.Add(k.Mul(r, k.Index(p.strides[0])), rh);
+          const std::string row_ok = k.InRange(ih, h);
+          const std::string x_row = k.Mul(k.Add(x_plane, k.OrZero(row_ok, ih)), k.Index(wd));
+          const std::string dy_row = k.Mul(k.Add(dy_plane, r), k.Index(ow));
+          return k.For(k.Index(0), k.Index(ow), acc_r, "f32", [&](auto s, auto acc_s) {
+            const std::string iw = k.Add(k.Mul(s, k.Index(p.strides[1])), rw);
+            const std::string ok = k.And(row_ok, k.InRange(iw, wd));
+            const std::string xv = k.Load(x, xt, k.Add(x_row, k.OrZero(ok, iw)), p.dtype);
+            const std::string dyv = k.Load(dy, yt, k.Add(dy_row, s), p.dtype);
+            const std::string more =
+                w.Binary("arith.addf", acc_s, w.Binary("arith.mulf", xv, dyv, "f32"), "f32");
+            return w.Select(ok, more, acc_s, "f32");
+          });
+        });
+      });
+  k.Store(sum, dw, wt, i, p.dtype);
+  return k.Text();
+}
+
+std::string EmitPool2DGradKernel(const std::string& name, const Pool2DGradKernelParams& g) {
+  const Pool2DKernelParams& p = g.pool;
+  KernelWriter k(name);
+  ScalarWriter& w = k.w();
+  const std::string xt = Flat(p.planes * p.height * p.width, p.dtype);
+  const std::string yt = Flat(p.planes * p.out_height * p.out_width, p.dtype);
+  std::string x, dy;
+  if (p.max) {
+    x = k.Input(xt);
+    dy = k.Input(yt);
+  } else {
+    dy = k.Input(yt);
+    k.Input(xt);  // x_like: its shape only
+  }
+  const std::string dx = k.Output(xt);
+  const std::string i = k.ElementLoop();
+  const std::vector<std::string> at = k.Split(i, {p.planes, p.height, p.width});
+  const std::string here = k.Add(k.Mul(at[1], k.Index(p.width)), at[2]);  // within the plane
+  const std::string hp = k.Add(at[1], k.Index(p.pads[0])), wp = k.Add(at[2], k.Index(p.pads[1]));
+  const std::string x_plane = k.Mul(at[0], k.Index(p.height * p.width));
+  const std::string dy_plane = k.Mul(at[0], k.Index(p.out_height));
+  // Whether a - r is a window start (a multiple of the stride) of a window in [0, n): its index.
+  auto window = [&](const std::string& a, const std::string& r, int64_t stride, int64_t n,
+                    std::string* ok) {
+    const std::string t = k.Sub(a, r);
+    const std::string o = k.Int("divsi", t, k.Index(stride));
+    *ok = k.And(
+        k.And(w.Cmp("arith.cmpi", "sge", t, k.Index(0), "index"),
+              w.Cmp("arith.cmpi", "eq", k.Int("remsi", t, k.Index(stride)), k.Index(0), "index")),
+        k.Less(o, k.Index(n)));
+    return k.OrZero(*ok, o);
+  };
+  const std::string sum =
+      k.For(k.Index(0), k.Index(p.window[0]), w.FloatConst(0, "f64"), "f64", [&](auto r, auto acc) {
+        std::string row_ok;
+        const std::string orow = window(hp, r, p.strides[0], p.out_height, &row_ok);
+        return k.For(k.Index(0), k.Index(p.window[1]), acc, "f64", [&](auto s, auto acc_s) {
+          std::string col_ok;
+          const std::string ocol = window(wp, s, p.strides[1], p.out_width, &col_ok);
+          const std::string ok = k.And(row_ok, col_ok);
+          const std::string dyv = k.LoadF64(
+              dy, yt, k.Add(k.Mul(k.Add(dy_plane, orow), k.Index(p.out_width)), ocol), p.dtype);
+          // The window's rows and columns inside the input.
+          const std::string h0 = k.Sub(k.Mul(orow, k.Index(p.strides[0])), k.Index(p.pads[0]));
+          const std::string w0 = k.Sub(k.Mul(ocol, k.Index(p.strides[1])), k.Index(p.pads[1]));
+          const std::string h_far = k.Add(h0, k.Index(p.window[0]));
+          const std::string w_far = k.Add(w0, k.Index(p.window[1]));
+          const std::string h_begin = k.Int("maxsi", h0, k.Index(0));
+          const std::string h_end = k.Int("minsi", h_far, k.Index(p.height));
+          const std::string w_begin = k.Int("maxsi", w0, k.Index(0));
+          const std::string w_end = k.Int("minsi", w_far, k.Index(p.width));
+          std::string share;
+          std::string mine = ok;
+          if (p.max) {  // the window's first largest element (a NaN winning), as ArgMaxOfWindow
+            const std::vector<std::string> best = k.ForN(
+                h_begin, h_end, {w.FloatConst(0, "f32"), k.Index(-1)}, {"f32", "index"},
+                [&](const std::string& hh, const std::vector<std::string>& b) {
+                  const std::string row = k.Mul(hh, k.Index(p.width));
+                  return k.ForN(
+                      w_begin, w_end, b, {"f32", "index"},
+                      [&](const std::string& ww, const std::vector<std::string>& c) {
+                        const std::string at_plane = k.Add(row, ww);
+                        const std::string v = k.Load(x, xt, k.Add(x_plane, at_plane), p.dtype);
+                        const std::string take =
+                            w.Binary("arith.ori",
+                                     w.Binary("arith.ori", k.Less(c[1], k.Index(0)),
+                                              w.Cmp("arith.cmpf", "ogt", v, c[0], "f32"), "i1"),
+                                     k.And(w.Cmp("arith.cmpf", "uno", v, v, "f32"),
+                                           w.Cmp("arith.cmpf", "ord", c[0], c[0], "f32")),
+                                     "i1");
+                        return std::vector<std::string>{w.Select(take, v, c[0], "f32"),
+                                                        w.Select(take, at_plane, c[1], "index")};
+                      });
+                });
+            mine = k.And(ok, w.Cmp("arith.cmpi", "eq", best[1], here, "index"));
+            share = dyv;
+          } else {
+            std::string count;
+            if (p.include_pad) {
+              count = k.Mul(k.Sub(k.Int("minsi", h_far, k.Index(p.height + p.pads[2])), h0),
+                            k.Sub(k.Int("minsi", w_far, k.Index(p.width + p.pads[3])), w0));
+            } else {
+              count = k.Mul(k.Sub(h_end, h_begin), k.Sub(w_end, w_begin));
+            }
+            share = w.Binary("arith.divf", dyv, k.ToFloat(count, "f64"), "f64");
+          }
+          return w.Select(mine, w.Binary("arith.addf", acc_s, share, "f64"), acc_s, "f64");
+        });
+      });
+  k.Store(sum, dx, xt, i, p.dtype, /*from_f64=*/true);
+  return k.Text();
+}
+
+std::string EmitBatchNormKernel(const std::string& name, const BatchNormKernelParams& p) {
+  KernelWriter k(name);
+  ScalarWriter& w = k.w();
+  const int64_t per_channel = p.batch * p.spatial;
+  const std::string xt = Flat(p.batch * p.channels * p.spatial, p.dtype);
+  const std::string ct = Flat(p.channels, p.dtype);
+  // batch_norm: x, scale, bias, mean, var -> y, batch_mean, batch_var.
+  // batch_norm_grad: dy, x, scale, mean, var -> dx, dscale, dbias.
+  const std::string in0 = k.Input(xt);
+  const std::string in1 = k.Input(p.grad ? xt : ct);
+  const std::string in2 = k.Input(ct), in3 = k.Input(ct), in4 = k.Input(ct);
+  const std::string out0 = k.Output(xt), out1 = k.Output(ct), out2 = k.Output(ct);
+  const std::string x = p.grad ? in1 : in0, scale = p.grad ? in2 : in1;
+  // Loop 1, one iteration per channel: its statistics (a row kernel over the channel's elements).
+  const std::string c = k.CountLoop(p.channels);
+  auto element = [&](const std::string& j) {  // the offset of a channel's j-th element
+    const std::string b = k.Int("divui", j, k.Index(p.spatial));
+    const std::string s = k.Int("remui", j, k.Index(p.spatial));
+    return k.Add(k.Mul(k.Add(k.Mul(b, k.Index(p.channels)), c), k.Index(p.spatial)), s);
+  };
+  const std::string count32 = w.FloatConst(static_cast<double>(per_channel), "f32");
+  auto sum = [&](const std::function<std::string(const std::string&)>& term) {
+    return k.For(k.Index(0), k.Index(per_channel), w.FloatConst(0, "f32"), "f32",
+                 [&](auto j, auto acc) { return w.Binary("arith.addf", acc, term(j), "f32"); });
+  };
+  if (p.grad) {
+    const std::string mean = k.Load(in3, ct, c, p.dtype);
+    const std::string rstd =
+        w.Binary("arith.divf", w.FloatConst(1, "f32"),
+                 w.Unary("math.sqrt",
+                         w.Binary("arith.addf", k.Load(in4, ct, c, p.dtype),
+                                  w.FloatConst(static_cast<float>(p.epsilon), "f32"), "f32"),
+                         "f32"),
+                 "f32");
+    const std::string dbias =
+        sum([&](const std::string& j) { return k.Load(in0, xt, element(j), p.dtype); });
+    const std::string dscale = sum([&](const std::string& j) {
+      const std::string at = element(j);
+      const std::string xhat =
+          w.Binary("arith.mulf", w.Binary("arith.subf", k.Load(x, xt, at, p.dtype), mean, "f32"),
+                   rstd, "f32");
+      return w.Binary("arith.mulf", k.Load(in0, xt, at, p.dtype), xhat, "f32");
+    });
+    k.Store(dscale, out1, ct, c, p.dtype);
+    k.Store(dbias, out2, ct, c, p.dtype);
+  } else if (p.training) {
+    const std::string mean = w.Binary(
+        "arith.divf", sum([&](const std::string& j) { return k.Load(x, xt, element(j), p.dtype); }),
+        count32, "f32");
+    const std::string squares = sum([&](const std::string& j) {
+      const std::string d = w.Binary("arith.subf", k.Load(x, xt, element(j), p.dtype), mean, "f32");
+      return w.Binary("arith.mulf", d, d, "f32");
+    });
+    k.Store(mean, out1, ct, c, p.dtype);
+    k.Store(w.Binary("arith.divf", squares, count32, "f32"), out2, ct, c, p.dtype);
+  } else {  // inference: the given statistics pass through
+    k.Store(k.Load(in3, ct, c, p.dtype), out1, ct, c, p.dtype);
+    k.Store(k.Load(in4, ct, c, p.dtype), out2, ct, c, p.dtype);
+  }
+  // Loop 2, one iteration per element, in f64.
+  const std::string i = k.ElementLoop();
+  const std::string ch = k.Int("remui", k.Int("divui", i, k.Index(p.spatial)), k.Index(p.channels));
+  const std::string mean64 = k.LoadF64(p.grad || !p.training ? in3 : out1, ct, ch, p.dtype);
+  const std::string var64 = k.LoadF64(p.grad || !p.training ? in4 : out2, ct, ch, p.dtype);
+  const std::string rstd64 =
+      w.Binary("arith.divf", w.FloatConst(1, "f64"),
+               w.Unary("math.sqrt",
+                       w.Binary("arith.addf", var64, w.FloatConst(p.epsilon, "f64"), "f64"), "f64"),
+               "f64");
+  const std::string xhat =
+      w.Binary("arith.mulf", w.Binary("arith.subf", k.LoadF64(x, xt, i, p.dtype), mean64, "f64"),
+               rstd64, "f64");
+  const std::string scale64 = k.LoadF64(scale, ct, ch, p.dtype);
+  std::string result;
+  if (p.grad) {
+    const std::string m = w.FloatConst(static_cast<double>(per_channel), "f64");
+    const std::string dbias = w.Binary("arith.divf", k.LoadF64(out2, ct, ch, p.dtype), m, "f64");
+    const std::string dscale = w.Binary("arith.divf", k.LoadF64(out1, ct, ch, p.dtype), m, "f64");
+    const std::string inner =
+        w.Binary("arith.subf", w.Binary("arith.subf", k.LoadF64(in0, xt, i, p.dtype), dbias, "f64"),
+                 w.Binary("arith.mulf", xhat, dscale, "f64"), "f64");
+    result = w.Binary("arith.mulf", w.Binary("arith.mulf", scale64, rstd64, "f64"), inner, "f64");
+  } else {
+    result = w.Binary("arith.addf", w.Binary("arith.mulf", scale64, xhat, "f64"),
+                      k.LoadF64(in2, ct, ch, p.dtype), "f64");
+  }
+  k.Store(result, out0, xt, i, p.dtype, /*from_f64=*/true);
   return k.Text();
 }
 
@@ -234,7 +580,8 @@ std::string EmitReduceSumKernel(const std::string& name, const ReduceSumKernelPa
     if (!p.reduced[d]) kept.push_back(p.sizes[d]);
   const std::string xt = Flat(Product(p.sizes), p.dtype), yt = Flat(Product(kept), p.dtype);
   const std::string x = k.Input(xt), y = k.Output(yt);
-  const std::vector<std::string> at = k.Split("%i", kept);
+  const std::string i = k.ElementLoop();
+  const std::vector<std::string> at = k.Split(i, kept);
   // The input offset of the kept coordinates, then one loop per summed-away dim, outermost first.
   std::vector<int64_t> strides(p.sizes.size(), 1);
   for (size_t d = p.sizes.size(); d-- > 1;) strides[d - 1] = strides[d] * p.sizes[d];
@@ -256,7 +603,7 @@ std::string EmitReduceSumKernel(const std::string& name, const ReduceSumKernelPa
   std::string result = w.Binary("arith.mulf", sum_from(0, base, w.FloatConst(0, "f64")),
                                 w.FloatConst(p.scale, "f64"), "f64");
   if (p.dtype != DType::kF64) result = w.Convert("arith.truncf", result, "f64", "f32");
-  k.Store(result, y, yt, "%i", p.dtype);
+  k.Store(result, y, yt, i, p.dtype);
   return k.Text();
 }
 
@@ -278,13 +625,14 @@ std::string EmitConcatKernel(const std::string& name, const ConcatKernelParams& 
     for (const auto& [dtype, elements] : p.ignored_inputs) k.Input(Raw(elements, dtype));
     for (const std::string& t : piece_types) pieces.push_back(k.Output(t));
   }
-  const std::vector<std::string> at = k.Split("%i", {p.outer, row});
+  const std::string i = k.ElementLoop();
+  const std::vector<std::string> at = k.Split(i, {p.outer, row});
   // Piece j holds columns [start, start + blocks[j]) of each row, at column - start of its row.
   auto piece_index = [&](size_t j, int64_t start) {
     return k.Add(k.Mul(at[0], k.Index(p.blocks[j])), k.Int("subi", at[1], k.Index(start)));
   };
   if (!p.concat) {
-    const std::string v = w.Emit("memref.load " + whole + "[%i] : " + whole_type);
+    const std::string v = w.Emit("memref.load " + whole + "[" + i + "] : " + whole_type);
     int64_t start = 0;
     for (size_t j = 0; j < p.blocks.size(); start += p.blocks[j++]) {
       const std::string inside =
@@ -319,7 +667,7 @@ std::string EmitConcatKernel(const std::string& name, const ConcatKernelParams& 
     w.Line("}");
     return result;
   };
-  w.Line("memref.store " + value_from(0, 0) + ", " + whole + "[%i] : " + whole_type);
+  w.Line("memref.store " + value_from(0, 0) + ", " + whole + "[" + i + "] : " + whole_type);
   return k.Text();
 }
 

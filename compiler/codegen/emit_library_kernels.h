@@ -13,6 +13,18 @@
 // - Pooling over [planes, H, W]: the max (NaN wins) or the mean of each window's real elements,
 //   the mean summed in f64 and divided by the window's size inside the padded input
 //   (count_include_pad) or by its real elements, then rounded to the dtype.
+// - conv2d_backprop_input / _filter: dx (one iteration per element of x) sums dy times w over
+//   every output position whose window reads it; dw (one per element of w) sums dy times x over
+//   every output position, in f32, padding skipped.
+// - max_pool2d_grad / avg_pool2d_grad: each element of dx sums the dy of the windows that cover it:
+//   max pooling only where it is the window's first largest element (NaN winning, the reference's
+//   ArgMaxOfWindow), average pooling divided by the forward divisor (in f64).
+// - batch_norm / batch_norm_grad over [N, C, S] (S the product of the spatial dims): a first loop
+//   over the channels (a row kernel whose columns are the N*S elements of a channel, so that the
+//   GPU lowering gives each channel a block: compiler/mlir/gpu_kernels.h) computes the batch mean
+//   and biased variance (training; inference passes the given ones through) or dbias = sum dy and
+//   dscale = sum dy * xhat, summing in f32; a second loop over the elements computes y or dx in
+//   f64 from them (the formulas of ir/ops/nn.h).
 // - reduce_sum: the input's summed-away positions added in f64 in row-major order, times `scale`,
 //   rounded to the dtype (f32 or f64); the reference's order, so f64 results match it exactly.
 // - concat / split: a whole of `outer` rows, each the pieces' blocks one after another; bytes are
@@ -32,6 +44,9 @@
 #include "ir/status.h"
 
 namespace kiln::compiler {
+
+// Inputs a kernel takes but never reads (shapes only): each its dtype and element count.
+using IgnoredOperands = std::vector<std::pair<DType, int64_t>>;
 
 struct Conv2DKernelParams {
   DType dtype = DType::kF32;               // x, w, y, bias and residual
@@ -67,13 +82,32 @@ struct ConcatKernelParams {
   DType dtype = DType::kF32;
   bool concat = true;  // false: split
   int64_t outer = 0;
-  std::vector<int64_t> blocks;  // elements of each piece per row, each > 0
-  // split: inputs after the whole that the kernel takes but does not read (ConcatGrad's shapes),
-  // each its dtype and element count.
-  std::vector<std::pair<DType, int64_t>> ignored_inputs;
+  std::vector<int64_t> blocks;     // elements of each piece per row, each > 0
+  IgnoredOperands ignored_inputs;  // split: after the whole (ConcatGrad's shapes)
+};
+
+struct Conv2DGradKernelParams {
+  Conv2DKernelParams conv;         // the forward geometry and dtype (its epilogue unused)
+  bool filter = false;             // dw from (x, dy); otherwise dx from (dy, w)
+  IgnoredOperands ignored_inputs;  // after the two read: x_like or w_like
+};
+
+struct Pool2DGradKernelParams {
+  Pool2DKernelParams pool;  // the forward pooling; max: inputs (x, dy), avg: (dy, x_like)
+};
+
+struct BatchNormKernelParams {
+  DType dtype = DType::kF32;  // every operand
+  int64_t batch = 0, channels = 0, spatial = 1;
+  double epsilon = 1e-5;
+  bool training = true;  // batch_norm: batch statistics (else the given mean/var)
+  bool grad = false;     // batch_norm_grad
 };
 
 std::string EmitConv2DKernel(const std::string& name, const Conv2DKernelParams& p);
+std::string EmitConv2DGradKernel(const std::string& name, const Conv2DGradKernelParams& p);
+std::string EmitPool2DGradKernel(const std::string& name, const Pool2DGradKernelParams& p);
+std::string EmitBatchNormKernel(const std::string& name, const BatchNormKernelParams& p);
 std::string EmitPool2DKernel(const std::string& name, const Pool2DKernelParams& p);
 std::string EmitReduceSumKernel(const std::string& name, const ReduceSumKernelParams& p);
 std::string EmitConcatKernel(const std::string& name, const ConcatKernelParams& p);
