@@ -2,6 +2,7 @@
 
 #include "compiler/codegen/emit_library_kernels.h"
 #include "compiler/strided_copy_kernel.h"
+#include "ir/op_registry.h"
 
 namespace kiln::compiler {
 namespace {
@@ -232,10 +233,52 @@ Result<Spec> Concat(const Step& step, const Executable& exe, const std::string& 
   return Made(name, p.outer * row, EmitConcatKernel(name, p));
 }
 
+// A reference Gather whose indices are a constant (e.g. an unrolled recurrent layer's time steps),
+// all in range: the check the reference makes at run time is made here, once.
+Result<Spec> Gather(const Step& step, const Executable& exe, const std::string& name) {
+  if (step.inputs.size() != 2 || step.outputs.size() != 1) return Spec();
+  const BufferDesc& data = exe.buffers[step.inputs[0]];
+  const BufferDesc& indices = exe.buffers[step.inputs[1]];
+  const BufferDesc& out = exe.buffers[step.outputs[0]];
+  if (indices.kind != BufferDesc::Kind::kConstant || indices.index < 0 ||
+      indices.index >= static_cast<int>(exe.constants.size()) ||
+      (indices.type.dtype != i32 && indices.type.dtype != i64) ||
+      out.type.shape.NumElements() == 0 || !data.layout.empty() || !out.layout.empty() ||
+      data.type.dtype != out.type.dtype)
+    return Spec();
+  const OpDef* def = OpRegistry::Global().Find("Gather");
+  if (!def) return Spec();
+  KILN_ASSIGN_OR_RETURN(int64_t axis, def->WithDefaults(step.node.attrs).GetInt("axis"));
+  const Shape& shape = data.type.shape;
+  if (axis < -shape.rank() || axis >= shape.rank()) return Spec();
+  if (axis < 0) axis += shape.rank();
+  GatherKernelParams p;
+  p.dtype = data.type.dtype;
+  p.index_dtype = indices.type.dtype;
+  p.axis_size = shape[axis];
+  for (int d = 0; d < shape.rank(); ++d) {
+    if (d < axis) p.outer *= shape[d];
+    if (d > axis) p.inner *= shape[d];
+  }
+  const Tensor& values = exe.constants[indices.index];
+  p.indices = values.num_elements();
+  if (p.indices != indices.type.shape.NumElements() ||
+      out.type.shape.NumElements() != p.outer * p.indices * p.inner)
+    return Malformed(step, "the output does not hold the gathered slices");
+  for (int64_t j = 0; j < p.indices; ++j) {
+    const double v = values.GetDouble(j);
+    if (v < -static_cast<double>(p.axis_size) || v >= static_cast<double>(p.axis_size))
+      return Spec();  // the reference step reports it when the step runs
+  }
+  return Made(name, out.type.shape.NumElements(), EmitGatherKernel(name, p));
+}
+
 }  // namespace
 
 Result<std::optional<KernelSpec>> LibraryStepKernel(const Step& step, const Executable& exe,
                                                     const std::string& name) {
+  if (step.kind == Step::Kind::kReference && step.callee == "Gather")
+    return Gather(step, exe, name);
   if (step.kind != Step::Kind::kLibrary) return Spec();
   if (step.callee == "strided_copy") return StridedCopyKernel(step, exe, name);
   if (step.callee == "conv2d") return Conv2D(step, exe, name);

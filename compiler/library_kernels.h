@@ -1,7 +1,8 @@
 // Library steps as generated kernels, for a target without the cpu backend's libraries (the CUDA
 // device): strided_copy (compiler/strided_copy_kernel.h), conv2d with its fused epilogue and both
 // backward convolutions, max/avg pooling and their gradients, batch_norm and batch_norm_grad,
-// reduce_sum, concat and split (compiler/codegen/emit_library_kernels.h for their semantics). Each
+// reduce_sum, concat and split, and the reference step Gather when its indices are a constant
+// whose values are all in range (compiler/codegen/emit_library_kernels.h for their semantics). Each
 // becomes one kernel with one iteration per output element (per whole element for split; batch
 // norm adds a loop over the channels), written directly as MLIR (KernelSpec::raw_mlir).
 //

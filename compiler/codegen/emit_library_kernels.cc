@@ -607,6 +607,28 @@ std::string EmitReduceSumKernel(const std::string& name, const ReduceSumKernelPa
   return k.Text();
 }
 
+std::string EmitGatherKernel(const std::string& name, const GatherKernelParams& p) {
+  KernelWriter k(name);
+  ScalarWriter& w = k.w();
+  const std::string data_type = Raw(p.outer * p.axis_size * p.inner, p.dtype);
+  const std::string index_type = internal::MemRef({p.indices}, p.index_dtype);
+  const std::string out_type = Raw(p.outer * p.indices * p.inner, p.dtype);
+  const std::string data = k.Input(data_type), indices = k.Input(index_type);
+  const std::string out = k.Output(out_type);
+  const std::string i = k.ElementLoop();
+  const std::vector<std::string> at = k.Split(i, {p.outer, p.indices, p.inner});
+  const std::string bits = internal::StorageType(p.index_dtype);
+  std::string index = w.Emit("memref.load " + indices + "[" + at[1] + "] : " + index_type);
+  if (p.index_dtype != DType::kI64) index = w.Convert("arith.extsi", index, bits, "i64");
+  index = w.Convert("arith.index_cast", index, "i64", "index");
+  index = w.Select(k.Less(index, k.Index(0)), k.Add(index, k.Index(p.axis_size)), index, "index");
+  const std::string from =
+      k.Add(k.Mul(k.Add(k.Mul(at[0], k.Index(p.axis_size)), index), k.Index(p.inner)), at[2]);
+  w.Line("memref.store " + w.Emit("memref.load " + data + "[" + from + "] : " + data_type) + ", " +
+         out + "[" + i + "] : " + out_type);
+  return k.Text();
+}
+
 std::string EmitConcatKernel(const std::string& name, const ConcatKernelParams& p) {
   KernelWriter k(name);
   ScalarWriter& w = k.w();

@@ -25,6 +25,9 @@
 //   and biased variance (training; inference passes the given ones through) or dbias = sum dy and
 //   dscale = sum dy * xhat, summing in f32; a second loop over the elements computes y or dx in
 //   f64 from them (the formulas of ir/ops/nn.h).
+// - Gather (a reference step): out[o, j, r] = data[o, idx[j] (+ the axis' size when negative), r]
+//   over [outer, indices, inner], bytes copied (any dtype); indices i32 or i64, which the caller
+//   has checked to lie in range (the kernel does not).
 // - reduce_sum: the input's summed-away positions added in f64 in row-major order, times `scale`,
 //   rounded to the dtype (f32 or f64); the reference's order, so f64 results match it exactly.
 // - concat / split: a whole of `outer` rows, each the pieces' blocks one after another; bytes are
@@ -109,6 +112,13 @@ std::string EmitConv2DGradKernel(const std::string& name, const Conv2DGradKernel
 std::string EmitPool2DGradKernel(const std::string& name, const Pool2DGradKernelParams& p);
 std::string EmitBatchNormKernel(const std::string& name, const BatchNormKernelParams& p);
 std::string EmitPool2DKernel(const std::string& name, const Pool2DKernelParams& p);
+struct GatherKernelParams {
+  DType dtype = DType::kF32;        // data and output
+  DType index_dtype = DType::kI64;  // i32 or i64
+  int64_t outer = 1, axis_size = 0, inner = 1, indices = 0;
+};
+
+std::string EmitGatherKernel(const std::string& name, const GatherKernelParams& p);
 std::string EmitReduceSumKernel(const std::string& name, const ReduceSumKernelParams& p);
 std::string EmitConcatKernel(const std::string& name, const ConcatKernelParams& p);
 

@@ -86,7 +86,7 @@ TEST_CASE("an elementwise chain with broadcasting becomes one kernel", "[cpu]") 
   RunBoth(graph, {{"x", xv}, {"b", bv}}, {"y", "z"});
 }
 
-TEST_CASE("identical clusters share one generated kernel; different constants do not", "[cpu]") {
+TEST_CASE("identical clusters share one generated kernel, different constants do not", "[cpu]") {
   GraphBuilder g;
   Value a = g.Placeholder("a", f32, {4, 8});
   Value b = g.Placeholder("b", f32, {8, 8});

@@ -31,8 +31,9 @@ namespace {
 Tensor Random(Shape shape, uint64_t seed) { return testing::RandomTensor(shape, seed).CastTo(f32); }
 
 // x -> 2x + b -> relu (a device kernel) -> MatMul w (cuBLASLt on the device) -> max pooling over
-// pairs of columns (a generated kernel on the device) -> rows in reverse order (Gather, a host
-// step) -> softmax (a device row reduction); fetches y (the relu) and s.
+// pairs of columns (a generated kernel on the device) -> rows in the order a feed gives (Gather of
+// indices known only at run time: a host step) -> softmax (a device row reduction); fetches y (the
+// relu) and s.
 struct MixedGraph {
   Graph graph;
   FeedList feeds;
@@ -47,13 +48,15 @@ struct MixedGraph {
     pairs.kernel = {2, 1};
     pairs.strides = {1, 1};
     Value pooled = MaxPool2D(Reshape(MatMul(y, w), {-1, 1, 5, 1}), pairs);
+    Value order = g.Placeholder("order", i64, {300});
+    g.Output("s", Softmax(Gather(Reshape(pooled, {-1, 4}), order)));
+    graph = *g.Build();
     std::vector<int64_t> reversed(300);
     for (int64_t i = 0; i < 300; ++i) reversed[i] = 299 - i;
-    Value rows = g.Constant(Tensor::FromVector(Shape{300}, reversed));
-    g.Output("s", Softmax(Gather(Reshape(pooled, {-1, 4}), rows)));
-    graph = *g.Build();
-    feeds = {
-        {"x", Random(Shape{300, 8}, 1)}, {"b", Random(Shape{8}, 2)}, {"w", Random(Shape{8, 5}, 3)}};
+    feeds = {{"x", Random(Shape{300, 8}, 1)},
+             {"b", Random(Shape{8}, 2)},
+             {"w", Random(Shape{8, 5}, 3)},
+             {"order", Tensor::FromVector(Shape{300}, reversed)}};
     planner = std::make_unique<Session>(graph, SessionOptions{.backend = "reference"});
   }
   std::unique_ptr<Session> planner;  // its plans point into its graph
@@ -472,6 +475,40 @@ TEST_CASE("cuda-sim: TF32 only when asked: f32 products then round their inputs 
   CHECK(differs);
 }
 
+TEST_CASE(
+    "cuda-sim: a Gather of constant indices runs on the device, and a bad one fails as on the host",
+    "[cuda]") {
+  for (bool bad : {false, true}) {
+    GraphBuilder g;
+    Value data = g.Placeholder("data", f32, {4, 5});
+    const std::vector<int32_t> picks =
+        bad ? std::vector<int32_t>{1, 7} : std::vector<int32_t>{-1, 2, 0};
+    Value indices =
+        g.Constant(Tensor::FromVector(Shape{static_cast<int64_t>(picks.size())}, picks));
+    g.Output("y", Gather(data, indices, /*axis=*/1));
+    Graph graph = *g.Build();
+    const FeedList feeds = {{"data", Random(Shape{4, 5}, 4)}};
+    Session session(graph, SessionOptions{.backend = "cuda-sim"});
+    Result<RunPlan> plan = session.Plan(feeds, {"y"});
+    REQUIRE(plan.ok());
+    Result<compiler::CudaPlan> placed = compiler::PlanForCuda(*plan);
+    REQUIRE(placed.ok());
+    int on_device = 0;
+    for (const Step& step : placed->planned.lowered.executable.steps)
+      on_device += step.on_device && step.node.name == "Gather";
+    CHECK(on_device == (bad ? 0 : 1));
+    Result<std::vector<Tensor>> out = session.Run(feeds, {"y"});
+    if (bad) {
+      REQUIRE_FALSE(out.ok());
+      CHECK_THAT(out.error().message(), Catch::Contains("Gather") && Catch::Contains("7"));
+      continue;
+    }
+    REQUIRE(out.ok());
+    Session reference(graph, SessionOptions{.backend = "reference"});
+    CHECK((*out)[0].BitwiseEquals((*reference.Run(feeds, {"y"}))[0]));
+  }
+}
+
 TEST_CASE("cuda-sim: a variable stays on the device across runs, uploaded when its value changes",
           "[cuda]") {
   GraphBuilder g;
@@ -518,7 +555,7 @@ TEST_CASE("cuda-sim: a variable stays on the device across runs, uploaded when i
   CHECK(run(first, 5) == 1);
 }
 
-TEST_CASE("cuda-sim: Assign and AssignSub run on the device; the store gets the new value back",
+TEST_CASE("cuda-sim: Assign and AssignSub run on the device, the store gets the new value back",
           "[cuda]") {
   const bool subtract = GENERATE(false, true);  // Assign(w, w - x/2), or AssignSub(w, x/2)
   INFO((subtract ? "AssignSub" : "Assign"));

@@ -47,7 +47,8 @@ KernelSpec RawSpec(const std::string& name, int64_t iterations, std::string text
 }
 
 // Library steps as generated kernels: convolutions (groups, dilation, padding, the whole epilogue,
-// bf16), pooling (max and both averages, 16-bit), sums (f32, f64) and concat/split (1-8 bytes).
+// bf16), pooling (max and both averages, 16-bit), sums (f32, f64), gathers and concat/split (1-8
+// bytes).
 std::vector<KernelSpec> LibrarySpecs() {
   std::vector<KernelSpec> specs;
   Conv2DKernelParams conv;
@@ -80,6 +81,11 @@ std::vector<KernelSpec> LibrarySpecs() {
   specs.push_back(RawSpec("mean", 4, EmitReduceSumKernel("mean", sum)));
   sum.dtype = DType::kF64;
   specs.push_back(RawSpec("sum_f64", 4, EmitReduceSumKernel("sum_f64", sum)));
+  GatherKernelParams gather;
+  gather.dtype = DType::kBF16;
+  gather.index_dtype = DType::kI32;
+  gather.outer = 2, gather.axis_size = 5, gather.inner = 3, gather.indices = 4;
+  specs.push_back(RawSpec("gather_bf16", 24, EmitGatherKernel("gather_bf16", gather)));
   ConcatKernelParams concat;
   concat.dtype = DType::kI8;
   concat.outer = 3;

@@ -46,7 +46,7 @@ TEST_CASE("autodiff: StopGradient, integers and unrelated xs", "[grad][autodiff]
   CHECK(Eval(g, (*grads)[1], feeds) == std::vector<double>{0});  // y does not depend on z
 }
 
-TEST_CASE("autodiff: grad_ys weight the ys; several ys sum", "[grad][autodiff]") {
+TEST_CASE("autodiff: grad_ys weight the ys, several ys sum", "[grad][autodiff]") {
   GraphBuilder g;
   Value x = g.Placeholder("x", f64, {2});
   Value y1 = 2.0 * x, y2 = x * x;

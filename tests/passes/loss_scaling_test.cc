@@ -106,7 +106,7 @@ TEST_CASE("loss scaling: fp16 gradients that underflow train only with scaling",
   }
 }
 
-TEST_CASE("loss scaling: an overflow skips the step and halves the scale; finite steps grow it",
+TEST_CASE("loss scaling: an overflow skips the step and halves the scale, finite steps grow it",
           "[passes][precision]") {
   for (const std::string& backend : testing::AvailableBackends()) {
     INFO(backend);

@@ -204,7 +204,7 @@ TEST_CASE("C API: a module's signature, by index and by name", "[capi]") {
   CHECK(kiln_module_output_dim(m, 0, -1) == -1);
 }
 
-TEST_CASE("C API: a run gives exactly what kiln::Module gives; checkpoints round-trip", "[capi]") {
+TEST_CASE("C API: a run gives exactly what kiln::Module gives, checkpoints round-trip", "[capi]") {
   const std::string path = WriteModule("run.kmod", HandBuiltModule());
   Loaded loaded(path);
   const std::vector<float> a = {0.5f, -1, 2, 3, 4.25f, 5};

@@ -70,7 +70,7 @@ TEST_CASE("session: feed checks name the feed and what was expected", "[session]
   CHECK_THAT(bad_fetch.error().message(), Catch::Contains("fetch 'y:7'"));
 }
 
-TEST_CASE("session: variables persist across runs; targets run updates", "[session]") {
+TEST_CASE("session: variables persist across runs, targets run updates", "[session]") {
   Session s(TwoBranchGraph());
   REQUIRE(s.Run({}, {}, {"step"}).ok());
   REQUIRE(s.Run({}, {}, {"step"}).ok());
