@@ -4,9 +4,9 @@
 #   scripts/gpu_bundle.sh OUT        then, on the GPU machine: OUT/run.sh
 # OUT holds kilnrt (the runtime alone, built without oneDNN and OpenBLAS: every library step of
 # the bundled models runs on the device; stripped), the shared libraries it needs beyond the C/C++
-# runtime (xz-compressed: protobuf and its friends), the test models compiled with `kiln compile --target cuda` (PTX and
-# cubins for sm_80 and sm_90) with their inputs, the reference executor's outputs and, for PyTorch
-# exports, PyTorch's outputs, and the scripts run.sh uses. KILN_BUNDLE_ELEMENTS sets the elementwise
+# runtime (xz-compressed: protobuf and its friends), the test models compiled with `kiln compile
+# --target cuda` (PTX and cubins for sm_80 and sm_90) with their inputs, the reference executor's
+# outputs and, for PyTorch exports, PyTorch's outputs, and the scripts run.sh uses. KILN_BUNDLE_ELEMENTS sets the elementwise
 # benchmark's input size (default 2^26 floats), KILN_BUNDLE_GEMM the GEMM benchmarks' N (N x N
 # times N x N, default 4096); their inputs are generated on the GPU machine. At most 48 MiB.
 set -euo pipefail
@@ -25,7 +25,7 @@ mkdir -p "$out/bin" "$out/models"
 cp scripts/gpu_bundle/run.sh scripts/gpu_bundle/compare.py scripts/gpu_bundle/bench_torch.py \
   scripts/gpu_bundle/write_input.py scripts/write_npy.py "$out/"
 git describe --always --dirty >"$out/VERSION" 2>/dev/null || echo unknown >"$out/VERSION"
-cp $kilnrt "$out/bin/kilnrt"
+cp "$kilnrt" "$out/bin/kilnrt"
 strip "$out/bin/kilnrt"
 
 # The libraries kilnrt loads beyond glibc and the C++ runtime, which every Linux has.
@@ -36,7 +36,7 @@ while read -r path; do
       librt.so*) ;;
     *) libs+=("$path") ;;
   esac
-done < <(ldd $kilnrt | awk '$3 ~ /^\// {print $3}')
+done < <(ldd "$kilnrt" | awk '$3 ~ /^\// {print $3}')
 if printf '%s\n' "${libs[@]}" | grep -Eq 'dnnl|openblas'; then
   echo "gpu_bundle: $kilnrt links oneDNN or OpenBLAS" >&2
   exit 1

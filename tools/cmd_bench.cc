@@ -290,7 +290,9 @@ int RunBench(const Command& cmd, const std::vector<std::string>& args) {
   std::printf("model: %s\n", model_path.c_str());
   std::printf("backend: %s", compiled ? "cpu" : backend == "auto" ? "reference" : backend.c_str());
   if (compiled) std::printf(", %d threads", threads > 0 ? threads : cpu::AvailableCores());
-  std::printf("\nprecision: %s%s\n", std::string(PrecisionName(options->precision.compute)).c_str(),
+  std::printf("\nprecision: %s%s%s\n",
+              std::string(PrecisionName(options->precision.compute)).c_str(),
+              options->precision.tf32 ? ", tf32 allowed" : "",
               options->check_numerics ? ", numerics checked" : "");
   std::printf("run: %s\n", what.c_str());
   for (const std::string& d : descriptions) std::printf("%s\n", d.c_str());

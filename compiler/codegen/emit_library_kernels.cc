@@ -19,8 +19,9 @@ std::string Raw(int64_t elements, DType dtype) {
 }
 
 // One kernel: the parameters, then one or more scf.parallel loops (each a launch of its own on the
-// GPU, run in order), whose bodies the caller writes through the helpers below. Every value a body
-// uses is defined inside it, so that the GPU outlining needs nothing from outside.
+// GPU, run in order), whose bodies the caller writes through the helpers below. A body's values are
+// defined inside it, but for constants (a CountLoop's count among them), which the GPU lowering
+// sinks into the kernels.
 class KernelWriter {
  public:
   explicit KernelWriter(std::string name) : name_(std::move(name)), w_("    ") {}
@@ -59,6 +60,15 @@ class KernelWriter {
   // v if `ok`, else 0 (an index that is safe to load at).
   std::string OrZero(const std::string& ok, const std::string& v) {
     return w_.Select(ok, v, Index(0), "index");
+  }
+  // t / stride where t is a multiple of `stride` with 0 <= t / stride < n (*ok), else 0: the
+  // output position whose window starts at t (t = input position + pad - offset in the window).
+  std::string StridedOrigin(const std::string& t, int64_t stride, int64_t n, std::string* ok) {
+    const std::string o = Int("divsi", t, Index(stride));
+    *ok = And(And(w_.Cmp("arith.cmpi", "sge", t, Index(0), "index"),
+                  w_.Cmp("arith.cmpi", "eq", Int("remsi", t, Index(stride)), Index(0), "index")),
+              Less(o, Index(n)));
+    return OrZero(*ok, o);
   }
   // An index as a float of `type` (f32 or f64).
   std::string ToFloat(const std::string& v, const std::string& type) {
@@ -194,6 +204,40 @@ int64_t Product(const std::vector<int64_t>& v) {
 
 }  // namespace
 
+namespace {
+
+// The pooling window at output position (row, col): its start (h0, w0) and end (far) in padded
+// coordinates, and its rows [h_begin, h_end) and columns [w_begin, w_end) inside the input.
+struct PoolWindow {
+  std::string h0, w0, h_far, w_far, h_begin, h_end, w_begin, w_end;
+};
+
+PoolWindow WindowAt(KernelWriter& k, const Pool2DKernelParams& p, const std::string& row,
+                    const std::string& col) {
+  PoolWindow win;
+  win.h0 = k.Sub(k.Mul(row, k.Index(p.strides[0])), k.Index(p.pads[0]));
+  win.w0 = k.Sub(k.Mul(col, k.Index(p.strides[1])), k.Index(p.pads[1]));
+  win.h_far = k.Add(win.h0, k.Index(p.window[0]));
+  win.w_far = k.Add(win.w0, k.Index(p.window[1]));
+  win.h_begin = k.Int("maxsi", win.h0, k.Index(0));
+  win.h_end = k.Int("minsi", win.h_far, k.Index(p.height));
+  win.w_begin = k.Int("maxsi", win.w0, k.Index(0));
+  win.w_end = k.Int("minsi", win.w_far, k.Index(p.width));
+  return win;
+}
+
+// Average pooling's divisor (f64): the window's size inside the padded input (count_include_pad)
+// or its number of real elements.
+std::string PoolDivisor(KernelWriter& k, const Pool2DKernelParams& p, const PoolWindow& win) {
+  const std::string count =
+      p.include_pad ? k.Mul(k.Sub(k.Int("minsi", win.h_far, k.Index(p.height + p.pads[2])), win.h0),
+                            k.Sub(k.Int("minsi", win.w_far, k.Index(p.width + p.pads[3])), win.w0))
+                    : k.Mul(k.Sub(win.h_end, win.h_begin), k.Sub(win.w_end, win.w_begin));
+  return k.ToFloat(count, "f64");
+}
+
+}  // namespace
+
 std::string EmitConv2DKernel(const std::string& name, const Conv2DKernelParams& p) {
   KernelWriter k(name);
   ScalarWriter& w = k.w();
@@ -222,14 +266,12 @@ std::string EmitConv2DKernel(const std::string& name, const Conv2DKernelParams& 
         return k.For(k.Index(0), k.Index(kh), acc, "f32", [&](auto r, auto acc_r) {
           const std::string ih = k.Add(h0, k.Mul(r, k.Index(p.dilations[0])));
           const std::string row_ok = k.InRange(ih, h);
-          const std::string x_row =
-              k.Mul(k.Add(x_plane, w.Select(row_ok, ih, k.Index(0), "index")), k.Index(wd));
+          const std::string x_row = k.Mul(k.Add(x_plane, k.OrZero(row_ok, ih)), k.Index(wd));
           const std::string w_row = k.Mul(k.Add(w_plane, r), k.Index(kw));
           return k.For(k.Index(0), k.Index(kw), acc_r, "f32", [&](auto s, auto acc_s) {
             const std::string iw = k.Add(w0, k.Mul(s, k.Index(p.dilations[1])));
             const std::string ok = w.Binary("arith.andi", row_ok, k.InRange(iw, wd), "i1");
-            const std::string xv =
-                k.Load(x, xt, k.Add(x_row, w.Select(ok, iw, k.Index(0), "index")), p.dtype);
+            const std::string xv = k.Load(x, xt, k.Add(x_row, k.OrZero(ok, iw)), p.dtype);
             const std::string wv = k.Load(wts, wt, k.Add(w_row, s), p.dtype);
             const std::string more =
                 w.Binary("arith.addf", acc_s, w.Binary("arith.mulf", xv, wv, "f32"), "f32");
@@ -255,48 +297,25 @@ std::string EmitPool2DKernel(const std::string& name, const Pool2DKernelParams& 
   const std::string x = k.Input(xt), y = k.Output(yt);
   const std::string i = k.ElementLoop();
   const std::vector<std::string> at = k.Split(i, {p.planes, p.out_height, p.out_width});
-  // The window's rows [h_begin, h_end) and columns [w_begin, w_end), clipped to the input.
-  const std::string h0 = k.Int("subi", k.Mul(at[1], k.Index(p.strides[0])), k.Index(p.pads[0]));
-  const std::string w0 = k.Int("subi", k.Mul(at[2], k.Index(p.strides[1])), k.Index(p.pads[1]));
-  const std::string h_far = k.Add(h0, k.Index(p.window[0]));
-  const std::string w_far = k.Add(w0, k.Index(p.window[1]));
-  const std::string h_begin = k.Int("maxsi", h0, k.Index(0));
-  const std::string h_end = k.Int("minsi", h_far, k.Index(p.height));
-  const std::string w_begin = k.Int("maxsi", w0, k.Index(0));
-  const std::string w_end = k.Int("minsi", w_far, k.Index(p.width));
+  const PoolWindow win = WindowAt(k, p, at[1], at[2]);
   const std::string plane = k.Mul(at[0], k.Index(p.height));
   const std::string type = p.max ? "f32" : "f64";
   const std::string init = p.max ? w.FloatConst(-std::numeric_limits<double>::infinity(), "f32")
                                  : w.FloatConst(0, "f64");
-  std::string result = k.For(h_begin, h_end, init, type, [&](auto r, auto acc) {
+  std::string result = k.For(win.h_begin, win.h_end, init, type, [&](auto r, auto acc) {
     const std::string row = k.Mul(k.Add(plane, r), k.Index(p.width));
-    return k.For(w_begin, w_end, acc, type, [&](auto s, auto acc_s) {
-      const std::string v = k.Load(x, xt, k.Add(row, s), p.dtype);
+    return k.For(win.w_begin, win.w_end, acc, type, [&](auto s, auto acc_s) {
       if (!p.max)
-        return w.Binary("arith.addf", acc_s, w.Convert("arith.extf", v, "f32", "f64"), "f64");
+        return w.Binary("arith.addf", acc_s, k.LoadF64(x, xt, k.Add(row, s), p.dtype), "f64");
+      const std::string v = k.Load(x, xt, k.Add(row, s), p.dtype);
       // The first largest, a NaN winning (as the reference's ArgMaxOfWindow).
       const std::string larger =
           w.Select(w.Cmp("arith.cmpf", "ogt", v, acc_s, "f32"), v, acc_s, "f32");
       return w.Select(w.Cmp("arith.cmpf", "uno", v, v, "f32"), v, larger, "f32");
     });
   });
-  if (!p.max) {
-    std::string count;
-    if (p.include_pad) {  // the window inside the padded input
-      const std::string rows =
-          k.Int("subi", k.Int("minsi", h_far, k.Index(p.height + p.pads[2])), h0);
-      const std::string cols =
-          k.Int("subi", k.Int("minsi", w_far, k.Index(p.width + p.pads[3])), w0);
-      count = k.Mul(rows, cols);
-    } else {
-      count = k.Mul(k.Int("subi", h_end, h_begin), k.Int("subi", w_end, w_begin));
-    }
-    const std::string divisor = w.Convert(
-        "arith.sitofp", w.Convert("arith.index_cast", count, "index", "i64"), "i64", "f64");
-    result =
-        w.Convert("arith.truncf", w.Binary("arith.divf", result, divisor, "f64"), "f64", "f32");
-  }
-  k.Store(result, y, yt, i, p.dtype);
+  if (!p.max) result = w.Binary("arith.divf", result, PoolDivisor(k, p, win), "f64");
+  k.Store(result, y, yt, i, p.dtype, /*from_f64=*/!p.max);
   return k.Text();
 }
 
@@ -328,24 +347,17 @@ std::string EmitConv2DGradKernel(const std::string& name, const Conv2DGradKernel
           const std::string w_plane =
               k.Mul(k.Add(k.Mul(out_channel, k.Index(cg)), in_group), k.Index(kh));
           return k.For(k.Index(0), k.Index(kh), acc, "f32", [&](auto r, auto acc_r) {
-            const std::string th = k.Sub(hp, k.Mul(r, k.Index(p.dilations[0])));
-            const std::string row = k.Int("divsi", th, k.Index(p.strides[0]));
-            const std::string row_ok =
-                k.And(k.And(w.Cmp("arith.cmpi", "sge", th, k.Index(0), "index"),
-                            w.Cmp("arith.cmpi", "eq", k.Int("remsi", th, k.Index(p.strides[0])),
-                                  k.Index(0), "index")),
-                      k.Less(row, k.Index(oh)));
-            const std::string dy_row = k.Mul(k.Add(dy_plane, k.OrZero(row_ok, row)), k.Index(ow));
+            std::string row_ok;
+            const std::string row = k.StridedOrigin(k.Sub(hp, k.Mul(r, k.Index(p.dilations[0]))),
+                                                    p.strides[0], oh, &row_ok);
+            const std::string dy_row = k.Mul(k.Add(dy_plane, row), k.Index(ow));
             const std::string w_row = k.Mul(k.Add(w_plane, r), k.Index(kw));
             return k.For(k.Index(0), k.Index(kw), acc_r, "f32", [&](auto s, auto acc_s) {
-              const std::string tw = k.Sub(wp, k.Mul(s, k.Index(p.dilations[1])));
-              const std::string col = k.Int("divsi", tw, k.Index(p.strides[1]));
-              const std::string ok =
-                  k.And(k.And(row_ok, w.Cmp("arith.cmpi", "sge", tw, k.Index(0), "index")),
-                        k.And(w.Cmp("arith.cmpi", "eq", k.Int("remsi", tw, k.Index(p.strides[1])),
-                                    k.Index(0), "index"),
-                              k.Less(col, k.Index(ow))));
-              const std::string dyv = k.Load(dy, yt, k.Add(dy_row, k.OrZero(ok, col)), p.dtype);
+              std::string col_ok;
+              const std::string col = k.StridedOrigin(k.Sub(wp, k.Mul(s, k.Index(p.dilations[1]))),
+                                                      p.strides[1], ow, &col_ok);
+              const std::string ok = k.And(row_ok, col_ok);
+              const std::string dyv = k.Load(dy, yt, k.Add(dy_row, col), p.dtype);
               const std::string wv = k.Load(wts, wt, k.Add(w_row, s), p.dtype);
               const std::string more =
                   w.Binary("arith.addf", acc_s, w.Binary("arith.mulf", dyv, wv, "f32"), "f32");
@@ -410,45 +422,29 @@ std::string EmitPool2DGradKernel(const std::string& name, const Pool2DGradKernel
   const std::string hp = k.Add(at[1], k.Index(p.pads[0])), wp = k.Add(at[2], k.Index(p.pads[1]));
   const std::string x_plane = k.Mul(at[0], k.Index(p.height * p.width));
   const std::string dy_plane = k.Mul(at[0], k.Index(p.out_height));
-  // Whether a - r is a window start (a multiple of the stride) of a window in [0, n): its index.
-  auto window = [&](const std::string& a, const std::string& r, int64_t stride, int64_t n,
-                    std::string* ok) {
-    const std::string t = k.Sub(a, r);
-    const std::string o = k.Int("divsi", t, k.Index(stride));
-    *ok = k.And(
-        k.And(w.Cmp("arith.cmpi", "sge", t, k.Index(0), "index"),
-              w.Cmp("arith.cmpi", "eq", k.Int("remsi", t, k.Index(stride)), k.Index(0), "index")),
-        k.Less(o, k.Index(n)));
-    return k.OrZero(*ok, o);
-  };
   const std::string sum =
       k.For(k.Index(0), k.Index(p.window[0]), w.FloatConst(0, "f64"), "f64", [&](auto r, auto acc) {
         std::string row_ok;
-        const std::string orow = window(hp, r, p.strides[0], p.out_height, &row_ok);
+        const std::string orow = k.StridedOrigin(k.Sub(hp, r), p.strides[0], p.out_height, &row_ok);
         return k.For(k.Index(0), k.Index(p.window[1]), acc, "f64", [&](auto s, auto acc_s) {
           std::string col_ok;
-          const std::string ocol = window(wp, s, p.strides[1], p.out_width, &col_ok);
+          const std::string ocol =
+              k.StridedOrigin(k.Sub(wp, s), p.strides[1], p.out_width, &col_ok);
           const std::string ok = k.And(row_ok, col_ok);
           const std::string dyv = k.LoadF64(
               dy, yt, k.Add(k.Mul(k.Add(dy_plane, orow), k.Index(p.out_width)), ocol), p.dtype);
-          // The window's rows and columns inside the input.
-          const std::string h0 = k.Sub(k.Mul(orow, k.Index(p.strides[0])), k.Index(p.pads[0]));
-          const std::string w0 = k.Sub(k.Mul(ocol, k.Index(p.strides[1])), k.Index(p.pads[1]));
-          const std::string h_far = k.Add(h0, k.Index(p.window[0]));
-          const std::string w_far = k.Add(w0, k.Index(p.window[1]));
-          const std::string h_begin = k.Int("maxsi", h0, k.Index(0));
-          const std::string h_end = k.Int("minsi", h_far, k.Index(p.height));
-          const std::string w_begin = k.Int("maxsi", w0, k.Index(0));
-          const std::string w_end = k.Int("minsi", w_far, k.Index(p.width));
+          const PoolWindow win = WindowAt(k, p, orow, ocol);
           std::string share;
           std::string mine = ok;
-          if (p.max) {  // the window's first largest element (a NaN winning), as ArgMaxOfWindow
+          if (p.max) {  // the window's first largest element (a NaN winning), as ArgMaxOfWindow;
+                        // a window that does not cover this element is not scanned
+            const std::string h_end = k.OrZero(ok, win.h_end);
             const std::vector<std::string> best = k.ForN(
-                h_begin, h_end, {w.FloatConst(0, "f32"), k.Index(-1)}, {"f32", "index"},
-                [&](const std::string& hh, const std::vector<std::string>& b) {
+                k.OrZero(ok, win.h_begin), h_end, {w.FloatConst(0, "f32"), k.Index(-1)},
+                {"f32", "index"}, [&](const std::string& hh, const std::vector<std::string>& b) {
                   const std::string row = k.Mul(hh, k.Index(p.width));
                   return k.ForN(
-                      w_begin, w_end, b, {"f32", "index"},
+                      win.w_begin, win.w_end, b, {"f32", "index"},
                       [&](const std::string& ww, const std::vector<std::string>& c) {
                         const std::string at_plane = k.Add(row, ww);
                         const std::string v = k.Load(x, xt, k.Add(x_plane, at_plane), p.dtype);
@@ -466,14 +462,7 @@ std::string EmitPool2DGradKernel(const std::string& name, const Pool2DGradKernel
             mine = k.And(ok, w.Cmp("arith.cmpi", "eq", best[1], here, "index"));
             share = dyv;
           } else {
-            std::string count;
-            if (p.include_pad) {
-              count = k.Mul(k.Sub(k.Int("minsi", h_far, k.Index(p.height + p.pads[2])), h0),
-                            k.Sub(k.Int("minsi", w_far, k.Index(p.width + p.pads[3])), w0));
-            } else {
-              count = k.Mul(k.Sub(h_end, h_begin), k.Sub(w_end, w_begin));
-            }
-            share = w.Binary("arith.divf", dyv, k.ToFloat(count, "f64"), "f64");
+            share = w.Binary("arith.divf", dyv, PoolDivisor(k, p, win), "f64");
           }
           return w.Select(mine, w.Binary("arith.addf", acc_s, share, "f64"), acc_s, "f64");
         });
@@ -481,6 +470,20 @@ std::string EmitPool2DGradKernel(const std::string& name, const Pool2DGradKernel
   k.Store(sum, dx, xt, i, p.dtype, /*from_f64=*/true);
   return k.Text();
 }
+
+namespace {
+
+// 1 / sqrt(var + epsilon) of an f64 variance, in f64.
+std::string Rstd(KernelWriter& k, const std::string& var, const BatchNormKernelParams& p) {
+  ScalarWriter& w = k.w();
+  return w.Binary(
+      "arith.divf", w.FloatConst(1, "f64"),
+      w.Unary("math.sqrt", w.Binary("arith.addf", var, w.FloatConst(p.epsilon, "f64"), "f64"),
+              "f64"),
+      "f64");
+}
+
+}  // namespace
 
 std::string EmitBatchNormKernel(const std::string& name, const BatchNormKernelParams& p) {
   KernelWriter k(name);
@@ -509,13 +512,9 @@ std::string EmitBatchNormKernel(const std::string& name, const BatchNormKernelPa
   };
   if (p.grad) {
     const std::string mean = k.Load(in3, ct, c, p.dtype);
+    // The second loop's 1/sqrt(var + epsilon), rounded to f32 for the sums.
     const std::string rstd =
-        w.Binary("arith.divf", w.FloatConst(1, "f32"),
-                 w.Unary("math.sqrt",
-                         w.Binary("arith.addf", k.Load(in4, ct, c, p.dtype),
-                                  w.FloatConst(static_cast<float>(p.epsilon), "f32"), "f32"),
-                         "f32"),
-                 "f32");
+        w.Convert("arith.truncf", Rstd(k, k.LoadF64(in4, ct, c, p.dtype), p), "f64", "f32");
     const std::string dbias =
         sum([&](const std::string& j) { return k.Load(in0, xt, element(j), p.dtype); });
     const std::string dscale = sum([&](const std::string& j) {
@@ -546,11 +545,7 @@ std::string EmitBatchNormKernel(const std::string& name, const BatchNormKernelPa
   const std::string ch = k.Int("remui", k.Int("divui", i, k.Index(p.spatial)), k.Index(p.channels));
   const std::string mean64 = k.LoadF64(p.grad || !p.training ? in3 : out1, ct, ch, p.dtype);
   const std::string var64 = k.LoadF64(p.grad || !p.training ? in4 : out2, ct, ch, p.dtype);
-  const std::string rstd64 =
-      w.Binary("arith.divf", w.FloatConst(1, "f64"),
-               w.Unary("math.sqrt",
-                       w.Binary("arith.addf", var64, w.FloatConst(p.epsilon, "f64"), "f64"), "f64"),
-               "f64");
+  const std::string rstd64 = Rstd(k, var64, p);
   const std::string xhat =
       w.Binary("arith.mulf", w.Binary("arith.subf", k.LoadF64(x, xt, i, p.dtype), mean64, "f64"),
                rstd64, "f64");
@@ -592,18 +587,15 @@ std::string EmitReduceSumKernel(const std::string& name, const ReduceSumKernelPa
       [&](size_t d, const std::string& offset, const std::string& acc) -> std::string {
     while (d < p.sizes.size() && !p.reduced[d]) ++d;
     if (d == p.sizes.size()) {
-      const std::string v = k.Load(x, xt, offset, p.dtype);
-      return w.Binary("arith.addf", acc,
-                      p.dtype == DType::kF64 ? v : w.Convert("arith.extf", v, "f32", "f64"), "f64");
+      return w.Binary("arith.addf", acc, k.LoadF64(x, xt, offset, p.dtype), "f64");
     }
     return k.For(k.Index(0), k.Index(p.sizes[d]), acc, "f64", [&](auto at_d, auto acc_d) {
       return sum_from(d + 1, k.Add(offset, k.Mul(at_d, k.Index(strides[d]))), acc_d);
     });
   };
-  std::string result = w.Binary("arith.mulf", sum_from(0, base, w.FloatConst(0, "f64")),
-                                w.FloatConst(p.scale, "f64"), "f64");
-  if (p.dtype != DType::kF64) result = w.Convert("arith.truncf", result, "f64", "f32");
-  k.Store(result, y, yt, i, p.dtype);
+  const std::string result = w.Binary("arith.mulf", sum_from(0, base, w.FloatConst(0, "f64")),
+                                      w.FloatConst(p.scale, "f64"), "f64");
+  k.Store(result, y, yt, i, p.dtype, /*from_f64=*/true);
   return k.Text();
 }
 

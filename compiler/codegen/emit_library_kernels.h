@@ -29,7 +29,8 @@
 //   over [outer, indices, inner], bytes copied (any dtype); indices i32 or i64, which the caller
 //   has checked to lie in range (the kernel does not).
 // - reduce_sum: the input's summed-away positions added in f64 in row-major order, times `scale`,
-//   rounded to the dtype (f32 or f64); the reference's order, so f64 results match it exactly.
+//   rounded to the dtype (f32 or f64), in the reference's order (a mean multiplies by 1/count where
+//   the reference divides: f64 results agree to the last bit or two).
 // - concat / split: a whole of `outer` rows, each the pieces' blocks one after another; bytes are
 //   copied (any dtype). concat has one iteration per whole element, split one per whole element
 //   too, storing it into its piece.

@@ -47,8 +47,8 @@ KernelSpec RawSpec(const std::string& name, int64_t iterations, std::string text
 }
 
 // Library steps as generated kernels: convolutions (groups, dilation, padding, the whole epilogue,
-// bf16), pooling (max and both averages, 16-bit), sums (f32, f64), gathers and concat/split (1-8
-// bytes).
+// bf16) and their gradients, pooling (max and both averages, 16-bit) and its gradients, batch norm
+// (training, inference, gradient), sums (f32, f64), gathers and concat/split (1-8 bytes).
 std::vector<KernelSpec> LibrarySpecs() {
   std::vector<KernelSpec> specs;
   Conv2DKernelParams conv;
@@ -64,6 +64,12 @@ std::vector<KernelSpec> LibrarySpecs() {
   conv.bias = conv.residual = conv.relu = true;
   specs.push_back(
       RawSpec("conv_bf16_epilogue", 2 * 6 * 4 * 3, EmitConv2DKernel("conv_bf16_epilogue", conv)));
+  Conv2DGradKernelParams grad;
+  grad.conv = conv;
+  grad.ignored_inputs = {{DType::kBF16, 2 * 4 * 7 * 6}};
+  specs.push_back(RawSpec("conv_dx", 2 * 4 * 7 * 6, EmitConv2DGradKernel("conv_dx", grad)));
+  grad.filter = true;
+  specs.push_back(RawSpec("conv_dw", 6 * 2 * 3 * 2, EmitConv2DGradKernel("conv_dw", grad)));
   Pool2DKernelParams pool;
   pool.planes = 6, pool.height = 5, pool.width = 5, pool.out_height = 3, pool.out_width = 3;
   pool.window = {3, 3}, pool.strides = {2, 2}, pool.pads = {1, 1, 1, 1};
@@ -74,6 +80,21 @@ std::vector<KernelSpec> LibrarySpecs() {
   pool.include_pad = true;
   pool.dtype = DType::kBF16;
   specs.push_back(RawSpec("avg_pool_pad_bf16", 54, EmitPool2DKernel("avg_pool_pad_bf16", pool)));
+  for (bool max : {true, false}) {
+    Pool2DGradKernelParams pool_grad;
+    pool_grad.pool = pool;
+    pool_grad.pool.max = max;
+    const std::string grad_name = max ? "max_pool_grad" : "avg_pool_grad";
+    specs.push_back(RawSpec(grad_name, 150, EmitPool2DGradKernel(grad_name, pool_grad)));
+  }
+  BatchNormKernelParams bn;
+  bn.batch = 2, bn.channels = 3, bn.spatial = 40;  // 80 elements a channel: one block each
+  for (int mode = 0; mode < 3; ++mode) {
+    bn.training = mode != 1;
+    bn.grad = mode == 2;
+    const std::string bn_name = mode == 0 ? "bn_train" : mode == 1 ? "bn_infer" : "bn_grad";
+    specs.push_back(RawSpec(bn_name, 240, EmitBatchNormKernel(bn_name, bn)));
+  }
   ReduceSumKernelParams sum;
   sum.sizes = {3, 4, 5};
   sum.reduced = {true, false, true};
@@ -160,6 +181,7 @@ TEST_CASE("PTX: every tested kernel lowers to PTX that ptxas accepts (sm_80, sm_
     CHECK(ptx->find(".visible .entry rank0_kernel(") != std::string::npos);
     CHECK(ptx->find(".visible .entry row_softmax_kernel(") != std::string::npos);
     CHECK(ptx->find(".visible .entry conv_bf16_epilogue_kernel(") != std::string::npos);
+    CHECK(ptx->find(".visible .entry bn_grad_kernel(") != std::string::npos);
     // Wide f32 rows reduce across the block (warp shuffles, then shared memory).
     CHECK(ptx->find(".visible .entry row_softmax_wide_kernel(") != std::string::npos);
     CHECK(ptx->find("shfl.sync") != std::string::npos);

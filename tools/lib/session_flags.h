@@ -6,7 +6,7 @@
 //   --precision-node NODE=LIST  choose for one node (e.g. conv1=keep32)
 //   --tf32                      float32 matrix products may use TF32 on a CUDA device
 //   --check-numerics            fail at the first node that computes an inf or NaN
-// kiln compile and kiln inspect take the three precision flags alone.
+// kiln compile and kiln inspect take the precision flags (with --tf32) alone.
 #pragma once
 
 #include "ir/precision.h"
