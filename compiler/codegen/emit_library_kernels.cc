@@ -1,5 +1,6 @@
 #include "compiler/codegen/emit_library_kernels.h"
 
+#include <algorithm>
 #include <functional>
 #include <limits>
 #include <sstream>
@@ -576,6 +577,20 @@ std::string EmitReduceSumKernel(const std::string& name, const ReduceSumKernelPa
   const std::string xt = Flat(Product(p.sizes), p.dtype), yt = Flat(Product(kept), p.dtype);
   const std::string x = k.Input(xt), y = k.Output(yt);
   const std::string i = k.ElementLoop();
+  // f32 summed over trailing dims: a row kernel (rows the kept elements, columns the summed ones,
+  // folded in f32), which the GPU lowering gives one block per row when the rows are wide.
+  bool trailing = true;
+  for (size_t d = 1; d < p.sizes.size(); ++d) trailing &= p.reduced[d] || !p.reduced[d - 1];
+  if (p.dtype == DType::kF32 && trailing) {
+    const int64_t cols = Product(p.sizes) / std::max<int64_t>(Product(kept), 1);
+    const std::string row = k.Mul(i, k.Index(cols));
+    const std::string sum =
+        k.For(k.Index(0), k.Index(cols), w.FloatConst(0, "f32"), "f32", [&](auto j, auto acc) {
+          return w.Binary("arith.addf", acc, k.Load(x, xt, k.Add(row, j), p.dtype), "f32");
+        });
+    k.Store(w.Binary("arith.mulf", sum, w.FloatConst(p.scale, "f32"), "f32"), y, yt, i, p.dtype);
+    return k.Text();
+  }
   const std::vector<std::string> at = k.Split(i, kept);
   // The input offset of the kept coordinates, then one loop per summed-away dim, outermost first.
   std::vector<int64_t> strides(p.sizes.size(), 1);

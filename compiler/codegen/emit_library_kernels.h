@@ -30,7 +30,10 @@
 //   has checked to lie in range (the kernel does not).
 // - reduce_sum: the input's summed-away positions added in f64 in row-major order, times `scale`,
 //   rounded to the dtype (f32 or f64), in the reference's order (a mean multiplies by 1/count where
-//   the reference divides: f64 results agree to the last bit or two).
+//   the reference divides: f64 results agree to the last bit or two). f32 summed over trailing
+//   dims (GlobalAvgPool, a mean over the last axes, a whole-tensor loss) is a row kernel folding in
+//   f32 instead, one GPU block per row when the rows have 32 or more elements: within f32's
+//   rounding of the reference, not its order.
 // - concat / split: a whole of `outer` rows, each the pieces' blocks one after another; bytes are
 //   copied (any dtype). concat has one iteration per whole element, split one per whole element
 //   too, storing it into its piece.

@@ -5,6 +5,7 @@
 // tests/testing/differential.h.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <set>
 
 #include "compiler/cpu_compiler.h"
 #include "compiler/cuda_compiler.h"
@@ -319,6 +320,42 @@ TEST_CASE("cuda-sim: wide rows reduce across a block (one per row) and match the
     for (const KernelLaunch& l : k.launches)
       if (l.grid[0] == 3 && l.block[0] == 256) ++row_kernels;
   CHECK(row_kernels == 4);  // softmax, layernorm, max and min
+}
+
+TEST_CASE("cuda-sim: sums over trailing dims and BatchNorm statistics reduce across a block",
+          "[cuda]") {
+  GraphBuilder g;
+  Value x = g.Placeholder("x", f32, {2, 3, 10, 10});
+  Value c = g.Placeholder("c", f32, {3});
+  g.Output("pooled", GlobalAvgPool(x));
+  g.Output("total", Sum(x, {}));
+  g.Output("normalized", BatchNorm(x, c, c, c, c, 1e-5, /*training=*/true)[0]);
+  Graph graph = *g.Build();
+  FeedList feeds = {{"x", Random(Shape{2, 3, 10, 10}, 6)}, {"c", Random(Shape{3}, 7)}};
+  const std::vector<TensorName> fetches = {"pooled", "total", "normalized"};
+  Session reference(graph, SessionOptions{.backend = "reference"});
+  Result<std::vector<Tensor>> expected = reference.Run(feeds, fetches);
+  REQUIRE(expected.ok());
+  Session session(graph, SessionOptions{.backend = "cuda-sim"});
+  Result<std::vector<Tensor>> out = session.Run(feeds, fetches);
+  INFO(out.status().ToString());
+  REQUIRE(out.ok());
+  for (size_t i = 0; i < fetches.size(); ++i) {
+    std::string why;
+    const bool close = testing::CloseForDType((*expected)[i], (*out)[i], &why);
+    INFO("fetch " << i << ": " << why);
+    CHECK(close);
+  }
+  // GlobalAvgPool: 6 rows of 100; Sum: 1 row of 600; BatchNorm's statistics: 3 rows of 200.
+  Result<RunPlan> plan = reference.Plan(feeds, fetches);
+  REQUIRE(plan.ok());
+  CompiledPlan compiled = CompileSim(*plan);
+  std::multiset<std::pair<int64_t, int64_t>> blocks;
+  for (const DeviceKernel& k : compiled.executable.device_kernels)
+    for (const KernelLaunch& l : k.launches) blocks.insert({l.grid[0], l.block[0]});
+  CHECK(blocks.count({6, 128}) == 1);
+  CHECK(blocks.count({1, 256}) == 1);
+  CHECK(blocks.count({3, 224}) == 1);
 }
 
 TEST_CASE("cuda-sim: a kernel reading past its argument's end fails the launch, naming both",
