@@ -58,6 +58,15 @@ struct KernelSpec {
   // unused), for what the scalar DAG cannot say (compiler/strided_copy_kernel.h).
   std::string raw_mlir;
 
+  // A raw_mlir kernel of `iterations` rows (its iteration space [iterations]).
+  static KernelSpec Raw(std::string name, int64_t iterations, std::string mlir) {
+    KernelSpec spec;
+    spec.name = std::move(name);
+    spec.shape = Shape{iterations};
+    spec.raw_mlir = std::move(mlir);
+    return spec;
+  }
+
   int num_values() const { return static_cast<int>(inputs.size() + ops.size()); }
   DType ValueType(int v) const {
     return v < static_cast<int>(inputs.size()) ? inputs[v].dtype : ops[v - inputs.size()].dtype;

@@ -30,11 +30,7 @@ bool Covered(const Step& step, const Executable& exe, std::initializer_list<DTyp
 }
 
 Spec Made(const std::string& name, int64_t iterations, std::string text) {
-  KernelSpec spec;
-  spec.name = name;
-  spec.shape = Shape{iterations};
-  spec.raw_mlir = std::move(text);
-  return spec;
+  return KernelSpec::Raw(name, iterations, std::move(text));
 }
 
 // The geometry of a convolution step whose x, w and y are buffers `x`, `w`, `y`: attributes

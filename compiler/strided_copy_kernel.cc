@@ -97,11 +97,7 @@ Result<std::optional<KernelSpec>> StridedCopyKernel(const Step& step, const Exec
      << "    }\n"
      << "    return\n"
      << "  }\n";
-  KernelSpec spec;
-  spec.name = name;
-  spec.shape = Shape{total};
-  spec.raw_mlir = os.str();
-  return std::optional<KernelSpec>(std::move(spec));
+  return std::optional<KernelSpec>(KernelSpec::Raw(name, total, os.str()));
 }
 
 }  // namespace kiln::compiler

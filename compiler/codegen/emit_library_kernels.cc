@@ -58,6 +58,13 @@ class KernelWriter {
   std::string InRange(const std::string& v, int64_t n) {
     return And(w_.Cmp("arith.cmpi", "sge", v, Index(0), "index"), Less(v, Index(n)));
   }
+  // acc + a * b where `ok`, else acc (f32): a window's product, positions outside skipped.
+  std::string MaskedMulAdd(const std::string& ok, const std::string& acc, const std::string& a,
+                           const std::string& b) {
+    const std::string more =
+        w_.Binary("arith.addf", acc, w_.Binary("arith.mulf", a, b, "f32"), "f32");
+    return w_.Select(ok, more, acc, "f32");
+  }
   // v if `ok`, else 0 (an index that is safe to load at).
   std::string OrZero(const std::string& ok, const std::string& v) {
     return w_.Select(ok, v, Index(0), "index");
@@ -274,9 +281,7 @@ std::string EmitConv2DKernel(const std::string& name, const Conv2DKernelParams& 
             const std::string ok = w.Binary("arith.andi", row_ok, k.InRange(iw, wd), "i1");
             const std::string xv = k.Load(x, xt, k.Add(x_row, k.OrZero(ok, iw)), p.dtype);
             const std::string wv = k.Load(wts, wt, k.Add(w_row, s), p.dtype);
-            const std::string more =
-                w.Binary("arith.addf", acc_s, w.Binary("arith.mulf", xv, wv, "f32"), "f32");
-            return w.Select(ok, more, acc_s, "f32");
+            return k.MaskedMulAdd(ok, acc_s, xv, wv);
           });
         });
       });
@@ -360,9 +365,7 @@ std::string EmitConv2DGradKernel(const std::string& name, const Conv2DGradKernel
               const std::string ok = k.And(row_ok, col_ok);
               const std::string dyv = k.Load(dy, yt, k.Add(dy_row, col), p.dtype);
               const std::string wv = k.Load(wts, wt, k.Add(w_row, s), p.dtype);
-              const std::string more =
-                  w.Binary("arith.addf", acc_s, w.Binary("arith.mulf", dyv, wv, "f32"), "f32");
-              return w.Select(ok, more, acc_s, "f32");
+              return k.MaskedMulAdd(ok, acc_s, dyv, wv);
             });
           });
         });
@@ -392,9 +395,7 @@ std::string EmitConv2DGradKernel(const std::string& name, const Conv2DGradKernel
             const std::string ok = k.And(row_ok, k.InRange(iw, wd));
             const std::string xv = k.Load(x, xt, k.Add(x_row, k.OrZero(ok, iw)), p.dtype);
             const std::string dyv = k.Load(dy, yt, k.Add(dy_row, s), p.dtype);
-            const std::string more =
-                w.Binary("arith.addf", acc_s, w.Binary("arith.mulf", xv, dyv, "f32"), "f32");
-            return w.Select(ok, more, acc_s, "f32");
+            return k.MaskedMulAdd(ok, acc_s, xv, dyv);
           });
         });
       });

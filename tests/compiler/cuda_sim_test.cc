@@ -336,16 +336,7 @@ TEST_CASE("cuda-sim: sums over trailing dims and BatchNorm statistics reduce acr
   Session reference(graph, SessionOptions{.backend = "reference"});
   Result<std::vector<Tensor>> expected = reference.Run(feeds, fetches);
   REQUIRE(expected.ok());
-  Session session(graph, SessionOptions{.backend = "cuda-sim"});
-  Result<std::vector<Tensor>> out = session.Run(feeds, fetches);
-  INFO(out.status().ToString());
-  REQUIRE(out.ok());
-  for (size_t i = 0; i < fetches.size(); ++i) {
-    std::string why;
-    const bool close = testing::CloseForDType((*expected)[i], (*out)[i], &why);
-    INFO("fetch " << i << ": " << why);
-    CHECK(close);
-  }
+  testing::CheckCompiledMatchesReference(graph, feeds, fetches, *expected);  // cpu and cuda-sim
   // GlobalAvgPool: 6 rows of 100; Sum: 1 row of 600; BatchNorm's statistics: 3 rows of 200.
   Result<RunPlan> plan = reference.Plan(feeds, fetches);
   REQUIRE(plan.ok());

@@ -38,14 +38,6 @@ std::string RunPtxas(const std::string& ptxas, const std::string& ptx, int sm) {
   return "ptxas exit " + std::to_string(WEXITSTATUS(rc)) + ": " + text.substr(0, 4000);
 }
 
-KernelSpec RawSpec(const std::string& name, int64_t iterations, std::string text) {
-  KernelSpec spec;
-  spec.name = name;
-  spec.shape = Shape{iterations};
-  spec.raw_mlir = std::move(text);
-  return spec;
-}
-
 // Library steps as generated kernels: convolutions (groups, dilation, padding, the whole epilogue,
 // bf16) and their gradients, pooling (max and both averages, 16-bit) and its gradients, batch norm
 // (training, inference, gradient), sums (f32, f64), gathers and concat/split (1-8 bytes).
@@ -59,33 +51,34 @@ std::vector<KernelSpec> LibrarySpecs() {
   conv.dilations = {1, 2};
   conv.pads = {1, 0};
   conv.groups = 2;
-  specs.push_back(RawSpec("conv", 2 * 6 * 4 * 3, EmitConv2DKernel("conv", conv)));
+  specs.push_back(KernelSpec::Raw("conv", 2 * 6 * 4 * 3, EmitConv2DKernel("conv", conv)));
   conv.dtype = DType::kBF16;
   conv.bias = conv.residual = conv.relu = true;
-  specs.push_back(
-      RawSpec("conv_bf16_epilogue", 2 * 6 * 4 * 3, EmitConv2DKernel("conv_bf16_epilogue", conv)));
+  specs.push_back(KernelSpec::Raw("conv_bf16_epilogue", 2 * 6 * 4 * 3,
+                                  EmitConv2DKernel("conv_bf16_epilogue", conv)));
   Conv2DGradKernelParams grad;
   grad.conv = conv;
   grad.ignored_inputs = {{DType::kBF16, 2 * 4 * 7 * 6}};
-  specs.push_back(RawSpec("conv_dx", 2 * 4 * 7 * 6, EmitConv2DGradKernel("conv_dx", grad)));
+  specs.push_back(KernelSpec::Raw("conv_dx", 2 * 4 * 7 * 6, EmitConv2DGradKernel("conv_dx", grad)));
   grad.filter = true;
-  specs.push_back(RawSpec("conv_dw", 6 * 2 * 3 * 2, EmitConv2DGradKernel("conv_dw", grad)));
+  specs.push_back(KernelSpec::Raw("conv_dw", 6 * 2 * 3 * 2, EmitConv2DGradKernel("conv_dw", grad)));
   Pool2DKernelParams pool;
   pool.planes = 6, pool.height = 5, pool.width = 5, pool.out_height = 3, pool.out_width = 3;
   pool.window = {3, 3}, pool.strides = {2, 2}, pool.pads = {1, 1, 1, 1};
-  specs.push_back(RawSpec("max_pool", 54, EmitPool2DKernel("max_pool", pool)));
+  specs.push_back(KernelSpec::Raw("max_pool", 54, EmitPool2DKernel("max_pool", pool)));
   pool.max = false;
   pool.dtype = DType::kF16;
-  specs.push_back(RawSpec("avg_pool_f16", 54, EmitPool2DKernel("avg_pool_f16", pool)));
+  specs.push_back(KernelSpec::Raw("avg_pool_f16", 54, EmitPool2DKernel("avg_pool_f16", pool)));
   pool.include_pad = true;
   pool.dtype = DType::kBF16;
-  specs.push_back(RawSpec("avg_pool_pad_bf16", 54, EmitPool2DKernel("avg_pool_pad_bf16", pool)));
+  specs.push_back(
+      KernelSpec::Raw("avg_pool_pad_bf16", 54, EmitPool2DKernel("avg_pool_pad_bf16", pool)));
   for (bool max : {true, false}) {
     Pool2DGradKernelParams pool_grad;
     pool_grad.pool = pool;
     pool_grad.pool.max = max;
     const std::string grad_name = max ? "max_pool_grad" : "avg_pool_grad";
-    specs.push_back(RawSpec(grad_name, 150, EmitPool2DGradKernel(grad_name, pool_grad)));
+    specs.push_back(KernelSpec::Raw(grad_name, 150, EmitPool2DGradKernel(grad_name, pool_grad)));
   }
   BatchNormKernelParams bn;
   bn.batch = 2, bn.channels = 3, bn.spatial = 40;  // 80 elements a channel: one block each
@@ -93,29 +86,29 @@ std::vector<KernelSpec> LibrarySpecs() {
     bn.training = mode != 1;
     bn.grad = mode == 2;
     const std::string bn_name = mode == 0 ? "bn_train" : mode == 1 ? "bn_infer" : "bn_grad";
-    specs.push_back(RawSpec(bn_name, 240, EmitBatchNormKernel(bn_name, bn)));
+    specs.push_back(KernelSpec::Raw(bn_name, 240, EmitBatchNormKernel(bn_name, bn)));
   }
   ReduceSumKernelParams sum;
   sum.sizes = {3, 4, 5};
   sum.reduced = {true, false, true};
   sum.scale = 1.0 / 15;
-  specs.push_back(RawSpec("mean", 4, EmitReduceSumKernel("mean", sum)));
+  specs.push_back(KernelSpec::Raw("mean", 4, EmitReduceSumKernel("mean", sum)));
   sum.dtype = DType::kF64;
-  specs.push_back(RawSpec("sum_f64", 4, EmitReduceSumKernel("sum_f64", sum)));
+  specs.push_back(KernelSpec::Raw("sum_f64", 4, EmitReduceSumKernel("sum_f64", sum)));
   GatherKernelParams gather;
   gather.dtype = DType::kBF16;
   gather.index_dtype = DType::kI32;
   gather.outer = 2, gather.axis_size = 5, gather.inner = 3, gather.indices = 4;
-  specs.push_back(RawSpec("gather_bf16", 24, EmitGatherKernel("gather_bf16", gather)));
+  specs.push_back(KernelSpec::Raw("gather_bf16", 24, EmitGatherKernel("gather_bf16", gather)));
   ConcatKernelParams concat;
   concat.dtype = DType::kI8;
   concat.outer = 3;
   concat.blocks = {2, 5, 1};
-  specs.push_back(RawSpec("concat_i8", 24, EmitConcatKernel("concat_i8", concat)));
+  specs.push_back(KernelSpec::Raw("concat_i8", 24, EmitConcatKernel("concat_i8", concat)));
   concat.dtype = DType::kI64;
   concat.concat = false;
   concat.ignored_inputs = {{DType::kF32, 6}};
-  specs.push_back(RawSpec("split_i64", 24, EmitConcatKernel("split_i64", concat)));
+  specs.push_back(KernelSpec::Raw("split_i64", 24, EmitConcatKernel("split_i64", concat)));
   return specs;
 }
 
