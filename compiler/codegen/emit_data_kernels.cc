@@ -1,0 +1,148 @@
+// reduce_sum, Gather, concat and split as generated kernels (emit_library_kernels.h).
+#include <string>
+#include <vector>
+
+#include "compiler/codegen/emit_library_kernels.h"
+#include "compiler/codegen/kernel_writer.h"
+
+namespace kiln::compiler {
+
+using internal::Flat;
+using internal::KernelWriter;
+using internal::Product;
+using internal::Raw;
+using internal::ScalarWriter;
+
+std::string EmitReduceSumKernel(const std::string& name, const ReduceSumKernelParams& p) {
+  KernelWriter k(name);
+  ScalarWriter& w = k.w();
+  std::vector<int64_t> kept;
+  for (size_t d = 0; d < p.sizes.size(); ++d)
+    if (!p.reduced[d]) kept.push_back(p.sizes[d]);
+  const std::string xt = Flat(Product(p.sizes), p.dtype), yt = Flat(Product(kept), p.dtype);
+  const std::string x = k.Input(xt), y = k.Output(yt);
+  const std::string i = k.ElementLoop();
+  // f32 summed over trailing dims: a row kernel (rows the kept elements, columns the summed ones,
+  // folded in f32), which the GPU lowering gives one block per row when the rows are wide.
+  bool trailing = true;
+  for (size_t d = 1; d < p.sizes.size(); ++d) trailing &= p.reduced[d] || !p.reduced[d - 1];
+  if (p.dtype == DType::kF32 && trailing) {
+    const int64_t cols = Product(p.sizes) / std::max<int64_t>(Product(kept), 1);
+    const std::string row = k.Mul(i, k.Index(cols));
+    const std::string sum =
+        k.For(k.Index(0), k.Index(cols), w.FloatConst(0, "f32"), "f32", [&](auto j, auto acc) {
+          return w.Binary("arith.addf", acc, k.Load(x, xt, k.Add(row, j), p.dtype), "f32");
+        });
+    k.Store(w.Binary("arith.mulf", sum, w.FloatConst(p.scale, "f32"), "f32"), y, yt, i, p.dtype);
+    return k.Text();
+  }
+  const std::vector<std::string> at = k.Split(i, kept);
+  // The input offset of the kept coordinates, then one loop per summed-away dim, outermost first.
+  std::vector<int64_t> strides(p.sizes.size(), 1);
+  for (size_t d = p.sizes.size(); d-- > 1;) strides[d - 1] = strides[d] * p.sizes[d];
+  std::string base = k.Index(0);
+  for (size_t d = 0, j = 0; d < p.sizes.size(); ++d)
+    if (!p.reduced[d]) base = k.Add(base, k.Mul(at[j++], k.Index(strides[d])));
+  std::function<std::string(size_t, const std::string&, const std::string&)> sum_from =
+      [&](size_t d, const std::string& offset, const std::string& acc) -> std::string {
+    while (d < p.sizes.size() && !p.reduced[d]) ++d;
+    if (d == p.sizes.size()) {
+      return w.Binary("arith.addf", acc, k.LoadF64(x, xt, offset, p.dtype), "f64");
+    }
+    return k.For(k.Index(0), k.Index(p.sizes[d]), acc, "f64", [&](auto at_d, auto acc_d) {
+      return sum_from(d + 1, k.Add(offset, k.Mul(at_d, k.Index(strides[d]))), acc_d);
+    });
+  };
+  const std::string result = w.Binary("arith.mulf", sum_from(0, base, w.FloatConst(0, "f64")),
+                                      w.FloatConst(p.scale, "f64"), "f64");
+  k.Store(result, y, yt, i, p.dtype, /*from_f64=*/true);
+  return k.Text();
+}
+
+std::string EmitGatherKernel(const std::string& name, const GatherKernelParams& p) {
+  KernelWriter k(name);
+  ScalarWriter& w = k.w();
+  const std::string data_type = Raw(p.outer * p.axis_size * p.inner, p.dtype);
+  const std::string index_type = internal::MemRef({p.indices}, p.index_dtype);
+  const std::string out_type = Raw(p.outer * p.indices * p.inner, p.dtype);
+  const std::string data = k.Input(data_type), indices = k.Input(index_type);
+  const std::string out = k.Output(out_type);
+  const std::string i = k.ElementLoop();
+  const std::vector<std::string> at = k.Split(i, {p.outer, p.indices, p.inner});
+  const std::string bits = internal::StorageType(p.index_dtype);
+  std::string index = w.Emit("memref.load " + indices + "[" + at[1] + "] : " + index_type);
+  if (p.index_dtype != DType::kI64) index = w.Convert("arith.extsi", index, bits, "i64");
+  index = w.Convert("arith.index_cast", index, "i64", "index");
+  index = w.Select(k.Less(index, k.Index(0)), k.Add(index, k.Index(p.axis_size)), index, "index");
+  const std::string from =
+      k.Add(k.Mul(k.Add(k.Mul(at[0], k.Index(p.axis_size)), index), k.Index(p.inner)), at[2]);
+  w.Line("memref.store " + w.Emit("memref.load " + data + "[" + from + "] : " + data_type) + ", " +
+         out + "[" + i + "] : " + out_type);
+  return k.Text();
+}
+
+std::string EmitConcatKernel(const std::string& name, const ConcatKernelParams& p) {
+  KernelWriter k(name);
+  ScalarWriter& w = k.w();
+  int64_t row = 0;
+  for (int64_t b : p.blocks) row += b;
+  const std::string whole_type = Raw(p.outer * row, p.dtype);
+  const std::string bits = "i" + std::to_string(8 * DTypeSize(p.dtype));
+  std::vector<std::string> pieces, piece_types;
+  for (int64_t b : p.blocks) piece_types.push_back(Raw(p.outer * b, p.dtype));
+  std::string whole;
+  if (p.concat) {
+    for (const std::string& t : piece_types) pieces.push_back(k.Input(t));
+    whole = k.Output(whole_type);
+  } else {
+    whole = k.Input(whole_type);
+    for (const auto& [dtype, elements] : p.ignored_inputs) k.Input(Raw(elements, dtype));
+    for (const std::string& t : piece_types) pieces.push_back(k.Output(t));
+  }
+  const std::string i = k.ElementLoop();
+  const std::vector<std::string> at = k.Split(i, {p.outer, row});
+  // Piece j holds columns [start, start + blocks[j]) of each row, at column - start of its row.
+  auto piece_index = [&](size_t j, int64_t start) {
+    return k.Add(k.Mul(at[0], k.Index(p.blocks[j])), k.Int("subi", at[1], k.Index(start)));
+  };
+  if (!p.concat) {
+    const std::string v = w.Emit("memref.load " + whole + "[" + i + "] : " + whole_type);
+    int64_t start = 0;
+    for (size_t j = 0; j < p.blocks.size(); start += p.blocks[j++]) {
+      const std::string inside =
+          w.Binary("arith.andi", w.Cmp("arith.cmpi", "sge", at[1], k.Index(start), "index"),
+                   k.Less(at[1], k.Index(start + p.blocks[j])), "i1");
+      w.Line("scf.if " + inside + " {");
+      w.Indent();
+      w.Line("memref.store " + v + ", " + pieces[j] + "[" + piece_index(j, start) +
+             "] : " + piece_types[j]);
+      w.Dedent();
+      w.Line("}");
+    }
+    return k.Text();
+  }
+  // concat: the value from the first piece whose columns hold this one (nested scf.if).
+  std::function<std::string(size_t, int64_t)> value_from = [&](size_t j,
+                                                               int64_t start) -> std::string {
+    const std::string load_here = "memref.load " + pieces[j] + "[";
+    if (j + 1 == p.blocks.size())
+      return w.Emit(load_here + piece_index(j, start) + "] : " + piece_types[j]);
+    const std::string result = w.Fresh();
+    w.Line(result + " = scf.if " + k.Less(at[1], k.Index(start + p.blocks[j])) + " -> (" + bits +
+           ") {");
+    w.Indent();
+    w.Line("scf.yield " + w.Emit(load_here + piece_index(j, start) + "] : " + piece_types[j]) +
+           " : " + bits);
+    w.Dedent();
+    w.Line("} else {");
+    w.Indent();
+    w.Line("scf.yield " + value_from(j + 1, start + p.blocks[j]) + " : " + bits);
+    w.Dedent();
+    w.Line("}");
+    return result;
+  };
+  w.Line("memref.store " + value_from(0, 0) + ", " + whole + "[" + i + "] : " + whole_type);
+  return k.Text();
+}
+
+}  // namespace kiln::compiler
