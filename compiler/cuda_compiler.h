@@ -1,11 +1,12 @@
 // The compiler of the cuda backends (targets "cuda" and "cuda-sim"): the cpu backend's pipeline up
-// to buffer assignment (compiler/plan_executable.h; every buffer dense), then the generated
-// kernels lowered for the GPU (compiler/mlir/gpu_kernels.h: launches, and PTX for the device's
-// architecture or host translations for the simulated device, JIT-compiled into this process),
-// then placement (compiler/placement.h): generated kernels, f32/f16/bf16 gemm steps (cuBLASLt,
+// to buffer assignment (compiler/plan_executable.h; every buffer dense); the library steps the
+// device has no library for become generated kernels (compiler/library_kernels.h); then placement
+// (compiler/placement.h): generated kernels, f32/f16/bf16 gemm steps (cuBLASLt,
 // runtime/cuda/matmul_call.h), and copies and variable assignments that are device-to-device
 // copies (runtime/cuda/device_copies.h) run on the device, every other step on the host for now,
-// with the copies between them. CpuCompiler hands these targets here; the
+// with the copies between them; then the generated kernels are lowered for the GPU
+// (compiler/mlir/gpu_kernels.h: launches, and PTX for the device's architecture or host
+// translations for the simulated device, JIT-compiled into this process). CpuCompiler hands these targets here; the
 // ahead-of-time compiler (compiler/aot.h) uses the same stages for target "cuda".
 #pragma once
 

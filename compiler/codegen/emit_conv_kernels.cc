@@ -116,25 +116,27 @@ std::string EmitConv2DGradKernel(const std::string& name, const Conv2DGradKernel
   const std::string channel = k.Add(k.Mul(k.Int("divui", at[0], k.Index(kg)), k.Index(cg)), at[1]);
   const std::string rh = k.Sub(k.Mul(at[2], k.Index(p.dilations[0])), k.Index(p.pads[0]));
   const std::string rw = k.Sub(k.Mul(at[3], k.Index(p.dilations[1])), k.Index(p.pads[1]));
+  // Summed in f64: a weight's gradient adds N * OH * OW products (hundreds of thousands for a first
+  // layer), where f32's error would grow with the count.
   const std::string sum =
-      k.For(k.Index(0), k.Index(n), w.FloatConst(0, "f32"), "f32", [&](auto b, auto acc) {
+      k.For(k.Index(0), k.Index(n), w.FloatConst(0, "f64"), "f64", [&](auto b, auto acc) {
         const std::string x_plane = k.Mul(k.Add(k.Mul(b, k.Index(c)), channel), k.Index(h));
         const std::string dy_plane = k.Mul(k.Add(k.Mul(b, k.Index(kout)), at[0]), k.Index(oh));
-        return k.For(k.Index(0), k.Index(oh), acc, "f32", [&](auto r, auto acc_r) {
+        return k.For(k.Index(0), k.Index(oh), acc, "f64", [&](auto r, auto acc_r) {
           const std::string ih = k.Add(k.Mul(r, k.Index(p.strides[0])), rh);
           const std::string row_ok = k.InRange(ih, h);
           const std::string x_row = k.Mul(k.Add(x_plane, k.OrZero(row_ok, ih)), k.Index(wd));
           const std::string dy_row = k.Mul(k.Add(dy_plane, r), k.Index(ow));
-          return k.For(k.Index(0), k.Index(ow), acc_r, "f32", [&](auto s, auto acc_s) {
+          return k.For(k.Index(0), k.Index(ow), acc_r, "f64", [&](auto s, auto acc_s) {
             const std::string iw = k.Add(k.Mul(s, k.Index(p.strides[1])), rw);
             const std::string ok = k.And(row_ok, k.InRange(iw, wd));
-            const std::string xv = k.Load(x, xt, k.Add(x_row, k.OrZero(ok, iw)), p.dtype);
-            const std::string dyv = k.Load(dy, yt, k.Add(dy_row, s), p.dtype);
-            return k.MaskedMulAdd(ok, acc_s, xv, dyv);
+            const std::string xv = k.LoadF64(x, xt, k.Add(x_row, k.OrZero(ok, iw)), p.dtype);
+            const std::string dyv = k.LoadF64(dy, yt, k.Add(dy_row, s), p.dtype);
+            return k.MaskedMulAdd(ok, acc_s, xv, dyv, "f64");
           });
         });
       });
-  k.Store(sum, dw, wt, i, p.dtype);
+  k.Store(sum, dw, wt, i, p.dtype, /*from_f64=*/true);
   return k.Text();
 }
 

@@ -14,8 +14,9 @@
 //   the mean summed in f64 and divided by the window's size inside the padded input
 //   (count_include_pad) or by its real elements, then rounded to the dtype.
 // - conv2d_backprop_input / _filter: dx (one iteration per element of x) sums dy times w over
-//   every output position whose window reads it; dw (one per element of w) sums dy times x over
-//   every output position, in f32, padding skipped.
+//   every output position whose window reads it, in f32; dw (one per element of w) sums dy times x
+//   over every output position, in f64 (a first layer's weight adds hundreds of thousands);
+//   padding skipped.
 // - max_pool2d_grad / avg_pool2d_grad: each element of dx sums the dy of the windows that cover it:
 //   max pooling only where it is the window's first largest element (NaN winning, the reference's
 //   ArgMaxOfWindow), average pooling divided by the forward divisor (in f64).

@@ -61,12 +61,13 @@ class KernelWriter {
   std::string InRange(const std::string& v, int64_t n) {
     return And(w_.Cmp("arith.cmpi", "sge", v, Index(0), "index"), Less(v, Index(n)));
   }
-  // acc + a * b where `ok`, else acc (f32): a window's product, positions outside skipped.
+  // acc + a * b where `ok`, else acc, in `type` (f32 or f64): a window's product, positions
+  // outside skipped.
   std::string MaskedMulAdd(const std::string& ok, const std::string& acc, const std::string& a,
-                           const std::string& b) {
+                           const std::string& b, const std::string& type = "f32") {
     const std::string more =
-        w_.Binary("arith.addf", acc, w_.Binary("arith.mulf", a, b, "f32"), "f32");
-    return w_.Select(ok, more, acc, "f32");
+        w_.Binary("arith.addf", acc, w_.Binary("arith.mulf", a, b, type), type);
+    return w_.Select(ok, more, acc, type);
   }
   // v if `ok`, else 0 (an index that is safe to load at).
   std::string OrZero(const std::string& ok, const std::string& v) {
