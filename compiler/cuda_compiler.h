@@ -6,8 +6,8 @@
 // copies (runtime/cuda/device_copies.h) run on the device, every other step on the host for now,
 // with the copies between them; then the generated kernels are lowered for the GPU
 // (compiler/mlir/gpu_kernels.h: launches, and PTX for the device's architecture or host
-// translations for the simulated device, JIT-compiled into this process). CpuCompiler hands these targets here; the
-// ahead-of-time compiler (compiler/aot.h) uses the same stages for target "cuda".
+// translations for the simulated device, JIT-compiled into this process). CpuCompiler hands these
+// targets here; the ahead-of-time compiler (compiler/aot.h) uses the same stages for target "cuda".
 #pragma once
 
 #include "compiler/mlir/gpu_kernels.h"
