@@ -27,8 +27,8 @@ Error AsInternal(const Error& e, const std::string& what) {
 
 Where PlaceOnDevice(const Step& step, const Executable& exe) {
   if (step.kind == Step::Kind::kKernel || cuda::IsDeviceGemm(step, exe)) return Where::kDevice;
-  if (cuda::IsDeviceCopy(step, exe) || cuda::IsDeviceAssign(step, exe))
-    return Where::kWhereInputsAre;
+  if (cuda::IsDeviceCopy(step, exe)) return Where::kWhereInputsAre;
+  if (cuda::IsDeviceAssign(step, exe)) return Where::kWhereValueIs;
   return Where::kHost;
 }
 
@@ -47,21 +47,12 @@ Result<CudaPlan> PlanForCuda(const RunPlan& plan, bool tf32) {
   PlanOptions plan_options;
   plan_options.can_emit = CanEmit;
   plan_options.preferred_layouts = nullptr;  // dense buffers: the device's kernels read no other
+  // Library steps the device has no library for (strided copies, convolutions, pooling, sums,
+  // concat and split, cross-entropy) as generated kernels, which run on the device.
+  plan_options.rewrite_steps = ReplaceLibraryStepsWithKernels;
   CudaPlan out;
   KILN_ASSIGN_OR_RETURN(out.planned, PlanExecutable(plan, plan_options));
   Executable& exe = out.planned.lowered.executable;
-  // Library steps the device has no library for (strided copies, convolutions, pooling, sums,
-  // concat and split) as generated kernels, which run on the device.
-  for (size_t i = 0; i < exe.steps.size(); ++i) {
-    Step& step = exe.steps[i];
-    KILN_ASSIGN_OR_RETURN(std::optional<KernelSpec> kernel,
-                          LibraryStepKernel(step, exe, step.callee + std::to_string(i)));
-    if (!kernel) continue;
-    step.kind = Step::Kind::kKernel;
-    step.callee = kernel->name;
-    step.rows = kernel->shape[0];
-    out.planned.lowered.kernels.push_back(std::move(*kernel));
-  }
   out.placement = PlaceSteps(exe, PlaceOnDevice);
   if (tf32)
     for (Step& step : exe.steps)

@@ -1,5 +1,8 @@
 #include "compiler/library_kernels.h"
 
+#include <set>
+#include <utility>
+
 #include "compiler/codegen/emit_library_kernels.h"
 #include "compiler/strided_copy_kernel.h"
 #include "ir/op_registry.h"
@@ -269,10 +272,35 @@ Result<Spec> Gather(const Step& step, const Executable& exe, const std::string& 
   return Made(name, out.type.shape.NumElements(), EmitGatherKernel(name, p));
 }
 
-}  // namespace
+// softmax_cross_entropy(_grad) over dense f32 logits [N, C] (N, C > 0) and i32/i64 labels [N]. The
+// kernel trusts its labels: the caller puts a check_labels step before it.
+Result<Spec> CrossEntropy(const Step& step, const Executable& exe, const std::string& name) {
+  CrossEntropyKernelParams p;
+  p.grad = step.callee == "softmax_cross_entropy_grad";
+  if (step.inputs.size() != (p.grad ? 3u : 2u) || step.outputs.size() != 1) return Spec();
+  for (int id : step.inputs)
+    if (!exe.buffers[id].layout.empty()) return Spec();
+  const TensorType& logits = exe.buffers[step.inputs[0]].type;
+  const TensorType& labels = exe.buffers[step.inputs[1]].type;
+  if (logits.dtype != f32 || logits.shape.rank() != 2 || logits.shape.NumElements() == 0 ||
+      (labels.dtype != i32 && labels.dtype != i64) || !exe.buffers[step.outputs[0]].layout.empty())
+    return Spec();
+  if (!(labels.shape == Shape{logits.shape[0]}) ||
+      !(exe.buffers[step.outputs[0]].type == (p.grad ? logits : TensorType{f32, Shape{}})))
+    return Malformed(step, "operands do not fit logits [N, C] and labels [N]");
+  p.rows = logits.shape[0];
+  p.classes = logits.shape[1];
+  p.label_dtype = labels.dtype;
+  return Made(name, p.rows, EmitCrossEntropyKernel(name, p));
+}
 
-Result<std::optional<KernelSpec>> LibraryStepKernel(const Step& step, const Executable& exe,
-                                                    const std::string& name) {
+bool IsCrossEntropy(const Step& step) {
+  return step.kind == Step::Kind::kLibrary &&
+         (step.callee == "softmax_cross_entropy" || step.callee == "softmax_cross_entropy_grad");
+}
+
+// The kernel replacing `step`, or nullopt.
+Result<Spec> LibraryStepKernel(const Step& step, const Executable& exe, const std::string& name) {
   if (step.kind == Step::Kind::kReference && step.callee == "Gather")
     return Gather(step, exe, name);
   if (step.kind != Step::Kind::kLibrary) return Spec();
@@ -287,7 +315,57 @@ Result<std::optional<KernelSpec>> LibraryStepKernel(const Step& step, const Exec
     return BatchNorm(step, exe, name);
   if (step.callee == "reduce_sum") return ReduceSum(step, exe, name);
   if (step.callee == "concat" || step.callee == "split") return Concat(step, exe, name);
+  if (IsCrossEntropy(step)) return CrossEntropy(step, exe, name);
   return Spec();
+}
+
+}  // namespace
+
+Status ReplaceLibraryStepsWithKernels(LoweredPlan& lowered) {
+  Executable& exe = lowered.executable;
+  std::vector<Step> steps;
+  std::set<std::pair<int, int64_t>> checked;  // (labels, classes) of fixed labels checked
+  for (size_t i = 0; i < exe.steps.size(); ++i) {
+    Step& step = exe.steps[i];
+    const std::string name = step.callee + std::to_string(i);
+    KILN_ASSIGN_OR_RETURN(std::optional<KernelSpec> kernel, LibraryStepKernel(step, exe, name));
+    if (!kernel) {
+      steps.push_back(std::move(step));
+      continue;
+    }
+    if (IsCrossEntropy(step)) {
+      // The labels are checked where they are (on the host when they are a feed) before the
+      // kernel reads with them, once per run for a feed or constant (the loss and its gradient
+      // share them); the loss kernel gets a scratch buffer for its row losses.
+      const int labels = step.inputs[1];
+      const int64_t classes = exe.buffers[step.inputs[0]].type.shape[1];
+      const BufferDesc::Kind kind = exe.buffers[labels].kind;
+      const bool fixed = kind == BufferDesc::Kind::kFeed || kind == BufferDesc::Kind::kConstant;
+      if (!fixed || checked.insert({labels, classes}).second) {
+        Step check;
+        check.kind = Step::Kind::kLibrary;
+        check.callee = "check_labels";
+        check.inputs = {labels};
+        check.attrs.Set("classes", classes);
+        check.node = step.node;
+        steps.push_back(std::move(check));
+      }
+      if (step.callee == "softmax_cross_entropy") {
+        BufferDesc scratch;
+        scratch.type = {f32, Shape{exe.buffers[step.inputs[0]].type.shape[0]}};
+        scratch.tensor = step.node.name + ":row_losses";
+        step.outputs.push_back(static_cast<int>(exe.buffers.size()));
+        exe.buffers.push_back(std::move(scratch));
+      }
+    }
+    step.kind = Step::Kind::kKernel;
+    step.callee = kernel->name;
+    step.rows = kernel->shape[0];
+    lowered.kernels.push_back(std::move(*kernel));
+    steps.push_back(std::move(step));
+  }
+  exe.steps = std::move(steps);
+  return OkStatus();
 }
 
 }  // namespace kiln::compiler

@@ -6,23 +6,23 @@
 // becomes one kernel with one iteration per output element (per whole element for split; batch
 // norm adds a loop over the channels), written directly as MLIR (KernelSpec::raw_mlir).
 //
-// Contract: returns nullopt for a step this does not cover: another routine, a buffer in a blocked
+// softmax_cross_entropy and its gradient (f32 logits, i32/i64 labels) become kernels too; each gets a
+// check_labels step before it (a host routine of runtime/cpu failing the node on a label outside
+// [0, C), as the cpu step does), and the loss kernel a scratch arena buffer for its row losses.
+//
+// Contract of ReplaceLibraryStepsWithKernels: before buffer assignment, replaces each library step
+// it covers by a kKernel step (rows = the kernel's shape[0]) calling a kernel appended to
+// `lowered.kernels`, and leaves the others as they are: another routine, a buffer in a blocked
 // layout, a dtype the kernel does not take (convolutions f32/bf16; pooling f32/bf16/f16;
 // batch_norm in training and batch_norm_grad f32, in inference f32/bf16/f16; reduce_sum f32/f64),
-// an empty output or piece. Malformed attributes of a covered routine are kInternal (the compiler
-// wrote them). Otherwise the spec, named `name`; the caller turns the step into a
-// kKernel step calling it, with rows = spec.shape[0].
+// an empty output or piece. Malformed attributes or operands of a covered routine are kInternal
+// (the compiler wrote them).
 #pragma once
 
-#include <optional>
-#include <string>
-
-#include "compiler/kernel_spec.h"
-#include "runtime/executable.h"
+#include "compiler/lower.h"
 
 namespace kiln::compiler {
 
-Result<std::optional<KernelSpec>> LibraryStepKernel(const Step& step, const Executable& exe,
-                                                    const std::string& name);
+Status ReplaceLibraryStepsWithKernels(LoweredPlan& lowered);
 
 }  // namespace kiln::compiler

@@ -23,11 +23,13 @@ const std::set<std::string> kCopyOps = {"Reshape", "ReshapeLike", "Flatten",
 const std::map<std::string, int64_t> kAssignModes = {
     {"Assign", 0}, {"AssignAdd", 1}, {"AssignSub", -1}};
 
-// An Assign* the "assign" step runs: an f32/f64 variable updated by a value of its exact type.
-bool IsFloatUpdate(const Node& node, const StaticInfo& info) {
+// An Assign* the "assign" step runs: an f32/f64/i32/i64 variable updated by a value of its exact
+// type (a training step's counter among them).
+bool IsAssignStepUpdate(const Node& node, const StaticInfo& info) {
   if (node.inputs.size() != 2) return false;
   const TensorType& var = info.types.at(node.inputs[0]);
-  return (var.dtype == f32 || var.dtype == f64) && info.types.at(node.inputs[1]) == var &&
+  const DType d = var.dtype;
+  return (d == f32 || d == f64 || d == i32 || d == i64) && info.types.at(node.inputs[1]) == var &&
          TensorType{node.output_types[0].dtype, node.output_types[0].shape} == var;
 }
 
@@ -158,7 +160,7 @@ Result<bool> LowerToLibrary(const Node& node, const StaticInfo& info, Step& step
     return true;
   }
   if (auto assign = kAssignModes.find(node.op); assign != kAssignModes.end()) {
-    if (!IsFloatUpdate(node, info)) return false;
+    if (!IsAssignStepUpdate(node, info)) return false;
     AttrMap attrs;
     attrs.Set("mode", assign->second);
     SetLibrary(step, "assign", std::move(attrs));

@@ -49,6 +49,8 @@ PlacementStats PlaceSteps(Executable& exe,
       step.on_device = !step.inputs.empty();
       for (int id : step.inputs) step.on_device = step.on_device && valid[id].device;
     }
+    if (side[i] == Where::kWhereValueIs)
+      step.on_device = step.inputs.size() > 1 && valid[step.inputs[1]].device;
     ++(step.on_device ? stats.device_steps : stats.host_steps);
     for (int id : std::set<int>(step.inputs.begin(), step.inputs.end()))
       make_valid(id, step.on_device);

@@ -1,6 +1,8 @@
 // Placement, the last stage of a CUDA plan: says where each step runs (`where(step, exe)`: on the
 // device, on the host, or, for steps that are mere copies, on the device when every buffer it reads
-// is already valid there, so that a copy never costs a transfer of its own) and inserts the copies
+// is already valid there, so that a copy never costs a transfer of its own, and for variable
+// updates on the device when the value they apply is valid there, as a training step's weight
+// updates and its counter's increment, a constant, are) and inserts the copies
 // that make every buffer valid where it is read.
 //
 // Contract: every buffer has a host and a device copy (arena buffers at the same offset of two
@@ -27,7 +29,12 @@ struct PlacementStats {
   int64_t copy_bytes = 0;  // per run
 };
 
-enum class Where { kHost, kDevice, kWhereInputsAre };
+enum class Where {
+  kHost,
+  kDevice,
+  kWhereInputsAre,  // on the device when every input is valid there
+  kWhereValueIs,    // on the device when input 1 (an assign's value) is valid there
+};
 
 PlacementStats PlaceSteps(Executable& exe,
                           const std::function<Where(const Step&, const Executable&)>& where);

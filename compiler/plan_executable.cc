@@ -30,12 +30,13 @@ Result<PlannedExecutable> PlanExecutable(const RunPlan& given, const PlanOptions
   KILN_ASSIGN_OR_RETURN(out.lowered, Lower(plan, info, out.fusion, out.epilogues));
   if (options.preferred_layouts)
     out.layouts = AssignLayouts(out.lowered.executable, options.preferred_layouts);
-  // Elementwise steps may compute in place: generated kernels other than row reductions (each
-  // output element from the inputs at its index; same-typed inputs are not broadcast) and
-  // bias_add.
+  if (options.rewrite_steps) KILN_RETURN_IF_ERROR(options.rewrite_steps(out.lowered));
+  // Elementwise steps may compute in place: generated kernels other than row reductions and raw
+  // MLIR (each output element from the inputs at its index; same-typed inputs are not broadcast)
+  // and bias_add.
   std::set<std::string> elementwise_kernels;
   for (const KernelSpec& spec : out.lowered.kernels)
-    if (!spec.row_reduction) elementwise_kernels.insert(spec.name);
+    if (!spec.row_reduction && spec.raw_mlir.empty()) elementwise_kernels.insert(spec.name);
   out.memory = AssignBuffers(out.lowered.executable, [&](const Step& step) {
     if (step.kind == Step::Kind::kKernel) return elementwise_kernels.count(step.callee) > 0;
     return step.kind == Step::Kind::kLibrary && step.callee == "bias_add";

@@ -1,6 +1,6 @@
 // The compiler's pipeline from a RunPlan to an Executable, without generating code: static types
 // (and compile-time values), rewrites those allow (static_simplify.h), epilogue fusion into
-// convolutions, elementwise fusion, lowering to steps, layouts, buffer assignment. The JIT
+// convolutions, elementwise fusion, lowering to steps, layouts, a target's rewrites, buffer assignment. The JIT
 // (cpu_compiler.h) and `kiln inspect` both start here.
 #pragma once
 
@@ -25,6 +25,9 @@ struct PlanOptions {
   // Which layouts the runtime's steps compute in (compiler/layout_assignment.h); null: every
   // buffer stays dense.
   LayoutQuery preferred_layouts = DefaultLayoutQuery();
+  // Rewrites the lowered steps after layouts, before buffer assignment (it may add steps, arena
+  // buffers and kernels; raw-MLIR kernels never compute in place). Null: none.
+  std::function<Status(LoweredPlan&)> rewrite_steps;
 };
 
 struct PlannedExecutable {

@@ -38,6 +38,12 @@
 // - concat / split: a whole of `outer` rows, each the pieces' blocks one after another; bytes are
 //   copied (any dtype). concat has one iteration per whole element, split one per whole element
 //   too, storing it into its piece.
+// - softmax_cross_entropy / _grad over f32 logits [N, C] and i32/i64 labels [N] that the caller has
+//   checked to lie in [0, C) (the kernel does not): a row kernel over the N rows folds each row's
+//   max (NaN wins) and sum of exp(x - max) in f32, one GPU block per row when C >= 32. The loss
+//   kernel stores each row's max + log(sum) - x[label] in a scratch output [N], then a second loop
+//   (one row of N columns) stores their mean; the gradient kernel stores
+//   (exp(x - max) / sum - onehot(label)) * dloss / N per element.
 // Nothing here checks that the numbers describe the buffers: the caller (compiler/
 // library_kernels.h) builds them from a step whose operands it has checked.
 #pragma once
@@ -123,6 +129,13 @@ struct GatherKernelParams {
   int64_t outer = 1, axis_size = 0, inner = 1, indices = 0;
 };
 
+struct CrossEntropyKernelParams {
+  int64_t rows = 0, classes = 0;    // N, C (each > 0)
+  DType label_dtype = DType::kI64;  // i32 or i64
+  bool grad = false;  // inputs (logits, labels, dloss) -> dlogits; else -> (loss, row losses)
+};
+
+std::string EmitCrossEntropyKernel(const std::string& name, const CrossEntropyKernelParams& p);
 std::string EmitGatherKernel(const std::string& name, const GatherKernelParams& p);
 std::string EmitReduceSumKernel(const std::string& name, const ReduceSumKernelParams& p);
 std::string EmitConcatKernel(const std::string& name, const ConcatKernelParams& p);

@@ -65,10 +65,7 @@ std::string EmitPool2DKernel(const std::string& name, const Pool2DKernelParams& 
       if (!p.max)
         return w.Binary("arith.addf", acc_s, k.LoadF64(x, xt, k.Add(row, s), p.dtype), "f64");
       const std::string v = k.Load(x, xt, k.Add(row, s), p.dtype);
-      // The first largest, a NaN winning (as the reference's ArgMaxOfWindow).
-      const std::string larger =
-          w.Select(w.Cmp("arith.cmpf", "ogt", v, acc_s, "f32"), v, acc_s, "f32");
-      return w.Select(w.Cmp("arith.cmpf", "uno", v, v, "f32"), v, larger, "f32");
+      return k.NanWinningMax(acc_s, v);  // as the reference's ArgMaxOfWindow
     });
   });
   if (!p.max) result = w.Binary("arith.divf", result, PoolDivisor(k, p, win), "f64");

@@ -69,6 +69,12 @@ class KernelWriter {
         w_.Binary("arith.addf", acc, w_.Binary("arith.mulf", a, b, type), type);
     return w_.Select(ok, more, acc, type);
   }
+  // The larger of an f32 running maximum `acc` and `v`, a NaN `v` winning (the first largest is
+  // kept on ties): the fold the row-reduction mapping recognizes as a max.
+  std::string NanWinningMax(const std::string& acc, const std::string& v) {
+    const std::string larger = w_.Select(w_.Cmp("arith.cmpf", "ogt", v, acc, "f32"), v, acc, "f32");
+    return w_.Select(w_.Cmp("arith.cmpf", "uno", v, v, "f32"), v, larger, "f32");
+  }
   // v if `ok`, else 0 (an index that is safe to load at).
   std::string OrZero(const std::string& ok, const std::string& v) {
     return w_.Select(ok, v, Index(0), "index");

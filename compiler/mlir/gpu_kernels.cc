@@ -1,6 +1,7 @@
 #include "compiler/mlir/gpu_kernels.h"
 
 #include <cstdlib>
+#include <set>
 
 #include "compiler/mlir/common.h"
 #include "compiler/mlir/gpu_internal.h"
@@ -45,27 +46,37 @@ Status SpecializeRows(mlir::ModuleOp module, const std::map<std::string, int64_t
   return OkStatus();
 }
 
-// A kernel of one element (or one row) has no loop left after canonicalization: its body becomes
-// the body of a one-iteration scf.parallel, so that it still runs on the device.
-void WrapSerialKernels(mlir::ModuleOp module) {
+// A loop of one iteration (a kernel of one element or one row, or one of a kernel's loops, e.g. a
+// final sum over rows) has been inlined by canonicalization: each run of work left between the
+// function's loops becomes the body of a one-iteration scf.parallel again, in place, so that it
+// still runs on the device (a run whose values are used after it is left, and fails later).
+void WrapSerialWork(mlir::ModuleOp module) {
   for (mlir::func::FuncOp func : module.getOps<mlir::func::FuncOp>()) {
-    bool has_loop = false;
-    func.walk([&](mlir::scf::ParallelOp) { has_loop = true; });
     mlir::Block& body = func.getBody().front();
-    bool has_work = false;
-    for (mlir::Operation& op : body.without_terminator())
-      has_work = has_work || !mlir::isa<mlir::arith::ConstantOp>(op);
-    if (has_loop || !has_work) continue;
-    mlir::OpBuilder b(&body, body.begin());
-    mlir::Location loc = func.getLoc();
-    mlir::Value zero = b.create<mlir::arith::ConstantIndexOp>(loc, 0);
-    mlir::Value one = b.create<mlir::arith::ConstantIndexOp>(loc, 1);
-    auto loop = b.create<mlir::scf::ParallelOp>(loc, mlir::ValueRange{zero}, mlir::ValueRange{one},
-                                                mlir::ValueRange{one});
-    mlir::Block* inner = loop.getBody();
-    inner->getOperations().splice(inner->getTerminator()->getIterator(), body.getOperations(),
-                                  std::next(loop->getIterator()),
-                                  body.getTerminator()->getIterator());
+    std::vector<std::vector<mlir::Operation*>> runs(1);
+    for (mlir::Operation& op : body.without_terminator()) {
+      if (mlir::isa<mlir::scf::ParallelOp>(op)) {
+        if (!runs.back().empty()) runs.emplace_back();
+      } else if (!mlir::isa<mlir::arith::ConstantOp>(op)) {
+        runs.back().push_back(&op);
+      }
+    }
+    for (const std::vector<mlir::Operation*>& run : runs) {
+      if (run.empty()) continue;
+      const std::set<mlir::Operation*> members(run.begin(), run.end());
+      bool escapes = false;
+      for (mlir::Operation* op : run)
+        for (mlir::Operation* user : op->getUsers())
+          escapes = escapes || !members.count(body.findAncestorOpInBlock(*user));
+      if (escapes) continue;
+      mlir::OpBuilder b(run.front());
+      mlir::Location loc = run.front()->getLoc();
+      mlir::Value zero = b.create<mlir::arith::ConstantIndexOp>(loc, 0);
+      mlir::Value one = b.create<mlir::arith::ConstantIndexOp>(loc, 1);
+      auto loop = b.create<mlir::scf::ParallelOp>(loc, mlir::ValueRange{zero}, mlir::ValueRange{one},
+                                                  mlir::ValueRange{one});
+      for (mlir::Operation* op : run) op->moveBefore(loop.getBody()->getTerminator());
+    }
   }
 }
 
@@ -177,7 +188,7 @@ Result<GpuKernels> LowerKernelsForGpu(const std::string& mlir_text,
   mlir::PassManager front(context.get());
   internal::AddFrontPasses(front, internal::Target::kNvptx);  // canonicalizes first: rows folded
   KILN_RETURN_IF_ERROR(internal::RunPasses(front, *module, log, "lowering linalg failed"));
-  WrapSerialKernels(*module);
+  WrapSerialWork(*module);
   internal::MapRowReductionsToBlocks(*module);
   CollapseAndTile(*module);
 

@@ -4,6 +4,8 @@
 // over the session's threads. Sums are accumulated in double; the loss adds its rows in row
 // order, so the result does not depend on the thread count. A label outside [0, C) fails the
 // step, naming the node and the first bad index, as the reference kernel does.
+//   check_labels: input labels [N], attribute classes: only that check (the CUDA device's
+//                 cross-entropy kernels trust their labels; this step runs before them).
 //   softmax_cross_entropy:      inputs logits, labels; output loss f32 [] (the mean over rows).
 //   softmax_cross_entropy_grad: inputs logits, labels, dloss f32 []; output dlogits [N, C] =
 //                               (softmax(logits) - onehot(labels)) * dloss / N.
@@ -16,6 +18,38 @@
 namespace kiln::cpu {
 namespace {
 
+int64_t Label(const void* labels, DType dtype, int64_t n) {
+  return dtype == i32 ? static_cast<const int32_t*>(labels)[n]
+                      : static_cast<const int64_t*>(labels)[n];
+}
+
+// OK when every label lies in [0, classes); otherwise the error of the first that does not, naming
+// the step's node.
+Status CheckLabels(const Step& step, const void* labels, DType dtype, int64_t rows,
+                   int64_t classes) {
+  for (int64_t n = 0; n < rows; ++n) {
+    const int64_t label = Label(labels, dtype, n);
+    if (label < 0 || label >= classes)
+      return step.node.MakeNodeError(ErrorCode::kInvalidArgument, "label ", label, " at index ", n,
+                                     " is out of range [0, ", classes, ")");
+  }
+  return OkStatus();
+}
+
+class CheckLabelsStep : public StepRunner {
+ public:
+  CheckLabelsStep(const Step& step, int64_t rows, int64_t classes, DType dtype)
+      : step_(step), rows_(rows), classes_(classes), dtype_(dtype) {}
+  Status Run(StepEnv& env) const override {
+    return CheckLabels(step_, env.data[step_.inputs[0]], dtype_, rows_, classes_);
+  }
+
+ private:
+  const Step& step_;
+  int64_t rows_, classes_;
+  DType dtype_;
+};
+
 class CrossEntropyStep : public StepRunner {
  public:
   CrossEntropyStep(const Step& step, bool grad, int64_t rows, int64_t cols, DType labels)
@@ -24,13 +58,7 @@ class CrossEntropyStep : public StepRunner {
   Status Run(StepEnv& env) const override {
     const float* logits = static_cast<const float*>(env.data[step_.inputs[0]]);
     const void* labels = env.data[step_.inputs[1]];
-    // The first bad label's row (rows_ when none), found before anything is written.
-    int64_t bad = rows_;
-    for (int64_t n = 0; n < rows_ && bad == rows_; ++n)
-      if (Label(labels, n) < 0 || Label(labels, n) >= cols_) bad = n;
-    if (bad < rows_)
-      return step_.node.MakeNodeError(ErrorCode::kInvalidArgument, "label ", Label(labels, bad),
-                                      " at index ", bad, " is out of range [0, ", cols_, ")");
+    KILN_RETURN_IF_ERROR(CheckLabels(step_, labels, labels_, rows_, cols_));  // before any write
     if (grad_) {
       const float dloss = *static_cast<const float*>(env.data[step_.inputs[2]]);
       float* out = static_cast<float*>(env.data[step_.outputs[0]]);
@@ -65,10 +93,7 @@ class CrossEntropyStep : public StepRunner {
   }
 
  private:
-  int64_t Label(const void* labels, int64_t n) const {
-    return labels_ == i32 ? static_cast<const int32_t*>(labels)[n]
-                          : static_cast<const int64_t*>(labels)[n];
-  }
+  int64_t Label(const void* labels, int64_t n) const { return cpu::Label(labels, labels_, n); }
   float RowMax(const float* x) const {
     float max = -std::numeric_limits<float>::infinity();
     for (int64_t c = 0; c < cols_; ++c) max = std::max(max, x[c]);
@@ -82,6 +107,18 @@ class CrossEntropyStep : public StepRunner {
 };
 
 }  // namespace
+
+Result<std::unique_ptr<StepRunner>> MakeCheckLabelsStep(const Step& step, const Executable& exe) {
+  if (step.inputs.size() != 1 || !step.outputs.empty())
+    return MakeError(ErrorCode::kInternal, "check_labels takes 1 input and no output");
+  const TensorType& labels = exe.buffers[step.inputs[0]].type;
+  KILN_ASSIGN_OR_RETURN(int64_t classes, step.attrs.GetInt("classes"));
+  if ((labels.dtype != i32 && labels.dtype != i64) || labels.shape.rank() != 1)
+    return MakeError(ErrorCode::kInternal, "check_labels: i32/i64 labels [N], got ",
+                     labels.ToString());
+  return std::unique_ptr<StepRunner>(
+      new CheckLabelsStep(step, labels.shape[0], classes, labels.dtype));
+}
 
 Result<std::unique_ptr<StepRunner>> MakeCrossEntropyStep(const Step& step, const Executable& exe) {
   const bool grad = step.callee == "softmax_cross_entropy_grad";

@@ -48,6 +48,7 @@ Result<std::unique_ptr<StepRunner>> MakeLibraryStep(const Step& step, const Exec
   if (step.callee == "concat" || step.callee == "split") return MakeConcatStep(step, exe);
   if (step.callee == "softmax_cross_entropy" || step.callee == "softmax_cross_entropy_grad")
     return MakeCrossEntropyStep(step, exe);
+  if (step.callee == "check_labels") return MakeCheckLabelsStep(step, exe);
   if (step.callee == "assign") return MakeAssignStep(step, exe);
   if (step.callee == "reduce_sum") return MakeReduceSumStep(step, exe);
   if (step.callee == "bias_add") return MakeBiasAddStep(step, exe);
@@ -57,7 +58,7 @@ Result<std::unique_ptr<StepRunner>> MakeLibraryStep(const Step& step, const Exec
       "conv2d_backprop_filter, max_pool2d, avg_pool2d, max_pool2d_grad, "
       "avg_pool2d_grad, variable_read, batch_norm, batch_norm_grad, copy, reorder, "
       "strided_copy, concat, split, softmax_cross_entropy, softmax_cross_entropy_grad, "
-      "assign, reduce_sum, bias_add)");
+      "check_labels, assign, reduce_sum, bias_add)");
 }
 
 }  // namespace kiln::cpu

@@ -28,9 +28,10 @@ Result<std::unique_ptr<StepRunner>> MakeBatchNormGradStep(const Step& step, cons
 Result<std::unique_ptr<StepRunner>> MakeStridedCopyStep(const Step& step, const Executable& exe);
 // concat and split: Concat, Split, ConcatGrad, any dtype (concat_step.cc).
 Result<std::unique_ptr<StepRunner>> MakeConcatStep(const Step& step, const Executable& exe);
-// softmax_cross_entropy(_grad): SoftmaxCrossEntropy and its gradient op, f32 logits
+// softmax_cross_entropy(_grad), check_labels: SoftmaxCrossEntropy and its gradient op, f32 logits
 // (cross_entropy_step.cc).
 Result<std::unique_ptr<StepRunner>> MakeCrossEntropyStep(const Step& step, const Executable& exe);
+Result<std::unique_ptr<StepRunner>> MakeCheckLabelsStep(const Step& step, const Executable& exe);
 // "reorder": a buffer's elements into another layout (runtime/cpu/onednn_reorder_step.cc).
 Result<std::unique_ptr<StepRunner>> MakeReorderStep(const Step& step, const Executable& exe);
 // copy and assign (state_steps.cc).

@@ -1,7 +1,8 @@
 // Library steps for data movement and variable updates that need no generated code:
 //   "copy"    output 0 gets input 0's bytes (Reshape, Flatten, Squeeze, Unsqueeze, Identity, ...:
 //             ops that only relabel a dense buffer's shape); other inputs (shapes) are not read.
-//   "assign"  Assign (mode 0), AssignAdd (+1), AssignSub (-1) on an f32 or f64 variable: the
+//   "assign"  Assign (mode 0), AssignAdd (+1), AssignSub (-1) on an f32, f64, i32 or i64
+//             variable (integers wrap): the
 //             stored value is replaced by the new one, and the step's output buffer (kind
 //             kVariable) is pointed at it. Values are never mutated where anyone could see it:
 //             the update is computed in place only when no later step of the plan reads a
@@ -31,16 +32,24 @@ class CopyStep : public StepRunner {
   int64_t bytes_;
 };
 
+// out = value, base + value or base - value; T is the arithmetic type (unsigned for the integer
+// dtypes, so that they wrap as the reference's integer Add and Sub do).
 template <typename T>
-void Combine(int64_t mode, const T* base, const T* value, T* out, int64_t n) {
+void Combine(int64_t mode, const void* base_data, const void* value_data, void* out_data,
+             int64_t n) {
+  const T* base = static_cast<const T*>(base_data);
+  const T* value = static_cast<const T*>(value_data);
+  T* out = static_cast<T*>(out_data);
   if (mode == 0) {
     std::memcpy(out, value, static_cast<size_t>(n) * sizeof(T));
   } else if (mode > 0) {
-    for (int64_t i = 0; i < n; ++i) out[i] = base[i] + value[i];
+    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(base[i] + value[i]);
   } else {
-    for (int64_t i = 0; i < n; ++i) out[i] = base[i] - value[i];
+    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(base[i] - value[i]);
   }
 }
+
+bool IsAssignable(DType dtype) { return dtype == f32 || dtype == f64 || dtype == i32 || dtype == i64; }
 
 class AssignStep : public StepRunner {
  public:
@@ -76,11 +85,13 @@ class AssignStep : public StepRunner {
  private:
   void Apply(const void* base, const void* value, void* out, int64_t n, DType dtype) const {
     if (dtype == f32)
-      Combine(mode_, static_cast<const float*>(base), static_cast<const float*>(value),
-              static_cast<float*>(out), n);
+      Combine<float>(mode_, base, value, out, n);
+    else if (dtype == f64)
+      Combine<double>(mode_, base, value, out, n);
+    else if (dtype == i32)
+      Combine<uint32_t>(mode_, base, value, out, n);
     else
-      Combine(mode_, static_cast<const double*>(base), static_cast<const double*>(value),
-              static_cast<double*>(out), n);
+      Combine<uint64_t>(mode_, base, value, out, n);
   }
 
   // Whether the stored tensor's storage is held only by the store and this run's pins.
@@ -130,9 +141,9 @@ Result<std::unique_ptr<StepRunner>> MakeAssignStep(const Step& step, const Execu
                      "': needs the variable, the value and one output");
   const TensorType& out = exe.buffers[step.outputs[0]].type;
   for (int id : {step.inputs[0], step.inputs[1]})
-    if (!(exe.buffers[id].type == out) || (out.dtype != f32 && out.dtype != f64))
+    if (!(exe.buffers[id].type == out) || !IsAssignable(out.dtype))
       return MakeError(ErrorCode::kInternal, "assign '", step.node.name,
-                       "': needs f32 or f64 operands of one type");
+                       "': needs f32, f64, i32 or i64 operands of one type");
   if (exe.buffers[step.outputs[0]].kind != BufferDesc::Kind::kVariable)
     return MakeError(ErrorCode::kInternal, "assign '", step.node.name,
                      "': its output must be a variable buffer");

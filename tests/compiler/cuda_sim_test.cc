@@ -635,6 +635,94 @@ TEST_CASE("cuda-sim: Assign and AssignSub run on the device, the store gets the 
   }
 }
 
+TEST_CASE("cuda-sim: cross-entropy and its gradient run on the device, labels checked first",
+          "[cuda]") {
+  const int64_t classes = GENERATE(10, 300);  // a thread per row, a block per row
+  const int64_t rows = GENERATE(5, 40);       // the loss' mean by one thread, by one block
+  const DType label_dtype = GENERATE(i32, i64);
+  INFO(rows << " rows of " << classes << " classes, labels " << DTypeName(label_dtype));
+  GraphBuilder g;
+  Value logits = g.Placeholder("logits", f32, {rows, classes});
+  Value labels = g.Placeholder("labels", label_dtype, {rows});
+  Value dloss = g.Placeholder("dloss", f32, {});
+  g.Output("loss", SoftmaxCrossEntropy(logits, labels).Named("xent"));
+  g.Output("dlogits", SoftmaxCrossEntropyGrad(logits, labels, dloss));
+  Graph graph = *g.Build();
+  std::vector<int64_t> label_values(rows);
+  for (int64_t n = 0; n < rows; ++n) label_values[n] = (n * 7 + 3) % classes;
+  Tensor xs = Random(Shape{rows, classes}, 11);
+  for (int64_t i = 0; i < xs.num_elements(); ++i) xs.data<float>()[i] *= 6;
+  FeedList feeds = {{"logits", xs},
+                    {"labels", Tensor::FromVector(Shape{rows}, label_values).CastTo(label_dtype)},
+                    {"dloss", Tensor::FromVector<float>({}, {0.75f})}};
+  const std::vector<TensorName> fetches = {"loss", "dlogits"};
+  Session reference(graph, SessionOptions{.backend = "reference"});
+  Result<std::vector<Tensor>> expected = reference.Run(feeds, fetches);
+  REQUIRE(expected.ok());
+  testing::CheckCompiledMatchesReference(graph, feeds, fetches, *expected);  // cpu and cuda-sim
+  // Both are device kernels; the one host step checks the labels (shared by loss and gradient).
+  Result<RunPlan> plan = reference.Plan(feeds, fetches);
+  REQUIRE(plan.ok());
+  CompiledPlan compiled = CompileSim(*plan);
+  int host_steps = 0, checks = 0;
+  for (const Step& s : compiled.executable.steps) {
+    if (s.callee == "to_device" || s.callee == "to_host") continue;
+    host_steps += !s.on_device;
+    checks += s.callee == "check_labels";
+    CHECK(s.callee.find("softmax_cross_entropy") == (s.kind == Step::Kind::kKernel ? 0u : std::string::npos));
+  }
+  CHECK(host_steps == 1);
+  CHECK(checks == 1);
+  // A label outside [0, C) fails the run before any kernel reads with it, naming the node.
+  label_values[3] = classes + 2;
+  feeds[1].second = Tensor::FromVector(Shape{rows}, label_values).CastTo(label_dtype);
+  Session session(graph, SessionOptions{.backend = "cuda-sim"});
+  Result<std::vector<Tensor>> bad = session.Run(feeds, {"loss"});
+  REQUIRE_FALSE(bad.ok());
+  CHECK_THAT(bad.error().message(), Catch::Contains("xent") &&
+                                        Catch::Contains("label " + std::to_string(classes + 2) +
+                                                        " at index 3 is out of range [0, " +
+                                                        std::to_string(classes) + ")"));
+}
+
+TEST_CASE("cuda-sim: an integer step counter is incremented on the device, and wraps as on the cpu",
+          "[cuda]") {
+  const DType dtype = GENERATE(i32, i64);
+  INFO(DTypeName(dtype));
+  const double start = dtype == i32 ? 2147483646.0 : 41.0;  // i32 wraps on its second increment
+  GraphBuilder g;
+  Value step = Variable(g, "step", dtype, {}, Initializer::Constant(start));
+  Value w = Variable(g, "w", f32, {3}, Initializer::Constant(1));
+  // The new count is read on the device, as an optimizer's bias correction reads it.
+  Value count = AssignAdd(step, g.Scalar(1, dtype)).Named("tick");
+  g.Output("scaled", Mul(w, Cast(count, f32)));
+  Graph graph = *g.Build();
+  Session planner(graph, SessionOptions{.backend = "reference"});
+  Result<RunPlan> plan = planner.Plan({}, {"scaled"});
+  REQUIRE(plan.ok());
+  CompiledPlan compiled = CompileSim(*plan);
+  for (const Step& s : compiled.executable.steps) {
+    INFO(s.callee);
+    CHECK((s.on_device || s.callee == "variable_read" || s.callee == "to_device" ||
+           s.callee == "to_host"));
+  }
+  for (const std::string backend : {"cpu", "cuda-sim"}) {
+    Session reference(graph, SessionOptions{.backend = "reference"});
+    Session session(graph, SessionOptions{.backend = backend});
+    for (int run = 0; run < 3; ++run) {
+      Result<std::vector<Tensor>> out = session.Run({}, {"scaled"});
+      Result<std::vector<Tensor>> expected = reference.Run({}, {"scaled"});
+      INFO(backend << " run " << run << ": " << out.status().ToString());
+      REQUIRE(out.ok());
+      REQUIRE(expected.ok());
+      CHECK((*out)[0].GetDouble(2) == (*expected)[0].GetDouble(2));
+    }
+    Result<std::vector<Tensor>> stored = session.Run({}, {"step"});
+    REQUIRE(stored.ok());
+    CHECK((*stored)[0].GetDouble(0) == (dtype == i32 ? -2147483647.0 : start + 3));
+  }
+}
+
 TEST_CASE("cuda: without a driver, the backend is refused in one line naming libcuda.so.1",
           "[cuda]") {
   if (cuda::LoadDriver().ok()) {

@@ -40,7 +40,8 @@ std::string RunPtxas(const std::string& ptxas, const std::string& ptx, int sm) {
 
 // Library steps as generated kernels: convolutions (groups, dilation, padding, the whole epilogue,
 // bf16) and their gradients, pooling (max and both averages, 16-bit) and its gradients, batch norm
-// (training, inference, gradient), sums (f32, f64), gathers and concat/split (1-8 bytes).
+// (training, inference, gradient), sums (f32, f64), gathers, concat/split (1-8 bytes) and
+// cross-entropy with its gradient (narrow and wide rows).
 std::vector<KernelSpec> LibrarySpecs() {
   std::vector<KernelSpec> specs;
   Conv2DKernelParams conv;
@@ -109,6 +110,16 @@ std::vector<KernelSpec> LibrarySpecs() {
   concat.concat = false;
   concat.ignored_inputs = {{DType::kF32, 6}};
   specs.push_back(KernelSpec::Raw("split_i64", 24, EmitConcatKernel("split_i64", concat)));
+  CrossEntropyKernelParams xent;
+  for (int64_t classes : {10, 300})  // a thread per row; a block per row (and for the mean)
+    for (bool grad : {false, true}) {
+      xent.rows = classes == 10 ? 6 : 40;
+      xent.classes = classes;
+      xent.grad = grad;
+      xent.label_dtype = grad ? DType::kI32 : DType::kI64;
+      const std::string name = std::string(grad ? "xent_grad" : "xent") + std::to_string(classes);
+      specs.push_back(KernelSpec::Raw(name, xent.rows, EmitCrossEntropyKernel(name, xent)));
+    }
   return specs;
 }
 
@@ -166,6 +177,15 @@ TEST_CASE("PTX: every tested kernel lowers to PTX that ptxas accepts (sm_80, sm_
     CHECK(kernel.launches[0].grid[0] == (kernel.name == "row_softmax_wide" ? 5 : 3));
     CHECK(kernel.launches[0].block[0] == kThreadsPerBlock);
   }
+  for (const DeviceKernel& kernel : gpu->kernels) {
+    if (kernel.name != "xent300") continue;
+    // A block per row of 300 classes, then one block folding the 40 row losses.
+    REQUIRE(kernel.launches.size() == 2);
+    CHECK(kernel.launches[0].grid[0] == 40);
+    CHECK(kernel.launches[0].block[0] == kThreadsPerBlock);
+    CHECK(kernel.launches[1].grid[0] == 1);
+    CHECK(kernel.launches[1].block[0] == 64);
+  }
   std::string ptxas = Ptxas();
   for (int sm : {80, 90}) {
     const std::string* ptx = &gpu->ptx[sm];
@@ -175,6 +195,7 @@ TEST_CASE("PTX: every tested kernel lowers to PTX that ptxas accepts (sm_80, sm_
     CHECK(ptx->find(".visible .entry row_softmax_kernel(") != std::string::npos);
     CHECK(ptx->find(".visible .entry conv_bf16_epilogue_kernel(") != std::string::npos);
     CHECK(ptx->find(".visible .entry bn_grad_kernel(") != std::string::npos);
+    CHECK(ptx->find(".visible .entry xent300_kernel(") != std::string::npos);
     // Wide f32 rows reduce across the block (warp shuffles, then shared memory).
     CHECK(ptx->find(".visible .entry row_softmax_wide_kernel(") != std::string::npos);
     CHECK(ptx->find("shfl.sync") != std::string::npos);
