@@ -6,8 +6,8 @@
 // becomes one kernel with one iteration per output element (per whole element for split; batch
 // norm adds a loop over the channels), written directly as MLIR (KernelSpec::raw_mlir).
 //
-// softmax_cross_entropy and its gradient (f32 logits, i32/i64 labels) become kernels too; each gets a
-// check_labels step before it (a host routine of runtime/cpu failing the node on a label outside
+// softmax_cross_entropy and its gradient (f32 logits, i32/i64 labels) become kernels too; each gets
+// a check_labels step before it (a host routine of runtime/cpu failing the node on a label outside
 // [0, C), as the cpu step does), and the loss kernel a scratch arena buffer for its row losses.
 //
 // Contract of ReplaceLibraryStepsWithKernels: before buffer assignment, replaces each library step

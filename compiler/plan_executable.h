@@ -1,7 +1,7 @@
 // The compiler's pipeline from a RunPlan to an Executable, without generating code: static types
 // (and compile-time values), rewrites those allow (static_simplify.h), epilogue fusion into
-// convolutions, elementwise fusion, lowering to steps, layouts, a target's rewrites, buffer assignment. The JIT
-// (cpu_compiler.h) and `kiln inspect` both start here.
+// convolutions, elementwise fusion, lowering to steps, layouts, a target's rewrites, buffer
+// assignment. The JIT (cpu_compiler.h) and `kiln inspect` both start here.
 #pragma once
 
 #include <functional>

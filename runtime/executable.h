@@ -66,6 +66,9 @@ struct Step {
 // dense memref of `dims` (the device code takes MLIR's memref descriptor: allocated and aligned
 // pointer, offset 0, sizes, strides), or, with operand -1, the 64-bit integer `value`.
 inline constexpr char kSimulatedFunctionPrefix[] = "kiln_sim_";
+// Every step operand a launch reads or writes starts at a device address aligned to this (device
+// allocations are, and arena offsets are multiples of 64): kernels take 128-bit accesses of it.
+inline constexpr int64_t kKernelOperandAlignment = 16;
 
 struct KernelLaunch {
   struct Arg {

@@ -26,9 +26,9 @@ std::string EmitCrossEntropyKernel(const std::string& name, const CrossEntropyKe
   // in f32 over the classes.
   const std::string n = k.ElementLoop();
   const std::string label_type = p.label_dtype == DType::kI32 ? "i32" : "i64";
-  const std::string label = w.Convert(
-      "arith.index_cast", w.Emit("memref.load " + labels + "[" + n + "] : " + lt), label_type,
-      "index");
+  const std::string label =
+      w.Convert("arith.index_cast", w.Emit("memref.load " + labels + "[" + n + "] : " + lt),
+                label_type, "index");
   const std::string row = k.Mul(n, k.Index(p.classes));
   auto logit = [&](const std::string& c) { return k.Load(logits, xt, k.Add(row, c), DType::kF32); };
   const std::string zero = k.Index(0), classes = k.Index(p.classes);
@@ -52,16 +52,16 @@ std::string EmitCrossEntropyKernel(const std::string& name, const CrossEntropyKe
           "arith.mulf", w.Unary("math.exp", w.Binary("arith.subf", logit(c), max, "f32"), "f32"),
           mul, "f32");
       const std::string hit = w.Cmp("arith.cmpi", "eq", c, label, "index");
-      const std::string d = w.Binary("arith.subf", p_c,
-                                     w.Select(hit, scale, w.FloatConst(0, "f32"), "f32"), "f32");
+      const std::string d =
+          w.Binary("arith.subf", p_c, w.Select(hit, scale, w.FloatConst(0, "f32"), "f32"), "f32");
       k.Store(d, out, xt, k.Add(row, c), DType::kF32);
     });
     return k.Text();
   }
   // loss_n = max + log(sum) - x[label].
-  const std::string loss = w.Binary(
-      "arith.subf", w.Binary("arith.addf", max, w.Unary("math.log", sum, "f32"), "f32"),
-      logit(label), "f32");
+  const std::string loss =
+      w.Binary("arith.subf", w.Binary("arith.addf", max, w.Unary("math.log", sum, "f32"), "f32"),
+               logit(label), "f32");
   k.Store(loss, row_losses, rt, n, DType::kF32);
   // Loop 2, one row of N columns: the mean of the row losses.
   // (Values of loop 1 are out of scope here: constants are made again.)

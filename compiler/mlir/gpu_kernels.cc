@@ -73,8 +73,8 @@ void WrapSerialWork(mlir::ModuleOp module) {
       mlir::Location loc = run.front()->getLoc();
       mlir::Value zero = b.create<mlir::arith::ConstantIndexOp>(loc, 0);
       mlir::Value one = b.create<mlir::arith::ConstantIndexOp>(loc, 1);
-      auto loop = b.create<mlir::scf::ParallelOp>(loc, mlir::ValueRange{zero}, mlir::ValueRange{one},
-                                                  mlir::ValueRange{one});
+      auto loop = b.create<mlir::scf::ParallelOp>(loc, mlir::ValueRange{zero},
+                                                  mlir::ValueRange{one}, mlir::ValueRange{one});
       for (mlir::Operation* op : run) op->moveBefore(loop.getBody()->getTerminator());
     }
   }
@@ -94,6 +94,7 @@ void CollapseAndTile(mlir::ModuleOp module) {
       mlir::collapseParallelLoops(op, {all});
     }
   }
+  internal::WidenContiguousLoops(module);
   loops.clear();
   module.walk([&](mlir::scf::ParallelOp op) {
     if (!op->getParentOfType<mlir::scf::ParallelOp>()) loops.push_back(op);

@@ -49,7 +49,9 @@ void Combine(int64_t mode, const void* base_data, const void* value_data, void* 
   }
 }
 
-bool IsAssignable(DType dtype) { return dtype == f32 || dtype == f64 || dtype == i32 || dtype == i64; }
+bool IsAssignable(DType dtype) {
+  return dtype == f32 || dtype == f64 || dtype == i32 || dtype == i64;
+}
 
 class AssignStep : public StepRunner {
  public:

@@ -207,6 +207,10 @@ Status CudaProgram::CheckLaunches(const DeviceKernel& kernel, const std::vector<
         return MakeError(ErrorCode::kInternal, "launch of ", launch.function, ": argument ", a,
                          " spans ", Shape(arg.dims).ToString(), " but its buffer (", b.tensor,
                          ") is ", b.type.ToString());
+      if (address_[ids[arg.operand]] % kKernelOperandAlignment != 0)
+        return MakeError(ErrorCode::kInternal, "launch of ", launch.function, ": argument ", a,
+                         " (", b.tensor, ") is not ", kKernelOperandAlignment,
+                         "-byte aligned, as generated kernels assume");
     }
     if (!WithinLaunchLimits(launch))
       return MakeError(ErrorCode::kInternal, "launch of ", launch.function, ": grid ",

@@ -669,7 +669,8 @@ TEST_CASE("cuda-sim: cross-entropy and its gradient run on the device, labels ch
     if (s.callee == "to_device" || s.callee == "to_host") continue;
     host_steps += !s.on_device;
     checks += s.callee == "check_labels";
-    CHECK(s.callee.find("softmax_cross_entropy") == (s.kind == Step::Kind::kKernel ? 0u : std::string::npos));
+    CHECK(s.callee.find("softmax_cross_entropy") ==
+          (s.kind == Step::Kind::kKernel ? 0u : std::string::npos));
   }
   CHECK(host_steps == 1);
   CHECK(checks == 1);
@@ -679,8 +680,8 @@ TEST_CASE("cuda-sim: cross-entropy and its gradient run on the device, labels ch
   Session session(graph, SessionOptions{.backend = "cuda-sim"});
   Result<std::vector<Tensor>> bad = session.Run(feeds, {"loss"});
   REQUIRE_FALSE(bad.ok());
-  CHECK_THAT(bad.error().message(), Catch::Contains("xent") &&
-                                        Catch::Contains("label " + std::to_string(classes + 2) +
+  CHECK_THAT(bad.error().message(),
+             Catch::Contains("xent") && Catch::Contains("label " + std::to_string(classes + 2) +
                                                         " at index 3 is out of range [0, " +
                                                         std::to_string(classes) + ")"));
 }

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <tuple>
 
 #include "compiler/codegen/emit_library_kernels.h"
 #include "compiler/codegen/emit_mlir.h"
@@ -221,6 +222,54 @@ TEST_CASE("PTX: every tested kernel lowers to PTX that ptxas accepts (sm_80, sm_
                        "ELF",
                        0) == 0);
     CHECK(cubin->find("row_softmax_kernel") != std::string::npos);
+  }
+}
+
+// The PTX of entry `name` (up to the next entry).
+std::string EntryText(const std::string& ptx, const std::string& name) {
+  const size_t begin = ptx.find(".entry " + name + "(");
+  if (begin == std::string::npos) return "";
+  return ptx.substr(begin, ptx.find(".entry ", begin + 1) - begin);
+}
+
+TEST_CASE("PTX: a contiguous elementwise kernel takes four elements a thread, in 128-bit accesses",
+          "[ptx]") {
+  // x * y + 1 over 4000 f32 (contiguous: vector width 4); the same over 4002 (not a multiple of
+  // 4) and with y broadcast along rows (strided reads): one element a thread, scalar accesses.
+  std::vector<KernelSpec> specs;
+  for (const auto& [name, shape, y] : std::vector<std::tuple<std::string, Shape, Shape>>{
+           {"wide", Shape{4000}, Shape{4000}},
+           {"odd", Shape{4002}, Shape{4002}},
+           {"broadcast", Shape{40, 100}, Shape{40, 1}}}) {
+    KernelSpec spec;
+    spec.name = name;
+    spec.shape = shape;
+    spec.inputs = {{DType::kF32, shape}, {DType::kF32, y}, {DType::kF32, Shape{}}};
+    spec.ops = {{"Mul", {0, 1}, {}, DType::kF32, "mul"}, {"Add", {3, 2}, {}, DType::kF32, "add"}};
+    spec.outputs = {4};
+    specs.push_back(spec);
+  }
+  Result<std::string> text = EmitKernelModule(specs);
+  REQUIRE(text.ok());
+  Result<GpuKernels> gpu = LowerKernelsForGpu(*text, RowsOf(specs), {{90}, true});
+  INFO((gpu.ok() ? "" : gpu.error().ToString()));
+  REQUIRE(gpu.ok());
+  std::map<std::string, int64_t> threads;
+  for (const DeviceKernel& kernel : gpu->kernels) {
+    REQUIRE(kernel.launches.size() == 1);
+    const KernelLaunch& l = kernel.launches[0];
+    threads[kernel.name] = l.grid[0] * l.block[0];
+  }
+  CHECK(threads["wide"] == 1024);  // 1000 groups of 4, rounded up to whole blocks of 256
+  CHECK(threads["odd"] == 4096);
+  const std::string wide = EntryText(gpu->ptx[90], "wide_kernel");
+  CHECK(wide.find("ld.global.v4.f32") != std::string::npos);
+  CHECK(wide.find("st.global.v4.f32") != std::string::npos);
+  for (const char* name : {"odd_kernel", "broadcast_kernel"}) {
+    const std::string entry = EntryText(gpu->ptx[90], name);
+    INFO(name);
+    CHECK(!entry.empty());
+    CHECK(entry.find(".v4.") == std::string::npos);
   }
 }
 
