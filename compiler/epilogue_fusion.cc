@@ -1,5 +1,6 @@
 #include "compiler/epilogue_fusion.h"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -159,6 +160,16 @@ class EpiloguePlanner {
     return false;
   }
 
+  static bool HasGelu(const Epilogue& e) {
+    return std::find(e.post_ops.begin(), e.post_ops.end(), PostOp::kGeluTanh) != e.post_ops.end();
+  }
+  static bool IsTanhGelu(const Node& gelu) {
+    const OpDef* def = OpRegistry::Global().Find("Gelu");
+    if (!def) return false;
+    Result<std::string> approximate = def->WithDefaults(gelu.attrs).GetString("approximate");
+    return approximate.ok() && *approximate == "tanh";
+  }
+
   // Walks the chain after the convolution; returns why it stopped.
   std::string Extend(Epilogue& e) const {
     bool bias_stage = true;
@@ -185,13 +196,16 @@ class EpiloguePlanner {
           e.post_ops.push_back(PostOp::kSum);
           taken = true;
         }
-      } else if (next->op == "Relu" && IsFloat(TensorRef{next->name, 0}, dtype)) {
+      } else if (next->op == "Relu" && IsFloat(TensorRef{next->name, 0}, dtype) && !HasGelu(e)) {
         e.post_ops.push_back(PostOp::kRelu);
+        taken = true;
+      } else if (next->op == "Gelu" && !conv && e.post_ops.empty() && IsTanhGelu(*next)) {
+        e.post_ops.push_back(PostOp::kGeluTanh);
         taken = true;
       } else {
         why = e.output.ToString() + " is read by " + Quote(*next) +
               (conv ? ", not a bias, folded BatchNorm, residual Add or Relu"
-                    : ", not a bias or Relu");
+                    : ", not a bias, Relu or a Gelu(approximate=tanh) before any other activation");
       }
       if (!taken) return why;
       bias_stage &= next->op == "BiasAdd" || next->op == "BatchNorm";

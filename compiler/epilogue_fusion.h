@@ -4,11 +4,14 @@
 // steps and memory round trips:
 //
 //   Conv2D -> [BiasAdd axis 1]* -> [BatchNorm, inference, folded]* -> [Add residual] -> [Relu]*
-//   MatMul -> [BiasAdd, last axis]* -> [Relu]*      (any float, both operands of rank 2: one gemm)
+//   MatMul -> [BiasAdd, last axis]* -> [Relu]* | Gelu(tanh)   (any float, both operands of rank
+//                                                              2: one gemm)
 //
 // The MatMul's "gemm" step (runtime/cpu/gemm_step.cc) fills its output with the bias and
-// multiplies with beta = 1, then applies the Relu to the rows it just wrote (bf16 on oneDNN:
-// its bias argument and relu post-op, onednn_matmul_step.cc).
+// multiplies with beta = 1, then applies the Relu or GELU to the rows it just wrote (bf16 on
+// oneDNN: its bias argument and relu or gelu_tanh post-op, onednn_matmul_step.cc; on a CUDA device
+// cuBLASLt's RELU/GELU(_BIAS) epilogues, whose GELU is the tanh approximation: so only
+// Gelu(approximate = "tanh") is fused, never the exact erf form).
 //
 // (BiasAdd and folded BatchNorm in any order; an Add right after them, or a Relu alone.)
 //   - BiasAdd (axis 1, bias [C] of the output's dtype) becomes the convolution's bias argument; two
@@ -21,7 +24,8 @@
 //     reference's arithmetic: results agree within that dtype's rounding, not bitwise).
 //   - Add of another tensor of exactly the output's type (ResNet's residual) becomes a sum
 //     post-op: the step reads the residual buffer as an extra input. At most one, first post-op.
-//   - Relu becomes an eltwise post-op.
+//   - Relu becomes an eltwise post-op; for a MatMul, so does one Gelu(approximate = "tanh") as
+//     the only activation.
 // A node is absorbed only when the value it reads has that node as its one reader, is not
 // fetched, and is no node's control input; so a value that a gradient op reads (Relu's gradient
 // reads its input) is never hidden, and training graphs keep their pre-activations.
@@ -44,7 +48,7 @@
 namespace kiln::compiler {
 
 // Post-ops of a "conv2d" or "gemm" step, in order (attribute "post_ops").
-enum class PostOp : int64_t { kSum = 1, kRelu = 2 };
+enum class PostOp : int64_t { kSum = 1, kRelu = 2, kGeluTanh = 3 };
 
 struct Epilogue {
   const Node* producer = nullptr;        // the Conv2D or MatMul

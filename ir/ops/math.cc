@@ -1,5 +1,7 @@
 #include "ir/ops/math.h"
 
+#include <cmath>
+
 #include "ir/ops/math_grad.h"
 #include "ir/ops/op_helpers.h"
 #include "ir/ops/registration.h"
@@ -42,6 +44,9 @@ Value Gelu(At x, const std::string& approximate) {
   AttrMap a;
   a.Set("approximate", approximate);
   return MakeOp("Gelu", {x.value}, std::move(a), x.loc);
+}
+double GeluTanhValue(double x) {
+  return 0.5 * x * (1.0 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
 }
 Value LeakyRelu(At x, double alpha) {
   AttrMap a;

@@ -30,6 +30,9 @@ Value Round(At x);  // halves to even, as numpy and ONNX
 Value Elu(At x, double alpha = 1.0);
 // approximate = "none" (exact, with erf) or "tanh".
 Value Gelu(At x, const std::string& approximate = "none");
+// Gelu(approximate = "tanh") of one value, in f64: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))),
+// as the reference kernel and the gemm steps' fused GELU epilogues compute it.
+double GeluTanhValue(double x);
 // Unary, any numeric dtype.
 Value Neg(At x);
 Value Abs(At x);

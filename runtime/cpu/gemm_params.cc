@@ -19,8 +19,12 @@ Result<GemmParams> ReadGemmParams(const Step& step, const Executable& exe) {
     KILN_ASSIGN_OR_RETURN(std::vector<int64_t> post_ops, step.attrs.GetInts("post_ops"));
     p.bias = bias != 0;
     for (int64_t op : post_ops) {
-      if (op != 2) return MakeError(ErrorCode::kInternal, "gemm: unknown post-op ", op);
-      p.relu = true;
+      if (op == 2 && !p.gelu_tanh)
+        p.relu = true;
+      else if (op == 3 && post_ops.size() == 1)
+        p.gelu_tanh = true;
+      else
+        return MakeError(ErrorCode::kInternal, "gemm: unknown post-ops");
     }
   }
   if (step.inputs.size() != 2u + p.bias || step.outputs.size() != 1)

@@ -8,11 +8,12 @@ namespace kiln::cpu {
 
 // c[i] = op(a[i]) x op(b[i]) for i < batch, row-major [batch, m, n]; a[i] starts at
 // i * stride_a elements (0 repeats one matrix), likewise b. With the fused epilogue
-// (compiler/epilogue_fusion.h), `bias` adds inputs[2] (n values) to every row and `relu` follows.
+// (compiler/epilogue_fusion.h), `bias` adds inputs[2] (n values) to every row and `relu` or
+// `gelu_tanh` (Gelu with approximate = "tanh", ir/ops/math.h's GeluTanhValue) follows.
 struct GemmParams {
   int64_t m = 0, n = 0, k = 0, batch = 1, stride_a = 0, stride_b = 0;
   bool trans_a = false, trans_b = false;
-  bool bias = false, relu = false;
+  bool bias = false, relu = false, gelu_tanh = false;
   DType dtype = f32;      // of a and b
   DType out_dtype = f32;  // of c and the bias: dtype, or f32 for bf16/f16 operands (MatMul's
                           // out_dtype)

@@ -6,12 +6,14 @@
 // row-major [batch, m, n]. Leading dimensions follow from the shapes and transposes.
 // An epilogue the compiler fused (compiler/epilogue_fusion.h; f32/f64, batch 1): attribute "bias"
 // (1: inputs[2] holds n values added to every row: c is filled with them and the multiply runs
-// with beta = 1) and "post_ops" (only 2, relu: applied to c after the multiply).
+// with beta = 1) and "post_ops" (2, relu, or 3, tanh-approximated GELU computed in f64: applied to
+// c after the multiply).
 #include <cblas.h>
 
 #include <algorithm>
 #include <vector>
 
+#include "ir/ops/math.h"
 #include "runtime/cpu/gemm_params.h"
 #include "runtime/cpu/library_steps.h"
 
@@ -37,6 +39,9 @@ void Gemm(const GemmParams& p, const T* a, const T* b, T* c, const T* bias = nul
   }
   if (p.relu)
     for (int64_t i = 0; i < p.batch * p.m * p.n; ++i) c[i] = c[i] > T(0) ? c[i] : T(0);
+  if (p.gelu_tanh)
+    for (int64_t i = 0; i < p.batch * p.m * p.n; ++i)
+      c[i] = static_cast<T>(GeluTanhValue(static_cast<double>(c[i])));
 }
 
 class GemmStep : public StepRunner {

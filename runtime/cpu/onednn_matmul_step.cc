@@ -79,9 +79,10 @@ Result<std::unique_ptr<StepRunner>> MakeOnednnMatmulStep(const Step& step, const
   std::optional<memory::desc> bias;
   if (p.bias) bias = memory::desc({1, 1, p.n}, out, memory::format_tag::abc);
   dnnl::primitive_attr attr;
-  if (p.relu) {
+  if (p.relu || p.gelu_tanh) {
     dnnl::post_ops ops;
-    ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+    ops.append_eltwise(
+        1.f, p.relu ? dnnl::algorithm::eltwise_relu : dnnl::algorithm::eltwise_gelu_tanh, 0.f, 0.f);
     attr.set_post_ops(ops);
   }
   try {

@@ -156,7 +156,7 @@ Status CudaProgram::Prepare(int threads) {
       operands.a = address_[ids[call.a_operand]];
       operands.b = address_[ids[call.b_operand]];
       operands.d = address_[ids[call.d_operand]];
-      if (call.has_bias()) operands.bias = address_[ids[call.bias_operand]];
+      if (call.bias) operands.bias = address_[ids[call.bias_operand]];
       Result<std::shared_ptr<PreparedMatmul>> matmul = device_.PrepareMatmul(call, operands);
       if (!matmul.ok()) return matmul.error().WithContext("step gemm (" + step.node.name + ")");
       action.kind = Action::Kind::kMatmul;

@@ -9,16 +9,14 @@ cudaDataType_t CudaType(DType t) {
   return t == f16 ? CUDA_R_16F : t == bf16 ? CUDA_R_16BF : CUDA_R_32F;
 }
 
-cublasLtEpilogue_t CublasEpilogue(MatmulCall::Epilogue e) {
-  switch (e) {
-    case MatmulCall::Epilogue::kRelu:
-      return CUBLASLT_EPILOGUE_RELU;
-    case MatmulCall::Epilogue::kBias:
-      return CUBLASLT_EPILOGUE_BIAS;
-    case MatmulCall::Epilogue::kReluBias:
-      return CUBLASLT_EPILOGUE_RELU_BIAS;
+cublasLtEpilogue_t CublasEpilogue(const MatmulCall& call) {
+  switch (call.activation) {
+    case MatmulCall::Activation::kRelu:
+      return call.bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
+    case MatmulCall::Activation::kGeluTanh:
+      return call.bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
     default:
-      return CUBLASLT_EPILOGUE_DEFAULT;
+      return call.bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
   }
 }
 
@@ -109,11 +107,11 @@ Result<std::shared_ptr<PreparedMatmul>> DriverMatmuls::Prepare(const MatmulCall&
                           "cublasLtMatmulDescCreate");
   const cublasOperation_t ta = call.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t tb = call.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const uint32_t epilogue = CublasEpilogue(call.epilogue);
+  const uint32_t epilogue = CublasEpilogue(call);
   if (st.ok()) st = SetDesc(api_, m->desc, CUBLASLT_MATMUL_DESC_TRANSA, ta);
   if (st.ok()) st = SetDesc(api_, m->desc, CUBLASLT_MATMUL_DESC_TRANSB, tb);
   if (st.ok()) st = SetDesc(api_, m->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, epilogue);
-  if (st.ok() && call.has_bias()) {
+  if (st.ok() && call.bias) {
     const void* bias = reinterpret_cast<const void*>(operands.bias);
     st = SetDesc(api_, m->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias);
   }

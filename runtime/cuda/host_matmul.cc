@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 
+#include "ir/ops/math.h"
 #include "runtime/cpu/parallel_ranges.h"
 #include "runtime/cuda/matmul_call.h"
 
@@ -74,8 +75,10 @@ void RunMatmulOnHost(const MatmulCall& c, const void* a, const void* b, const vo
       for (int64_t r = 0; r < c.m; ++r) {
         float v = c.alpha * acc[r];
         if (c.beta != 0.0f) v += c.beta * Load(d_i, r + j * c.ldd, c.d_type);
-        if (c.has_bias()) v += Load(bias, r, c.d_type);
-        if (c.has_relu()) v = std::max(v, 0.0f);
+        if (c.bias) v += Load(bias, r, c.d_type);
+        if (c.activation == MatmulCall::Activation::kRelu) v = std::max(v, 0.0f);
+        if (c.activation == MatmulCall::Activation::kGeluTanh)
+          v = static_cast<float>(GeluTanhValue(static_cast<double>(v)));
         Store(d_i, r + j * c.ldd, c.d_type, v);
       }
     }

@@ -25,11 +25,12 @@ Result<int64_t> BatchSpan(int64_t batch, int64_t stride, int64_t rows, int64_t c
 }  // namespace
 
 std::string MatmulCall::ToString() const {
-  const char* epilogues[] = {"", " relu", " bias", " bias+relu"};
+  const char* activations[] = {"", " relu", " gelu_tanh"};
   std::ostringstream os;
   os << "matmul m=" << m << " n=" << n << " k=" << k << (trans_a ? " A^T" : " A")
      << (trans_b ? " B^T" : " B") << " batch=" << batch << " " << DTypeName(ab_type) << "->"
-     << DTypeName(d_type) << epilogues[static_cast<int>(epilogue)] << (tf32 ? " tf32" : "");
+     << DTypeName(d_type) << (bias ? " bias" : "") << activations[static_cast<int>(activation)]
+     << (tf32 ? " tf32" : "");
   return os.str();
 }
 
@@ -62,8 +63,10 @@ Result<MatmulCall> MatmulCallForGemm(const Step& step, const Executable& exe) {
   call.stride_a = p.stride_b;
   call.stride_b = p.stride_a;
   call.stride_d = p.m * p.n;
-  call.epilogue = p.bias ? (p.relu ? MatmulCall::Epilogue::kReluBias : MatmulCall::Epilogue::kBias)
-                         : (p.relu ? MatmulCall::Epilogue::kRelu : MatmulCall::Epilogue::kDefault);
+  call.bias = p.bias;
+  call.activation = p.relu        ? MatmulCall::Activation::kRelu
+                    : p.gelu_tanh ? MatmulCall::Activation::kGeluTanh
+                                  : MatmulCall::Activation::kNone;
   if (step.attrs.Has("tf32")) {
     KILN_ASSIGN_OR_RETURN(int64_t tf32, step.attrs.GetInt("tf32"));
     call.tf32 = tf32 != 0 && p.dtype == f32;
@@ -83,7 +86,7 @@ Result<MatmulSpans> SpansOf(const MatmulCall& call) {
       spans.b, BatchSpan(call.batch, call.stride_b, call.b_rows(), call.b_cols(), call.ldb, "B"));
   KILN_ASSIGN_OR_RETURN(spans.d,
                         BatchSpan(call.batch, call.stride_d, call.m, call.n, call.ldd, "D"));
-  spans.bias = call.has_bias() ? call.m : 0;
+  spans.bias = call.bias ? call.m : 0;
   return spans;
 }
 

@@ -10,13 +10,15 @@
 //   D_i = epilogue(alpha * op(A_i) op(B_i) + beta * C_i),   D_i is m x n, op(A_i) m x k
 // where a stored matrix is column-major with its leading dimension (A is (trans_a ? k : m) rows by
 // (trans_a ? m : k) columns), C is D (beta = 0: C is never read), and the epilogue adds bias[r] to
-// row r of D (bias: m values of D's dtype, the same for every batch) and/or applies ReLU after
-// it. A and B share `ab_type` (f32, f16 or bf16); D and the bias are `d_type`: f32, or ab_type. The
-// products accumulate in f32. With `tf32` (f32 operands; a gemm step's attribute "tf32" = 1, which
-// the compiler sets when the user allows TF32) the call may use TF32 tensor cores: the simulated
-// device then rounds every element of A and B to TF32 (the 13 low mantissa bits rounded off, to
-// nearest, ties away from zero, as PTX's cvt.rna.tf32.f32) before multiplying, which is how
-// cuBLAS feeds f32 data to TF32 tensor cores.
+// row r of D (bias: m values of D's dtype, the same for every batch) and/or applies an
+// activation after it: ReLU, or GELU in its tanh approximation (cuBLASLt's GELU; ir/ops/math.h's
+// GeluTanhValue, which the simulated device computes in f64 from the f32 value). A and B share
+// `ab_type` (f32, f16 or bf16); D and the bias are `d_type`: f32, or ab_type. The products
+// accumulate in f32. With `tf32` (f32 operands; a gemm step's attribute "tf32" = 1, which the
+// compiler sets when the user allows TF32) the call may use TF32 tensor cores: the simulated device
+// then rounds every element of A and B to TF32 (the 13 low mantissa bits rounded off, to nearest,
+// ties away from zero, as PTX's cvt.rna.tf32.f32) before multiplying, which is how cuBLAS feeds f32
+// data to TF32 tensor cores.
 #pragma once
 
 #include <cstdint>
@@ -29,7 +31,7 @@
 namespace kiln::cuda {
 
 struct MatmulCall {
-  enum class Epilogue { kDefault, kRelu, kBias, kReluBias };
+  enum class Activation { kNone, kRelu, kGeluTanh };
   DType ab_type = f32;
   DType d_type = f32;
   bool trans_a = false, trans_b = false;
@@ -37,19 +39,18 @@ struct MatmulCall {
   int64_t lda = 0, ldb = 0, ldd = 0;
   int64_t batch = 1, stride_a = 0, stride_b = 0, stride_d = 0;  // elements
   float alpha = 1.0f, beta = 0.0f;
-  Epilogue epilogue = Epilogue::kDefault;
+  bool bias = false;
+  Activation activation = Activation::kNone;
   bool tf32 = false;
   // Which step operand (inputs, then outputs) each matrix is; bias_operand is -1 without a bias.
   int a_operand = -1, b_operand = -1, bias_operand = -1, d_operand = -1;
 
-  bool has_bias() const { return epilogue == Epilogue::kBias || epilogue == Epilogue::kReluBias; }
-  bool has_relu() const { return epilogue == Epilogue::kRelu || epilogue == Epilogue::kReluBias; }
   // Stored rows and columns of A and B (before op).
   int64_t a_rows() const { return trans_a ? k : m; }
   int64_t a_cols() const { return trans_a ? m : k; }
   int64_t b_rows() const { return trans_b ? n : k; }
   int64_t b_cols() const { return trans_b ? k : n; }
-  // "matmul m=5 n=300 k=8 A^T B batch=1 f32->f32 bias+relu", for messages.
+  // "matmul m=5 n=300 k=8 A^T B batch=1 f32->f32 bias relu", for messages.
   std::string ToString() const;
 };
 

@@ -182,7 +182,7 @@ class SimulatedDevice : public Device {
     KILN_RETURN_IF_ERROR(CheckRange(operands.a, spans.a * ab, ("A of " + what).c_str()));
     KILN_RETURN_IF_ERROR(CheckRange(operands.b, spans.b * ab, ("B of " + what).c_str()));
     KILN_RETURN_IF_ERROR(CheckRange(operands.d, spans.d * d, ("D of " + what).c_str()));
-    if (call.has_bias())
+    if (call.bias)
       KILN_RETURN_IF_ERROR(CheckRange(operands.bias, spans.bias * d, ("bias of " + what).c_str()));
     auto prepared = std::make_shared<SimMatmul>();
     prepared->call = call;

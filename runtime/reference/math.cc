@@ -1,4 +1,6 @@
 // Reference kernels of op family "math" (see ir/ops/math.h for the semantics).
+#include "ir/ops/math.h"
+
 #include <cmath>
 #include <limits>
 
@@ -41,8 +43,7 @@ Status DivKernel(KernelContext& ctx) {
 Status GeluKernel(KernelContext& ctx) {
   bool tanh_form = ctx.attrs().Find("approximate")->get<std::string>() == "tanh";
   return MapUnary(ctx, [tanh_form](double x) {
-    if (tanh_form)
-      return 0.5 * x * (1.0 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+    if (tanh_form) return GeluTanhValue(x);
     return 0.5 * x * (1.0 + std::erf(x * 0.7071067811865476));
   });
 }

@@ -589,6 +589,33 @@ TEST_CASE("a rank-2 MatMul absorbs its bias and Relu into the gemm call", "[cpu]
   }
 }
 
+TEST_CASE("a rank-2 MatMul absorbs a tanh-approximated Gelu, never the exact one", "[cpu]") {
+  // cuBLASLt's GELU epilogue is the tanh approximation: the erf form stays a kernel of its own.
+  for (DType dtype : {f32, bf16}) {
+    for (const std::string approximate : {"tanh", "none"}) {
+      for (bool bias : {false, true}) {
+        INFO(DTypeName(dtype) << " Gelu(approximate=" << approximate << ")"
+                              << (bias ? " after a bias" : ""));
+        GraphBuilder g;
+        Value x = g.Placeholder("x", dtype, {6, 5});
+        Value w = g.Placeholder("w", dtype, {5, 3});
+        Value b = g.Placeholder("b", dtype, {3});
+        Value y = MatMul(x, w);
+        g.Output("y", Gelu(bias ? BiasAdd(y, b, -1) : y, approximate));
+        Graph graph = *g.Build();
+        std::vector<std::pair<std::string, Tensor>> feeds = {
+            {"x", testing::RandomTensor(Shape{6, 5}, 1).CastTo(dtype)},
+            {"w", testing::RandomTensor(Shape{5, 3}, 2).CastTo(dtype)},
+            {"b", testing::RandomTensor(Shape{3}, 3).CastTo(dtype)}};
+        PlannedExecutable p = Planned(graph, PlanOf(graph, feeds, {"y"}));
+        INFO(p.lowered.executable.ToString());
+        CHECK(p.lowered.executable.steps.size() == (approximate == "tanh" ? 1u : 2u));
+        RunBoth(graph, FeedList(feeds.begin(), feeds.end()), {"y"});  // cpu and cuda-sim
+      }
+    }
+  }
+}
+
 TEST_CASE("gradients through a fused convolution match the reference", "[cpu]") {
   GraphBuilder g;
   Value x = g.Placeholder("x", f32, {2, 4, 6, 6});

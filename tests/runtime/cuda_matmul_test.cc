@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 
+#include "ir/ops/math.h"
 #include "runtime/cuda/device.h"
 #include "runtime/cuda/matmul_call.h"
 
@@ -14,7 +15,7 @@ namespace {
 struct GemmCase {
   int64_t m = 3, n = 5, k = 4, batch = 1;
   bool trans_a = false, trans_b = false, broadcast_a = false, broadcast_b = false;
-  bool bias = false, relu = false;
+  bool bias = false, relu = false, gelu = false;  // gelu: Gelu(approximate = "tanh")
   DType dtype = f32, out_dtype = f32;
 };
 
@@ -54,15 +55,17 @@ Executable GemmPlan(const GemmCase& g) {
                                                     {"trans_a", g.trans_a},
                                                     {"trans_b", g.trans_b}})
     step.attrs.Set(key, value);
-  if (g.bias || g.relu) {
+  if (g.bias || g.relu || g.gelu) {
     step.attrs.Set("bias", int64_t{g.bias});
-    step.attrs.Set("post_ops", g.relu ? std::vector<int64_t>{2} : std::vector<int64_t>{});
+    step.attrs.Set("post_ops", g.relu   ? std::vector<int64_t>{2}
+                               : g.gelu ? std::vector<int64_t>{3}
+                                        : std::vector<int64_t>{});
   }
   exe.steps.push_back(step);
   return exe;
 }
 
-// Row-major op(A_i) op(B_i) (+ bias, relu) in double.
+// Row-major op(A_i) op(B_i) (+ bias, relu) in double (the GELU is applied by the caller).
 std::vector<double> Expected(const GemmCase& g, const Tensor& a, const Tensor& b,
                              const Tensor& bias) {
   std::vector<double> c(g.batch * g.m * g.n);
@@ -104,9 +107,10 @@ void CheckCase(const GemmCase& g) {
   const std::vector<double> want = Expected(g, a, b, bias);
   for (size_t i = 0; i < want.size(); ++i) {
     INFO("element " << i);
-    // Exact inputs, sums of at most 4 products of multiples of 1/8: exact in f32, then rounded
-    // once to a 16-bit output.
-    const float sum = static_cast<float>(want[i]);
+    // Exact inputs, sums of at most 4 products of multiples of 1/8: exact in f32, then the GELU
+    // of that f32 value in f64, rounded once to f32 and once more to a 16-bit output.
+    float sum = static_cast<float>(want[i]);
+    if (g.gelu) sum = static_cast<float>(GeluTanhValue(sum));
     const double rounded = g.out_dtype == bf16  ? BFloat16ToFloat(FloatToBFloat16(sum))
                            : g.out_dtype == f16 ? HalfToFloat(FloatToHalf(sum))
                                                 : sum;
@@ -127,6 +131,9 @@ TEST_CASE("cuBLASLt calls for gemm steps compute the row-major product", "[cuda]
         g.bias = layout % 2 == 1;
         g.relu = layout >= 2;
         CheckCase(g);
+        g.relu = false;
+        g.gelu = true;
+        CheckCase(g);
       }
   for (auto [in, out] :
        std::vector<std::pair<DType, DType>>{{bf16, f32}, {bf16, bf16}, {f16, f32}, {f16, f16}}) {
@@ -137,6 +144,9 @@ TEST_CASE("cuBLASLt calls for gemm steps compute the row-major product", "[cuda]
     g.trans_b = true;
     g.bias = true;
     g.relu = true;
+    CheckCase(g);
+    g.relu = false;
+    g.gelu = true;
     CheckCase(g);
   }
 }
