@@ -358,6 +358,7 @@ Status ReplaceLibraryStepsWithKernels(LoweredPlan& lowered) {
         exe.buffers.push_back(std::move(scratch));
       }
     }
+    step.attrs.Set("library", step.kind == Step::Kind::kLibrary ? step.callee : step.node.op);
     step.kind = Step::Kind::kKernel;
     step.callee = kernel->name;
     step.rows = kernel->shape[0];

@@ -24,12 +24,18 @@ const Shape* InputShape(const Graph& graph, const Node& node, int i) {
 
 double EstimateNodeFlops(const Graph& graph, const Node& node) {
   if (node.output_types.empty()) return 0;
+  return EstimateNodeFlops(
+      node, [&](int i) { return InputShape(graph, node, i); }, node.output_types[0].shape);
+}
+
+double EstimateNodeFlops(const Node& node, const std::function<const Shape*(int)>& input_shape,
+                         const Shape& output) {
   const OpDef* def = OpRegistry::Global().Find(node.op);
   if (!def) return 0;
-  double out = Elements(node.output_types[0].shape);
+  double out = Elements(output);
   const std::string& op = node.op;
   if (op == "MatMul") {
-    const Shape* a = InputShape(graph, node, 0);
+    const Shape* a = input_shape(0);
     if (!a || a->rank() == 0) return 0;
     const AttrValue* ta = node.attrs.Find("transpose_a");
     bool transpose_a = ta && ta->type() == AttrType::kBool && ta->get<bool>() && a->rank() >= 2;
@@ -37,9 +43,20 @@ double EstimateNodeFlops(const Graph& graph, const Node& node) {
     return 2.0 * out * static_cast<double>(k < 0 ? 1 : k);
   }
   if (op == "Conv2D") {
-    const Shape* w = InputShape(graph, node, 1);
+    const Shape* w = input_shape(1);
     if (!w || w->rank() != 4) return 0;
     return 2.0 * out * Elements(Shape({(*w)[1], (*w)[2], (*w)[3]}));
+  }
+  // The backward convolutions: 2 * |dy| * (C/groups * KH * KW) each, as the forward one.
+  if (op == "Conv2DBackpropInput") {  // (dy, w, ...) -> dx
+    const Shape *dy = input_shape(0), *w = input_shape(1);
+    if (!dy || !w || w->rank() != 4) return 0;
+    return 2.0 * Elements(*dy) * Elements(Shape({(*w)[1], (*w)[2], (*w)[3]}));
+  }
+  if (op == "Conv2DBackpropFilter") {  // (x, dy, ...) -> dw
+    const Shape* dy = input_shape(1);
+    if (!dy || output.rank() != 4) return 0;
+    return 2.0 * Elements(*dy) * Elements(Shape({output[1], output[2], output[3]}));
   }
   if (op == "MaxPool2D" || op == "AvgPool2D") {
     const AttrValue* k = node.attrs.Find("kernel");
@@ -48,21 +65,22 @@ double EstimateNodeFlops(const Graph& graph, const Node& node) {
       for (int64_t d : k->get<std::vector<int64_t>>()) window *= static_cast<double>(d);
     return out * window;
   }
-  static const std::set<std::string> kHeavy = {"Softmax", "LogSoftmax", "SoftmaxCrossEntropy"};
-  static const std::set<std::string> kNorms = {"BatchNorm", "LayerNorm"};
+  static const std::set<std::string> kHeavy = {"Softmax", "LogSoftmax", "SoftmaxCrossEntropy",
+                                               "SoftmaxCrossEntropyGrad"};
+  static const std::set<std::string> kNorms = {"BatchNorm", "LayerNorm", "BatchNormGrad"};
   if (kHeavy.count(op)) {
-    const Shape* x = InputShape(graph, node, 0);
+    const Shape* x = input_shape(0);
     return x ? 5.0 * Elements(*x) : 0;
   }
   if (kNorms.count(op)) {
-    const Shape* x = InputShape(graph, node, 0);
+    const Shape* x = input_shape(0);
     return x ? 8.0 * Elements(*x) : 0;
   }
   if (def->family == "math" || op == "BiasAdd" || op == "Dropout" || op == "AssignAdd" ||
       op == "AssignSub")
     return op == "Cast" ? 0 : out;
   if (def->family == "reduce" || op == "GlobalAvgPool") {
-    const Shape* x = InputShape(graph, node, 0);
+    const Shape* x = input_shape(0);
     return x ? Elements(*x) : 0;
   }
   return 0;  // data movement and state

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 
@@ -25,5 +26,9 @@ struct GraphStats {
 GraphStats ComputeGraphStats(const Graph& graph);
 // FLOPs of one node (output_types must be filled).
 double EstimateNodeFlops(const Graph& graph, const Node& node);
+// The same with the shapes given: `input_shape(i)` the shape of input i (null when unknown) and
+// `output` that of output 0 (e.g. a plan's resolved types, so that no dim is unknown).
+double EstimateNodeFlops(const Node& node, const std::function<const Shape*(int)>& input_shape,
+                         const Shape& output);
 
 }  // namespace kiln

@@ -82,6 +82,21 @@ echo "$gemm" >"$out/models/GEMM"
 printf '%s\n' "elementwise_bench:$elements" "gemm_bench:${gemm}x$gemm" \
   "gemm_bf16_bench:${gemm}x$gemm" resnet:2x3x64x64 transformer:2x5x32 lstm:2x7x6 \
   >"$out/models/BENCH"
+# The cost model's estimate of each benchmark on an H100 and an H200 (kiln inspect --cost), which
+# run.sh prints beside the measured time.
+estimate() {  # estimate NAME MODEL_FILE INPUT_SPEC [--tf32]
+  local line=$1
+  for chip in h100 h200; do
+    line+=" $($kiln inspect "$2" --input "$3" --cost $chip ${4:-} | sed -n 's/^estimated_ms: //p')"
+  done
+  echo "$line" >>"$out/models/ESTIMATES"
+}
+estimate elementwise_bench scripts/gpu_bundle/elementwise.kgraph.txt "x=$elements"
+estimate gemm_bench scripts/gpu_bundle/gemm.kgraph.txt "x=${gemm}x$gemm"
+estimate gemm_bf16_bench scripts/gpu_bundle/gemm_bf16.kgraph.txt "x=${gemm}x$gemm"
+estimate resnet $data/resnet/model.onnx x=2x3x64x64
+estimate transformer $data/transformer/model.onnx x=2x5x32
+estimate lstm $data/lstm/model.onnx x=2x7x6
 
 size=$(du -sb "$out" | cut -f1)
 echo "wrote $out: $((size / 1024)) KiB (limit 48 MiB); run it with $out/run.sh"

@@ -40,7 +40,7 @@ std::string HumanCount(double n) {
 
 int RunInspect(const Command& cmd, const std::vector<std::string>& args) {
   Flags flags;
-  flags.Switch("fusion").Switch("memory").Switch("placement").Option("backend");
+  flags.Switch("fusion").Switch("memory").Switch("placement").Option("backend").Option("cost");
   flags.Repeated("input").Repeated("fetch").Repeated("target");
   flags.Switch("precision").Repeated("precision-op").Repeated("precision-node").Switch("tf32");
   flags.Switch("train").Option("loss").Option("optimizer").Option("lr");
@@ -51,10 +51,10 @@ int RunInspect(const Command& cmd, const std::vector<std::string>& args) {
   Result<Graph> graph = LoadModel(flags.positional()[0]);
   if (!graph.ok()) return Fail(cmd, graph.error());
   if (optimizer->has_value()) {
-    if (!flags.On("fusion") && !flags.On("memory") && !flags.On("placement"))
+    if (!flags.On("fusion") && !flags.On("memory") && !flags.On("placement") && !flags.Has("cost"))
       return UsageError(cmd,
-                        "--train describes a training step's plan: add --fusion, --memory or "
-                        "--placement");
+                        "--train describes a training step's plan: add --fusion, --memory, "
+                        "--placement or --cost");
     if (flags.Has("fetch") || flags.Has("target"))
       return UsageError(cmd, "--train plans the loss and the update; drop --fetch/--target");
     Result<TrainingGraph> training =
@@ -90,7 +90,7 @@ int RunInspect(const Command& cmd, const std::vector<std::string>& args) {
               stats.has_unknown_dims ? " (unknown dims counted as 1, e.g. per example)" : "");
   if (flags.On("precision"))
     if (int code = PrintPrecisionReport(cmd, *graph, flags); code != 0) return code;
-  if (flags.On("fusion") || flags.On("memory") || flags.On("placement"))
+  if (flags.On("fusion") || flags.On("memory") || flags.On("placement") || flags.Has("cost"))
     return PrintPlanReport(cmd, *graph, flags, {}, {});
   return 0;
 }

@@ -9,6 +9,7 @@
 #include "compiler/plan_executable.h"
 #endif
 #include "runtime/session.h"
+#include "tools/inspect_cost.h"
 
 namespace kiln::cli {
 
@@ -101,6 +102,11 @@ int PrintPlanReport(const Command& cmd, const Graph& graph, const Flags& flags,
     return UsageError(cmd, "--backend " + backend + ": plans are shown for cpu, cuda and cuda-sim");
   if (flags.On("placement") && !cuda)
     return UsageError(cmd, "--placement shows a CUDA plan: add --backend cuda");
+  if (flags.Has("cost") && !cuda && flags.Has("backend"))
+    return UsageError(cmd, "--cost estimates a CUDA plan: drop --backend or make it cuda");
+  if (flags.Has("cost") && !flags.On("fusion") && !flags.On("memory") && !flags.On("placement"))
+    return PrintCostReport(cmd, graph, feeds, fetches, targets, flags.Get("cost"),
+                           flags.On("tf32"));
   Result<compiler::PlannedExecutable> planned = MakeError(ErrorCode::kInternal, "not planned");
   if (cuda) {
     Result<compiler::CudaPlan> cuda_plan = compiler::PlanForCuda(*plan, flags.On("tf32"));
@@ -176,6 +182,9 @@ int PrintPlanReport(const Command& cmd, const Graph& graph, const Flags& flags,
                 static_cast<long long>(m.constant_bytes));
     std::printf("  outputs computed in place:           %d\n", m.in_place);
   }
+  if (flags.Has("cost"))
+    return PrintCostReport(cmd, graph, feeds, fetches, targets, flags.Get("cost"),
+                           flags.On("tf32"));
   return 0;
 }
 

@@ -53,6 +53,7 @@ const std::vector<Command>& Commands() {
        RunRun},
       {"inspect", "ops, inputs, outputs, parameters and FLOPs of a model",
        "usage: kiln inspect MODEL [--fusion] [--memory] [--placement] [--backend B]\n"
+       "                    [--cost h100|h200|a100]\n"
        "                    [--input NAME=SHAPE]... [--fetch NAME]...\n"
        "                    [--target NAME]... [--precision [--precision-op OP=LIST]...] [--tf32]\n"
        "                    [--train --loss NAME [--optimizer sgd] [--lr 0.01]]\n\n"
@@ -69,9 +70,13 @@ const std::vector<Command>& Commands() {
        "each step runs (device or host) and every copy between them, and ends with\n"
        "`placement: D device nodes, H host nodes, C copies (B bytes)`; with --tf32, float32\n"
        "matrix products say (tf32).\n"
+       "--cost CHIP estimates the CUDA plan's time on that GPU from each step's FLOPs and bytes\n"
+       "against the chip's peaks (a roofline plus launch and copy overheads; the assumptions are\n"
+       "printed): a table per step, `estimated_ms: X`, then fused against one kernel per op in\n"
+       "fp32, tf32, bf16 and fp16. No GPU is needed.\n"
        "--train --loss NAME plans one training step instead (the loss's gradient and the\n"
-       "optimizer's update, as kiln bench --train runs it) for --fusion, --memory and\n"
-       "--placement.\n",
+       "optimizer's update, as kiln bench --train runs it) for --fusion, --memory,\n"
+       "--placement and --cost.\n",
        RunInspect},
       {"convert", "convert a model between binary and text forms",
        "usage: kiln convert IN OUT\n\n"

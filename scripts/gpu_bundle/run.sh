@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs kiln's GPU checks and benchmarks from this folder (made by scripts/gpu_bundle.sh) on a GPU
 # machine: no build, no network. Prints one line per check, then "N passed, M failed", then a table
-# of kiln's time against PyTorch CUDA (eager and torch.compile) for the same models, then the device
+# of kiln's time (beside the cost model's estimate for this GPU, kiln inspect --cost) against
+# PyTorch CUDA (eager and torch.compile) for the same models, then the device
 # rates of kiln's elementwise kernel and GEMMs (KILN_PROFILE: CUDA events around each step) against
 # the GPU's device-to-device copy bandwidth and torch.matmul's rate for the same shape, then where
 # the time goes in three models. On a GPU, compute-sanitizer's memcheck runs over three models too.
@@ -88,7 +89,13 @@ echo "$passed passed, $failed failed"
 
 echo
 echo "time per run, host input to host output (median of $runs; kiln: kilnrt --repeat)"
-printf '%-17s %-14s %12s %12s %12s %9s\n' model input kiln_ms eager_ms compile_ms kiln/eager
+# The cost model's column for this GPU (an H200, or else the H100 figures).
+chip_column=2
+command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null |
+  grep -q H200 && chip_column=3
+echo "(estimate_ms: kiln inspect --cost $( ((chip_column == 3)) && echo h200 || echo h100), made when the bundle was built)"
+printf '%-17s %-14s %12s %12s %12s %12s %9s\n' model input kiln_ms estimate_ms eager_ms \
+  compile_ms kiln/eager
 write_input() {  # write_input OUT.npy SHAPE: numpy where it is, else pure Python
   "$python" "$here/write_input.py" "$1" "$2" 2>/dev/null || "$python" "$here/write_npy.py" "$1" f32 "$2"
 }
@@ -106,8 +113,10 @@ for entry in $(cat "$here/models/BENCH"); do
   compiled=$(sed -n 's/.*compile_ms \([0-9.-]*\).*/\1/p' <<<"$torch_line")
   ratio=-
   [[ -n $kiln_ms && -n $eager ]] && ratio=$("$python" -c "print('%.2f' % ($kiln_ms / $eager))")
-  printf '%-17s %-14s %12s %12s %12s %9s\n' "$model" "$shape" "${kiln_ms:--}" "${eager:--}" \
-    "${compiled:--}" "$ratio"
+  estimate=$(awk -v m="$model" -v c="$chip_column" '$1 == m { print $c }' \
+    "$here/models/ESTIMATES" 2>/dev/null)
+  printf '%-17s %-14s %12s %12s %12s %12s %9s\n' "$model" "$shape" "${kiln_ms:--}" \
+    "${estimate:--}" "${eager:--}" "${compiled:--}" "$ratio"
   [[ $torch_line == skip:* ]] && echo "  ($model: PyTorch ${torch_line#skip: })"
 done
 

@@ -43,10 +43,33 @@ TEST_CASE("kiln inspect --train plans a training step", "[cli][compiler]") {
                         Catch::Contains("the adam update") && Catch::Contains("gradients/") &&
                         Catch::Contains("outputs computed in place:"));
   CheckFails(RunCommand(KILN_BINARY, {"inspect", model, "--train", "--loss", "loss"}),
-             "add --fusion, --memory or --placement", 2);
+             "add --fusion, --memory, --placement or --cost", 2);
   CheckFails(RunCommand(KILN_BINARY, {"inspect", model, "--fusion", "--train"}), "--loss", 2);
   CheckFails(RunCommand(KILN_BINARY, {"inspect", model, "--fusion", "--train", "--loss", "nope"}),
              "nope");
+}
+
+TEST_CASE("kiln inspect --cost estimates the CUDA plan on a named GPU", "[cli][compiler]") {
+  for (const char* name : {"resnet", "mobilenet", "transformer"}) {
+    const std::string model = std::string(KILN_TEST_DATA_DIR) + "/onnx/" + name + "/model.onnx";
+    CommandResult r = RunCommand(KILN_BINARY, {"inspect", model, "--cost", "h100"});
+    INFO(name << "\nstdout: " << r.out << "\nstderr: " << r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK_THAT(r.out, Catch::Contains("cost on h100 (peaks 989 TFLOP/s") &&
+                          Catch::Contains("\nestimated_ms: ") && Catch::Contains("fused_ms") &&
+                          Catch::Contains("\nbf16 ") && Catch::Contains("\nfp16 ") &&
+                          Catch::Contains("host steps (not estimated): 0"));
+  }
+  const std::string model = std::string(KILN_TEST_DATA_DIR) + "/onnx/cnn_loss/model.onnx";
+  CommandResult train = RunCommand(KILN_BINARY, {"inspect", model, "--cost", "a100", "--train",
+                                                 "--loss", "loss", "--optimizer", "adam"});
+  INFO("stdout: " << train.out << "\nstderr: " << train.err);
+  REQUIRE(train.exit_code == 0);
+  CHECK_THAT(train.out, Catch::Contains("cost on a100") && Catch::Contains("estimated_ms: "));
+  CheckFails(RunCommand(KILN_BINARY, {"inspect", model, "--cost", "v100"}),
+             "unknown GPU 'v100' (the cost model knows h100, h200 and a100)", 2);
+  CheckFails(RunCommand(KILN_BINARY, {"inspect", model, "--cost", "h100", "--backend", "cpu"}),
+             "--cost estimates a CUDA plan", 2);
 }
 
 TEST_CASE("kiln compile --precision bf16 records it and the module runs", "[cli][precision]") {

@@ -1,0 +1,103 @@
+// The GPU cost model (compiler/cost_model.h) on plans whose time is known on paper: a large bf16
+// MatMul is compute-bound at the tensor-core peak, a large elementwise kernel memory-bound at HBM
+// bandwidth (so H200 is faster by the bandwidth ratio alone), tiny work costs a launch, copies
+// cost PCIe time, and fusion saves launches and bytes against one kernel per op.
+#include "compiler/cost_model.h"
+
+#include <catch2/catch.hpp>
+
+#include "ir/builder.h"
+#include "ir/ops/linalg.h"
+#include "ir/ops/math.h"
+#include "runtime/session.h"
+
+namespace kiln::compiler {
+namespace {
+
+// The cost on `chip` of fetching `fetch` from `graph` with `feeds`.
+PlanCost Cost(const Graph& graph, const FeedList& feeds, const std::string& fetch,
+              const std::string& chip) {
+  Session session(graph, SessionOptions{.backend = "reference"});
+  Result<RunPlan> plan = session.Plan(feeds, {fetch});
+  REQUIRE(plan.ok());
+  Result<CudaPlan> cuda = PlanForCuda(*plan);
+  INFO(cuda.status().ToString());
+  REQUIRE(cuda.ok());
+  Result<Chip> c = ChipByName(chip);
+  REQUIRE(c.ok());
+  return EstimatePlanCost(*cuda, *c);
+}
+
+const StepCost& OnlyDeviceStep(const PlanCost& cost) {
+  const StepCost* found = nullptr;
+  for (const StepCost& s : cost.steps)
+    if (s.side == "device") {
+      REQUIRE(found == nullptr);
+      found = &s;
+    }
+  REQUIRE(found != nullptr);
+  return *found;
+}
+
+TEST_CASE("cost model: a large bf16 MatMul is compute-bound at the tensor-core peak", "[cost]") {
+  GraphBuilder g;
+  Value a = g.Placeholder("a", bf16, {4096, 4096});
+  Value b = g.Placeholder("b", bf16, {4096, 4096});
+  g.Output("c", MatMul(a, b));
+  Graph graph = *g.Build();
+  FeedList feeds = {{"a", *Tensor::Create(bf16, Shape{4096, 4096})},
+                    {"b", *Tensor::Create(bf16, Shape{4096, 4096})}};
+  const PlanCost cost = Cost(graph, feeds, "c", "h100");
+  const StepCost& gemm = OnlyDeviceStep(cost);
+  const double flops = 2.0 * 4096 * 4096 * 4096;
+  CHECK(gemm.flops == flops);
+  CHECK(gemm.bound == "compute");
+  const CostAssumptions& a_ = kCostAssumptions;
+  CHECK(gemm.us == Approx(flops / (989e12 * a_.gemm_efficiency) * 1e6 + a_.launch_us));
+  // Two uploads and one download of 32 MiB each over PCIe.
+  int copies = 0;
+  for (const StepCost& s : cost.steps)
+    if (s.side == "copy") {
+      ++copies;
+      CHECK(s.bound == "pcie");
+      CHECK(s.us == Approx(a_.copy_latency_us + 4096.0 * 4096 * 2 / (a_.pcie_gbps * 1e3)));
+    }
+  CHECK(copies == 3);
+}
+
+TEST_CASE("cost model: a large elementwise chain is memory-bound, one launch fused", "[cost]") {
+  GraphBuilder g;
+  Value x = g.Placeholder("x", f32, {1 << 24});
+  g.Output("y", Relu(Add(Mul(x, g.Scalar(2.0)), g.Scalar(1.0))));
+  Graph graph = *g.Build();
+  FeedList feeds = {{"x", *Tensor::Create(f32, Shape{1 << 24})}};
+  const PlanCost h100 = Cost(graph, feeds, "y", "h100");
+  const PlanCost h200 = Cost(graph, feeds, "y", "h200");
+  const StepCost& k100 = OnlyDeviceStep(h100);
+  const StepCost& k200 = OnlyDeviceStep(h200);
+  const double bytes = 2.0 * 4 * (1 << 24);  // x read, y written
+  CHECK(k100.bytes == bytes);
+  CHECK(k100.bound == "memory");
+  const CostAssumptions& a = kCostAssumptions;
+  CHECK(k100.us - a.launch_us == Approx(bytes / (3.35e12 * a.memory_efficiency) * 1e6));
+  CHECK((k100.us - a.launch_us) / (k200.us - a.launch_us) == Approx(4.8 / 3.35));
+  // One kernel per op: three launches, each reading and writing the whole tensor.
+  CHECK(h100.launches == 1);
+  CHECK(h100.unfused_launches == 3);
+  CHECK(h100.unfused_us > h100.total_us + 2 * bytes / (3.35e12 * a.memory_efficiency) * 1e6);
+}
+
+TEST_CASE("cost model: tiny work costs its launch, unknown chips are refused", "[cost]") {
+  GraphBuilder g;
+  Value x = g.Placeholder("x", f32, {4});
+  g.Output("y", Exp(x));
+  Graph graph = *g.Build();
+  const PlanCost cost = Cost(graph, {{"x", *Tensor::Create(f32, Shape{4})}}, "y", "a100");
+  CHECK(OnlyDeviceStep(cost).bound == "launch");
+  Result<Chip> v100 = ChipByName("v100");
+  REQUIRE_FALSE(v100.ok());
+  CHECK_THAT(v100.error().message(), Catch::Contains("h100, h200 and a100"));
+}
+
+}  // namespace
+}  // namespace kiln::compiler
