@@ -11,7 +11,8 @@
 // [0, C), as the cpu step does), and the loss kernel a scratch arena buffer for its row losses.
 //
 // Contract of ReplaceLibraryStepsWithKernels: before buffer assignment, replaces each library step
-// it covers by a kKernel step (rows = the kernel's shape[0]) calling a kernel appended to
+// it covers by a kKernel step (rows = the kernel's shape[0]; its attributes kept, plus "library":
+// the routine, or the reference op, it replaces) calling a kernel appended to
 // `lowered.kernels`, and leaves the others as they are: another routine, a buffer in a blocked
 // layout, a dtype the kernel does not take (convolutions f32/bf16; pooling f32/bf16/f16;
 // batch_norm in training and batch_norm_grad f32, in inference f32/bf16/f16; reduce_sum f32/f64),
