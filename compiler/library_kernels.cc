@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "compiler/codegen/emit_library_kernels.h"
+#include "compiler/library_lowering.h"
 #include "compiler/strided_copy_kernel.h"
 #include "ir/op_registry.h"
 
@@ -62,7 +63,7 @@ Status ReadConvGeometry(const Step& step, const Executable& exe, int x_id, int w
 }
 
 Result<Spec> Conv2D(const Step& step, const Executable& exe, const std::string& name) {
-  if (step.inputs.size() < 2 || step.outputs.size() != 1 || !Covered(step, exe, {f32, bf16}))
+  if (step.inputs.size() < 2 || step.outputs.size() != 1 || !Covered(step, exe, {f32, bf16, f16}))
     return Spec();
   Conv2DKernelParams p;
   KILN_RETURN_IF_ERROR(
@@ -91,7 +92,7 @@ Result<Spec> Conv2D(const Step& step, const Executable& exe, const std::string& 
 
 // conv2d_backprop_input (dy, w[, x_like]) -> dx; conv2d_backprop_filter (x, dy[, w_like]) -> dw.
 Result<Spec> Conv2DGrad(const Step& step, const Executable& exe, const std::string& name) {
-  if (step.inputs.size() < 2 || step.outputs.size() != 1 || !Covered(step, exe, {f32, bf16}))
+  if (step.inputs.size() < 2 || step.outputs.size() != 1 || !Covered(step, exe, {f32, bf16, f16}))
     return Spec();
   Conv2DGradKernelParams p;
   p.filter = step.callee == "conv2d_backprop_filter";
@@ -184,9 +185,12 @@ Result<Spec> BatchNorm(const Step& step, const Executable& exe, const std::strin
 }
 
 Result<Spec> ReduceSum(const Step& step, const Executable& exe, const std::string& name) {
-  if (step.inputs.size() != 1 || step.outputs.size() != 1 || !Covered(step, exe, {f32, f64}))
+  if (step.inputs.empty() || step.outputs.size() != 1 || !Covered(step, exe, {f32, f64, bf16, f16}))
     return Spec();
   ReduceSumKernelParams p;
+  for (size_t i = 1; i < step.inputs.size(); ++i)
+    p.ignored_inputs.push_back(
+        {DTypeOf(exe, step.inputs[i]), ShapeOf(exe, step.inputs[i]).NumElements()});
   p.dtype = DTypeOf(exe, step.outputs[0]);
   KILN_ASSIGN_OR_RETURN(std::vector<int64_t> reduced, step.attrs.GetInts("reduced"));
   KILN_ASSIGN_OR_RETURN(p.scale, step.attrs.GetFloat("scale"));
@@ -202,6 +206,27 @@ Result<Spec> ReduceSum(const Step& step, const Executable& exe, const std::strin
   if (kept != ShapeOf(exe, step.outputs[0]).NumElements())
     return Malformed(step, "the output does not hold the kept dims");
   return Made(name, kept, EmitReduceSumKernel(name, p));
+}
+
+Result<Spec> BiasAdd(const Step& step, const Executable& exe, const std::string& name) {
+  if (step.inputs.size() != 2 || step.outputs.size() != 1 ||
+      !Covered(step, exe, {f32, f64, bf16, f16}))
+    return Spec();
+  KILN_ASSIGN_OR_RETURN(int64_t axis, step.attrs.GetInt("axis"));
+  const TensorType& x = exe.buffers[step.inputs[0]].type;
+  const int rank = x.shape.rank();
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank || !(exe.buffers[step.outputs[0]].type == x) ||
+      !(exe.buffers[step.inputs[1]].type == TensorType{x.dtype, Shape{x.shape[axis]}}))
+    return Malformed(step, "operands do not fit a bias along axis " + std::to_string(axis));
+  BiasAddKernelParams p;
+  p.dtype = x.dtype;
+  p.channels = x.shape[axis];
+  for (int d = 0; d < rank; ++d) {
+    if (d < axis) p.outer *= x.shape[d];
+    if (d > axis) p.inner *= x.shape[d];
+  }
+  return Made(name, x.shape.NumElements(), EmitBiasAddKernel(name, p));
 }
 
 Result<Spec> Concat(const Step& step, const Executable& exe, const std::string& name) {
@@ -299,10 +324,35 @@ bool IsCrossEntropy(const Step& step) {
          (step.callee == "softmax_cross_entropy" || step.callee == "softmax_cross_entropy_grad");
 }
 
+// A reference step that a library routine's kernel computes too: a convolution or a sum whose
+// dtype the cpu backend's libraries do not take (f16 convolutions, 16-bit sums), so that the
+// shared lowering left it to the reference kernel.
+std::optional<Step> AsLibraryStep(const Step& step, const Executable& exe) {
+  Step library = step;
+  library.kind = Step::Kind::kLibrary;
+  if (std::optional<std::string> conv = ConvRoutine(step.node.op)) {
+    const OpDef* def = OpRegistry::Global().Find(step.node.op);
+    if (!def) return std::nullopt;
+    library.callee = *conv;
+    library.attrs = def->WithDefaults(step.node.attrs);
+    return library;
+  }
+  if (step.inputs.empty()) return std::nullopt;
+  const Shape* like = step.inputs.size() > 1 ? &ShapeOf(exe, step.inputs[1]) : nullptr;
+  std::optional<AttrMap> sum = ReduceSumAttrs(step.node, ShapeOf(exe, step.inputs[0]), like);
+  if (!sum) return std::nullopt;
+  library.callee = "reduce_sum";
+  library.attrs = std::move(*sum);
+  return library;
+}
+
 // The kernel replacing `step`, or nullopt.
 Result<Spec> LibraryStepKernel(const Step& step, const Executable& exe, const std::string& name) {
-  if (step.kind == Step::Kind::kReference && step.callee == "Gather")
-    return Gather(step, exe, name);
+  if (step.kind == Step::Kind::kReference) {
+    if (step.callee == "Gather") return Gather(step, exe, name);
+    std::optional<Step> library = AsLibraryStep(step, exe);
+    return library ? LibraryStepKernel(*library, exe, name) : Result<Spec>(Spec());
+  }
   if (step.kind != Step::Kind::kLibrary) return Spec();
   if (step.callee == "strided_copy") return StridedCopyKernel(step, exe, name);
   if (step.callee == "conv2d") return Conv2D(step, exe, name);
@@ -314,6 +364,7 @@ Result<Spec> LibraryStepKernel(const Step& step, const Executable& exe, const st
   if (step.callee == "batch_norm" || step.callee == "batch_norm_grad")
     return BatchNorm(step, exe, name);
   if (step.callee == "reduce_sum") return ReduceSum(step, exe, name);
+  if (step.callee == "bias_add") return BiasAdd(step, exe, name);
   if (step.callee == "concat" || step.callee == "split") return Concat(step, exe, name);
   if (IsCrossEntropy(step)) return CrossEntropy(step, exe, name);
   return Spec();
@@ -358,7 +409,11 @@ Status ReplaceLibraryStepsWithKernels(LoweredPlan& lowered) {
         exe.buffers.push_back(std::move(scratch));
       }
     }
-    step.attrs.Set("library", step.kind == Step::Kind::kLibrary ? step.callee : step.node.op);
+    std::optional<Step> as_library =
+        step.kind == Step::Kind::kReference ? AsLibraryStep(step, exe) : std::nullopt;
+    step.attrs.Set("library", as_library                          ? as_library->callee
+                              : step.kind == Step::Kind::kLibrary ? step.callee
+                                                                  : step.node.op);
     step.kind = Step::Kind::kKernel;
     step.callee = kernel->name;
     step.rows = kernel->shape[0];

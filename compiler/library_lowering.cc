@@ -33,39 +33,6 @@ bool IsAssignStepUpdate(const Node& node, const StaticInfo& info) {
          TensorType{node.output_types[0].dtype, node.output_types[0].shape} == var;
 }
 
-// For Sum, Mean, SumLike and GlobalAvgPool over f32/f64: which input dims are summed away (1)
-// or kept (0).
-std::optional<std::vector<int64_t>> SummedDims(const Node& node, const StaticInfo& info) {
-  if (node.op != "Sum" && node.op != "Mean" && node.op != "SumLike" && node.op != "GlobalAvgPool")
-    return std::nullopt;
-  const TensorType& x = info.types.at(node.inputs[0]);
-  if (x.dtype != f32 && x.dtype != f64) return std::nullopt;
-  const int rank = x.shape.rank();
-  std::vector<int64_t> reduced(rank, 0);
-  if (node.op == "GlobalAvgPool") {  // the mean over every dim after N and C
-    for (int d = 2; d < rank; ++d) reduced[d] = 1;
-    return reduced;
-  }
-  if (node.op == "SumLike") {
-    const Shape& like = info.types.at(node.inputs[1]).shape;
-    if (like.rank() > rank) return std::nullopt;
-    for (int d = 0; d < rank; ++d) {
-      const int l = d - (rank - like.rank());
-      reduced[d] = l < 0 || (like[l] == 1 && x.shape[d] != 1);
-    }
-    return reduced;
-  }
-  Result<std::vector<int64_t>> axes =
-      OpRegistry::Global().Find(node.op)->WithDefaults(node.attrs).GetInts("axes");
-  if (!axes.ok()) return std::nullopt;
-  if (axes->empty()) reduced.assign(rank, 1);
-  for (int64_t a : *axes) {
-    if (a < -rank || a >= rank) return std::nullopt;
-    reduced[a < 0 ? a + rank : a] = 1;
-  }
-  return reduced;
-}
-
 // A BiasAdd the "bias_add" step runs: x f32/f64 (bf16/f16 widened), the bias of x's dtype.
 bool IsFloatBiasAdd(const Node& node, const StaticInfo& info) {
   const TensorType& x = info.types.at(node.inputs[0]);
@@ -132,7 +99,58 @@ AttrMap WithDefaults(const Node& node) {
   return OpRegistry::Global().Find(node.op)->WithDefaults(node.attrs);
 }
 
+bool IsSum(const std::string& op) {
+  return op == "Sum" || op == "Mean" || op == "SumLike" || op == "GlobalAvgPool";
+}
+
+// Which input dims a Sum, Mean, SumLike or GlobalAvgPool sums away (1) or keeps (0).
+std::optional<std::vector<int64_t>> SummedDims(const Node& node, const Shape& x,
+                                               const Shape* like) {
+  const int rank = x.rank();
+  std::vector<int64_t> reduced(rank, 0);
+  if (node.op == "GlobalAvgPool") {  // the mean over every dim after N and C
+    for (int d = 2; d < rank; ++d) reduced[d] = 1;
+    return reduced;
+  }
+  if (node.op == "SumLike") {
+    if (!like || like->rank() > rank) return std::nullopt;
+    for (int d = 0; d < rank; ++d) {
+      const int l = d - (rank - like->rank());
+      reduced[d] = l < 0 || ((*like)[l] == 1 && x[d] != 1);
+    }
+    return reduced;
+  }
+  Result<std::vector<int64_t>> axes =
+      OpRegistry::Global().Find(node.op)->WithDefaults(node.attrs).GetInts("axes");
+  if (!axes.ok()) return std::nullopt;
+  if (axes->empty()) reduced.assign(rank, 1);
+  for (int64_t a : *axes) {
+    if (a < -rank || a >= rank) return std::nullopt;
+    reduced[a < 0 ? a + rank : a] = 1;
+  }
+  return reduced;
+}
+
 }  // namespace
+
+std::optional<AttrMap> ReduceSumAttrs(const Node& node, const Shape& x, const Shape* like) {
+  if (!IsSum(node.op)) return std::nullopt;
+  std::optional<std::vector<int64_t>> reduced = SummedDims(node, x, like);
+  if (!reduced) return std::nullopt;
+  int64_t count = 1;
+  for (int d = 0; d < x.rank(); ++d)
+    if ((*reduced)[d]) count *= x[d];
+  const bool mean = node.op == "Mean" || node.op == "GlobalAvgPool";
+  AttrMap attrs;
+  attrs.Set("reduced", *reduced);
+  attrs.Set("scale", mean ? 1.0 / static_cast<double>(count) : 1.0);
+  return attrs;
+}
+
+std::optional<std::string> ConvRoutine(const std::string& op) {
+  auto it = kConvRoutines.find(op);
+  return it == kConvRoutines.end() ? std::nullopt : std::optional<std::string>(it->second);
+}
 
 Result<bool> LowerToLibrary(const Node& node, const StaticInfo& info, Step& step) {
   if (node.op == "MatMul") return LowerMatMul(node, info, step);
@@ -166,17 +184,14 @@ Result<bool> LowerToLibrary(const Node& node, const StaticInfo& info, Step& step
     SetLibrary(step, "assign", std::move(attrs));
     return true;
   }
-  if (std::optional<std::vector<int64_t>> reduced = SummedDims(node, info)) {
-    const Shape& x = info.types.at(node.inputs[0]).shape;
-    int64_t count = 1;
-    for (int d = 0; d < x.rank(); ++d)
-      if ((*reduced)[d]) count *= x[d];
-    const bool mean = node.op == "Mean" || node.op == "GlobalAvgPool";
-    AttrMap attrs;
-    attrs.Set("reduced", *reduced);
-    attrs.Set("scale", mean ? 1.0 / static_cast<double>(count) : 1.0);
-    SetLibrary(step, "reduce_sum", std::move(attrs));
-    return true;
+  if (IsSum(node.op) && !node.inputs.empty()) {
+    const TensorType& x = info.types.at(node.inputs[0]);
+    const Shape* like = node.inputs.size() > 1 ? &info.types.at(node.inputs[1]).shape : nullptr;
+    std::optional<AttrMap> attrs = ReduceSumAttrs(node, x.shape, like);
+    if ((x.dtype == f32 || x.dtype == f64) && attrs) {
+      SetLibrary(step, "reduce_sum", std::move(*attrs));
+      return true;
+    }
   }
   if (node.op == "BiasAdd") {
     if (!IsFloatBiasAdd(node, info)) return false;

@@ -14,6 +14,9 @@
 // routine runs the node; false leaves `step` as it was (the node needs another lowering).
 #pragma once
 
+#include <optional>
+#include <string>
+
 #include "compiler/static_types.h"
 #include "ir/graph.h"
 #include "runtime/executable.h"
@@ -21,5 +24,13 @@
 namespace kiln::compiler {
 
 Result<bool> LowerToLibrary(const Node& node, const StaticInfo& info, Step& step);
+
+// The "reduce_sum" attributes (reduced: per input dim 1 when summed away; scale: 1, or 1/count
+// for a mean) of a Sum, Mean, SumLike or GlobalAvgPool over an input of shape `x` (`like`: a
+// SumLike's second input), whatever the dtype; nullopt for another op or bad axes.
+std::optional<AttrMap> ReduceSumAttrs(const Node& node, const Shape& x, const Shape* like);
+// The routine of a convolution op ("conv2d", "conv2d_backprop_input", "conv2d_backprop_filter"),
+// whose attributes are the node's with defaults; nullopt for another op.
+std::optional<std::string> ConvRoutine(const std::string& op);
 
 }  // namespace kiln::compiler

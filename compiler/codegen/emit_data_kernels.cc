@@ -20,7 +20,9 @@ std::string EmitReduceSumKernel(const std::string& name, const ReduceSumKernelPa
   for (size_t d = 0; d < p.sizes.size(); ++d)
     if (!p.reduced[d]) kept.push_back(p.sizes[d]);
   const std::string xt = Flat(Product(p.sizes), p.dtype), yt = Flat(Product(kept), p.dtype);
-  const std::string x = k.Input(xt), y = k.Output(yt);
+  const std::string x = k.Input(xt);
+  for (const auto& [dtype, elements] : p.ignored_inputs) k.Input(Flat(elements, dtype));
+  const std::string y = k.Output(yt);
   const std::string i = k.ElementLoop();
   // f32 summed over trailing dims: a row kernel (rows the kept elements, columns the summed ones,
   // folded in f32), which the GPU lowering gives one block per row when the rows are wide.
@@ -142,6 +144,21 @@ std::string EmitConcatKernel(const std::string& name, const ConcatKernelParams& 
     return result;
   };
   w.Line("memref.store " + value_from(0, 0) + ", " + whole + "[" + i + "] : " + whole_type);
+  return k.Text();
+}
+
+std::string EmitBiasAddKernel(const std::string& name, const BiasAddKernelParams& p) {
+  KernelWriter k(name);
+  ScalarWriter& w = k.w();
+  const std::string xt = Flat(p.outer * p.channels * p.inner, p.dtype);
+  const std::string bt = Flat(p.channels, p.dtype);
+  const std::string x = k.Input(xt), b = k.Input(bt), y = k.Output(xt);
+  const std::string i = k.ElementLoop();
+  const std::string c = k.Int("remui", k.Int("divui", i, k.Index(p.inner)), k.Index(p.channels));
+  const std::string sum =
+      w.Binary("arith.addf", k.Load(x, xt, i, p.dtype), k.Load(b, bt, c, p.dtype),
+               p.dtype == DType::kF64 ? "f64" : "f32");
+  k.Store(sum, y, xt, i, p.dtype);
   return k.Text();
 }
 

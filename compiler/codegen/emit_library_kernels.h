@@ -30,11 +30,13 @@
 //   over [outer, indices, inner], bytes copied (any dtype); indices i32 or i64, which the caller
 //   has checked to lie in range (the kernel does not).
 // - reduce_sum: the input's summed-away positions added in f64 in row-major order, times `scale`,
-//   rounded to the dtype (f32 or f64), in the reference's order (a mean multiplies by 1/count where
-//   the reference divides: f64 results agree to the last bit or two). f32 summed over trailing
-//   dims (GlobalAvgPool, a mean over the last axes, a whole-tensor loss) is a row kernel folding in
-//   f32 instead, one GPU block per row when the rows have 32 or more elements: within f32's
-//   rounding of the reference, not its order.
+//   rounded to the dtype (f32, f64, or 16-bit: through f32, as the reference stores a double), in
+//   the reference's order (a mean multiplies by 1/count where the reference divides: f64 results
+//   agree to the last bit or two). f32 summed over trailing dims (GlobalAvgPool, a mean over the
+//   last axes, a whole-tensor loss) is a row kernel folding in f32 instead, one GPU block per row
+//   when the rows have 32 or more elements: within f32's rounding of the reference, not its order.
+// - bias_add: y = x + bias[c] over [outer, C, inner], added in the compute type (f32 for 16-bit
+//   data, rounded once: the cpu step's widened path) or in f64.
 // - concat / split: a whole of `outer` rows, each the pieces' blocks one after another; bytes are
 //   copied (any dtype). concat has one iteration per whole element, split one per whole element
 //   too, storing it into its piece.
@@ -86,10 +88,11 @@ struct Pool2DKernelParams {
 };
 
 struct ReduceSumKernelParams {
-  DType dtype = DType::kF32;   // f32 or f64, input and output
+  DType dtype = DType::kF32;   // any float, input and output
   std::vector<int64_t> sizes;  // the input's dims
   std::vector<bool> reduced;   // per dim: summed away
   double scale = 1.0;
+  IgnoredOperands ignored_inputs;  // after the input (SumLike's shape operand)
 };
 
 struct ConcatKernelParams {
@@ -129,12 +132,18 @@ struct GatherKernelParams {
   int64_t outer = 1, axis_size = 0, inner = 1, indices = 0;
 };
 
+struct BiasAddKernelParams {
+  DType dtype = DType::kF32;  // x, bias and y: any float
+  int64_t outer = 1, channels = 0, inner = 1;
+};
+
 struct CrossEntropyKernelParams {
   int64_t rows = 0, classes = 0;    // N, C (each > 0)
   DType label_dtype = DType::kI64;  // i32 or i64
   bool grad = false;  // inputs (logits, labels, dloss) -> dlogits; else -> (loss, row losses)
 };
 
+std::string EmitBiasAddKernel(const std::string& name, const BiasAddKernelParams& p);
 std::string EmitCrossEntropyKernel(const std::string& name, const CrossEntropyKernelParams& p);
 std::string EmitGatherKernel(const std::string& name, const GatherKernelParams& p);
 std::string EmitReduceSumKernel(const std::string& name, const ReduceSumKernelParams& p);

@@ -59,6 +59,11 @@ TEST_CASE("kiln inspect --cost estimates the CUDA plan on a named GPU", "[cli][c
                           Catch::Contains("\nestimated_ms: ") && Catch::Contains("fused_ms") &&
                           Catch::Contains("\nbf16 ") && Catch::Contains("\nfp16 ") &&
                           Catch::Contains("host steps (not estimated): 0"));
+    // Mixed precision places every step on the device too (16-bit convolutions, biases and
+    // sums as generated kernels): the last column, host steps, is 0 in every precision.
+    for (const char* precision : {"fp32", "tf32", "bf16", "fp16"})
+      CHECK_THAT(r.out, Catch::Matches("[^]*\n" + std::string(precision) +
+                                       " +[0-9.]+ +[0-9.]+ +[0-9]+ +0\n[^]*"));
   }
   const std::string model = std::string(KILN_TEST_DATA_DIR) + "/onnx/cnn_loss/model.onnx";
   CommandResult train = RunCommand(KILN_BINARY, {"inspect", model, "--cost", "a100", "--train",
