@@ -1,5 +1,6 @@
 #include "compiler/library_kernels.h"
 
+#include <iterator>
 #include <set>
 #include <utility>
 
@@ -153,9 +154,10 @@ Result<Spec> Pool2DGrad(const Step& step, const Executable& exe, const std::stri
 }
 
 // batch_norm (x, scale, bias, mean, var) -> (y, batch_mean, batch_var) and batch_norm_grad (dy, x,
-// scale, mean, var) -> (dx, dscale, dbias), over dense [N, C, spatial...].
+// scale, mean, var) -> (dx, dscale, dbias), over dense [N, C, spatial...]; with 16-bit data in
+// training or the gradient, two f32 [C] scratch outputs follow (BatchNormScratch).
 Result<Spec> BatchNorm(const Step& step, const Executable& exe, const std::string& name) {
-  if (step.inputs.size() != 5 || step.outputs.size() != 3 || !Covered(step, exe, {f32, bf16, f16}))
+  if (step.inputs.size() != 5 || step.outputs.size() < 3 || !Covered(step, exe, {f32, bf16, f16}))
     return Spec();
   BatchNormKernelParams p;
   p.grad = step.callee == "batch_norm_grad";
@@ -164,9 +166,10 @@ Result<Spec> BatchNorm(const Step& step, const Executable& exe, const std::strin
     KILN_ASSIGN_OR_RETURN(p.training, step.attrs.GetBool("training"));
   }
   const TensorType& x = exe.buffers[step.inputs[p.grad ? 1 : 0]].type;
-  // The second loop reads the statistics (or dscale, dbias) back from the outputs, so these must
-  // hold them unrounded: 16-bit data only in inference, where they are given.
-  if (x.shape.rank() < 2 || (x.dtype != f32 && (p.grad || p.training))) return Spec();
+  // The second loop reads the statistics (or dscale, dbias) back: from f32 scratch outputs when
+  // the data is 16-bit (the 16-bit outputs would round them).
+  p.f32_scratch = x.dtype != f32 && (p.grad || p.training);
+  if (x.shape.rank() < 2 || step.outputs.size() != (p.f32_scratch ? 5u : 3u)) return Spec();
   p.dtype = x.dtype;
   p.batch = x.shape[0];
   p.channels = x.shape[1];
@@ -178,8 +181,9 @@ Result<Spec> BatchNorm(const Step& step, const Executable& exe, const std::strin
       return Malformed(
           step, "operand " + std::to_string(i) + " is not " + (data ? x : channel).ToString());
   }
-  for (size_t o = 0; o < 3; ++o)
-    if (!(exe.buffers[step.outputs[o]].type == (o == 0 ? x : channel)))
+  const TensorType scratch{f32, Shape{p.channels}};
+  for (size_t o = 0; o < step.outputs.size(); ++o)
+    if (!(exe.buffers[step.outputs[o]].type == (o == 0 ? x : o < 3 ? channel : scratch)))
       return Malformed(step, "output " + std::to_string(o) + " has the wrong type");
   return Made(name, x.shape.NumElements(), EmitBatchNormKernel(name, p));
 }
@@ -297,12 +301,14 @@ Result<Spec> Gather(const Step& step, const Executable& exe, const std::string& 
   return Made(name, out.type.shape.NumElements(), EmitGatherKernel(name, p));
 }
 
-// softmax_cross_entropy(_grad) over dense f32 logits [N, C] (N, C > 0) and i32/i64 labels [N]. The
-// kernel trusts its labels: the caller puts a check_labels step before it.
+// softmax_cross_entropy(_grad) over dense f32 logits [N, C] (N, C > 0) and i32/i64 labels [N]; the
+// loss has a scratch output f32 [N] after it (ScratchOutputs). The kernel trusts its labels: the
+// caller puts a check_labels step before it.
 Result<Spec> CrossEntropy(const Step& step, const Executable& exe, const std::string& name) {
   CrossEntropyKernelParams p;
   p.grad = step.callee == "softmax_cross_entropy_grad";
-  if (step.inputs.size() != (p.grad ? 3u : 2u) || step.outputs.size() != 1) return Spec();
+  if (step.inputs.size() != (p.grad ? 3u : 2u) || step.outputs.size() != (p.grad ? 1u : 2u))
+    return Spec();
   for (int id : step.inputs)
     if (!exe.buffers[id].layout.empty()) return Spec();
   const TensorType& logits = exe.buffers[step.inputs[0]].type;
@@ -311,12 +317,27 @@ Result<Spec> CrossEntropy(const Step& step, const Executable& exe, const std::st
       (labels.dtype != i32 && labels.dtype != i64) || !exe.buffers[step.outputs[0]].layout.empty())
     return Spec();
   if (!(labels.shape == Shape{logits.shape[0]}) ||
-      !(exe.buffers[step.outputs[0]].type == (p.grad ? logits : TensorType{f32, Shape{}})))
+      !(exe.buffers[step.outputs[0]].type == (p.grad ? logits : TensorType{f32, Shape{}})) ||
+      (!p.grad && !(exe.buffers[step.outputs[1]].type == TensorType{f32, labels.shape})))
     return Malformed(step, "operands do not fit logits [N, C] and labels [N]");
   p.rows = logits.shape[0];
   p.classes = logits.shape[1];
   p.label_dtype = labels.dtype;
   return Made(name, p.rows, EmitCrossEntropyKernel(name, p));
+}
+
+// The f32 scratch buffers a step's kernel writes besides the step's outputs: a loss's row losses;
+// a 16-bit batch norm's statistics (training) or dscale and dbias (gradient), unrounded.
+std::vector<TensorType> ScratchOutputs(const Step& step, const Executable& exe) {
+  if (step.kind != Step::Kind::kLibrary || step.inputs.empty()) return {};
+  const TensorType& in0 = exe.buffers[step.inputs[0]].type;
+  if (step.callee == "softmax_cross_entropy" && in0.shape.rank() == 2)
+    return {TensorType{f32, Shape{in0.shape[0]}}};
+  if (step.callee != "batch_norm" && step.callee != "batch_norm_grad") return {};
+  if (in0.dtype == f32 || in0.shape.rank() < 2) return {};
+  Result<bool> training = step.attrs.GetBool("training");
+  if (step.callee == "batch_norm" && (!training.ok() || !*training)) return {};
+  return {TensorType{f32, Shape{in0.shape[1]}}, TensorType{f32, Shape{in0.shape[1]}}};
 }
 
 bool IsCrossEntropy(const Step& step) {
@@ -375,19 +396,34 @@ Result<Spec> LibraryStepKernel(const Step& step, const Executable& exe, const st
 Status ReplaceLibraryStepsWithKernels(LoweredPlan& lowered) {
   Executable& exe = lowered.executable;
   std::vector<Step> steps;
+  std::vector<Step> first;  // checks of fed or constant labels: at the start of the run
   std::set<std::pair<int, int64_t>> checked;  // (labels, classes) of fixed labels checked
   for (size_t i = 0; i < exe.steps.size(); ++i) {
     Step& step = exe.steps[i];
     const std::string name = step.callee + std::to_string(i);
-    KILN_ASSIGN_OR_RETURN(std::optional<KernelSpec> kernel, LibraryStepKernel(step, exe, name));
-    if (!kernel) {
+    // The kernel sees its scratch buffers as outputs after the step's own; they are dropped
+    // again when no kernel replaces the step.
+    Step with_scratch = step;
+    for (const TensorType& type : ScratchOutputs(step, exe)) {
+      BufferDesc scratch;
+      scratch.type = type;
+      scratch.tensor = step.node.name + ":scratch" + std::to_string(with_scratch.outputs.size());
+      with_scratch.outputs.push_back(static_cast<int>(exe.buffers.size()));
+      exe.buffers.push_back(std::move(scratch));
+    }
+    Result<std::optional<KernelSpec>> kernel = LibraryStepKernel(with_scratch, exe, name);
+    if (!kernel.ok() || !*kernel) {
+      exe.buffers.resize(exe.buffers.size() - (with_scratch.outputs.size() - step.outputs.size()));
+      if (!kernel.ok()) return kernel.error();
       steps.push_back(std::move(step));
       continue;
     }
+    step = std::move(with_scratch);
     if (IsCrossEntropy(step)) {
       // The labels are checked where they are (on the host when they are a feed) before the
-      // kernel reads with them, once per run for a feed or constant (the loss and its gradient
-      // share them); the loss kernel gets a scratch buffer for its row losses.
+      // kernel reads with them: computed labels just before, a feed or constant once, when the
+      // run starts (the loss and its gradient share them; no host step then lies between device
+      // steps, which would keep the plan from being captured as a CUDA graph).
       const int labels = step.inputs[1];
       const int64_t classes = exe.buffers[step.inputs[0]].type.shape[1];
       const BufferDesc::Kind kind = exe.buffers[labels].kind;
@@ -399,14 +435,7 @@ Status ReplaceLibraryStepsWithKernels(LoweredPlan& lowered) {
         check.inputs = {labels};
         check.attrs.Set("classes", classes);
         check.node = step.node;
-        steps.push_back(std::move(check));
-      }
-      if (step.callee == "softmax_cross_entropy") {
-        BufferDesc scratch;
-        scratch.type = {f32, Shape{exe.buffers[step.inputs[0]].type.shape[0]}};
-        scratch.tensor = step.node.name + ":row_losses";
-        step.outputs.push_back(static_cast<int>(exe.buffers.size()));
-        exe.buffers.push_back(std::move(scratch));
+        (fixed ? first : steps).push_back(std::move(check));
       }
     }
     std::optional<Step> as_library =
@@ -415,12 +444,14 @@ Status ReplaceLibraryStepsWithKernels(LoweredPlan& lowered) {
                               : step.kind == Step::Kind::kLibrary ? step.callee
                                                                   : step.node.op);
     step.kind = Step::Kind::kKernel;
-    step.callee = kernel->name;
-    step.rows = kernel->shape[0];
-    lowered.kernels.push_back(std::move(*kernel));
+    step.callee = (*kernel)->name;
+    step.rows = (*kernel)->shape[0];
+    lowered.kernels.push_back(std::move(**kernel));
     steps.push_back(std::move(step));
   }
-  exe.steps = std::move(steps);
+  first.insert(first.end(), std::make_move_iterator(steps.begin()),
+               std::make_move_iterator(steps.end()));
+  exe.steps = std::move(first);
   return OkStatus();
 }
 

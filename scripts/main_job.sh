@@ -48,7 +48,7 @@ build/models/kiln_digits evaluate out/digits_bf16_infer.kgraph out/test_images.n
 
 step "3c. the same training on the simulated CUDA device (cuda-sim), and where its steps run"
 $kiln inspect out/digits_train.kgraph --train --loss loss --optimizer adam --placement \
-  --backend cuda --input images=32x1x8x8 --input labels=32 | tail -n 1
+  --backend cuda --input images=32x1x8x8 --input labels=32 | tail -n 2
 $kiln train out/digits_train.kgraph --loss loss --data images=out/train_images.npy \
   --data labels=out/train_labels.npy --optimizer adam --lr 0.003 --batch 32 --epochs 10 \
   --checkpoint out/digits_cuda_sim.kckpt --backend cuda-sim

@@ -8,6 +8,7 @@
 #include "compiler/cuda_compiler.h"
 #include "compiler/plan_executable.h"
 #endif
+#include "runtime/cuda/graph_capture.h"
 #include "runtime/session.h"
 #include "tools/inspect_cost.h"
 
@@ -56,6 +57,14 @@ void PrintPlacement(const Executable& exe) {
                 StepKindName(step.kind), step.callee.c_str(),
                 step.attrs.Has("tf32") ? " (tf32)" : "", step.node.name.c_str());
   }
+  const cuda::GraphCapture capture = cuda::AnalyzeGraphCapture(exe);
+  if (capture.capturable)
+    std::printf(
+        "cuda graph: the device steps (%lld operations) are captured on the second run "
+        "and replayed from then on\n",
+        static_cast<long long>(capture.operations));
+  else
+    std::printf("cuda graph: not captured: %s\n", capture.why_not.c_str());
   std::printf("placement: %d device nodes, %d host nodes, %d copies (%lld bytes)\n", device_nodes,
               host_nodes, copies, static_cast<long long>(copy_bytes));
 }

@@ -1,7 +1,8 @@
 // `kiln inspect --fusion/--memory/--placement [--backend cpu|cuda|cuda-sim]`: compiles a model's
 // plan for the backend (no code generation, nothing runs) and reports the fusion decisions, the
 // steps against one kernel per op, the bytes they move, the peak memory of the static plan, and
-// for a CUDA plan where each step runs and every copy between host and device, ending in
+// for a CUDA plan where each step runs and every copy between host and device, whether its device
+// steps are captured as a CUDA graph (or why not), ending in
 // `placement: D device nodes, H host nodes, C copies (B bytes)`. Needs a build with the compiler.
 #pragma once
 

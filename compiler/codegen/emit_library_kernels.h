@@ -25,7 +25,9 @@
 //   GPU lowering gives each channel a block: compiler/mlir/gpu_kernels.h) computes the batch mean
 //   and biased variance (training; inference passes the given ones through) or dbias = sum dy and
 //   dscale = sum dy * xhat, summing in f32; a second loop over the elements computes y or dx in
-//   f64 from them (the formulas of ir/ops/nn.h).
+//   f64 from them (the formulas of ir/ops/nn.h). With 16-bit data in training or the gradient,
+//   two more outputs (f32 [C] scratch) keep those per-channel values unrounded for the second
+//   loop, which the 16-bit outputs could not (as the cpu backend's widened step computes).
 // - Gather (a reference step): out[o, j, r] = data[o, idx[j] (+ the axis' size when negative), r]
 //   over [outer, indices, inner], bytes copied (any dtype); indices i32 or i64, which the caller
 //   has checked to lie in range (the kernel does not).
@@ -117,8 +119,9 @@ struct BatchNormKernelParams {
   DType dtype = DType::kF32;  // every operand
   int64_t batch = 0, channels = 0, spatial = 1;
   double epsilon = 1e-5;
-  bool training = true;  // batch_norm: batch statistics (else the given mean/var)
-  bool grad = false;     // batch_norm_grad
+  bool training = true;      // batch_norm: batch statistics (else the given mean/var)
+  bool grad = false;         // batch_norm_grad
+  bool f32_scratch = false;  // outputs 3 and 4: the loop-1 values in f32 (16-bit data)
 };
 
 std::string EmitConv2DKernel(const std::string& name, const Conv2DKernelParams& p);

@@ -1,6 +1,10 @@
 #include "runtime/cuda/cuda_program.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <set>
 
 #include "runtime/cpu/program.h"
@@ -29,25 +33,6 @@ bool WithinLaunchLimits(const KernelLaunch& l) {
          l.block[0] * l.block[1] * l.block[2] <= 1024;
 }
 
-// The variables whose value the plan reads through exactly one variable_read step, by that step's
-// buffer: those buffers' device twins are the variables' shared device copies. (A variable read
-// twice in one plan, before and after an assign, keeps twins of its own: one copy could not hold
-// both values.) A device assign's output is the variable's device copy too, which it overwrites.
-std::map<int, std::string> SharedVariableBuffers(const Executable& exe) {
-  std::map<std::string, std::vector<int>> reads;
-  for (const Step& step : exe.steps)
-    if (step.kind == Step::Kind::kLibrary && step.callee == "variable_read" &&
-        step.outputs.size() == 1)
-      reads[step.node.name].push_back(step.outputs[0]);
-  std::map<int, std::string> shared;
-  for (const auto& [name, buffers] : reads)
-    if (buffers.size() == 1) shared[buffers[0]] = name;
-  for (const Step& step : exe.steps)
-    if (step.on_device && IsDeviceAssign(step, exe))
-      shared[step.outputs[0]] = step.node.inputs[0].node;
-  return shared;
-}
-
 // The tensor the run bound a buffer to (a variable_read pins the value it binds).
 const Tensor* PinnedAt(const cpu::StepEnv& env, const void* data) {
   for (const Tensor& t : env.pinned)
@@ -55,22 +40,33 @@ const Tensor* PinnedAt(const cpu::StepEnv& env, const void* data) {
   return nullptr;
 }
 
+constexpr int64_t kStagingAlignment = 64;
+
 }  // namespace
+
+bool CudaGraphsFromEnvironment() {
+  const char* value = std::getenv("KILN_CUDA_GRAPHS");
+  return !value || std::strcmp(value, "0") != 0;
+}
 
 Result<std::unique_ptr<CudaProgram>> CudaProgram::Load(CompiledPlan plan, Device& device,
                                                        int threads,
-                                                       std::shared_ptr<DeviceVariables> variables) {
+                                                       std::shared_ptr<DeviceVariables> variables,
+                                                       bool cuda_graphs) {
   std::unique_ptr<CudaProgram> program(new CudaProgram(device));
   program->variables_ =
       variables ? std::move(variables) : std::make_shared<DeviceVariables>(device);
   program->plan_ = std::move(plan);  // actions keep references into it
+  program->cuda_graphs_ = cuda_graphs;
   KILN_RETURN_IF_ERROR(program->Prepare(threads));
   return program;
 }
 
 CudaProgram::~CudaProgram() {
+  graph_.reset();
   actions_.clear();
   code_.reset();
+  if (pinned_) device_.FreePinned(pinned_);
   for (DevicePtr p : allocations_) device_.Free(p);
 }
 
@@ -110,6 +106,7 @@ Status CudaProgram::Prepare(int threads) {
   }
   KILN_ASSIGN_OR_RETURN(code_, device_.Load(plan_));
 
+  int64_t staging_bytes = 0;
   for (const Step& step : exe.steps) {
     Action action;
     if (cpu::IsCopyAcross(step)) {
@@ -123,6 +120,11 @@ Status CudaProgram::Prepare(int threads) {
       if (!to_device && b.kind != BufferDesc::Kind::kArena && !assign_outputs.count(action.buffer))
         return MakeError(ErrorCode::kInternal, "to_host of buffer %", action.buffer, " (", b.tensor,
                          "), which is not an arena buffer");
+      if (action.variable.empty()) {  // staged through pinned memory of its own
+        action.staged = staging_bytes;
+        const int64_t bytes = std::max<int64_t>(b.bytes(), 1);  // every slot lies in pinned_
+        staging_bytes += (bytes + kStagingAlignment - 1) / kStagingAlignment * kStagingAlignment;
+      }
     } else if (step.on_device && (step.callee == "copy" || step.callee == "assign")) {
       const bool assign = step.callee == "assign";
       if (!(assign ? IsDeviceAssign(step, exe) : IsDeviceCopy(step, exe)))
@@ -182,9 +184,15 @@ Status CudaProgram::Prepare(int threads) {
                                                             : cpu::MakeReferenceStep(step, exe);
       KILN_RETURN_IF_ERROR(runner.status());
       action.runner = std::move(*runner);
+      action.variable_read = step.kind == Step::Kind::kLibrary && step.callee == "variable_read";
     }
     actions_.push_back(std::move(action));
   }
+  if (staging_bytes > 0) {
+    KILN_ASSIGN_OR_RETURN(void* pinned, device_.AllocatePinned(staging_bytes));
+    pinned_ = static_cast<uint8_t*>(pinned);
+  }
+  capture_ = AnalyzeGraphCapture(exe);
   profile_ = cpu::StepProfile::FromEnvironment(exe);
   KILN_ASSIGN_OR_RETURN(Tensor host_arena, Tensor::Create(u8, Shape{exe.arena_bytes}));
   host_arena_ = std::shared_ptr<uint8_t[]>(host_arena.data<uint8_t>(), [host_arena](uint8_t*) {});
@@ -228,7 +236,7 @@ Status CudaProgram::LaunchAll(const Action& action) {
   return OkStatus();
 }
 
-Status CudaProgram::Perform(const Action& action, cpu::StepEnv& env) {
+Status CudaProgram::HostHalf(const Action& action, cpu::StepEnv& env) {
   const Executable& exe = plan_.executable;
   switch (action.kind) {
     case Action::Kind::kHost:
@@ -238,23 +246,46 @@ Status CudaProgram::Perform(const Action& action, cpu::StepEnv& env) {
       if (!env.data[action.buffer])
         return MakeError(ErrorCode::kInternal, "to_device of ", b.tensor,
                          " before anything bound it on the host");
-      if (!action.variable.empty()) {
-        const Tensor* value = PinnedAt(env, env.data[action.buffer]);
-        if (!value)
-          return MakeError(ErrorCode::kInternal, "to_device of variable '", action.variable,
-                           "': its buffer is not bound to a value of the store");
-        KILN_ASSIGN_OR_RETURN(bool uploaded, variables_->Upload(action.variable, *value));
-        skipped_upload_ = !uploaded;
+      if (action.variable.empty()) {
+        std::memcpy(Staged(action), env.data[action.buffer], b.bytes());
         return OkStatus();
       }
-      return device_.ToDevice(address_[action.buffer], env.data[action.buffer], b.bytes());
+      const Tensor* value = PinnedAt(env, env.data[action.buffer]);
+      if (!value)
+        return MakeError(ErrorCode::kInternal, "to_device of variable '", action.variable,
+                         "': its buffer is not bound to a value of the store");
+      KILN_ASSIGN_OR_RETURN(bool uploaded, variables_->Upload(action.variable, *value));
+      skipped_upload_ = !uploaded;
+      return OkStatus();
     }
+    case Action::Kind::kAssign: {
+      // The new value goes into the variable's device copy (the device half); its host twin, bound
+      // now for any reader on the host, is read back when the device is done (Finish).
+      const BufferDesc& out = exe.buffers[action.buffer];
+      variables_->Invalidate(action.variable);
+      KILN_ASSIGN_OR_RETURN(Tensor value, Tensor::Create(out.type.dtype, out.type.shape));
+      env.pinned.push_back(value);
+      env.data[action.buffer] = value.raw_data();
+      assigned_.push_back({action.buffer, value});
+      return OkStatus();
+    }
+    default:
+      return OkStatus();
+  }
+}
+
+Status CudaProgram::DeviceHalf(const Action& action) {
+  const Executable& exe = plan_.executable;
+  switch (action.kind) {
+    case Action::Kind::kHost:
+      return OkStatus();
+    case Action::Kind::kToDevice:
+      if (!action.variable.empty()) return OkStatus();  // uploaded by the host half
+      return device_.ToDeviceAsync(address_[action.buffer], Staged(action),
+                                   exe.buffers[action.buffer].bytes());
     case Action::Kind::kToHost:
-      if (!env.data[action.buffer])
-        return MakeError(ErrorCode::kInternal, "to_host of ", exe.buffers[action.buffer].tensor,
-                         " before its host twin was bound");
-      return device_.ToHost(env.data[action.buffer], address_[action.buffer],
-                            exe.buffers[action.buffer].bytes());
+      return device_.ToHostAsync(Staged(action), address_[action.buffer],
+                                 exe.buffers[action.buffer].bytes());
     case Action::Kind::kLaunch:
       return LaunchAll(action);
     case Action::Kind::kMatmul:
@@ -262,26 +293,91 @@ Status CudaProgram::Perform(const Action& action, cpu::StepEnv& env) {
     case Action::Kind::kCopyOnDevice:
       return device_.CopyOnDevice(address_[action.buffer], address_[action.source],
                                   exe.buffers[action.buffer].bytes());
-    case Action::Kind::kAssign: {
-      // The new value goes into the variable's device copy; its host twin, bound now for any
-      // reader on the host, is read back when the device is done (Finish).
-      const BufferDesc& out = exe.buffers[action.buffer];
-      variables_->Invalidate(action.variable);
-      KILN_RETURN_IF_ERROR(action.kernel
-                               ? LaunchAll(action)
-                               : device_.CopyOnDevice(address_[action.buffer],
-                                                      address_[action.source], out.bytes()));
-      KILN_ASSIGN_OR_RETURN(Tensor value, Tensor::Create(out.type.dtype, out.type.shape));
-      env.pinned.push_back(value);
-      env.data[action.buffer] = value.raw_data();
-      assigned_.push_back({action.buffer, value});
-      return OkStatus();
-    }
+    case Action::Kind::kAssign:
+      return action.kernel ? LaunchAll(action)
+                           : device_.CopyOnDevice(address_[action.buffer], address_[action.source],
+                                                  exe.buffers[action.buffer].bytes());
   }
   return OkStatus();
 }
 
+Status CudaProgram::Perform(const Action& action, cpu::StepEnv& env) {
+  // A host step may read what a copy to the host brings (and a copy to the device may send it).
+  bool reads_copied = action.kind == Action::Kind::kHost && !action.variable_read;
+  for (const Action* pending : pending_to_host_)
+    reads_copied = reads_copied ||
+                   (action.kind == Action::Kind::kToDevice && pending->buffer == action.buffer);
+  if (reads_copied) KILN_RETURN_IF_ERROR(ReadStagedCopies(env));
+  KILN_RETURN_IF_ERROR(HostHalf(action, env));
+  KILN_RETURN_IF_ERROR(DeviceHalf(action));
+  if (action.kind == Action::Kind::kToHost) pending_to_host_.push_back(&action);
+  return OkStatus();
+}
+
+Status CudaProgram::ReadStagedCopies(cpu::StepEnv& env) {
+  if (pending_to_host_.empty()) return OkStatus();
+  KILN_RETURN_IF_ERROR(device_.Synchronize());
+  for (const Action* action : pending_to_host_) {
+    const BufferDesc& b = plan_.executable.buffers[action->buffer];
+    if (!env.data[action->buffer])
+      return MakeError(ErrorCode::kInternal, "to_host of ", b.tensor,
+                       " before its host twin was bound");
+    std::memcpy(env.data[action->buffer], Staged(*action), b.bytes());
+  }
+  pending_to_host_.clear();
+  return OkStatus();
+}
+
+Status CudaProgram::IssueDeviceSteps() {
+  auto issue = [&]() -> Status {
+    for (int i = capture_.first; i <= capture_.last; ++i)
+      KILN_RETURN_IF_ERROR(DeviceHalf(actions_[i]));
+    return OkStatus();
+  };
+  if (graph_) {
+    ++replays_;
+    return device_.Replay(*graph_);
+  }
+  // The first run goes step by step: it loads what loads lazily (kernels, cuBLASLt) outside a
+  // capture, as PyTorch's warm-up does.
+  if (!cuda_graphs_ || runs_ < 2) return issue();
+  Status began = device_.BeginCapture();
+  if (began.ok()) {
+    Status issued = issue();
+    Result<std::unique_ptr<DeviceGraph>> graph = device_.EndCapture();
+    if (issued.ok() && graph.ok()) {
+      graph_ = std::move(*graph);
+      ++replays_;
+      return device_.Replay(*graph_);
+    }
+    capture_error_ = (issued.ok() ? graph.error() : issued.error()).message();
+  } else {
+    capture_error_ = began.error().message();
+  }
+  cuda_graphs_ = false;
+  std::fprintf(stderr,
+               "kiln: warning: the device steps could not be captured as a CUDA graph (%s); "
+               "they are issued one by one\n",
+               capture_error_.c_str());
+  return issue();
+}
+
+Result<std::vector<Tensor>> CudaProgram::RunInPhases(cpu::StepEnv& env, VariableStore& variables) {
+  // 1: host work up to the last device step (host steps there are the prefix's and variable_reads:
+  // AnalyzeGraphCapture); 2: the device steps; 3: the copies to the host, then the host steps
+  // after the last device step.
+  for (int i = 0; i <= capture_.last; ++i) KILN_RETURN_IF_ERROR(HostHalf(actions_[i], env));
+  KILN_RETURN_IF_ERROR(IssueDeviceSteps());
+  for (int i = capture_.first; i <= capture_.last; ++i)
+    if (actions_[i].kind == Action::Kind::kToHost) pending_to_host_.push_back(&actions_[i]);
+  KILN_RETURN_IF_ERROR(ReadStagedCopies(env));
+  for (size_t i = capture_.last + 1; i < actions_.size(); ++i)
+    KILN_RETURN_IF_ERROR(HostHalf(actions_[i], env));
+  return Finish(env, variables);
+}
+
 Result<std::vector<Tensor>> CudaProgram::Finish(cpu::StepEnv& env, VariableStore& variables) {
+  KILN_RETURN_IF_ERROR(ReadStagedCopies(env));
   KILN_RETURN_IF_ERROR(device_.Synchronize());
   const Executable& exe = plan_.executable;
   for (auto& [buffer, value] : assigned_) {
@@ -304,11 +400,16 @@ Result<std::vector<Tensor>> CudaProgram::Run(const std::vector<Tensor>& feeds,
   env.threads = threads_;
   KILN_RETURN_IF_ERROR(cpu::BindBuffers(exe, host_arena_.get(), feeds, env));
   assigned_.clear();
-  if (!profile_) {
-    for (const Action& action : actions_) KILN_RETURN_IF_ERROR(Perform(action, env));
-    return Finish(env, variables);
-  }
-  // Profiled: host steps by the host's clock, the others between two marks on the stream.
+  pending_to_host_.clear();
+  ++runs_;
+  if (profile_) return RunProfiled(env, variables);
+  if (capture_.capturable) return RunInPhases(env, variables);
+  for (const Action& action : actions_) KILN_RETURN_IF_ERROR(Perform(action, env));
+  return Finish(env, variables);
+}
+
+Result<std::vector<Tensor>> CudaProgram::RunProfiled(cpu::StepEnv& env, VariableStore& variables) {
+  // Host steps by the host's clock, the others between two marks on the stream.
   profile_->BeginRun();
   device_.ClearMarks();
   struct Marked {
@@ -320,6 +421,8 @@ Result<std::vector<Tensor>> CudaProgram::Run(const std::vector<Tensor>& feeds,
   for (size_t i = 0; i < actions_.size(); ++i) {
     const Action& action = actions_[i];
     if (action.kind == Action::Kind::kHost) {
+      // The wait for copies to the host is the device's time, not the step's.
+      if (!action.variable_read) KILN_RETURN_IF_ERROR(ReadStagedCopies(env));
       const auto start = std::chrono::steady_clock::now();
       KILN_RETURN_IF_ERROR(Perform(action, env));
       profile_->Add(i, std::chrono::steady_clock::now() - start);

@@ -6,9 +6,16 @@
 // matmul_call.h; copies and assigns on the device are device-to-device copies, device_copies.h).
 // Run binds the feeds, then performs the steps in order: host steps on the host arena (the cpu
 // backend's routines), launches and matmuls on the device, and the plan's to_device/to_host copies
-// between them; fetches are read on the host after the device is done. With KILN_PROFILE set, each
-// step's time (device time for device steps) is reported to stderr when the program is destroyed. A
-// CudaProgram is run by one caller at a time.
+// between them, staged through pinned host memory of the program's own and issued without waiting
+// (the host waits for the device only before a host step reads a copied result, and at the end);
+// fetches are read on the host after the device is done.
+// CUDA graphs: when the plan is capturable (graph_capture.h) and graphs are on (the default;
+// KILN_CUDA_GRAPHS=0 turns them off), the first run issues the device steps one by one (a
+// warm-up), the second captures them as one graph and replays it, and every later run replays it.
+// A capture the device refuses leaves the program issuing step by step, with one warning on
+// stderr. With KILN_PROFILE set there are no graphs: each step's time (device time for device
+// steps) is reported to stderr when the program is destroyed. A CudaProgram is run by one caller
+// at a time.
 #pragma once
 
 #include <map>
@@ -21,24 +28,35 @@
 #include "runtime/cpu/step_profile.h"
 #include "runtime/cuda/device.h"
 #include "runtime/cuda/device_variables.h"
+#include "runtime/cuda/graph_capture.h"
 #include "runtime/variable_store.h"
 
 namespace kiln::cuda {
+
+// Whether programs use CUDA graphs: not when KILN_CUDA_GRAPHS is "0".
+bool CudaGraphsFromEnvironment();
 
 class CudaProgram {
  public:
   // `device` must outlive the program. `variables` holds the device copies of the variables the
   // plan reads, shared with the other programs of the same store and device (null: the program's
-  // own).
+  // own). `cuda_graphs`: capture and replay the device steps where the plan allows it.
   static Result<std::unique_ptr<CudaProgram>> Load(
       CompiledPlan plan, Device& device, int threads,
-      std::shared_ptr<DeviceVariables> variables = nullptr);
+      std::shared_ptr<DeviceVariables> variables = nullptr,
+      bool cuda_graphs = CudaGraphsFromEnvironment());
   ~CudaProgram();
 
   Result<std::vector<Tensor>> Run(const std::vector<Tensor>& feeds, VariableStore& variables,
                                   std::map<std::string, uint64_t>& counters);
 
   const Executable& executable() const { return plan_.executable; }
+  // Whether the plan can be captured, and why not.
+  const GraphCapture& capture() const { return capture_; }
+  // Runs that replayed the captured graph (0 until the second run of a capturable plan).
+  int64_t replays() const { return replays_; }
+  // Why a capture was given up ("" when none was).
+  const std::string& capture_error() const { return capture_error_; }
 
  private:
   struct Action {
@@ -52,6 +70,8 @@ class CudaProgram {
     const DeviceKernel* kernel = nullptr;     // kLaunch; kAssign of AssignAdd/AssignSub
     std::vector<LaunchOperand> operands;      // kLaunch, kAssign: the kernel's operands
     std::shared_ptr<PreparedMatmul> matmul;   // kMatmul: a gemm step through cuBLASLt
+    int64_t staged = -1;         // kToDevice (but a variable's upload), kToHost: offset in pinned_
+    bool variable_read = false;  // kHost: a variable_read, which reads no buffer
   };
   explicit CudaProgram(Device& device) : device_(device) {}
   Status Prepare(int threads);
@@ -60,7 +80,22 @@ class CudaProgram {
   Status CheckLaunches(const DeviceKernel& kernel, const std::vector<int>& ids);
   // The launches of the action's kernel, with its operands.
   Status LaunchAll(const Action& action);
+  // An action's host half (a host step; the staging of a copy to the device, or a variable's
+  // upload; a device assign's bookkeeping) and its device half (what goes on the stream).
+  Status HostHalf(const Action& action, cpu::StepEnv& env);
+  Status DeviceHalf(const Action& action);
+  // Both halves of one action, in a run that goes step by step.
   Status Perform(const Action& action, cpu::StepEnv& env);
+  // A run of a capturable plan, in its three phases (graph_capture.h).
+  Result<std::vector<Tensor>> RunInPhases(cpu::StepEnv& env, VariableStore& variables);
+  // Phase 2: the device halves from the first device step to the last, issued, captured or
+  // replayed.
+  Status IssueDeviceSteps();
+  Result<std::vector<Tensor>> RunProfiled(cpu::StepEnv& env, VariableStore& variables);
+  // Waits for the device, then copies the staged results of the pending to_host copies into their
+  // host buffers.
+  Status ReadStagedCopies(cpu::StepEnv& env);
+  uint8_t* Staged(const Action& action) const { return pinned_ + action.staged; }
   // After the device is done: reads the values device assigns wrote back into the store, then
   // copies out the fetches.
   Result<std::vector<Tensor>> Finish(cpu::StepEnv& env, VariableStore& variables);
@@ -78,6 +113,13 @@ class CudaProgram {
   std::vector<std::pair<int, Tensor>> assigned_;  // this run's device assigns: buffer, new value
   std::unique_ptr<cpu::StepProfile> profile_;     // KILN_PROFILE (runtime/cpu/step_profile.h)
   bool skipped_upload_ = false;  // the last Perform found a variable on the device already
+  uint8_t* pinned_ = nullptr;    // staging of the copies between host and device
+  std::vector<const Action*> pending_to_host_;  // issued, not yet read out of staging
+  GraphCapture capture_;
+  bool cuda_graphs_ = true;
+  std::unique_ptr<DeviceGraph> graph_;  // once captured
+  std::string capture_error_;
+  int64_t runs_ = 0, replays_ = 0;
 };
 
 }  // namespace kiln::cuda

@@ -12,6 +12,13 @@
 //               launch).
 // Contract: operations are issued in order on one stream; Synchronize waits for all of them and
 // reports the first failure. Errors name the operation and what was expected; nothing aborts.
+// Stream capture (CUDA graphs): between BeginCapture and EndCapture the device records launches,
+// matmuls, copies on the device and asynchronous copies from and to pinned host memory instead of
+// running them, and Replay runs the recorded graph, reading device and pinned memory as they are
+// then. Synchronous copies, Synchronize, Mark and Allocate are refused while capturing (on a GPU
+// they would invalidate the capture), and so is an asynchronous copy of host memory that is not
+// pinned (always: kiln never copies asynchronously from pageable memory); EndCapture must follow
+// every BeginCapture and fails when anything issued in between did.
 #pragma once
 
 #include <cstdint>
@@ -50,6 +57,12 @@ class PreparedMatmul {
   virtual ~PreparedMatmul() = default;
 };
 
+// Work recorded by stream capture (a CUgraphExec on a GPU), replayed as a whole.
+class DeviceGraph {
+ public:
+  virtual ~DeviceGraph() = default;
+};
+
 class Device {
  public:
   virtual ~Device() = default;
@@ -64,6 +77,20 @@ class Device {
   virtual Status ToDevice(DevicePtr dst, const void* src, int64_t bytes) = 0;
   virtual Status ToHost(void* dst, DevicePtr src, int64_t bytes) = 0;
   virtual Status CopyOnDevice(DevicePtr dst, DevicePtr src, int64_t bytes) = 0;
+
+  // Page-locked host memory (cuMemHostAlloc; a registered host allocation on the simulator), for
+  // the asynchronous copies below. Freed with FreePinned, before the device is destroyed.
+  virtual Result<void*> AllocatePinned(int64_t bytes) = 0;
+  virtual void FreePinned(void* pinned) = 0;
+  // Copies between pinned host memory and the device in stream order, without waiting: the host
+  // side must stay untouched until a Synchronize has passed them.
+  virtual Status ToDeviceAsync(DevicePtr dst, const void* pinned_src, int64_t bytes) = 0;
+  virtual Status ToHostAsync(void* pinned_dst, DevicePtr src, int64_t bytes) = 0;
+
+  // Stream capture (see the contract above).
+  virtual Status BeginCapture() = 0;
+  virtual Result<std::unique_ptr<DeviceGraph>> EndCapture() = 0;
+  virtual Status Replay(const DeviceGraph& graph) = 0;
 
   // Loads the kernels of `plan` (its PTX on a GPU; its host translations on the simulator).
   virtual Result<std::shared_ptr<DeviceCode>> Load(const CompiledPlan& plan) = 0;

@@ -1,6 +1,25 @@
 #include "runtime/cuda/device_variables.h"
 
+#include <vector>
+
+#include "runtime/cuda/device_copies.h"
+
 namespace kiln::cuda {
+
+std::map<int, std::string> SharedVariableBuffers(const Executable& exe) {
+  std::map<std::string, std::vector<int>> reads;
+  for (const Step& step : exe.steps)
+    if (step.kind == Step::Kind::kLibrary && step.callee == "variable_read" &&
+        step.outputs.size() == 1)
+      reads[step.node.name].push_back(step.outputs[0]);
+  std::map<int, std::string> shared;
+  for (const auto& [name, buffers] : reads)
+    if (buffers.size() == 1) shared[buffers[0]] = name;
+  for (const Step& step : exe.steps)
+    if (step.on_device && IsDeviceAssign(step, exe))
+      shared[step.outputs[0]] = step.node.inputs[0].node;
+  return shared;
+}
 
 DeviceVariables::~DeviceVariables() {
   for (auto& [name, entry] : entries_) device_.Free(entry.address);

@@ -15,8 +15,15 @@
 
 #include "ir/tensor.h"
 #include "runtime/cuda/device.h"
+#include "runtime/executable.h"
 
 namespace kiln::cuda {
+
+// The buffers of `exe` that are variables' shared device copies, by buffer: the output of a
+// variable's only variable_read step (a variable read twice in one plan, before and after an
+// assign, keeps twins of its own: one copy could not hold both values), and the output of a device
+// assign (device_copies.h), which overwrites the variable's copy.
+std::map<int, std::string> SharedVariableBuffers(const Executable& exe);
 
 class DeviceVariables {
  public:

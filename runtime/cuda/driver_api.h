@@ -17,37 +17,43 @@
 namespace kiln::cuda {
 
 // X(name, PFN type): every driver entry point kiln calls.
-#define KILN_CUDA_DRIVER_ENTRY_POINTS(X)                             \
-  X(cuInit, PFN_cuInit_v2000)                                        \
-  X(cuDriverGetVersion, PFN_cuDriverGetVersion_v2020)                \
-  X(cuDeviceGet, PFN_cuDeviceGet_v2000)                              \
-  X(cuDeviceGetCount, PFN_cuDeviceGetCount_v2000)                    \
-  X(cuDeviceGetName, PFN_cuDeviceGetName_v2000)                      \
-  X(cuDeviceGetAttribute, PFN_cuDeviceGetAttribute_v2000)            \
-  X(cuDevicePrimaryCtxRetain, PFN_cuDevicePrimaryCtxRetain_v7000)    \
-  X(cuDevicePrimaryCtxRelease, PFN_cuDevicePrimaryCtxRelease_v11000) \
-  X(cuCtxSetCurrent, PFN_cuCtxSetCurrent_v4000)                      \
-  X(cuStreamCreate, PFN_cuStreamCreate_v2000)                        \
-  X(cuStreamDestroy, PFN_cuStreamDestroy_v4000)                      \
-  X(cuStreamSynchronize, PFN_cuStreamSynchronize_v2000)              \
-  X(cuEventCreate, PFN_cuEventCreate_v2000)                          \
-  X(cuEventRecord, PFN_cuEventRecord_v2000)                          \
-  X(cuEventSynchronize, PFN_cuEventSynchronize_v2000)                \
-  X(cuEventElapsedTime, PFN_cuEventElapsedTime_v12080)               \
-  X(cuEventDestroy, PFN_cuEventDestroy_v4000)                        \
-  X(cuMemAlloc, PFN_cuMemAlloc_v3020)                                \
-  X(cuMemFree, PFN_cuMemFree_v3020)                                  \
-  X(cuMemHostAlloc, PFN_cuMemHostAlloc_v2020)                        \
-  X(cuMemFreeHost, PFN_cuMemFreeHost_v2000)                          \
-  X(cuMemcpyHtoDAsync, PFN_cuMemcpyHtoDAsync_v3020)                  \
-  X(cuMemcpyDtoHAsync, PFN_cuMemcpyDtoHAsync_v3020)                  \
-  X(cuMemcpyDtoDAsync, PFN_cuMemcpyDtoDAsync_v3020)                  \
-  X(cuMemsetD8Async, PFN_cuMemsetD8Async_v3020)                      \
-  X(cuModuleLoadDataEx, PFN_cuModuleLoadDataEx_v2010)                \
-  X(cuModuleUnload, PFN_cuModuleUnload_v2000)                        \
-  X(cuModuleGetFunction, PFN_cuModuleGetFunction_v2000)              \
-  X(cuLaunchKernel, PFN_cuLaunchKernel_v4000)                        \
-  X(cuGetErrorName, PFN_cuGetErrorName_v6000)                        \
+#define KILN_CUDA_DRIVER_ENTRY_POINTS(X)                                 \
+  X(cuInit, PFN_cuInit_v2000)                                            \
+  X(cuDriverGetVersion, PFN_cuDriverGetVersion_v2020)                    \
+  X(cuDeviceGet, PFN_cuDeviceGet_v2000)                                  \
+  X(cuDeviceGetCount, PFN_cuDeviceGetCount_v2000)                        \
+  X(cuDeviceGetName, PFN_cuDeviceGetName_v2000)                          \
+  X(cuDeviceGetAttribute, PFN_cuDeviceGetAttribute_v2000)                \
+  X(cuDevicePrimaryCtxRetain, PFN_cuDevicePrimaryCtxRetain_v7000)        \
+  X(cuDevicePrimaryCtxRelease, PFN_cuDevicePrimaryCtxRelease_v11000)     \
+  X(cuCtxSetCurrent, PFN_cuCtxSetCurrent_v4000)                          \
+  X(cuStreamCreate, PFN_cuStreamCreate_v2000)                            \
+  X(cuStreamDestroy, PFN_cuStreamDestroy_v4000)                          \
+  X(cuStreamSynchronize, PFN_cuStreamSynchronize_v2000)                  \
+  X(cuEventCreate, PFN_cuEventCreate_v2000)                              \
+  X(cuEventRecord, PFN_cuEventRecord_v2000)                              \
+  X(cuEventSynchronize, PFN_cuEventSynchronize_v2000)                    \
+  X(cuEventElapsedTime, PFN_cuEventElapsedTime_v12080)                   \
+  X(cuEventDestroy, PFN_cuEventDestroy_v4000)                            \
+  X(cuMemAlloc, PFN_cuMemAlloc_v3020)                                    \
+  X(cuMemFree, PFN_cuMemFree_v3020)                                      \
+  X(cuMemHostAlloc, PFN_cuMemHostAlloc_v2020)                            \
+  X(cuMemFreeHost, PFN_cuMemFreeHost_v2000)                              \
+  X(cuMemcpyHtoDAsync, PFN_cuMemcpyHtoDAsync_v3020)                      \
+  X(cuMemcpyDtoHAsync, PFN_cuMemcpyDtoHAsync_v3020)                      \
+  X(cuMemcpyDtoDAsync, PFN_cuMemcpyDtoDAsync_v3020)                      \
+  X(cuMemsetD8Async, PFN_cuMemsetD8Async_v3020)                          \
+  X(cuModuleLoadDataEx, PFN_cuModuleLoadDataEx_v2010)                    \
+  X(cuModuleUnload, PFN_cuModuleUnload_v2000)                            \
+  X(cuModuleGetFunction, PFN_cuModuleGetFunction_v2000)                  \
+  X(cuLaunchKernel, PFN_cuLaunchKernel_v4000)                            \
+  X(cuStreamBeginCapture, PFN_cuStreamBeginCapture_v10010)               \
+  X(cuStreamEndCapture, PFN_cuStreamEndCapture_v10000)                   \
+  X(cuGraphInstantiateWithFlags, PFN_cuGraphInstantiateWithFlags_v11040) \
+  X(cuGraphLaunch, PFN_cuGraphLaunch_v10000)                             \
+  X(cuGraphExecDestroy, PFN_cuGraphExecDestroy_v10000)                   \
+  X(cuGraphDestroy, PFN_cuGraphDestroy_v10000)                           \
+  X(cuGetErrorName, PFN_cuGetErrorName_v6000)                            \
   X(cuGetErrorString, PFN_cuGetErrorString_v6000)
 
 struct DriverApi {

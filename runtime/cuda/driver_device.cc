@@ -1,7 +1,8 @@
 // The "cuda" device (device.h): the first GPU through the driver API, one stream, copies staged
 // through pinned host memory, kernels loaded from the plan's cubin or PTX (PTX JIT-compiled by the
 // driver for the GPU at hand), matmuls through cuBLASLt (driver_matmul.h), loaded when a plan first
-// has one.
+// has one; graphs by stream capture (thread-local mode), instantiated once and launched on the
+// stream.
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -39,6 +40,22 @@ class DriverCode : public DeviceCode {
   CUmodule module_;
   mutable std::mutex mutex_;
   mutable std::map<std::string, CUfunction> functions_;
+};
+
+class DriverGraph : public DeviceGraph {
+ public:
+  DriverGraph(const DriverApi& api, CUgraph graph, CUgraphExec exec)
+      : api_(api), graph_(graph), exec_(exec) {}
+  ~DriverGraph() override {
+    if (exec_) api_.cuGraphExecDestroy(exec_);
+    if (graph_) api_.cuGraphDestroy(graph_);
+  }
+  CUgraphExec exec() const { return exec_; }
+
+ private:
+  const DriverApi& api_;
+  CUgraph graph_;
+  CUgraphExec exec_;
 };
 
 class DriverDevice : public Device {
@@ -106,6 +123,65 @@ class DriverDevice : public Device {
                      api_.cuMemcpyDtoDAsync(static_cast<CUdeviceptr>(dst),
                                             static_cast<CUdeviceptr>(src), bytes, stream_),
                      "cuMemcpyDtoDAsync");
+  }
+
+  Result<void*> AllocatePinned(int64_t bytes) override {
+    KILN_RETURN_IF_ERROR(Current());
+    void* p = nullptr;
+    KILN_RETURN_IF_ERROR(
+        CheckCuda(api_, api_.cuMemHostAlloc(&p, std::max<int64_t>(bytes, 1), 0), "cuMemHostAlloc"));
+    return p;
+  }
+
+  void FreePinned(void* pinned) override {
+    if (Current().ok()) api_.cuMemFreeHost(pinned);
+  }
+
+  Status ToDeviceAsync(DevicePtr dst, const void* pinned_src, int64_t bytes) override {
+    if (bytes == 0) return OkStatus();
+    KILN_RETURN_IF_ERROR(Current());
+    return CheckCuda(
+        api_, api_.cuMemcpyHtoDAsync(static_cast<CUdeviceptr>(dst), pinned_src, bytes, stream_),
+        "cuMemcpyHtoDAsync");
+  }
+
+  Status ToHostAsync(void* pinned_dst, DevicePtr src, int64_t bytes) override {
+    if (bytes == 0) return OkStatus();
+    KILN_RETURN_IF_ERROR(Current());
+    return CheckCuda(
+        api_, api_.cuMemcpyDtoHAsync(pinned_dst, static_cast<CUdeviceptr>(src), bytes, stream_),
+        "cuMemcpyDtoHAsync");
+  }
+
+  Status BeginCapture() override {
+    KILN_RETURN_IF_ERROR(Current());
+    return CheckCuda(api_, api_.cuStreamBeginCapture(stream_, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+                     "cuStreamBeginCapture");
+  }
+
+  Result<std::unique_ptr<DeviceGraph>> EndCapture() override {
+    KILN_RETURN_IF_ERROR(Current());
+    CUgraph graph = nullptr;
+    const CUresult ended = api_.cuStreamEndCapture(stream_, &graph);
+    if (ended != CUDA_SUCCESS) {
+      if (graph) api_.cuGraphDestroy(graph);
+      return CheckCuda(api_, ended, "cuStreamEndCapture").error();
+    }
+    CUgraphExec exec = nullptr;
+    if (Status st = CheckCuda(api_, api_.cuGraphInstantiateWithFlags(&exec, graph, 0),
+                              "cuGraphInstantiateWithFlags");
+        !st.ok()) {
+      api_.cuGraphDestroy(graph);
+      return st.error();
+    }
+    return std::unique_ptr<DeviceGraph>(new DriverGraph(api_, graph, exec));
+  }
+
+  Status Replay(const DeviceGraph& graph) override {
+    KILN_RETURN_IF_ERROR(Current());
+    return CheckCuda(api_,
+                     api_.cuGraphLaunch(static_cast<const DriverGraph&>(graph).exec(), stream_),
+                     "cuGraphLaunch");
   }
 
   Result<std::shared_ptr<DeviceCode>> Load(const CompiledPlan& plan) override {

@@ -1,10 +1,12 @@
 // The simulated CUDA device (device.h): device memory in host allocations of its own, launches
-// through the host translations of the plan's GPU functions.
+// through the host translations of the plan's GPU functions; a captured graph is the list of the
+// operations issued while capturing, each run again by Replay.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <mutex>
 
@@ -45,17 +47,23 @@ struct SimMatmul : PreparedMatmul {
   MatmulOperands operands;
 };
 
+struct SimGraph : DeviceGraph {
+  std::vector<std::function<Status()>> operations;
+};
+
 class SimulatedDevice : public Device {
  public:
   explicit SimulatedDevice(int threads) : threads_(std::max(1, threads)) {}
   ~SimulatedDevice() override {
     for (auto& [base, bytes] : allocations_) std::free(reinterpret_cast<void*>(base));
+    for (auto& [base, bytes] : pinned_) std::free(reinterpret_cast<void*>(base));
   }
 
   std::string Describe() const override { return "simulated CUDA device"; }
   int Architecture() const override { return 0; }
 
   Result<DevicePtr> Allocate(int64_t bytes) override {
+    KILN_RETURN_IF_ERROR(NotWhileCapturing("an allocation"));
     if (bytes < 0) return MakeError(ErrorCode::kInternal, "allocation of ", bytes, " bytes");
     const int64_t size =
         std::max<int64_t>(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
@@ -77,23 +85,82 @@ class SimulatedDevice : public Device {
     allocations_.erase(it);
   }
 
+  // The synchronous copies wait for the stream (as the GPU's staged copies do), which a capture
+  // cannot hold.
   Status ToDevice(DevicePtr dst, const void* src, int64_t bytes) override {
-    KILN_RETURN_IF_ERROR(CheckRange(dst, bytes, "a copy to the device"));
-    if (bytes) std::memcpy(reinterpret_cast<void*>(dst), src, bytes);
-    return OkStatus();
+    KILN_RETURN_IF_ERROR(NotWhileCapturing("a synchronous copy to the device"));
+    return CopyToDevice(dst, src, bytes);
   }
 
   Status ToHost(void* dst, DevicePtr src, int64_t bytes) override {
-    KILN_RETURN_IF_ERROR(CheckRange(src, bytes, "a copy to the host"));
-    if (bytes) std::memcpy(dst, reinterpret_cast<const void*>(src), bytes);
-    return OkStatus();
+    KILN_RETURN_IF_ERROR(NotWhileCapturing("a synchronous copy to the host"));
+    return CopyToHost(dst, src, bytes);
   }
 
   Status CopyOnDevice(DevicePtr dst, DevicePtr src, int64_t bytes) override {
-    KILN_RETURN_IF_ERROR(CheckRange(dst, bytes, "a copy on the device (destination)"));
-    KILN_RETURN_IF_ERROR(CheckRange(src, bytes, "a copy on the device (source)"));
-    if (bytes)
-      std::memmove(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), bytes);
+    return Issue([=, this]() -> Status {
+      KILN_RETURN_IF_ERROR(CheckRange(dst, bytes, "a copy on the device (destination)"));
+      KILN_RETURN_IF_ERROR(CheckRange(src, bytes, "a copy on the device (source)"));
+      if (bytes)
+        std::memmove(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), bytes);
+      return OkStatus();
+    });
+  }
+
+  Result<void*> AllocatePinned(int64_t bytes) override {
+    KILN_RETURN_IF_ERROR(NotWhileCapturing("a pinned allocation"));
+    if (bytes < 0) return MakeError(ErrorCode::kInternal, "pinned allocation of ", bytes, " bytes");
+    const int64_t size =
+        std::max<int64_t>(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
+    void* p = std::aligned_alloc(kAlignment, size);
+    if (!p)
+      return MakeError(ErrorCode::kResourceExhausted, "the simulated device cannot pin ", bytes,
+                       " bytes of host memory");
+    std::lock_guard<std::mutex> lock(mutex_);
+    pinned_[reinterpret_cast<uintptr_t>(p)] = bytes;
+    return p;
+  }
+
+  void FreePinned(void* pinned) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = pinned_.find(reinterpret_cast<uintptr_t>(pinned));
+    if (it == pinned_.end()) return;
+    std::free(pinned);
+    pinned_.erase(it);
+  }
+
+  Status ToDeviceAsync(DevicePtr dst, const void* pinned_src, int64_t bytes) override {
+    KILN_RETURN_IF_ERROR(CheckPinned(pinned_src, bytes, "an asynchronous copy to the device"));
+    return Issue([=, this]() -> Status { return CopyToDevice(dst, pinned_src, bytes); });
+  }
+
+  Status ToHostAsync(void* pinned_dst, DevicePtr src, int64_t bytes) override {
+    KILN_RETURN_IF_ERROR(CheckPinned(pinned_dst, bytes, "an asynchronous copy to the host"));
+    return Issue([=, this]() -> Status { return CopyToHost(pinned_dst, src, bytes); });
+  }
+
+  Status BeginCapture() override {
+    if (capture_)
+      return MakeError(ErrorCode::kInternal, "a capture began while another was in progress");
+    capture_ = std::make_unique<SimGraph>();
+    capture_error_.clear();
+    return OkStatus();
+  }
+
+  Result<std::unique_ptr<DeviceGraph>> EndCapture() override {
+    if (!capture_) return MakeError(ErrorCode::kInternal, "a capture ended that never began");
+    std::unique_ptr<SimGraph> graph = std::move(capture_);
+    if (!capture_error_.empty())
+      return MakeError(ErrorCode::kInternal,
+                       "the stream capture was invalidated: ", capture_error_);
+    return std::unique_ptr<DeviceGraph>(std::move(graph));
+  }
+
+  Status Replay(const DeviceGraph& graph) override {
+    KILN_RETURN_IF_ERROR(NotWhileCapturing("a graph replay"));
+    for (const std::function<Status()>& operation : static_cast<const SimGraph&>(graph).operations)
+      if (Status st = operation(); !st.ok())
+        return st.error().WithContext("replaying a captured graph");
     return OkStatus();
   }
 
@@ -111,6 +178,87 @@ class SimulatedDevice : public Device {
 
   Status Launch(const DeviceCode& code, const KernelLaunch& launch,
                 const std::vector<LaunchOperand>& operands) override {
+    if (!capture_) return RunLaunch(code, launch, operands);
+    KILN_RETURN_IF_ERROR(Check(code, launch));
+    return Issue(
+        [this, &code, launch, operands]() -> Status { return RunLaunch(code, launch, operands); });
+  }
+
+  Result<std::shared_ptr<PreparedMatmul>> PrepareMatmul(const MatmulCall& call,
+                                                        const MatmulOperands& operands) override {
+    KILN_ASSIGN_OR_RETURN(MatmulSpans spans, SpansOf(call));
+    const int64_t ab = DTypeSize(call.ab_type), d = DTypeSize(call.d_type);
+    const std::string what = call.ToString();
+    KILN_RETURN_IF_ERROR(CheckRange(operands.a, spans.a * ab, ("A of " + what).c_str()));
+    KILN_RETURN_IF_ERROR(CheckRange(operands.b, spans.b * ab, ("B of " + what).c_str()));
+    KILN_RETURN_IF_ERROR(CheckRange(operands.d, spans.d * d, ("D of " + what).c_str()));
+    if (call.bias)
+      KILN_RETURN_IF_ERROR(CheckRange(operands.bias, spans.bias * d, ("bias of " + what).c_str()));
+    auto prepared = std::make_shared<SimMatmul>();
+    prepared->call = call;
+    prepared->operands = operands;
+    return std::shared_ptr<PreparedMatmul>(std::move(prepared));
+  }
+
+  Status Matmul(const PreparedMatmul& matmul) override {
+    const auto& m = static_cast<const SimMatmul&>(matmul);
+    return Issue([this, &m]() -> Status {
+      RunMatmulOnHost(m.call, reinterpret_cast<const void*>(m.operands.a),
+                      reinterpret_cast<const void*>(m.operands.b),
+                      reinterpret_cast<const void*>(m.operands.bias),
+                      reinterpret_cast<void*>(m.operands.d), threads_);
+      return OkStatus();
+    });
+  }
+
+  Status Synchronize() override { return NotWhileCapturing("a synchronization of the stream"); }
+
+  void ClearMarks() override { marks_.clear(); }
+  Result<int> Mark() override {
+    KILN_RETURN_IF_ERROR(NotWhileCapturing("an event record for timing"));
+    marks_.push_back(std::chrono::steady_clock::now());
+    return static_cast<int>(marks_.size()) - 1;
+  }
+  Result<double> Milliseconds(int from, int to) override {
+    if (from < 0 || to < 0 || from >= static_cast<int>(marks_.size()) ||
+        to >= static_cast<int>(marks_.size()))
+      return MakeError(ErrorCode::kInternal, "no marks ", from, " and ", to);
+    return std::chrono::duration<double, std::milli>(marks_[to] - marks_[from]).count();
+  }
+
+ private:
+  // While capturing, records `operation` for the graph's replays; otherwise runs it now.
+  Status Issue(std::function<Status()> operation) {
+    if (!capture_) return operation();
+    capture_->operations.push_back(std::move(operation));
+    return OkStatus();
+  }
+  // Refuses `what` while capturing, which it invalidates (as a GPU's capture would be).
+  Status NotWhileCapturing(const std::string& what) {
+    if (!capture_) return OkStatus();
+    if (capture_error_.empty()) capture_error_ = what;
+    return MakeError(ErrorCode::kInternal, what,
+                     " while the stream is being captured (a GPU refuses it there)");
+  }
+  Status CheckPinned(const void* host, int64_t bytes, const char* what) {
+    const uint64_t address = reinterpret_cast<uintptr_t>(host);
+    if (Inside(pinned_, address, bytes)) return OkStatus();
+    return MakeError(ErrorCode::kInternal, what, ": ", bytes, " bytes of host memory at 0x",
+                     std::hex, address, " are not inside one pinned allocation");
+  }
+  Status CopyToDevice(DevicePtr dst, const void* src, int64_t bytes) {
+    KILN_RETURN_IF_ERROR(CheckRange(dst, bytes, "a copy to the device"));
+    if (bytes) std::memcpy(reinterpret_cast<void*>(dst), src, bytes);
+    return OkStatus();
+  }
+  Status CopyToHost(void* dst, DevicePtr src, int64_t bytes) {
+    KILN_RETURN_IF_ERROR(CheckRange(src, bytes, "a copy to the host"));
+    if (bytes) std::memcpy(dst, reinterpret_cast<const void*>(src), bytes);
+    return OkStatus();
+  }
+
+  Status RunLaunch(const DeviceCode& code, const KernelLaunch& launch,
+                   const std::vector<LaunchOperand>& operands) {
     KILN_ASSIGN_OR_RETURN(KernelEntry entry,
                           static_cast<const SimCode&>(code).Entry(launch.function));
     // The leading index arguments of a host translation, then the kernel's own.
@@ -174,55 +322,17 @@ class SimulatedDevice : public Device {
     return OkStatus();
   }
 
-  Result<std::shared_ptr<PreparedMatmul>> PrepareMatmul(const MatmulCall& call,
-                                                        const MatmulOperands& operands) override {
-    KILN_ASSIGN_OR_RETURN(MatmulSpans spans, SpansOf(call));
-    const int64_t ab = DTypeSize(call.ab_type), d = DTypeSize(call.d_type);
-    const std::string what = call.ToString();
-    KILN_RETURN_IF_ERROR(CheckRange(operands.a, spans.a * ab, ("A of " + what).c_str()));
-    KILN_RETURN_IF_ERROR(CheckRange(operands.b, spans.b * ab, ("B of " + what).c_str()));
-    KILN_RETURN_IF_ERROR(CheckRange(operands.d, spans.d * d, ("D of " + what).c_str()));
-    if (call.bias)
-      KILN_RETURN_IF_ERROR(CheckRange(operands.bias, spans.bias * d, ("bias of " + what).c_str()));
-    auto prepared = std::make_shared<SimMatmul>();
-    prepared->call = call;
-    prepared->operands = operands;
-    return std::shared_ptr<PreparedMatmul>(std::move(prepared));
-  }
-
-  Status Matmul(const PreparedMatmul& matmul) override {
-    const auto& m = static_cast<const SimMatmul&>(matmul);
-    RunMatmulOnHost(m.call, reinterpret_cast<const void*>(m.operands.a),
-                    reinterpret_cast<const void*>(m.operands.b),
-                    reinterpret_cast<const void*>(m.operands.bias),
-                    reinterpret_cast<void*>(m.operands.d), threads_);
-    return OkStatus();
-  }
-
-  Status Synchronize() override { return OkStatus(); }
-
-  void ClearMarks() override { marks_.clear(); }
-  Result<int> Mark() override {
-    marks_.push_back(std::chrono::steady_clock::now());
-    return static_cast<int>(marks_.size()) - 1;
-  }
-  Result<double> Milliseconds(int from, int to) override {
-    if (from < 0 || to < 0 || from >= static_cast<int>(marks_.size()) ||
-        to >= static_cast<int>(marks_.size()))
-      return MakeError(ErrorCode::kInternal, "no marks ", from, " and ", to);
-    return std::chrono::duration<double, std::milli>(marks_[to] - marks_[from]).count();
-  }
-
- private:
-  // Whether [address, address + bytes) lies inside one live allocation.
-  bool InRange(DevicePtr address, int64_t bytes) {
+  // Whether [address, address + bytes) lies inside one of `allocations` (base -> bytes).
+  bool Inside(const std::map<uint64_t, int64_t>& allocations, uint64_t address, int64_t bytes) {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto it = allocations_.upper_bound(address);
-    if (it == allocations_.begin()) return false;
+    auto it = allocations.upper_bound(address);
+    if (it == allocations.begin()) return false;
     --it;
     return address >= it->first && bytes >= 0 &&
            address + static_cast<uint64_t>(bytes) <= it->first + it->second;
   }
+  // Whether [address, address + bytes) lies inside one live device allocation.
+  bool InRange(DevicePtr address, int64_t bytes) { return Inside(allocations_, address, bytes); }
   static Error OutOfRange(DevicePtr address, int64_t bytes, const std::string& what) {
     return MakeError(ErrorCode::kInternal, what, ": ", bytes, " bytes at 0x", std::hex, address,
                      " are not inside one allocation of the simulated device (host memory, or a "
@@ -236,7 +346,10 @@ class SimulatedDevice : public Device {
   int threads_;
   std::vector<std::chrono::steady_clock::time_point> marks_;
   std::mutex mutex_;
-  std::map<DevicePtr, int64_t> allocations_;  // base -> bytes
+  std::map<uint64_t, int64_t> allocations_;  // device allocations: base -> bytes
+  std::map<uint64_t, int64_t> pinned_;       // pinned host allocations: base -> bytes
+  std::unique_ptr<SimGraph> capture_;        // the graph being captured (none: not capturing)
+  std::string capture_error_;                // what invalidated the capture
 };
 
 }  // namespace

@@ -50,12 +50,14 @@ check() {  # check NAME COMMAND...: one line, PASS or FAIL with the command's la
     failed=$((failed + 1))
   fi
 }
-# run_and_compare MODEL: runs models/MODEL.kmod on its inputs, compares every output with the
-# reference executor's (and with PyTorch's where the model came from PyTorch).
+# run_and_compare MODEL [KILNRT FLAGS...]: runs models/MODEL.kmod on its inputs, compares every
+# output with the reference executor's (and with PyTorch's where the model came from PyTorch).
 run_and_compare() {
   local model=$1 dir="$here/models/$1" inputs=() f out="$work/out/$1"
+  shift
   for f in "$dir"/inputs/*.npy; do inputs+=(--input "$(basename "$f" .npy)=$f"); done
-  "$kilnrt" "$here/models/$model.kmod" --backend "$backend" "${inputs[@]}" --out "$out" || return 1
+  "$kilnrt" "$here/models/$model.kmod" --backend "$backend" "${inputs[@]}" --out "$out" "$@" ||
+    return 1
   for f in "$dir"/expected/*.npy; do
     "$python" "$here/compare.py" "$out/$(basename "$f")" "$f" --rtol 1e-3 --atol 1e-4 || return 1
   done
@@ -71,6 +73,12 @@ refused() {  # the command must fail with exit 1 (an error, not a crash)
 
 for model in $(cat "$here/models/LIST"); do
   check "$model: outputs match the reference executor (rtol 1e-3)" run_and_compare "$model"
+done
+# The outputs kilnrt --repeat 2 writes come from its third run: a replay of the CUDA graph the
+# second run captured (the first warms up).
+for model in mlp transformer gpt_block; do
+  grep -qx "$model" "$here/models/LIST" || continue
+  check "$model: a replayed CUDA graph's outputs match too" run_and_compare "$model" --repeat 2
 done
 head -c 1000 "$here/models/transformer.kmod" >"$work/truncated.kmod"
 check "a truncated module is refused with exit 1" refused "$kilnrt" "$work/truncated.kmod"
@@ -94,8 +102,9 @@ chip_column=2
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null |
   grep -q H200 && chip_column=3
 echo "(estimate_ms: kiln inspect --cost $( ((chip_column == 3)) && echo h200 || echo h100), made when the bundle was built)"
-printf '%-17s %-14s %12s %12s %12s %12s %9s\n' model input kiln_ms estimate_ms eager_ms \
-  compile_ms kiln/eager
+echo "(no_graph_ms: kiln with KILN_CUDA_GRAPHS=0, each device step issued on its own)"
+printf '%-17s %-14s %12s %12s %12s %12s %12s %9s\n' model input kiln_ms no_graph_ms estimate_ms \
+  eager_ms compile_ms kiln/eager
 write_input() {  # write_input OUT.npy SHAPE: numpy where it is, else pure Python
   "$python" "$here/write_input.py" "$1" "$2" 2>/dev/null || "$python" "$here/write_npy.py" "$1" f32 "$2"
 }
@@ -108,6 +117,8 @@ for entry in $(cat "$here/models/BENCH"); do
   [[ $model == gemm*_bench ]] && input="$work/gemm_x.npy"
   kiln_ms=$("$kilnrt" "$here/models/$model.kmod" --backend "$backend" --input "x=$input" \
     --repeat "$runs" 2>&1 >/dev/null | sed -n 's/.*median_ms: \([0-9.]*\).*/\1/p')
+  no_graph_ms=$(KILN_CUDA_GRAPHS=0 "$kilnrt" "$here/models/$model.kmod" --backend "$backend" \
+    --input "x=$input" --repeat "$runs" 2>&1 >/dev/null | sed -n 's/.*median_ms: \([0-9.]*\).*/\1/p')
   torch_line=$("$python" "$here/bench_torch.py" "${model%_bench}" "$shape" --runs "$runs" 2>/dev/null)
   eager=$(sed -n 's/^eager_ms \([0-9.]*\).*/\1/p' <<<"$torch_line")
   compiled=$(sed -n 's/.*compile_ms \([0-9.-]*\).*/\1/p' <<<"$torch_line")
@@ -115,8 +126,8 @@ for entry in $(cat "$here/models/BENCH"); do
   [[ -n $kiln_ms && -n $eager ]] && ratio=$("$python" -c "print('%.2f' % ($kiln_ms / $eager))")
   estimate=$(awk -v m="$model" -v c="$chip_column" '$1 == m { print $c }' \
     "$here/models/ESTIMATES" 2>/dev/null)
-  printf '%-17s %-14s %12s %12s %12s %12s %9s\n' "$model" "$shape" "${kiln_ms:--}" \
-    "${estimate:--}" "${eager:--}" "${compiled:--}" "$ratio"
+  printf '%-17s %-14s %12s %12s %12s %12s %12s %9s\n' "$model" "$shape" "${kiln_ms:--}" \
+    "${no_graph_ms:--}" "${estimate:--}" "${eager:--}" "${compiled:--}" "$ratio"
   [[ $torch_line == skip:* ]] && echo "  ($model: PyTorch ${torch_line#skip: })"
 done
 
