@@ -107,6 +107,12 @@ Status CudaProgram::Prepare(int threads) {
   KILN_ASSIGN_OR_RETURN(code_, device_.Load(plan_));
 
   int64_t staging_bytes = 0;
+  auto stage = [&](int64_t bytes) {  // a slot of pinned_; every slot lies inside it
+    const int64_t offset = staging_bytes;
+    staging_bytes += (std::max<int64_t>(bytes, 1) + kStagingAlignment - 1) / kStagingAlignment *
+                     kStagingAlignment;
+    return offset;
+  };
   for (const Step& step : exe.steps) {
     Action action;
     if (cpu::IsCopyAcross(step)) {
@@ -120,11 +126,7 @@ Status CudaProgram::Prepare(int threads) {
       if (!to_device && b.kind != BufferDesc::Kind::kArena && !assign_outputs.count(action.buffer))
         return MakeError(ErrorCode::kInternal, "to_host of buffer %", action.buffer, " (", b.tensor,
                          "), which is not an arena buffer");
-      if (action.variable.empty()) {  // staged through pinned memory of its own
-        action.staged = staging_bytes;
-        const int64_t bytes = std::max<int64_t>(b.bytes(), 1);  // every slot lies in pinned_
-        staging_bytes += (bytes + kStagingAlignment - 1) / kStagingAlignment * kStagingAlignment;
-      }
+      if (action.variable.empty()) action.staged = stage(b.bytes());  // a variable's: uploaded
     } else if (step.on_device && (step.callee == "copy" || step.callee == "assign")) {
       const bool assign = step.callee == "assign";
       if (!(assign ? IsDeviceAssign(step, exe) : IsDeviceCopy(step, exe)))
@@ -133,7 +135,10 @@ Status CudaProgram::Prepare(int threads) {
       action.kind = assign ? Action::Kind::kAssign : Action::Kind::kCopyOnDevice;
       action.source = step.inputs[assign ? 1 : 0];
       action.buffer = step.outputs[0];
-      if (assign) action.variable = step.node.inputs[0].node;
+      if (assign) {
+        action.variable = step.node.inputs[0].node;
+        action.staged = stage(exe.buffers[action.buffer].bytes());  // the new value's read-back
+      }
       if (assign && step.attrs.Has("kernel")) {  // AssignAdd, AssignSub: old +/- value, in place
         KILN_ASSIGN_OR_RETURN(std::string kernel, step.attrs.GetString("kernel"));
         action.kernel = exe.FindDeviceKernel(kernel);
@@ -266,7 +271,7 @@ Status CudaProgram::HostHalf(const Action& action, cpu::StepEnv& env) {
       KILN_ASSIGN_OR_RETURN(Tensor value, Tensor::Create(out.type.dtype, out.type.shape));
       env.pinned.push_back(value);
       env.data[action.buffer] = value.raw_data();
-      assigned_.push_back({action.buffer, value});
+      assigned_.push_back({&action, value});
       return OkStatus();
     }
     default:
@@ -293,10 +298,14 @@ Status CudaProgram::DeviceHalf(const Action& action) {
     case Action::Kind::kCopyOnDevice:
       return device_.CopyOnDevice(address_[action.buffer], address_[action.source],
                                   exe.buffers[action.buffer].bytes());
-    case Action::Kind::kAssign:
-      return action.kernel ? LaunchAll(action)
-                           : device_.CopyOnDevice(address_[action.buffer], address_[action.source],
-                                                  exe.buffers[action.buffer].bytes());
+    case Action::Kind::kAssign: {
+      // The new value, then its copy for the store (read out of staging by Finish).
+      const int64_t bytes = exe.buffers[action.buffer].bytes();
+      KILN_RETURN_IF_ERROR(action.kernel ? LaunchAll(action)
+                                         : device_.CopyOnDevice(address_[action.buffer],
+                                                                address_[action.source], bytes));
+      return device_.ToHostAsync(Staged(action), address_[action.buffer], bytes);
+    }
   }
   return OkStatus();
 }
@@ -380,11 +389,10 @@ Result<std::vector<Tensor>> CudaProgram::Finish(cpu::StepEnv& env, VariableStore
   KILN_RETURN_IF_ERROR(ReadStagedCopies(env));
   KILN_RETURN_IF_ERROR(device_.Synchronize());
   const Executable& exe = plan_.executable;
-  for (auto& [buffer, value] : assigned_) {
-    KILN_RETURN_IF_ERROR(device_.ToHost(value.raw_data(), address_[buffer], value.byte_size()));
-    const std::string& name = variable_of_.at(buffer);
-    variables.Set(name, value);
-    variables_->Holds(name, value);
+  for (auto& [action, value] : assigned_) {
+    std::memcpy(value.raw_data(), Staged(*action), value.byte_size());
+    variables.Set(action->variable, value);
+    variables_->Holds(action->variable, value);
   }
   assigned_.clear();
   return cpu::CopyFetches(exe, env);

@@ -70,7 +70,9 @@ class CudaProgram {
     const DeviceKernel* kernel = nullptr;     // kLaunch; kAssign of AssignAdd/AssignSub
     std::vector<LaunchOperand> operands;      // kLaunch, kAssign: the kernel's operands
     std::shared_ptr<PreparedMatmul> matmul;   // kMatmul: a gemm step through cuBLASLt
-    int64_t staged = -1;         // kToDevice (but a variable's upload), kToHost: offset in pinned_
+    // Offset in pinned_: kToDevice (but a variable's upload), kToHost: the copy's staging; kAssign:
+    // the new value's, read back for the store.
+    int64_t staged = -1;
     bool variable_read = false;  // kHost: a variable_read, which reads no buffer
   };
   explicit CudaProgram(Device& device) : device_(device) {}
@@ -108,10 +110,11 @@ class CudaProgram {
   std::vector<DevicePtr> allocations_;  // freed with the program
   std::vector<DevicePtr> address_;      // each buffer's device address (0: none)
   std::shared_ptr<DeviceCode> code_;
-  std::vector<Action> actions_;                   // one per step of the plan
-  std::map<int, std::string> variable_of_;        // buffers that are variables' device copies
-  std::vector<std::pair<int, Tensor>> assigned_;  // this run's device assigns: buffer, new value
-  std::unique_ptr<cpu::StepProfile> profile_;     // KILN_PROFILE (runtime/cpu/step_profile.h)
+  std::vector<Action> actions_;             // one per step of the plan
+  std::map<int, std::string> variable_of_;  // buffers that are variables' device copies
+  // This run's device assigns and their new values (read back into these tensors by Finish).
+  std::vector<std::pair<const Action*, Tensor>> assigned_;
+  std::unique_ptr<cpu::StepProfile> profile_;  // KILN_PROFILE (runtime/cpu/step_profile.h)
   bool skipped_upload_ = false;  // the last Perform found a variable on the device already
   uint8_t* pinned_ = nullptr;    // staging of the copies between host and device
   std::vector<const Action*> pending_to_host_;  // issued, not yet read out of staging
