@@ -8,6 +8,7 @@
 #include "compiler/library_lowering.h"
 #include "compiler/strided_copy_kernel.h"
 #include "ir/op_registry.h"
+#include "runtime/cpu/conv_step.h"
 
 namespace kiln::compiler {
 namespace {
@@ -38,69 +39,39 @@ Spec Made(const std::string& name, int64_t iterations, std::string text) {
   return KernelSpec::Raw(name, iterations, std::move(text));
 }
 
-// The geometry of a convolution step whose x, w and y are buffers `x`, `w`, `y`: attributes
-// strides, pads, dilations, groups, and shapes that fit them.
-Status ReadConvGeometry(const Step& step, const Executable& exe, int x_id, int w_id, int y_id,
-                        Conv2DKernelParams& p) {
-  p.dtype = DTypeOf(exe, y_id);
-  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> strides, step.attrs.GetInts("strides"));
-  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> pads, step.attrs.GetInts("pads"));
-  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> dilations, step.attrs.GetInts("dilations"));
-  KILN_ASSIGN_OR_RETURN(p.groups, step.attrs.GetInt("groups"));
-  if (strides.size() != 2 || pads.size() != 4 || dilations.size() != 2 || p.groups < 1)
-    return Malformed(step, "malformed attributes");
-  const Shape &x = ShapeOf(exe, x_id), &w = ShapeOf(exe, w_id), &y = ShapeOf(exe, y_id);
-  for (int id : {x_id, w_id})
-    if (DTypeOf(exe, id) != p.dtype) return Malformed(step, "operands of different dtypes");
-  if (x.rank() != 4 || w.rank() != 4 || y.rank() != 4 || x[1] % p.groups || y[1] % p.groups ||
-      w[0] != y[1] || w[1] * p.groups != x[1] || x[0] != y[0])
-    return Malformed(step, "operand shapes do not fit a convolution");
-  for (int d = 0; d < 4; ++d) p.x[d] = x[d], p.y[d] = y[d];
-  p.window = {w[2], w[3]};
-  p.strides = {strides[0], strides[1]};
-  p.dilations = {dilations[0], dilations[1]};
-  p.pads = {pads[0], pads[1]};
-  return OkStatus();
+// The kernel parameters of a convolution step (runtime/cpu/conv_step.h).
+Conv2DKernelParams ConvKernelParams(const cpu::ConvStep& c) {
+  Conv2DKernelParams p;
+  p.dtype = c.dtype;
+  p.x = c.x_dims;
+  p.y = c.y_dims;
+  p.window = {c.w_dims[2], c.w_dims[3]};
+  p.strides = c.strides;
+  p.dilations = c.dilations;
+  p.pads = {c.pads[0], c.pads[1]};
+  p.groups = c.groups;
+  p.bias = c.bias >= 0;
+  p.residual = c.residual >= 0;
+  p.relu = c.relu;
+  return p;
 }
 
 Result<Spec> Conv2D(const Step& step, const Executable& exe, const std::string& name) {
   if (step.inputs.size() < 2 || step.outputs.size() != 1 || !Covered(step, exe, {f32, bf16, f16}))
     return Spec();
-  Conv2DKernelParams p;
-  KILN_RETURN_IF_ERROR(
-      ReadConvGeometry(step, exe, step.inputs[0], step.inputs[1], step.outputs[0], p));
-  if (step.attrs.Has("post_ops")) {
-    KILN_ASSIGN_OR_RETURN(int64_t bias, step.attrs.GetInt("bias"));
-    KILN_ASSIGN_OR_RETURN(std::vector<int64_t> post_ops, step.attrs.GetInts("post_ops"));
-    p.bias = bias != 0;
-    for (size_t i = 0; i < post_ops.size(); ++i) {
-      if (post_ops[i] == 1 && i == 0)
-        p.residual = true;
-      else if (post_ops[i] == 2 && !p.relu)
-        p.relu = true;
-      else
-        return Malformed(step, "unknown post-op " + std::to_string(post_ops[i]));
-    }
-  }
-  if (step.inputs.size() != 2u + p.bias + p.residual)
-    return Malformed(step, "its epilogue does not match its inputs");
-  const TensorType& y = exe.buffers[step.outputs[0]].type;
-  if ((p.bias && !(exe.buffers[step.inputs[2]].type == TensorType{y.dtype, Shape{y.shape[1]}})) ||
-      (p.residual && !(exe.buffers[step.inputs.back()].type == y)))
-    return Malformed(step, "the bias or residual does not fit the output");
-  return Made(name, y.shape.NumElements(), EmitConv2DKernel(name, p));
+  KILN_ASSIGN_OR_RETURN(cpu::ConvStep conv, cpu::ReadConvStep(step, exe));
+  return Made(name, ShapeOf(exe, step.outputs[0]).NumElements(),
+              EmitConv2DKernel(name, ConvKernelParams(conv)));
 }
 
 // conv2d_backprop_input (dy, w[, x_like]) -> dx; conv2d_backprop_filter (x, dy[, w_like]) -> dw.
 Result<Spec> Conv2DGrad(const Step& step, const Executable& exe, const std::string& name) {
   if (step.inputs.size() < 2 || step.outputs.size() != 1 || !Covered(step, exe, {f32, bf16, f16}))
     return Spec();
+  KILN_ASSIGN_OR_RETURN(cpu::ConvStep conv, cpu::ReadConvStep(step, exe));
   Conv2DGradKernelParams p;
-  p.filter = step.callee == "conv2d_backprop_filter";
-  const int x_id = p.filter ? step.inputs[0] : step.outputs[0];
-  const int w_id = p.filter ? step.outputs[0] : step.inputs[1];
-  const int y_id = p.filter ? step.inputs[1] : step.inputs[0];
-  KILN_RETURN_IF_ERROR(ReadConvGeometry(step, exe, x_id, w_id, y_id, p.conv));
+  p.filter = conv.kind == cpu::ConvStep::Kind::kBackwardFilter;
+  p.conv = ConvKernelParams(conv);
   for (size_t i = 2; i < step.inputs.size(); ++i)
     p.ignored_inputs.push_back(
         {DTypeOf(exe, step.inputs[i]), ShapeOf(exe, step.inputs[i]).NumElements()});
@@ -440,6 +411,7 @@ Status ReplaceLibraryStepsWithKernels(LoweredPlan& lowered) {
     }
     std::optional<Step> as_library =
         step.kind == Step::Kind::kReference ? AsLibraryStep(step, exe) : std::nullopt;
+    if (as_library) step.attrs = as_library->attrs;  // the routine's, which the kernel computes
     step.attrs.Set("library", as_library                          ? as_library->callee
                               : step.kind == Step::Kind::kLibrary ? step.callee
                                                                   : step.node.op);

@@ -13,8 +13,9 @@
 // training, and batch_norm_grad, get two f32 scratch buffers (the per-channel values unrounded).
 //
 // Contract of ReplaceLibraryStepsWithKernels: before buffer assignment, replaces each library step
-// it covers by a kKernel step (rows = the kernel's shape[0]; its attributes kept, plus "library":
-// the routine, or the reference op, it replaces) calling a kernel appended to
+// it covers by a kKernel step (rows = the kernel's shape[0]; the attributes of the routine it
+// computes, plus "library": the routine, or the reference op, it replaces) calling a kernel
+// appended to
 // `lowered.kernels`, and leaves the others as they are: another routine, a buffer in a blocked
 // layout, a dtype the kernel does not take (convolutions, pooling, batch_norm and batch_norm_grad
 // f32/bf16/f16; reduce_sum and bias_add f32/f64/bf16/f16),

@@ -38,6 +38,8 @@ class StepProfile {
     seconds_[step] += std::chrono::duration<double>(elapsed).count();
     if (moved) moved_[step] += bytes_[step];
   }
+  // Groups step `step` under `label` instead (a kernel step the device runs as a library call).
+  void Relabel(size_t step, std::string label) { labels_[step] = std::move(label); }
   // The table printed at destruction.
   std::string Report() const;
 

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "runtime/cpu/program.h"
+#include "runtime/cuda/conv_call.h"
 #include "runtime/cuda/device_copies.h"
 #include "runtime/cuda/matmul_call.h"
 
@@ -44,20 +45,26 @@ constexpr int64_t kStagingAlignment = 64;
 
 }  // namespace
 
-bool CudaGraphsFromEnvironment() {
-  const char* value = std::getenv("KILN_CUDA_GRAPHS");
-  return !value || std::strcmp(value, "0") != 0;
+ProgramOptions ProgramOptions::FromEnvironment() {
+  auto on = [](const char* name) {
+    const char* value = std::getenv(name);
+    return !value || std::strcmp(value, "0") != 0;
+  };
+  ProgramOptions options;
+  options.cuda_graphs = on("KILN_CUDA_GRAPHS");
+  options.cudnn = on("KILN_CUDNN");
+  return options;
 }
 
 Result<std::unique_ptr<CudaProgram>> CudaProgram::Load(CompiledPlan plan, Device& device,
                                                        int threads,
                                                        std::shared_ptr<DeviceVariables> variables,
-                                                       bool cuda_graphs) {
+                                                       ProgramOptions options) {
   std::unique_ptr<CudaProgram> program(new CudaProgram(device));
   program->variables_ =
       variables ? std::move(variables) : std::make_shared<DeviceVariables>(device);
   program->plan_ = std::move(plan);  // actions keep references into it
-  program->cuda_graphs_ = cuda_graphs;
+  program->options_ = options;
   KILN_RETURN_IF_ERROR(program->Prepare(threads));
   return program;
 }
@@ -168,6 +175,9 @@ Status CudaProgram::Prepare(int threads) {
       if (!matmul.ok()) return matmul.error().WithContext("step gemm (" + step.node.name + ")");
       action.kind = Action::Kind::kMatmul;
       action.matmul = std::move(*matmul);
+    } else if (step.on_device && options_.cudnn && cpu::IsConvStep(step) &&
+               PrepareConv(step, action)) {
+      ++cudnn_steps_;
     } else if (step.on_device) {
       if (step.kind != Step::Kind::kKernel)
         return MakeError(ErrorCode::kUnimplemented, "step ", step.callee, " (", step.node.name,
@@ -193,15 +203,48 @@ Status CudaProgram::Prepare(int threads) {
     }
     actions_.push_back(std::move(action));
   }
+  if (!cudnn_fallbacks_.empty())
+    std::fprintf(stderr,
+                 "kiln: warning: %zu convolution step(s) run as generated kernels, not through "
+                 "cuDNN: %s\n",
+                 cudnn_fallbacks_.size(), cudnn_fallbacks_[0].c_str());
   if (staging_bytes > 0) {
     KILN_ASSIGN_OR_RETURN(void* pinned, device_.AllocatePinned(staging_bytes));
     pinned_ = static_cast<uint8_t*>(pinned);
   }
   capture_ = AnalyzeGraphCapture(exe);
   profile_ = cpu::StepProfile::FromEnvironment(exe);
+  for (size_t i = 0; profile_ && i < actions_.size(); ++i)
+    if (actions_[i].kind == Action::Kind::kConv)
+      profile_->Relabel(
+          i, "device cudnn " + exe.steps[i].attrs.GetString("library").value() + " " +
+                 std::string(DTypeName(exe.buffers[exe.steps[i].outputs[0]].type.dtype)));
   KILN_ASSIGN_OR_RETURN(Tensor host_arena, Tensor::Create(u8, Shape{exe.arena_bytes}));
   host_arena_ = std::shared_ptr<uint8_t[]>(host_arena.data<uint8_t>(), [host_arena](uint8_t*) {});
   return OkStatus();
+}
+
+bool CudaProgram::PrepareConv(const Step& step, Action& action) {
+  const Executable& exe = plan_.executable;
+  auto fall_back = [&](const Error& why) {
+    cudnn_fallbacks_.push_back(step.node.name + ": " + why.message());
+    return false;
+  };
+  Result<ConvCall> call = ConvCallForStep(step, exe);
+  if (!call.ok()) return fall_back(call.error());
+  std::vector<int> ids = step.inputs;
+  ids.insert(ids.end(), step.outputs.begin(), step.outputs.end());
+  ConvOperands operands;
+  operands.x = address_[ids[call->x_operand]];
+  operands.w = address_[ids[call->w_operand]];
+  operands.y = address_[ids[call->y_operand]];
+  if (call->bias) operands.bias = address_[ids[call->bias_operand]];
+  if (call->residual) operands.residual = address_[ids[call->residual_operand]];
+  Result<std::shared_ptr<PreparedConv>> conv = device_.PrepareConv(*call, operands);
+  if (!conv.ok()) return fall_back(conv.error());
+  action.kind = Action::Kind::kConv;
+  action.conv = std::move(*conv);
+  return true;
 }
 
 Status CudaProgram::CheckLaunches(const DeviceKernel& kernel, const std::vector<int>& ids) {
@@ -295,6 +338,8 @@ Status CudaProgram::DeviceHalf(const Action& action) {
       return LaunchAll(action);
     case Action::Kind::kMatmul:
       return device_.Matmul(*action.matmul);
+    case Action::Kind::kConv:
+      return device_.Conv(*action.conv);
     case Action::Kind::kCopyOnDevice:
       return device_.CopyOnDevice(address_[action.buffer], address_[action.source],
                                   exe.buffers[action.buffer].bytes());
@@ -349,7 +394,7 @@ Status CudaProgram::IssueDeviceSteps() {
   }
   // The first run goes step by step: it loads what loads lazily (kernels, cuBLASLt) outside a
   // capture, as PyTorch's warm-up does.
-  if (!cuda_graphs_ || runs_ < 2) return issue();
+  if (!options_.cuda_graphs || runs_ < 2) return issue();
   Status began = device_.BeginCapture();
   if (began.ok()) {
     Status issued = issue();
@@ -363,7 +408,7 @@ Status CudaProgram::IssueDeviceSteps() {
   } else {
     capture_error_ = began.error().message();
   }
-  cuda_graphs_ = false;
+  options_.cuda_graphs = false;
   std::fprintf(stderr,
                "kiln: warning: the device steps could not be captured as a CUDA graph (%s); "
                "they are issued one by one\n",

@@ -9,6 +9,8 @@
 // between them, staged through pinned host memory of the program's own and issued without waiting
 // (the host waits for the device only before a host step reads a copied result, and at the end);
 // fetches are read on the host after the device is done.
+// Convolution steps on the device run through cuDNN (conv_call.h) where the device can prepare
+// them at load, else as the generated kernels their steps carry (one warning on stderr says why).
 // CUDA graphs: when the plan is capturable (graph_capture.h) and graphs are on (the default;
 // KILN_CUDA_GRAPHS=0 turns them off), the first run issues the device steps one by one (a
 // warm-up), the second captures them as one graph and replays it, and every later run replays it.
@@ -33,18 +35,23 @@
 
 namespace kiln::cuda {
 
-// Whether programs use CUDA graphs: not when KILN_CUDA_GRAPHS is "0".
-bool CudaGraphsFromEnvironment();
+// What a program may use on the device. From the environment: KILN_CUDA_GRAPHS=0 turns graphs
+// off, KILN_CUDNN=0 cuDNN (convolutions then run as their generated kernels).
+struct ProgramOptions {
+  bool cuda_graphs = true;  // capture and replay the device steps where the plan allows it
+  bool cudnn = true;        // convolutions through cuDNN where the device can run them
+  static ProgramOptions FromEnvironment();
+};
 
 class CudaProgram {
  public:
   // `device` must outlive the program. `variables` holds the device copies of the variables the
   // plan reads, shared with the other programs of the same store and device (null: the program's
-  // own). `cuda_graphs`: capture and replay the device steps where the plan allows it.
+  // own).
   static Result<std::unique_ptr<CudaProgram>> Load(
       CompiledPlan plan, Device& device, int threads,
       std::shared_ptr<DeviceVariables> variables = nullptr,
-      bool cuda_graphs = CudaGraphsFromEnvironment());
+      ProgramOptions options = ProgramOptions::FromEnvironment());
   ~CudaProgram();
 
   Result<std::vector<Tensor>> Run(const std::vector<Tensor>& feeds, VariableStore& variables,
@@ -57,10 +64,13 @@ class CudaProgram {
   int64_t replays() const { return replays_; }
   // Why a capture was given up ("" when none was).
   const std::string& capture_error() const { return capture_error_; }
+  // Convolution steps that run through cuDNN, and why the others on the device do not.
+  int cudnn_steps() const { return cudnn_steps_; }
+  const std::vector<std::string>& cudnn_fallbacks() const { return cudnn_fallbacks_; }
 
  private:
   struct Action {
-    enum class Kind { kHost, kToDevice, kToHost, kLaunch, kMatmul, kCopyOnDevice, kAssign };
+    enum class Kind { kHost, kToDevice, kToHost, kLaunch, kMatmul, kConv, kCopyOnDevice, kAssign };
     Kind kind = Kind::kHost;
     int buffer = -1;  // copies; kCopyOnDevice, kAssign: the output
     int source = -1;  // kCopyOnDevice, kAssign: the buffer copied
@@ -70,6 +80,7 @@ class CudaProgram {
     const DeviceKernel* kernel = nullptr;     // kLaunch; kAssign of AssignAdd/AssignSub
     std::vector<LaunchOperand> operands;      // kLaunch, kAssign: the kernel's operands
     std::shared_ptr<PreparedMatmul> matmul;   // kMatmul: a gemm step through cuBLASLt
+    std::shared_ptr<PreparedConv> conv;       // kConv: a convolution step through cuDNN
     // Offset in pinned_: kToDevice (but a variable's upload), kToHost: the copy's staging; kAssign:
     // the new value's, read back for the store.
     int64_t staged = -1;
@@ -77,6 +88,9 @@ class CudaProgram {
   };
   explicit CudaProgram(Device& device) : device_(device) {}
   Status Prepare(int threads);
+  // Makes `action` a cuDNN call for convolution `step`; false (the reason kept in
+  // cudnn_fallbacks_) when the device cannot run it so.
+  bool PrepareConv(const Step& step, Action& action);
   // Each launch of `kernel` against the buffers `ids` (the step's operands): arguments inside
   // their buffers, sizes inside CUDA's limits, the function present in the loaded code.
   Status CheckLaunches(const DeviceKernel& kernel, const std::vector<int>& ids);
@@ -119,7 +133,9 @@ class CudaProgram {
   uint8_t* pinned_ = nullptr;    // staging of the copies between host and device
   std::vector<const Action*> pending_to_host_;  // issued, not yet read out of staging
   GraphCapture capture_;
-  bool cuda_graphs_ = true;
+  ProgramOptions options_;
+  int cudnn_steps_ = 0;
+  std::vector<std::string> cudnn_fallbacks_;
   std::unique_ptr<DeviceGraph> graph_;  // once captured
   std::string capture_error_;
   int64_t runs_ = 0, replays_ = 0;

@@ -7,7 +7,8 @@
 //               (compiler/mlir/gpu_kernels.h), and every launch argument and copy is checked to lie
 //               inside one live device allocation, so a kernel given host memory or a buffer too
 //               small, or a copy out of range, fails the run instead of passing silently; its
-//               cuBLASLt is RunMatmulOnHost (matmul_call.h); every load and store a kernel makes of
+//               cuBLASLt is RunMatmulOnHost (matmul_call.h), its cuDNN RunConvOnHost
+//               (conv_call.h); every load and store a kernel makes of
 //               an argument is checked against the argument's shape (an access outside fails the
 //               launch).
 // Contract: operations are issued in order on one stream; Synchronize waits for all of them and
@@ -34,6 +35,8 @@ namespace kiln::cuda {
 
 using DevicePtr = uint64_t;
 
+struct ConvCall;
+struct ConvOperands;
 struct MatmulCall;
 struct MatmulOperands;
 
@@ -55,6 +58,13 @@ struct LaunchOperand {
 class PreparedMatmul {
  public:
   virtual ~PreparedMatmul() = default;
+};
+
+// A convolution made ready at load: its cuDNN graph and engine on a GPU, its checked call on the
+// simulator.
+class PreparedConv {
+ public:
+  virtual ~PreparedConv() = default;
 };
 
 // Work recorded by stream capture (a CUgraphExec on a GPU), replayed as a whole.
@@ -106,6 +116,14 @@ class Device {
   virtual Result<std::shared_ptr<PreparedMatmul>> PrepareMatmul(const MatmulCall& call,
                                                                 const MatmulOperands& operands) = 0;
   virtual Status Matmul(const PreparedMatmul& matmul) = 0;
+
+  // cuDNN's convolution graph (conv_call.h) on operands at fixed device addresses, prepared once
+  // at load (a GPU loads cuDNN, builds the graph and picks an engine; an error when it cannot,
+  // and the caller then runs the step's generated kernel; the simulator checks each operand's
+  // span against its allocation), then issued by Conv.
+  virtual Result<std::shared_ptr<PreparedConv>> PrepareConv(const ConvCall& call,
+                                                            const ConvOperands& operands) = 0;
+  virtual Status Conv(const PreparedConv& conv) = 0;
 
   virtual Status Synchronize() = 0;
 

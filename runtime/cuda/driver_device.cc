@@ -9,6 +9,7 @@
 
 #include "runtime/cuda/device.h"
 #include "runtime/cuda/driver_api.h"
+#include "runtime/cuda/driver_conv.h"
 #include "runtime/cuda/driver_matmul.h"
 
 namespace kiln::cuda {
@@ -72,8 +73,10 @@ class DriverDevice : public Device {
     api_.cuCtxSetCurrent(context_);
     api_.cuStreamSynchronize(stream_);
     matmuls_.reset();
+    convs_.reset();
     for (CUevent event : marks_) api_.cuEventDestroy(event);
     if (matmul_workspace_) api_.cuMemFree(static_cast<CUdeviceptr>(matmul_workspace_));
+    if (conv_workspace_) api_.cuMemFree(static_cast<CUdeviceptr>(conv_workspace_));
     if (staging_) api_.cuMemFreeHost(staging_);
     api_.cuStreamDestroy(stream_);
     api_.cuDevicePrimaryCtxRelease(device_);
@@ -267,6 +270,30 @@ class DriverDevice : public Device {
     return matmuls_->Run(matmul, stream_);
   }
 
+  Result<std::shared_ptr<PreparedConv>> PrepareConv(const ConvCall& call,
+                                                    const ConvOperands& operands) override {
+    KILN_RETURN_IF_ERROR(Current());
+    std::lock_guard<std::mutex> lock(matmul_mutex_);
+    if (!convs_) {
+      KILN_ASSIGN_OR_RETURN(DevicePtr workspace, Allocate(kConvWorkspaceBytes));
+      Result<std::unique_ptr<DriverConvs>> convs = DriverConvs::Create(stream_, workspace);
+      if (!convs.ok()) {
+        Free(workspace);
+        return convs.error();
+      }
+      conv_workspace_ = workspace;
+      convs_ = std::move(*convs);
+    }
+    return convs_->Prepare(call, operands);
+  }
+
+  Status Conv(const PreparedConv& conv) override {
+    KILN_RETURN_IF_ERROR(Current());
+    if (!convs_)
+      return MakeError(ErrorCode::kInternal, "a convolution run before any was prepared");
+    return convs_->Run(conv);
+  }
+
   Status Synchronize() override {
     return CheckCuda(api_, api_.cuStreamSynchronize(stream_), "cuStreamSynchronize");
   }
@@ -319,12 +346,15 @@ class DriverDevice : public Device {
   std::string description_;
   void* staging_ = nullptr;
   int64_t staging_bytes_ = 0;
-  // cuBLASLt's handle and its workspace, shared by every matmul on the stream.
   std::vector<CUevent> marks_;  // events, reused from run to run
   size_t marks_used_ = 0;
+  // cuBLASLt's and cuDNN's handles and workspaces, shared by every call on the stream, made when
+  // a plan first has one (the mutex guards that).
   std::mutex matmul_mutex_;
   DevicePtr matmul_workspace_ = 0;
   std::unique_ptr<DriverMatmuls> matmuls_;
+  DevicePtr conv_workspace_ = 0;
+  std::unique_ptr<DriverConvs> convs_;
 };
 
 }  // namespace

@@ -7,34 +7,11 @@
 
 #include "ir/ops/math.h"
 #include "runtime/cpu/parallel_ranges.h"
+#include "runtime/cuda/host_elements.h"
 #include "runtime/cuda/matmul_call.h"
 
 namespace kiln::cuda {
 namespace {
-
-float Load(const void* base, int64_t i, DType t) {
-  switch (t) {
-    case DType::kF32:
-      return static_cast<const float*>(base)[i];
-    case DType::kBF16:
-      return BFloat16ToFloat(static_cast<const uint16_t*>(base)[i]);
-    default:  // f16 (MatmulCallForGemm admits no other)
-      return HalfToFloat(static_cast<const uint16_t*>(base)[i]);
-  }
-}
-
-void Store(void* base, int64_t i, DType t, float v) {
-  switch (t) {
-    case DType::kF32:
-      static_cast<float*>(base)[i] = v;
-      return;
-    case DType::kBF16:
-      static_cast<uint16_t*>(base)[i] = FloatToBFloat16(v);
-      return;
-    default:
-      static_cast<uint16_t*>(base)[i] = FloatToHalf(v);
-  }
-}
 
 // `v` rounded to TF32 (10 mantissa bits): to nearest, ties away from zero; inf and NaN kept.
 float ToTf32(float v) {
@@ -48,7 +25,8 @@ float ToTf32(float v) {
 // multiplier takes it (TF32-rounded when `tf32`).
 float OpElement(const void* base, DType t, bool trans, int64_t ld, int64_t row, int64_t col,
                 bool tf32) {
-  const float v = trans ? Load(base, col + row * ld, t) : Load(base, row + col * ld, t);
+  const float v =
+      trans ? LoadElement(base, col + row * ld, t) : LoadElement(base, row + col * ld, t);
   return tf32 ? ToTf32(v) : v;
 }
 
@@ -74,12 +52,12 @@ void RunMatmulOnHost(const MatmulCall& c, const void* a, const void* b, const vo
       }
       for (int64_t r = 0; r < c.m; ++r) {
         float v = c.alpha * acc[r];
-        if (c.beta != 0.0f) v += c.beta * Load(d_i, r + j * c.ldd, c.d_type);
-        if (c.bias) v += Load(bias, r, c.d_type);
+        if (c.beta != 0.0f) v += c.beta * LoadElement(d_i, r + j * c.ldd, c.d_type);
+        if (c.bias) v += LoadElement(bias, r, c.d_type);
         if (c.activation == MatmulCall::Activation::kRelu) v = std::max(v, 0.0f);
         if (c.activation == MatmulCall::Activation::kGeluTanh)
           v = static_cast<float>(GeluTanhValue(static_cast<double>(v)));
-        Store(d_i, r + j * c.ldd, c.d_type, v);
+        StoreElement(d_i, r + j * c.ldd, c.d_type, v);
       }
     }
   });

@@ -11,6 +11,7 @@
 #include <mutex>
 
 #include "runtime/cpu/parallel_ranges.h"
+#include "runtime/cuda/conv_call.h"
 #include "runtime/cuda/device.h"
 #include "runtime/cuda/matmul_call.h"
 
@@ -45,6 +46,11 @@ class SimCode : public DeviceCode {
 struct SimMatmul : PreparedMatmul {
   MatmulCall call;
   MatmulOperands operands;
+};
+
+struct SimConv : PreparedConv {
+  ConvCall call;
+  ConvOperands operands;
 };
 
 struct SimGraph : DeviceGraph {
@@ -207,6 +213,35 @@ class SimulatedDevice : public Device {
                       reinterpret_cast<const void*>(m.operands.b),
                       reinterpret_cast<const void*>(m.operands.bias),
                       reinterpret_cast<void*>(m.operands.d), threads_);
+      return OkStatus();
+    });
+  }
+
+  Result<std::shared_ptr<PreparedConv>> PrepareConv(const ConvCall& call,
+                                                    const ConvOperands& operands) override {
+    const ConvSpans spans = SpansOf(call);
+    const std::string what = call.ToString();
+    KILN_RETURN_IF_ERROR(CheckRange(operands.x, spans.x, ("x of " + what).c_str()));
+    KILN_RETURN_IF_ERROR(CheckRange(operands.w, spans.w, ("w of " + what).c_str()));
+    KILN_RETURN_IF_ERROR(CheckRange(operands.y, spans.y, ("y of " + what).c_str()));
+    if (call.bias)
+      KILN_RETURN_IF_ERROR(CheckRange(operands.bias, spans.bias, ("bias of " + what).c_str()));
+    if (call.residual)
+      KILN_RETURN_IF_ERROR(
+          CheckRange(operands.residual, spans.residual, ("residual of " + what).c_str()));
+    auto prepared = std::make_shared<SimConv>();
+    prepared->call = call;
+    prepared->operands = operands;
+    return std::shared_ptr<PreparedConv>(std::move(prepared));
+  }
+
+  Status Conv(const PreparedConv& conv) override {
+    const auto& c = static_cast<const SimConv&>(conv);
+    return Issue([this, &c]() -> Status {
+      RunConvOnHost(c.call, reinterpret_cast<void*>(c.operands.x),
+                    reinterpret_cast<void*>(c.operands.w), reinterpret_cast<void*>(c.operands.y),
+                    reinterpret_cast<const void*>(c.operands.bias),
+                    reinterpret_cast<const void*>(c.operands.residual), threads_);
       return OkStatus();
     });
   }

@@ -25,14 +25,18 @@ tar -xJf "$here/lib.tar.xz" -C "$work/lib" 2>/dev/null ||
   "$python" -c "import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])" \
     "$here/lib.tar.xz" "$work/lib"
 export LD_LIBRARY_PATH="$work/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-# cuBLASLt, which kiln loads at run time for matrix products: the loader's or the CUDA toolkit's
-# (/usr/local/cuda/lib64, which kiln tries itself), else the copy in PyTorch's nvidia wheels.
-if [[ $backend == cuda ]] && ! ldconfig -p 2>/dev/null | grep -q 'libcublasLt\.so\.13 ' &&
-  [[ ! -e /usr/local/cuda/lib64/libcublasLt.so.13 ]]; then
+# cuBLASLt and cuDNN, which kiln loads at run time for matrix products and convolutions: the
+# loader's or the CUDA toolkit's (/usr/local/cuda/lib64, which kiln tries itself), else the copies
+# in PyTorch's nvidia wheels. (A cuDNN older than the one kiln was built against leaves the
+# convolutions to kiln's generated kernels, with a warning.)
+for library in libcublasLt.so.13 libcudnn.so.9; do
+  [[ $backend == cuda ]] || break
+  ldconfig -p 2>/dev/null | grep -q "$library " && continue
+  [[ -e /usr/local/cuda/lib64/$library ]] && continue
   wheels=$("$python" -c 'import nvidia; print(list(nvidia.__path__)[0])' 2>/dev/null)
-  lt=$([[ -n $wheels ]] && find "$wheels" -name 'libcublasLt.so.13' 2>/dev/null | head -n 1)
-  [[ -n $lt ]] && export LD_LIBRARY_PATH="$(dirname "$lt"):$LD_LIBRARY_PATH"
-fi
+  found=$([[ -n $wheels ]] && find "$wheels" -name "$library" 2>/dev/null | head -n 1)
+  [[ -n $found ]] && export LD_LIBRARY_PATH="$(dirname "$found"):$LD_LIBRARY_PATH"
+done
 kilnrt="$here/bin/kilnrt"
 echo "kiln GPU bundle $(cat "$here/VERSION") on $(hostname), backend $backend, $(date -u +%FT%TZ)"
 command -v nvidia-smi >/dev/null &&

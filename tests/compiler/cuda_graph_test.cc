@@ -77,8 +77,10 @@ struct Loaded {
 
   Loaded(const RunPlan& plan, bool graphs, std::unique_ptr<cuda::Device> on = nullptr)
       : device(on ? std::move(on) : cuda::MakeSimulatedDevice(1)) {
+    cuda::ProgramOptions options;
+    options.cuda_graphs = graphs;
     Result<std::unique_ptr<cuda::CudaProgram>> loaded =
-        cuda::CudaProgram::Load(CompileSim(plan), *device, 1, nullptr, graphs);
+        cuda::CudaProgram::Load(CompileSim(plan), *device, 1, nullptr, options);
     INFO(loaded.status().ToString());
     REQUIRE(loaded.ok());
     program = std::move(*loaded);

@@ -51,6 +51,11 @@ class ForwardingDevice : public cuda::Device {
     return sim_->PrepareMatmul(call, operands);
   }
   Status Matmul(const cuda::PreparedMatmul& matmul) override { return sim_->Matmul(matmul); }
+  Result<std::shared_ptr<cuda::PreparedConv>> PrepareConv(
+      const cuda::ConvCall& call, const cuda::ConvOperands& operands) override {
+    return sim_->PrepareConv(call, operands);
+  }
+  Status Conv(const cuda::PreparedConv& conv) override { return sim_->Conv(conv); }
   Status Synchronize() override { return sim_->Synchronize(); }
   void ClearMarks() override { sim_->ClearMarks(); }
   Result<int> Mark() override { return sim_->Mark(); }
