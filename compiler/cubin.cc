@@ -12,7 +12,6 @@ namespace {
 
 // The library of the versioned symbols below (CUDA 13's nvJitLink.h).
 constexpr char kLibrary[] = "libnvJitLink.so.13";
-constexpr char kToolkitDirectory[] = "/usr/local/cuda/lib64/";
 
 // X(function, symbol): nvJitLink.h's inline functions call versioned symbols; kiln resolves those.
 #define KILN_NVJITLINK_ENTRY_POINTS(X)                      \
@@ -32,7 +31,7 @@ struct NvJitLinkApi {
 };
 
 Result<NvJitLinkApi> Load() {
-  Result<void*> opened = OpenSharedLibrary(kLibrary, kToolkitDirectory);
+  Result<void*> opened = OpenSharedLibrary(kLibrary, kCudaToolkitLibraries);
   if (!opened.ok())
     return opened.error().WithContext("the CUDA toolkit's assembler of PTX into cubins");
   void* handle = *opened;

@@ -1,4 +1,4 @@
-// Shared libraries kiln opens at run time instead of linking (the CUDA driver, cuBLASLt,
+// Shared libraries kiln opens at run time instead of linking (the CUDA driver, cuBLASLt, cuDNN,
 // nvJitLink), so that every kiln program starts where they are missing and only the feature that
 // needs one fails, with one line naming it.
 //
@@ -14,6 +14,9 @@
 #include "ir/status.h"
 
 namespace kiln {
+
+// Where the CUDA toolkit puts its libraries when its lib64 is not on the loader's path.
+inline constexpr char kCudaToolkitLibraries[] = "/usr/local/cuda/lib64/";
 
 Result<void*> OpenSharedLibrary(const std::string& name, const std::string& fallback_dir);
 

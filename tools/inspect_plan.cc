@@ -8,6 +8,7 @@
 #include "compiler/cuda_compiler.h"
 #include "compiler/plan_executable.h"
 #endif
+#include "runtime/cpu/conv_step.h"
 #include "runtime/cuda/graph_capture.h"
 #include "runtime/session.h"
 #include "tools/inspect_cost.h"
@@ -53,9 +54,12 @@ void PrintPlacement(const Executable& exe) {
     }
     if (step.kind == Step::Kind::kLibrary && step.callee == "variable_read") continue;
     (step.on_device ? device_nodes : host_nodes) += NodesOf(step);
+    // A device convolution runs through cuDNN where the GPU has it, else as its kernel.
+    const char* mark = step.attrs.Has("tf32")                    ? " (tf32)"
+                       : step.on_device && cpu::IsConvStep(step) ? " (cudnn)"
+                                                                 : "";
     std::printf("  %-7s %-9s %s%s  # %s\n", step.on_device ? "device" : "host",
-                StepKindName(step.kind), step.callee.c_str(),
-                step.attrs.Has("tf32") ? " (tf32)" : "", step.node.name.c_str());
+                StepKindName(step.kind), step.callee.c_str(), mark, step.node.name.c_str());
   }
   const cuda::GraphCapture capture = cuda::AnalyzeGraphCapture(exe);
   if (capture.capturable)

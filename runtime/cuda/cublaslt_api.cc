@@ -13,11 +13,8 @@ namespace {
 #define KILN_STRINGIFY(x) KILN_STRINGIFY_INNER(x)
 constexpr char kCublasLtLibrary[] = "libcublasLt.so." KILN_STRINGIFY(CUBLAS_VER_MAJOR);
 
-// Where the CUDA toolkit puts it when its lib64 is not on the loader's path.
-constexpr char kToolkitDirectory[] = "/usr/local/cuda/lib64/";
-
 Result<CublasLtApi> Load() {
-  Result<void*> opened = OpenSharedLibrary(kCublasLtLibrary, kToolkitDirectory);
+  Result<void*> opened = OpenSharedLibrary(kCublasLtLibrary, kCudaToolkitLibraries);
   if (!opened.ok())
     return MakeError(ErrorCode::kFailedPrecondition, "no cuBLASLt: ", opened.error().message(),
                      ", which runs the plan's matrix products on the GPU (install the CUDA ",

@@ -1,7 +1,6 @@
 #include "runtime/cuda/cuda_program.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -34,13 +33,6 @@ bool WithinLaunchLimits(const KernelLaunch& l) {
          l.block[0] * l.block[1] * l.block[2] <= 1024;
 }
 
-// The tensor the run bound a buffer to (a variable_read pins the value it binds).
-const Tensor* PinnedAt(const cpu::StepEnv& env, const void* data) {
-  for (const Tensor& t : env.pinned)
-    if (t.raw_data() == data) return &t;
-  return nullptr;
-}
-
 constexpr int64_t kStagingAlignment = 64;
 
 }  // namespace
@@ -70,6 +62,7 @@ Result<std::unique_ptr<CudaProgram>> CudaProgram::Load(CompiledPlan plan, Device
 }
 
 CudaProgram::~CudaProgram() {
+  (void)device_.Synchronize();  // nothing issued may outlive what it uses
   graph_.reset();
   actions_.clear();
   code_.reset();
@@ -276,226 +269,6 @@ Status CudaProgram::CheckLaunches(const DeviceKernel& kernel, const std::vector<
     KILN_RETURN_IF_ERROR(device_.Check(*code_, launch));
   }
   return OkStatus();
-}
-
-Status CudaProgram::LaunchAll(const Action& action) {
-  for (const KernelLaunch& launch : action.kernel->launches)
-    KILN_RETURN_IF_ERROR(device_.Launch(*code_, launch, action.operands));
-  return OkStatus();
-}
-
-Status CudaProgram::HostHalf(const Action& action, cpu::StepEnv& env) {
-  const Executable& exe = plan_.executable;
-  switch (action.kind) {
-    case Action::Kind::kHost:
-      return action.runner->Run(env);
-    case Action::Kind::kToDevice: {
-      const BufferDesc& b = exe.buffers[action.buffer];
-      if (!env.data[action.buffer])
-        return MakeError(ErrorCode::kInternal, "to_device of ", b.tensor,
-                         " before anything bound it on the host");
-      if (action.variable.empty()) {
-        std::memcpy(Staged(action), env.data[action.buffer], b.bytes());
-        return OkStatus();
-      }
-      const Tensor* value = PinnedAt(env, env.data[action.buffer]);
-      if (!value)
-        return MakeError(ErrorCode::kInternal, "to_device of variable '", action.variable,
-                         "': its buffer is not bound to a value of the store");
-      KILN_ASSIGN_OR_RETURN(bool uploaded, variables_->Upload(action.variable, *value));
-      skipped_upload_ = !uploaded;
-      return OkStatus();
-    }
-    case Action::Kind::kAssign: {
-      // The new value goes into the variable's device copy (the device half); its host twin, bound
-      // now for any reader on the host, is read back when the device is done (Finish).
-      const BufferDesc& out = exe.buffers[action.buffer];
-      variables_->Invalidate(action.variable);
-      KILN_ASSIGN_OR_RETURN(Tensor value, Tensor::Create(out.type.dtype, out.type.shape));
-      env.pinned.push_back(value);
-      env.data[action.buffer] = value.raw_data();
-      assigned_.push_back({&action, value});
-      return OkStatus();
-    }
-    default:
-      return OkStatus();
-  }
-}
-
-Status CudaProgram::DeviceHalf(const Action& action) {
-  const Executable& exe = plan_.executable;
-  switch (action.kind) {
-    case Action::Kind::kHost:
-      return OkStatus();
-    case Action::Kind::kToDevice:
-      if (!action.variable.empty()) return OkStatus();  // uploaded by the host half
-      return device_.ToDeviceAsync(address_[action.buffer], Staged(action),
-                                   exe.buffers[action.buffer].bytes());
-    case Action::Kind::kToHost:
-      return device_.ToHostAsync(Staged(action), address_[action.buffer],
-                                 exe.buffers[action.buffer].bytes());
-    case Action::Kind::kLaunch:
-      return LaunchAll(action);
-    case Action::Kind::kMatmul:
-      return device_.Matmul(*action.matmul);
-    case Action::Kind::kConv:
-      return device_.Conv(*action.conv);
-    case Action::Kind::kCopyOnDevice:
-      return device_.CopyOnDevice(address_[action.buffer], address_[action.source],
-                                  exe.buffers[action.buffer].bytes());
-    case Action::Kind::kAssign: {
-      // The new value, then its copy for the store (read out of staging by Finish).
-      const int64_t bytes = exe.buffers[action.buffer].bytes();
-      KILN_RETURN_IF_ERROR(action.kernel ? LaunchAll(action)
-                                         : device_.CopyOnDevice(address_[action.buffer],
-                                                                address_[action.source], bytes));
-      return device_.ToHostAsync(Staged(action), address_[action.buffer], bytes);
-    }
-  }
-  return OkStatus();
-}
-
-Status CudaProgram::Perform(const Action& action, cpu::StepEnv& env) {
-  // A host step may read what a copy to the host brings (and a copy to the device may send it).
-  bool reads_copied = action.kind == Action::Kind::kHost && !action.variable_read;
-  for (const Action* pending : pending_to_host_)
-    reads_copied = reads_copied ||
-                   (action.kind == Action::Kind::kToDevice && pending->buffer == action.buffer);
-  if (reads_copied) KILN_RETURN_IF_ERROR(ReadStagedCopies(env));
-  KILN_RETURN_IF_ERROR(HostHalf(action, env));
-  KILN_RETURN_IF_ERROR(DeviceHalf(action));
-  if (action.kind == Action::Kind::kToHost) pending_to_host_.push_back(&action);
-  return OkStatus();
-}
-
-Status CudaProgram::ReadStagedCopies(cpu::StepEnv& env) {
-  if (pending_to_host_.empty()) return OkStatus();
-  KILN_RETURN_IF_ERROR(device_.Synchronize());
-  for (const Action* action : pending_to_host_) {
-    const BufferDesc& b = plan_.executable.buffers[action->buffer];
-    if (!env.data[action->buffer])
-      return MakeError(ErrorCode::kInternal, "to_host of ", b.tensor,
-                       " before its host twin was bound");
-    std::memcpy(env.data[action->buffer], Staged(*action), b.bytes());
-  }
-  pending_to_host_.clear();
-  return OkStatus();
-}
-
-Status CudaProgram::IssueDeviceSteps() {
-  auto issue = [&]() -> Status {
-    for (int i = capture_.first; i <= capture_.last; ++i)
-      KILN_RETURN_IF_ERROR(DeviceHalf(actions_[i]));
-    return OkStatus();
-  };
-  if (graph_) {
-    ++replays_;
-    return device_.Replay(*graph_);
-  }
-  // The first run goes step by step: it loads what loads lazily (kernels, cuBLASLt) outside a
-  // capture, as PyTorch's warm-up does.
-  if (!options_.cuda_graphs || runs_ < 2) return issue();
-  Status began = device_.BeginCapture();
-  if (began.ok()) {
-    Status issued = issue();
-    Result<std::unique_ptr<DeviceGraph>> graph = device_.EndCapture();
-    if (issued.ok() && graph.ok()) {
-      graph_ = std::move(*graph);
-      ++replays_;
-      return device_.Replay(*graph_);
-    }
-    capture_error_ = (issued.ok() ? graph.error() : issued.error()).message();
-  } else {
-    capture_error_ = began.error().message();
-  }
-  options_.cuda_graphs = false;
-  std::fprintf(stderr,
-               "kiln: warning: the device steps could not be captured as a CUDA graph (%s); "
-               "they are issued one by one\n",
-               capture_error_.c_str());
-  return issue();
-}
-
-Result<std::vector<Tensor>> CudaProgram::RunInPhases(cpu::StepEnv& env, VariableStore& variables) {
-  // 1: host work up to the last device step (host steps there are the prefix's and variable_reads:
-  // AnalyzeGraphCapture); 2: the device steps; 3: the copies to the host, then the host steps
-  // after the last device step.
-  for (int i = 0; i <= capture_.last; ++i) KILN_RETURN_IF_ERROR(HostHalf(actions_[i], env));
-  KILN_RETURN_IF_ERROR(IssueDeviceSteps());
-  for (int i = capture_.first; i <= capture_.last; ++i)
-    if (actions_[i].kind == Action::Kind::kToHost) pending_to_host_.push_back(&actions_[i]);
-  KILN_RETURN_IF_ERROR(ReadStagedCopies(env));
-  for (size_t i = capture_.last + 1; i < actions_.size(); ++i)
-    KILN_RETURN_IF_ERROR(HostHalf(actions_[i], env));
-  return Finish(env, variables);
-}
-
-Result<std::vector<Tensor>> CudaProgram::Finish(cpu::StepEnv& env, VariableStore& variables) {
-  KILN_RETURN_IF_ERROR(ReadStagedCopies(env));
-  KILN_RETURN_IF_ERROR(device_.Synchronize());
-  const Executable& exe = plan_.executable;
-  for (auto& [action, value] : assigned_) {
-    std::memcpy(value.raw_data(), Staged(*action), value.byte_size());
-    variables.Set(action->variable, value);
-    variables_->Holds(action->variable, value);
-  }
-  assigned_.clear();
-  return cpu::CopyFetches(exe, env);
-}
-
-Result<std::vector<Tensor>> CudaProgram::Run(const std::vector<Tensor>& feeds,
-                                             VariableStore& variables,
-                                             std::map<std::string, uint64_t>& counters) {
-  const Executable& exe = plan_.executable;
-  cpu::StepEnv env;
-  env.variables = &variables;
-  env.counters = &counters;
-  env.threads = threads_;
-  KILN_RETURN_IF_ERROR(cpu::BindBuffers(exe, host_arena_.get(), feeds, env));
-  assigned_.clear();
-  pending_to_host_.clear();
-  ++runs_;
-  if (profile_) return RunProfiled(env, variables);
-  if (capture_.capturable) return RunInPhases(env, variables);
-  for (const Action& action : actions_) KILN_RETURN_IF_ERROR(Perform(action, env));
-  return Finish(env, variables);
-}
-
-Result<std::vector<Tensor>> CudaProgram::RunProfiled(cpu::StepEnv& env, VariableStore& variables) {
-  // Host steps by the host's clock, the others between two marks on the stream.
-  profile_->BeginRun();
-  device_.ClearMarks();
-  struct Marked {
-    size_t step;
-    int from, to;
-    bool moved;
-  };
-  std::vector<Marked> marked;
-  for (size_t i = 0; i < actions_.size(); ++i) {
-    const Action& action = actions_[i];
-    if (action.kind == Action::Kind::kHost) {
-      // The wait for copies to the host is the device's time, not the step's.
-      if (!action.variable_read) KILN_RETURN_IF_ERROR(ReadStagedCopies(env));
-      const auto start = std::chrono::steady_clock::now();
-      KILN_RETURN_IF_ERROR(Perform(action, env));
-      profile_->Add(i, std::chrono::steady_clock::now() - start);
-      continue;
-    }
-    KILN_ASSIGN_OR_RETURN(int from, device_.Mark());
-    skipped_upload_ = false;
-    KILN_RETURN_IF_ERROR(Perform(action, env));
-    KILN_ASSIGN_OR_RETURN(int to, device_.Mark());
-    marked.push_back({i, from, to, !skipped_upload_});
-  }
-  KILN_RETURN_IF_ERROR(device_.Synchronize());
-  for (const Marked& m : marked) {
-    KILN_ASSIGN_OR_RETURN(double ms, device_.Milliseconds(m.from, m.to));
-    profile_->Add(m.step,
-                  std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                      std::chrono::duration<double, std::milli>(ms)),
-                  m.moved);
-  }
-  return Finish(env, variables);
 }
 
 }  // namespace kiln::cuda

@@ -13,7 +13,8 @@
 // them at load, else as the generated kernels their steps carry (one warning on stderr says why).
 // CUDA graphs: when the plan is capturable (graph_capture.h) and graphs are on (the default;
 // KILN_CUDA_GRAPHS=0 turns them off), the first run issues the device steps one by one (a
-// warm-up), the second captures them as one graph and replays it, and every later run replays it.
+// warm-up; until one succeeds), the next captures them as one graph and replays it, and every
+// later run replays it. A run that fails waits for the device before it returns.
 // A capture the device refuses leaves the program issuing step by step, with one warning on
 // stderr. With KILN_PROFILE set there are no graphs: each step's time (device time for device
 // steps) is reported to stderr when the program is destroyed. A CudaProgram is run by one caller
@@ -102,6 +103,9 @@ class CudaProgram {
   Status DeviceHalf(const Action& action);
   // Both halves of one action, in a run that goes step by step.
   Status Perform(const Action& action, cpu::StepEnv& env);
+  // Run's body (Run waits for the device when it fails).
+  Result<std::vector<Tensor>> RunSteps(const std::vector<Tensor>& feeds, VariableStore& variables,
+                                       std::map<std::string, uint64_t>& counters);
   // A run of a capturable plan, in its three phases (graph_capture.h).
   Result<std::vector<Tensor>> RunInPhases(cpu::StepEnv& env, VariableStore& variables);
   // Phase 2: the device halves from the first device step to the last, issued, captured or
@@ -138,7 +142,8 @@ class CudaProgram {
   std::vector<std::string> cudnn_fallbacks_;
   std::unique_ptr<DeviceGraph> graph_;  // once captured
   std::string capture_error_;
-  int64_t runs_ = 0, replays_ = 0;
+  bool warmed_up_ = false;  // the device steps were once issued step by step without error
+  int64_t replays_ = 0;
 };
 
 }  // namespace kiln::cuda

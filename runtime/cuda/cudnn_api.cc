@@ -11,11 +11,8 @@ namespace {
 #define KILN_STRINGIFY(x) KILN_STRINGIFY_INNER(x)
 constexpr char kCudnnLibrary[] = "libcudnn.so." KILN_STRINGIFY(CUDNN_MAJOR);
 
-// Where the CUDA toolkit puts it when its lib64 is not on the loader's path.
-constexpr char kToolkitDirectory[] = "/usr/local/cuda/lib64/";
-
 Result<CudnnApi> Load() {
-  Result<void*> opened = OpenSharedLibrary(kCudnnLibrary, kToolkitDirectory);
+  Result<void*> opened = OpenSharedLibrary(kCudnnLibrary, kCudaToolkitLibraries);
   if (!opened.ok())
     return MakeError(ErrorCode::kFailedPrecondition, "no cuDNN: ", opened.error().message(),
                      ", which runs the plan's convolutions on the GPU (install cuDNN ", CUDNN_MAJOR,
@@ -29,11 +26,11 @@ Result<CudnnApi> Load() {
   KILN_CUDNN_ENTRY_POINTS(KILN_CUDNN_RESOLVE)
 #undef KILN_CUDNN_RESOLVE
   api.version = api.cudnnGetVersion();
-  if (!CudnnVersionUsable(CUDNN_VERSION, api.version))
+  static_assert(CUDNN_MAJOR == kCudnnApiVersion / 10000 && CUDNN_VERSION >= kCudnnApiVersion);
+  if (!CudnnVersionUsable(kCudnnApiVersion, api.version))
     return MakeError(ErrorCode::kFailedPrecondition, kCudnnLibrary, " is cuDNN ",
-                     CudnnVersionString(api.version), ", and kiln was built against ",
-                     CudnnVersionString(CUDNN_VERSION), " (it needs ", CUDNN_MAJOR, ".",
-                     CUDNN_MINOR, " or a newer ", CUDNN_MAJOR, ".x)");
+                     CudnnVersionString(api.version), ", and kiln's calls need ",
+                     CudnnVersionString(kCudnnApiVersion), " or a newer ", CUDNN_MAJOR, ".x");
   return api;
 }
 

@@ -6,10 +6,12 @@
 //
 // Contract: LoadCudnn() is called by any thread, any number of times (later calls return the first
 // answer); it fails with kFailedPrecondition naming the library and dlopen's reason, a missing
-// symbol, or a version this runtime cannot use: cuDNN promises that a program built against 9.x
-// runs with 9.y for y >= x, so the library's major version must be the headers' (CUDNN_MAJOR) and
-// its minor version at least theirs (CudnnVersionUsable). CheckCudnn turns a cudnnStatus_t into a
-// Status naming the call, cuDNN's text and its last error message.
+// symbol, or a version this runtime cannot use. cuDNN promises that code built for 9.x runs with
+// 9.y for y >= x; kiln's calls are written for the backend graph API as cuDNN 9.0 has it (no
+// attribute or operation of a later 9.x: kCudnnApiVersion), so a library of major version 9 and
+// at least 9.0 is accepted, not only one as new as the headers kiln compiles against (9.19 here),
+// which would refuse the older 9.x that PyTorch's wheels ship. CheckCudnn turns a cudnnStatus_t
+// into a Status naming the call, cuDNN's text and its last error message.
 #pragma once
 
 #include <cudnn.h>
@@ -42,9 +44,11 @@ struct CudnnApi {
   size_t version = 0;  // cudnnGetVersion(): major * 10000 + minor * 100 + patch
 };
 
-// Whether a cuDNN library of `found` version (cudnnGetVersion's number) can run code built
-// against the headers of version `built`: the same major version, and a minor version at least
-// as new.
+// The cuDNN version whose API kiln's calls use (major * 10000 + minor * 100 + patch).
+inline constexpr size_t kCudnnApiVersion = 90000;
+
+// Whether a cuDNN library of `found` version (cudnnGetVersion's number) can run code built for
+// version `built`: the same major version, and a minor version at least as new.
 bool CudnnVersionUsable(size_t built, size_t found);
 // "9.19.0" from 91900.
 std::string CudnnVersionString(size_t version);

@@ -139,9 +139,9 @@ class Builder {
     return op;
   }
 
-  // out = mode(in[, b]) in f32.
+  // out = mode(in[, b]) in f32; the pointwise descriptor goes to `keep`.
   Result<Descriptor> Pointwise(cudnnPointwiseMode_t mode, Descriptor& in, Descriptor* b,
-                               Descriptor& out) {
+                               Descriptor& out, std::vector<Descriptor>& keep) {
     KILN_ASSIGN_OR_RETURN(Descriptor pw, Make(CUDNN_BACKEND_POINTWISE_DESCRIPTOR));
     const cudnnDataType_t precision = CUDNN_DATA_FLOAT;
     KILN_RETURN_IF_ERROR(Set(pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode));
@@ -159,6 +159,7 @@ class Builder {
     KILN_RETURN_IF_ERROR(Set(op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC,
                              CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, out.address()));
     KILN_RETURN_IF_ERROR(Finalize(op));
+    keep.push_back(std::move(pw));
     return op;
   }
 
@@ -247,7 +248,7 @@ Result<std::shared_ptr<PreparedConv>> DriverConvs::Prepare(const ConvCall& call,
       }
       KILN_ASSIGN_OR_RETURN(
           Descriptor pw,
-          b.Pointwise(steps[i].first, t, operand.get() ? &operand : nullptr, last ? y : out));
+          b.Pointwise(steps[i].first, t, operand.get() ? &operand : nullptr, last ? y : out, keep));
       ops.push_back(std::move(pw));
       keep.push_back(std::move(t));
       if (operand.get()) keep.push_back(std::move(operand));
@@ -313,6 +314,7 @@ Result<std::shared_ptr<PreparedConv>> DriverConvs::Prepare(const ConvCall& call,
       continue;
     }
     prepared->plan = std::move(plan);
+    keep.push_back(std::move(configs[i]));  // the plan's engine configuration
   }
   if (!prepared->plan.get())
     return MakeError(ErrorCode::kUnimplemented, call.ToString(), ": none of cuDNN's ", count,
@@ -329,7 +331,7 @@ Result<std::shared_ptr<PreparedConv>> DriverConvs::Prepare(const ConvCall& call,
   KILN_RETURN_IF_ERROR(b.Set(prepared->variant_pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE,
                              CUDNN_TYPE_VOID_PTR, 1, &workspace));
   KILN_RETURN_IF_ERROR(b.Finalize(prepared->variant_pack));
-  for (Descriptor* d : {&x, &w, &y, &conv, &graph}) keep.push_back(std::move(*d));
+  for (Descriptor* d : {&x, &w, &y, &conv, &graph, &heuristics}) keep.push_back(std::move(*d));
   for (Descriptor& op : ops) keep.push_back(std::move(op));
   return std::shared_ptr<PreparedConv>(std::move(prepared));
 }

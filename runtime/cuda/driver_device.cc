@@ -163,9 +163,14 @@ class DriverDevice : public Device {
   }
 
   Result<std::unique_ptr<DeviceGraph>> EndCapture() override {
-    KILN_RETURN_IF_ERROR(Current());
+    // Ended whatever happens (a stream left capturing would refuse all later work).
+    const Status current = Current();
     CUgraph graph = nullptr;
     const CUresult ended = api_.cuStreamEndCapture(stream_, &graph);
+    if (!current.ok()) {
+      if (graph) api_.cuGraphDestroy(graph);
+      return current.error();
+    }
     if (ended != CUDA_SUCCESS) {
       if (graph) api_.cuGraphDestroy(graph);
       return CheckCuda(api_, ended, "cuStreamEndCapture").error();

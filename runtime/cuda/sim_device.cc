@@ -1,6 +1,10 @@
 // The simulated CUDA device (device.h): device memory in host allocations of its own, launches
-// through the host translations of the plan's GPU functions; a captured graph is the list of the
-// operations issued while capturing, each run again by Replay.
+// through the host translations of the plan's GPU functions. Its stream is a queue: launches,
+// library calls, copies on the device and asynchronous copies run when the host waits for them
+// (Synchronize, a synchronous copy, a free), not when they are issued, so that a host that reads
+// a result before waiting for it, or rewrites the pinned memory of a copy not yet made, computes
+// wrong numbers here as it would on a GPU. A captured graph is the list of the operations issued
+// while capturing; a replay queues them again.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -9,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 
 #include "runtime/cpu/parallel_ranges.h"
 #include "runtime/cuda/conv_call.h"
@@ -83,7 +88,9 @@ class SimulatedDevice : public Device {
     return reinterpret_cast<DevicePtr>(p);
   }
 
+  // Frees wait for the stream first, as cuMemFree does.
   void Free(DevicePtr address) override {
+    (void)Drain();
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = allocations_.find(address);
     if (it == allocations_.end()) return;
@@ -95,20 +102,27 @@ class SimulatedDevice : public Device {
   // cannot hold.
   Status ToDevice(DevicePtr dst, const void* src, int64_t bytes) override {
     KILN_RETURN_IF_ERROR(NotWhileCapturing("a synchronous copy to the device"));
+    KILN_RETURN_IF_ERROR(Drain());
     return CopyToDevice(dst, src, bytes);
   }
 
   Status ToHost(void* dst, DevicePtr src, int64_t bytes) override {
     KILN_RETURN_IF_ERROR(NotWhileCapturing("a synchronous copy to the host"));
+    KILN_RETURN_IF_ERROR(Drain());
     return CopyToHost(dst, src, bytes);
   }
 
   Status CopyOnDevice(DevicePtr dst, DevicePtr src, int64_t bytes) override {
+    // cuMemcpyDtoDAsync's ranges must not overlap.
+    if (dst != src && dst < src + static_cast<uint64_t>(std::max<int64_t>(bytes, 0)) &&
+        src < dst + static_cast<uint64_t>(std::max<int64_t>(bytes, 0)))
+      return MakeError(ErrorCode::kInternal, "a copy on the device between overlapping ranges (",
+                       bytes, " bytes from 0x", std::hex, src, " to 0x", dst, ")");
     return Issue([=, this]() -> Status {
       KILN_RETURN_IF_ERROR(CheckRange(dst, bytes, "a copy on the device (destination)"));
       KILN_RETURN_IF_ERROR(CheckRange(src, bytes, "a copy on the device (source)"));
-      if (bytes)
-        std::memmove(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), bytes);
+      if (bytes && dst != src)
+        std::memcpy(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), bytes);
       return OkStatus();
     });
   }
@@ -128,6 +142,7 @@ class SimulatedDevice : public Device {
   }
 
   void FreePinned(void* pinned) override {
+    (void)Drain();
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = pinned_.find(reinterpret_cast<uintptr_t>(pinned));
     if (it == pinned_.end()) return;
@@ -164,10 +179,13 @@ class SimulatedDevice : public Device {
 
   Status Replay(const DeviceGraph& graph) override {
     KILN_RETURN_IF_ERROR(NotWhileCapturing("a graph replay"));
-    for (const std::function<Status()>& operation : static_cast<const SimGraph&>(graph).operations)
-      if (Status st = operation(); !st.ok())
-        return st.error().WithContext("replaying a captured graph");
-    return OkStatus();
+    const auto& operations = static_cast<const SimGraph&>(graph).operations;
+    return Issue([&operations]() -> Status {
+      for (const std::function<Status()>& operation : operations)
+        if (Status st = operation(); !st.ok())
+          return st.error().WithContext("replaying a captured graph");
+      return OkStatus();
+    });
   }
 
   Result<std::shared_ptr<DeviceCode>> Load(const CompiledPlan& plan) override {
@@ -184,8 +202,9 @@ class SimulatedDevice : public Device {
 
   Status Launch(const DeviceCode& code, const KernelLaunch& launch,
                 const std::vector<LaunchOperand>& operands) override {
-    if (!capture_) return RunLaunch(code, launch, operands);
+    // Checked when issued too: host memory or a buffer too small fails here, at once.
     KILN_RETURN_IF_ERROR(Check(code, launch));
+    KILN_RETURN_IF_ERROR(CheckOperands(launch, operands).status());
     return Issue(
         [this, &code, launch, operands]() -> Status { return RunLaunch(code, launch, operands); });
   }
@@ -229,6 +248,21 @@ class SimulatedDevice : public Device {
     if (call.residual)
       KILN_RETURN_IF_ERROR(
           CheckRange(operands.residual, spans.residual, ("residual of " + what).c_str()));
+    // cuDNN computes out of place: the tensor written may share no byte with one read.
+    struct Span {
+      DevicePtr at;
+      int64_t bytes;
+    };
+    const Span x{operands.x, spans.x}, w{operands.w, spans.w}, y{operands.y, spans.y},
+        bias{operands.bias, spans.bias}, residual{operands.residual, spans.residual};
+    const bool forward = call.kind == ConvCall::Kind::kForward;
+    const bool data = call.kind == ConvCall::Kind::kBackwardData;
+    const Span written = forward ? y : data ? x : w;
+    std::vector<Span> read = {forward ? x : y, data || forward ? w : x, bias, residual};
+    for (const Span& r : read)
+      if (r.bytes > 0 && r.at < written.at + written.bytes && written.at < r.at + r.bytes)
+        return MakeError(ErrorCode::kInvalidArgument, what,
+                         ": the tensor it writes overlaps one it reads");
     auto prepared = std::make_shared<SimConv>();
     prepared->call = call;
     prepared->operands = operands;
@@ -246,26 +280,47 @@ class SimulatedDevice : public Device {
     });
   }
 
-  Status Synchronize() override { return NotWhileCapturing("a synchronization of the stream"); }
+  Status Synchronize() override {
+    KILN_RETURN_IF_ERROR(NotWhileCapturing("a synchronization of the stream"));
+    return Drain();
+  }
 
+  // A mark is the host's clock when the stream reaches it.
   void ClearMarks() override { marks_.clear(); }
   Result<int> Mark() override {
     KILN_RETURN_IF_ERROR(NotWhileCapturing("an event record for timing"));
-    marks_.push_back(std::chrono::steady_clock::now());
-    return static_cast<int>(marks_.size()) - 1;
+    const size_t mark = marks_.size();
+    marks_.emplace_back();
+    queue_.push_back([this, mark]() -> Status {
+      if (mark < marks_.size()) marks_[mark] = std::chrono::steady_clock::now();
+      return OkStatus();
+    });
+    return static_cast<int>(mark);
   }
   Result<double> Milliseconds(int from, int to) override {
     if (from < 0 || to < 0 || from >= static_cast<int>(marks_.size()) ||
-        to >= static_cast<int>(marks_.size()))
-      return MakeError(ErrorCode::kInternal, "no marks ", from, " and ", to);
-    return std::chrono::duration<double, std::milli>(marks_[to] - marks_[from]).count();
+        to >= static_cast<int>(marks_.size()) || !marks_[from] || !marks_[to])
+      return MakeError(ErrorCode::kInternal, "no marks ", from, " and ", to,
+                       " that the stream has reached");
+    return std::chrono::duration<double, std::milli>(*marks_[to] - *marks_[from]).count();
   }
 
  private:
-  // While capturing, records `operation` for the graph's replays; otherwise runs it now.
+  // While capturing, records `operation` for the graph's replays; otherwise queues it on the
+  // stream.
   Status Issue(std::function<Status()> operation) {
-    if (!capture_) return operation();
-    capture_->operations.push_back(std::move(operation));
+    if (capture_)
+      capture_->operations.push_back(std::move(operation));
+    else
+      queue_.push_back(std::move(operation));
+    return OkStatus();
+  }
+  // Runs the stream's queue in order; the first failure is returned and the rest of the queue
+  // dropped (a GPU's stream is unusable after a fault).
+  Status Drain() {
+    std::vector<std::function<Status()>> queue = std::move(queue_);
+    queue_.clear();
+    for (const std::function<Status()>& operation : queue) KILN_RETURN_IF_ERROR(operation());
     return OkStatus();
   }
   // Refuses `what` while capturing, which it invalidates (as a GPU's capture would be).
@@ -292,25 +347,13 @@ class SimulatedDevice : public Device {
     return OkStatus();
   }
 
-  Status RunLaunch(const DeviceCode& code, const KernelLaunch& launch,
-                   const std::vector<LaunchOperand>& operands) {
-    KILN_ASSIGN_OR_RETURN(KernelEntry entry,
-                          static_cast<const SimCode&>(code).Entry(launch.function));
-    // The leading index arguments of a host translation, then the kernel's own.
-    std::vector<int64_t> scalars = {0,
-                                    0,
-                                    launch.grid[0],
-                                    launch.grid[1],
-                                    launch.grid[2],
-                                    launch.block[0],
-                                    launch.block[1],
-                                    launch.block[2]};
+  // The device addresses of a launch's memref arguments, each checked to lie inside one live
+  // allocation.
+  Result<std::vector<void*>> CheckOperands(const KernelLaunch& launch,
+                                           const std::vector<LaunchOperand>& operands) {
     std::vector<void*> pointers;
     for (const KernelLaunch::Arg& arg : launch.args) {
-      if (arg.operand < 0) {
-        scalars.push_back(arg.value);
-        continue;
-      }
+      if (arg.operand < 0) continue;
       if (arg.operand >= static_cast<int>(operands.size()))
         return MakeError(ErrorCode::kInternal, "launch of ", launch.function, " uses operand ",
                          arg.operand, " of ", operands.size());
@@ -321,6 +364,25 @@ class SimulatedDevice : public Device {
                               launch.function + "'");
       pointers.push_back(reinterpret_cast<void*>(op.address));
     }
+    return pointers;
+  }
+
+  Status RunLaunch(const DeviceCode& code, const KernelLaunch& launch,
+                   const std::vector<LaunchOperand>& operands) {
+    KILN_ASSIGN_OR_RETURN(KernelEntry entry,
+                          static_cast<const SimCode&>(code).Entry(launch.function));
+    KILN_ASSIGN_OR_RETURN(std::vector<void*> pointers, CheckOperands(launch, operands));
+    // The leading index arguments of a host translation, then the kernel's own.
+    std::vector<int64_t> scalars = {0,
+                                    0,
+                                    launch.grid[0],
+                                    launch.grid[1],
+                                    launch.grid[2],
+                                    launch.block[0],
+                                    launch.block[1],
+                                    launch.block[2]};
+    for (const KernelLaunch::Arg& arg : launch.args)
+      if (arg.operand < 0) scalars.push_back(arg.value);
     const int64_t blocks = launch.grid[0] * launch.grid[1] * launch.grid[2];
     const int64_t per_block = launch.block[0] * launch.block[1] * launch.block[2];
     if (blocks <= 0 || per_block <= 0)
@@ -379,7 +441,8 @@ class SimulatedDevice : public Device {
   }
 
   int threads_;
-  std::vector<std::chrono::steady_clock::time_point> marks_;
+  std::vector<std::optional<std::chrono::steady_clock::time_point>> marks_;
+  std::vector<std::function<Status()>> queue_;  // the stream: issued, not yet run
   std::mutex mutex_;
   std::map<uint64_t, int64_t> allocations_;  // device allocations: base -> bytes
   std::map<uint64_t, int64_t> pinned_;       // pinned host allocations: base -> bytes

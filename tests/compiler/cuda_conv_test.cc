@@ -16,6 +16,7 @@
 #include "runtime/cuda/cuda_program.h"
 #include "runtime/cuda/cudnn_api.h"
 #include "runtime/session.h"
+#include "tests/compiler/cuda_sim_testing.h"
 #include "tests/testing/differential.h"
 #include "tests/testing/forwarding_device.h"
 #include "tests/testing/gradcheck_op.h"
@@ -65,14 +66,7 @@ struct ConvGraph {
   }
 };
 
-CompiledPlan CompileSim(const RunPlan& plan) {
-  CompileOptions options;
-  options.target = "cuda-sim";
-  Result<CompiledPlan> compiled = compiler::CompileForCuda(plan, options);
-  INFO(compiled.status().ToString());
-  REQUIRE(compiled.ok());
-  return std::move(*compiled);
-}
+using testing::CompileSim;
 
 // Runs the plan on `device` with cuDNN on or off; returns the outputs and how many convolution
 // steps went through cuDNN.
@@ -192,6 +186,9 @@ TEST_CASE(
   CHECK_FALSE(cuda::CudnnVersionUsable(91900, 91302));   // older than the headers
   CHECK_FALSE(cuda::CudnnVersionUsable(91900, 100100));  // another major version
   CHECK(cuda::CudnnVersionString(91302) == "9.13.2");
+  // kiln's calls need only the 9.0 API: PyTorch's older 9.x wheels serve.
+  CHECK(cuda::CudnnVersionUsable(cuda::kCudnnApiVersion, 91302));
+  CHECK_FALSE(cuda::CudnnVersionUsable(cuda::kCudnnApiVersion, 81000));
 }
 
 }  // namespace

@@ -3,7 +3,8 @@
 // new feeds and variables each time; a plan with a host step between device steps is not captured
 // and says why; a refused capture leaves the program running step by step; and the simulated
 // device holds captures to what a GPU allows (no synchronous copy or wait inside, only pinned host
-// memory in asynchronous copies, a replay reading memory as it is then).
+// memory in asynchronous copies, a replay reading memory as it is then), and runs its stream only
+// when the host waits for it.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -19,6 +20,7 @@
 #include "runtime/cuda/cuda_program.h"
 #include "runtime/cuda/graph_capture.h"
 #include "runtime/session.h"
+#include "tests/compiler/cuda_sim_testing.h"
 #include "tests/testing/differential.h"
 #include "tests/testing/forwarding_device.h"
 #include "tests/testing/gradcheck_op.h"
@@ -26,14 +28,7 @@
 namespace kiln {
 namespace {
 
-CompiledPlan CompileSim(const RunPlan& plan) {
-  CompileOptions options;
-  options.target = "cuda-sim";
-  Result<CompiledPlan> compiled = compiler::CompileForCuda(plan, options);
-  INFO(compiled.status().ToString());
-  REQUIRE(compiled.ok());
-  return std::move(*compiled);
-}
+using testing::CompileSim;
 
 // One Adam step of a two-layer classifier: MatMul (cuBLASLt), bias and Relu (generated kernels),
 // cross-entropy (device row kernels, its fed labels checked on the host when the run starts), the
@@ -255,9 +250,17 @@ TEST_CASE("cuda-sim: captures hold to what a GPU allows, and a replay reads memo
     }
   }
 
+  // The stream runs when the host waits for it: a copy to the host has not landed before then.
+  std::fill(staged, staged + 16, -1.0f);
+  REQUIRE(device->ToHostAsync(staged, *buffer, 64).ok());
+  CHECK(staged[3] == -1.0f);  // a host reading here, without waiting, reads the old bytes
+  REQUIRE(device->Synchronize().ok());
+  CHECK(staged[3] == 8.0f);
+
   // A replay after the memory it names was freed fails instead of touching it.
   device->Free(*buffer);
   Status stale = device->Replay(**graph);
+  if (stale.ok()) stale = device->Synchronize();
   REQUIRE_FALSE(stale.ok());
   CHECK_THAT(stale.error().message(), Catch::Contains("replaying a captured graph"));
   device->FreePinned(*pinned);
