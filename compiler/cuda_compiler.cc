@@ -27,7 +27,11 @@ Error AsInternal(const Error& e, const std::string& what) {
 
 Where PlaceOnDevice(const Step& step, const Executable& exe) {
   if (step.kind == Step::Kind::kKernel || cuda::IsDeviceGemm(step, exe)) return Where::kDevice;
-  if (cuda::IsDeviceCopy(step, exe)) return Where::kWhereInputsAre;
+  // A relabelling copy of a feed (a Reshape of fed labels) goes where its readers mostly are: the
+  // device (the feed is uploaded instead of its copy: the same bytes).
+  if (cuda::IsDeviceCopy(step, exe))
+    return exe.buffers[step.inputs[0]].kind == BufferDesc::Kind::kFeed ? Where::kDevice
+                                                                       : Where::kWhereInputsAre;
   if (cuda::IsDeviceAssign(step, exe)) return Where::kWhereValueIs;
   return Where::kHost;
 }

@@ -1,6 +1,7 @@
 #include "compiler/library_kernels.h"
 
 #include <iterator>
+#include <map>
 #include <set>
 #include <utility>
 
@@ -232,44 +233,116 @@ Result<Spec> Concat(const Step& step, const Executable& exe, const std::string& 
   return Made(name, p.outer * row, EmitConcatKernel(name, p));
 }
 
-// A reference Gather whose indices are a constant (e.g. an unrolled recurrent layer's time steps),
-// all in range: the check the reference makes at run time is made here, once.
-Result<Spec> Gather(const Step& step, const Executable& exe, const std::string& name) {
-  if (step.inputs.size() != 2 || step.outputs.size() != 1) return Spec();
-  const BufferDesc& data = exe.buffers[step.inputs[0]];
+// The indices buffer of a reference Gather (data, indices) or GatherGrad (dy, indices, data_like)
+// that a kernel can take: fed (checked by a check_indices step when the run starts) or a
+// constant (checked below, once); -1 otherwise.
+int KernelIndices(const Step& step, const Executable& exe) {
+  const bool grad = step.callee == "GatherGrad";
+  if (step.kind != Step::Kind::kReference || (step.callee != "Gather" && !grad) ||
+      step.inputs.size() != (grad ? 3u : 2u) || step.outputs.size() != 1)
+    return -1;
   const BufferDesc& indices = exe.buffers[step.inputs[1]];
-  const BufferDesc& out = exe.buffers[step.outputs[0]];
-  if (indices.kind != BufferDesc::Kind::kConstant || indices.index < 0 ||
-      indices.index >= static_cast<int>(exe.constants.size()) ||
-      (indices.type.dtype != i32 && indices.type.dtype != i64) ||
-      out.type.shape.NumElements() == 0 || !data.layout.empty() || !out.layout.empty() ||
-      data.type.dtype != out.type.dtype)
-    return Spec();
-  const OpDef* def = OpRegistry::Global().Find("Gather");
-  if (!def) return Spec();
+  const bool fed = indices.kind == BufferDesc::Kind::kFeed;
+  const bool constant = indices.kind == BufferDesc::Kind::kConstant && indices.index >= 0 &&
+                        indices.index < static_cast<int>(exe.constants.size());
+  if ((!fed && !constant) || (indices.type.dtype != i32 && indices.type.dtype != i64)) return -1;
+  return step.inputs[1];
+}
+
+// The gathered tensor's shape (Gather's data, GatherGrad's dx) and the normalized axis.
+Result<std::pair<Shape, int64_t>> GatheredAxis(const Step& step, const Executable& exe) {
+  const Shape& shape = ShapeOf(exe, step.callee == "GatherGrad" ? step.outputs[0] : step.inputs[0]);
+  const OpDef* def = OpRegistry::Global().Find(step.callee);
+  if (!def) return Malformed(step, "no op definition");
   KILN_ASSIGN_OR_RETURN(int64_t axis, def->WithDefaults(step.node.attrs).GetInt("axis"));
-  const Shape& shape = data.type.shape;
-  if (axis < -shape.rank() || axis >= shape.rank()) return Spec();
-  if (axis < 0) axis += shape.rank();
+  if (axis < -shape.rank() || axis >= shape.rank()) return Malformed(step, "axis out of range");
+  return std::make_pair(shape, axis < 0 ? axis + shape.rank() : axis);
+}
+
+// Gather as a copy kernel and GatherGrad as a summing one (emit_library_kernels.h), for the
+// indices KernelIndices admits.
+Result<Spec> Gather(const Step& step, const Executable& exe, const std::string& name) {
+  const bool grad = step.callee == "GatherGrad";
+  const int indices_id = KernelIndices(step, exe);
+  if (indices_id < 0) return Spec();
+  const BufferDesc& indices = exe.buffers[indices_id];
+  const BufferDesc& out = exe.buffers[step.outputs[0]];
+  // The slices [outer, indices, inner]: Gather's output, GatherGrad's dy.
+  const BufferDesc& slices = grad ? exe.buffers[step.inputs[0]] : out;
+  const DType dtype = out.type.dtype;
+  if (out.type.shape.NumElements() == 0 || slices.type.dtype != dtype ||
+      (grad && dtype != f32 && dtype != bf16 && dtype != f16))
+    return Spec();
+  for (const std::vector<int>* ids : {&step.inputs, &step.outputs})
+    for (int id : *ids)
+      if (!exe.buffers[id].layout.empty()) return Spec();
+  KILN_ASSIGN_OR_RETURN(auto gathered, GatheredAxis(step, exe));
+  const auto& [shape, axis] = gathered;
+  if (!grad && exe.buffers[step.inputs[0]].type.dtype != dtype) return Spec();
   GatherKernelParams p;
-  p.dtype = data.type.dtype;
+  p.dtype = dtype;
   p.index_dtype = indices.type.dtype;
-  p.axis_size = shape[axis];
+  p.axis_size = shape[static_cast<int>(axis)];
   for (int d = 0; d < shape.rank(); ++d) {
     if (d < axis) p.outer *= shape[d];
     if (d > axis) p.inner *= shape[d];
   }
-  const Tensor& values = exe.constants[indices.index];
-  p.indices = values.num_elements();
-  if (p.indices != indices.type.shape.NumElements() ||
-      out.type.shape.NumElements() != p.outer * p.indices * p.inner)
-    return Malformed(step, "the output does not hold the gathered slices");
-  for (int64_t j = 0; j < p.indices; ++j) {
-    const double v = values.GetDouble(j);
-    if (v < -static_cast<double>(p.axis_size) || v >= static_cast<double>(p.axis_size))
-      return Spec();  // the reference step reports it when the step runs
+  p.indices = indices.type.shape.NumElements();
+  if (slices.type.shape.NumElements() != p.outer * p.indices * p.inner)
+    return Malformed(step, "the slices do not match the gathered tensor and the indices");
+  if (indices.kind == BufferDesc::Kind::kConstant) {
+    const Tensor& values = exe.constants[indices.index];
+    if (values.num_elements() != p.indices) return Malformed(step, "malformed constant indices");
+    for (int64_t j = 0; j < p.indices; ++j) {
+      const double v = values.GetDouble(j);
+      if (v < -static_cast<double>(p.axis_size) || v >= static_cast<double>(p.axis_size))
+        return Spec();  // the reference step reports it when the step runs
+    }
   }
-  return Made(name, out.type.shape.NumElements(), EmitGatherKernel(name, p));
+  return Made(name, out.type.shape.NumElements(),
+              grad ? EmitGatherGradKernel(name, p) : EmitGatherKernel(name, p));
+}
+
+// The check_indices step of a Gather or GatherGrad kernel's fed indices (none for constant ones).
+std::optional<Step> IndicesCheck(const Step& step, const Executable& exe) {
+  const int indices = KernelIndices(step, exe);
+  if (indices < 0 || exe.buffers[indices].kind != BufferDesc::Kind::kFeed) return std::nullopt;
+  Result<std::pair<Shape, int64_t>> gathered = GatheredAxis(step, exe);
+  if (!gathered.ok()) return std::nullopt;
+  Step check;
+  check.kind = Step::Kind::kLibrary;
+  check.callee = "check_indices";
+  check.inputs = {indices};
+  check.attrs.Set("axis", gathered->second);
+  check.attrs.Set("data", gathered->first.dims());
+  check.node = step.node;
+  return check;
+}
+
+// The buffers that "copy" steps (Reshapes) of a feed or a constant write, each with its source:
+// they hold the same values.
+std::map<int, int> CopiesOfFixed(const Executable& exe) {
+  std::map<int, int> copies;
+  for (const Step& s : exe.steps) {
+    if (s.kind != Step::Kind::kLibrary || s.callee != "copy" || s.outputs.size() != 1 ||
+        s.inputs.empty())
+      continue;
+    const BufferDesc &in = exe.buffers[s.inputs[0]], &out = exe.buffers[s.outputs[0]];
+    if ((in.kind == BufferDesc::Kind::kFeed || in.kind == BufferDesc::Kind::kConstant) &&
+        in.type.dtype == out.type.dtype && in.bytes() == out.bytes() && in.layout.empty() &&
+        out.layout.empty())
+      copies[s.outputs[0]] = s.inputs[0];
+  }
+  return copies;
+}
+
+// The feed or constant buffer whose values `buffer` holds (itself, or a copy's source); -1 when
+// it holds computed values.
+int FixedSource(const Executable& exe, const std::map<int, int>& copies, int buffer) {
+  const BufferDesc::Kind kind = exe.buffers[buffer].kind;
+  if (kind == BufferDesc::Kind::kFeed || kind == BufferDesc::Kind::kConstant) return buffer;
+  auto it = copies.find(buffer);
+  return it == copies.end() ? -1 : it->second;
 }
 
 // softmax_cross_entropy(_grad) over dense f32 logits [N, C] (N, C > 0) and i32/i64 labels [N]; the
@@ -341,7 +414,7 @@ std::optional<Step> AsLibraryStep(const Step& step, const Executable& exe) {
 // The kernel replacing `step`, or nullopt.
 Result<Spec> LibraryStepKernel(const Step& step, const Executable& exe, const std::string& name) {
   if (step.kind == Step::Kind::kReference) {
-    if (step.callee == "Gather") return Gather(step, exe, name);
+    if (step.callee == "Gather" || step.callee == "GatherGrad") return Gather(step, exe, name);
     std::optional<Step> library = AsLibraryStep(step, exe);
     return library ? LibraryStepKernel(*library, exe, name) : Result<Spec>(Spec());
   }
@@ -368,7 +441,9 @@ Status ReplaceLibraryStepsWithKernels(LoweredPlan& lowered) {
   Executable& exe = lowered.executable;
   std::vector<Step> steps;
   std::vector<Step> first;  // checks of fed or constant labels: at the start of the run
-  std::set<std::pair<int, int64_t>> checked;  // (labels, classes) of fixed labels checked
+  std::set<std::pair<int, int64_t>> checked;          // (labels, classes) of fixed labels checked
+  std::set<std::pair<int, int64_t>> checked_indices;  // (indices, axis size) of fed ones checked
+  const std::map<int, int> fixed_copies = CopiesOfFixed(exe);  // before the steps move
   for (size_t i = 0; i < exe.steps.size(); ++i) {
     Step& step = exe.steps[i];
     const std::string name = step.callee + std::to_string(i);
@@ -392,13 +467,14 @@ Status ReplaceLibraryStepsWithKernels(LoweredPlan& lowered) {
     step = std::move(with_scratch);
     if (IsCrossEntropy(step)) {
       // The labels are checked where they are (on the host when they are a feed) before the
-      // kernel reads with them: computed labels just before, a feed or constant once, when the
-      // run starts (the loss and its gradient share them; no host step then lies between device
-      // steps, which would keep the plan from being captured as a CUDA graph).
-      const int labels = step.inputs[1];
+      // kernel reads with them: computed labels just before, a feed or constant (or a Reshape of
+      // one) once, when the run starts (the loss and its gradient share them; no host step then
+      // lies between device steps, which would keep the plan from being captured as a CUDA
+      // graph).
+      const int source = FixedSource(exe, fixed_copies, step.inputs[1]);
+      const bool fixed = source >= 0;
+      const int labels = fixed ? source : step.inputs[1];
       const int64_t classes = exe.buffers[step.inputs[0]].type.shape[1];
-      const BufferDesc::Kind kind = exe.buffers[labels].kind;
-      const bool fixed = kind == BufferDesc::Kind::kFeed || kind == BufferDesc::Kind::kConstant;
       if (!fixed || checked.insert({labels, classes}).second) {
         Step check;
         check.kind = Step::Kind::kLibrary;
@@ -408,6 +484,13 @@ Status ReplaceLibraryStepsWithKernels(LoweredPlan& lowered) {
         check.node = step.node;
         (fixed ? first : steps).push_back(std::move(check));
       }
+    }
+    // Fed indices of a Gather kernel are checked once, when the run starts.
+    if (std::optional<Step> check = IndicesCheck(step, exe)) {
+      const int64_t axis = check->attrs.GetInt("axis").value();
+      const int64_t size = check->attrs.GetInts("data").value()[axis];
+      if (checked_indices.insert({check->inputs[0], size}).second)
+        first.push_back(std::move(*check));
     }
     std::optional<Step> as_library =
         step.kind == Step::Kind::kReference ? AsLibraryStep(step, exe) : std::nullopt;

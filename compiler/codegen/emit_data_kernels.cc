@@ -61,6 +61,22 @@ std::string EmitReduceSumKernel(const std::string& name, const ReduceSumKernelPa
   return k.Text();
 }
 
+namespace {
+
+// Index `j` of a Gather's indices (memref `indices` of `type`) as a position along the axis:
+// negative ones count from its end.
+std::string AxisPosition(KernelWriter& k, const std::string& indices, const std::string& type,
+                         const std::string& j, const GatherKernelParams& p) {
+  ScalarWriter& w = k.w();
+  const std::string bits = internal::StorageType(p.index_dtype);
+  std::string index = w.Emit("memref.load " + indices + "[" + j + "] : " + type);
+  if (p.index_dtype != DType::kI64) index = w.Convert("arith.extsi", index, bits, "i64");
+  index = w.Convert("arith.index_cast", index, "i64", "index");
+  return w.Select(k.Less(index, k.Index(0)), k.Add(index, k.Index(p.axis_size)), index, "index");
+}
+
+}  // namespace
+
 std::string EmitGatherKernel(const std::string& name, const GatherKernelParams& p) {
   KernelWriter k(name);
   ScalarWriter& w = k.w();
@@ -71,15 +87,37 @@ std::string EmitGatherKernel(const std::string& name, const GatherKernelParams& 
   const std::string out = k.Output(out_type);
   const std::string i = k.ElementLoop();
   const std::vector<std::string> at = k.Split(i, {p.outer, p.indices, p.inner});
-  const std::string bits = internal::StorageType(p.index_dtype);
-  std::string index = w.Emit("memref.load " + indices + "[" + at[1] + "] : " + index_type);
-  if (p.index_dtype != DType::kI64) index = w.Convert("arith.extsi", index, bits, "i64");
-  index = w.Convert("arith.index_cast", index, "i64", "index");
-  index = w.Select(k.Less(index, k.Index(0)), k.Add(index, k.Index(p.axis_size)), index, "index");
+  const std::string index = AxisPosition(k, indices, index_type, at[1], p);
   const std::string from =
       k.Add(k.Mul(k.Add(k.Mul(at[0], k.Index(p.axis_size)), index), k.Index(p.inner)), at[2]);
   w.Line("memref.store " + w.Emit("memref.load " + data + "[" + from + "] : " + data_type) + ", " +
          out + "[" + i + "] : " + out_type);
+  return k.Text();
+}
+
+std::string EmitGatherGradKernel(const std::string& name, const GatherKernelParams& p) {
+  KernelWriter k(name);
+  ScalarWriter& w = k.w();
+  const std::string dy_type = Flat(p.outer * p.indices * p.inner, p.dtype);
+  const std::string index_type = internal::MemRef({p.indices}, p.index_dtype);
+  const std::string dx_type = Flat(p.outer * p.axis_size * p.inner, p.dtype);
+  const std::string dy = k.Input(dy_type), indices = k.Input(index_type);
+  k.Input(Raw(p.outer * p.axis_size * p.inner, p.dtype));  // data_like: its shape only
+  const std::string dx = k.Output(dx_type);
+  const std::string i = k.ElementLoop();
+  const std::vector<std::string> at = k.Split(i, {p.outer, p.axis_size, p.inner});
+  const std::string row = k.Mul(at[0], k.Index(p.indices));
+  // In index order, as the reference adds them (each f32 sum rounded, as its f32 stores are).
+  const std::string sum =
+      k.For(k.Index(0), k.Index(p.indices), w.FloatConst(0, "f32"), "f32", [&](auto j, auto acc) {
+        const std::string hit =
+            w.Emit("arith.cmpi eq, " + AxisPosition(k, indices, index_type, j, p) + ", " + at[1] +
+                   " : index");
+        const std::string from = k.Add(k.Mul(k.Add(row, j), k.Index(p.inner)), at[2]);
+        return w.Select(hit, w.Binary("arith.addf", acc, k.Load(dy, dy_type, from, p.dtype), "f32"),
+                        acc, "f32");
+      });
+  k.Store(sum, dx, dx_type, i, p.dtype);
   return k.Text();
 }
 

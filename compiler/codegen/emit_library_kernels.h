@@ -31,6 +31,9 @@
 // - Gather (a reference step): out[o, j, r] = data[o, idx[j] (+ the axis' size when negative), r]
 //   over [outer, indices, inner], bytes copied (any dtype); indices i32 or i64, which the caller
 //   has checked to lie in range (the kernel does not).
+// - GatherGrad (dy, indices, data_like) -> dx: dx[o, r, i] = the sum of dy[o, j, i] over the j
+//   whose index is r, one thread per element of dx adding in index order in f32 (f32, bf16, f16;
+//   f32 bitwise the reference's, which rounds each sum to f32), over indices checked as Gather's.
 // - reduce_sum: the input's summed-away positions added in f64 in row-major order, times `scale`,
 //   rounded to the dtype (f32, f64, or 16-bit: through f32, as the reference stores a double), in
 //   the reference's order (a mean multiplies by 1/count where the reference divides: f64 results
@@ -149,6 +152,7 @@ struct CrossEntropyKernelParams {
 std::string EmitBiasAddKernel(const std::string& name, const BiasAddKernelParams& p);
 std::string EmitCrossEntropyKernel(const std::string& name, const CrossEntropyKernelParams& p);
 std::string EmitGatherKernel(const std::string& name, const GatherKernelParams& p);
+std::string EmitGatherGradKernel(const std::string& name, const GatherKernelParams& p);
 std::string EmitReduceSumKernel(const std::string& name, const ReduceSumKernelParams& p);
 std::string EmitConcatKernel(const std::string& name, const ConcatKernelParams& p);
 

@@ -4,8 +4,9 @@
 // over the session's threads. Sums are accumulated in double; the loss adds its rows in row
 // order, so the result does not depend on the thread count. A label outside [0, C) fails the
 // step, naming the node and the first bad index, as the reference kernel does.
-//   check_labels: input labels [N], attribute classes: only that check (the CUDA device's
-//                 cross-entropy kernels trust their labels; this step runs before them).
+//   check_labels: input labels (any shape: the fed labels a Reshape made [N]), attribute
+//                 classes: only that check (the CUDA device's cross-entropy kernels trust their
+//                 labels; this step runs before them); indices are flat.
 //   softmax_cross_entropy:      inputs logits, labels; output loss f32 [] (the mean over rows).
 //   softmax_cross_entropy_grad: inputs logits, labels, dloss f32 []; output dlogits [N, C] =
 //                               (softmax(logits) - onehot(labels)) * dloss / N.
@@ -113,11 +114,10 @@ Result<std::unique_ptr<StepRunner>> MakeCheckLabelsStep(const Step& step, const 
     return MakeError(ErrorCode::kInternal, "check_labels takes 1 input and no output");
   const TensorType& labels = exe.buffers[step.inputs[0]].type;
   KILN_ASSIGN_OR_RETURN(int64_t classes, step.attrs.GetInt("classes"));
-  if ((labels.dtype != i32 && labels.dtype != i64) || labels.shape.rank() != 1)
-    return MakeError(ErrorCode::kInternal, "check_labels: i32/i64 labels [N], got ",
-                     labels.ToString());
+  if (labels.dtype != i32 && labels.dtype != i64)
+    return MakeError(ErrorCode::kInternal, "check_labels: i32/i64 labels, got ", labels.ToString());
   return std::unique_ptr<StepRunner>(
-      new CheckLabelsStep(step, labels.shape[0], classes, labels.dtype));
+      new CheckLabelsStep(step, labels.shape.NumElements(), classes, labels.dtype));
 }
 
 Result<std::unique_ptr<StepRunner>> MakeCrossEntropyStep(const Step& step, const Executable& exe) {

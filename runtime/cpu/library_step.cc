@@ -49,6 +49,7 @@ Result<std::unique_ptr<StepRunner>> MakeLibraryStep(const Step& step, const Exec
   if (step.callee == "softmax_cross_entropy" || step.callee == "softmax_cross_entropy_grad")
     return MakeCrossEntropyStep(step, exe);
   if (step.callee == "check_labels") return MakeCheckLabelsStep(step, exe);
+  if (step.callee == "check_indices") return MakeCheckIndicesStep(step, exe);
   if (step.callee == "assign") return MakeAssignStep(step, exe);
   if (step.callee == "reduce_sum") return MakeReduceSumStep(step, exe);
   if (step.callee == "bias_add") return MakeBiasAddStep(step, exe);
@@ -58,7 +59,7 @@ Result<std::unique_ptr<StepRunner>> MakeLibraryStep(const Step& step, const Exec
       "conv2d_backprop_filter, max_pool2d, avg_pool2d, max_pool2d_grad, "
       "avg_pool2d_grad, variable_read, batch_norm, batch_norm_grad, copy, reorder, "
       "strided_copy, concat, split, softmax_cross_entropy, softmax_cross_entropy_grad, "
-      "check_labels, assign, reduce_sum, bias_add)");
+      "check_labels, check_indices, assign, reduce_sum, bias_add)");
 }
 
 }  // namespace kiln::cpu

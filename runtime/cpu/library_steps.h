@@ -32,6 +32,9 @@ Result<std::unique_ptr<StepRunner>> MakeConcatStep(const Step& step, const Execu
 // (cross_entropy_step.cc).
 Result<std::unique_ptr<StepRunner>> MakeCrossEntropyStep(const Step& step, const Executable& exe);
 Result<std::unique_ptr<StepRunner>> MakeCheckLabelsStep(const Step& step, const Executable& exe);
+// check_indices: a Gather's indices within the axis, for the CUDA device's Gather kernels
+// (check_indices_step.cc).
+Result<std::unique_ptr<StepRunner>> MakeCheckIndicesStep(const Step& step, const Executable& exe);
 // "reorder": a buffer's elements into another layout (runtime/cpu/onednn_reorder_step.cc).
 Result<std::unique_ptr<StepRunner>> MakeReorderStep(const Step& step, const Executable& exe);
 // copy and assign (state_steps.cc).

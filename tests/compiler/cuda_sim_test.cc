@@ -35,9 +35,9 @@ namespace {
 Tensor Random(Shape shape, uint64_t seed) { return testing::RandomTensor(shape, seed).CastTo(f32); }
 
 // x -> 2x + b -> relu (a device kernel) -> MatMul w (cuBLASLt on the device) -> max pooling over
-// pairs of columns (a generated kernel on the device) -> rows in the order a feed gives (Gather of
-// indices known only at run time: a host step) -> softmax (a device row reduction); fetches y (the
-// relu) and s.
+// pairs of columns (a generated kernel on the device) -> rows in the order computed from a feed
+// (299 - order, a device kernel; a Gather of computed indices: a host step) -> softmax (a device
+// row reduction); fetches y (the relu) and s.
 struct MixedGraph {
   Graph graph;
   FeedList feeds;
@@ -53,14 +53,15 @@ struct MixedGraph {
     pairs.strides = {1, 1};
     Value pooled = MaxPool2D(Reshape(MatMul(y, w), {-1, 1, 5, 1}), pairs);
     Value order = g.Placeholder("order", i64, {300});
-    g.Output("s", Softmax(Gather(Reshape(pooled, {-1, 4}), order)));
+    Value rows = Sub(g.Scalar(299, i64), order);
+    g.Output("s", Softmax(Gather(Reshape(pooled, {-1, 4}), rows)));
     graph = *g.Build();
-    std::vector<int64_t> reversed(300);
-    for (int64_t i = 0; i < 300; ++i) reversed[i] = 299 - i;
+    std::vector<int64_t> ascending(300);
+    for (int64_t i = 0; i < 300; ++i) ascending[i] = i;
     feeds = {{"x", Random(Shape{300, 8}, 1)},
              {"b", Random(Shape{8}, 2)},
              {"w", Random(Shape{8, 5}, 3)},
-             {"order", Tensor::FromVector(Shape{300}, reversed)}};
+             {"order", Tensor::FromVector(Shape{300}, ascending)}};
     planner = std::make_unique<Session>(graph, SessionOptions{.backend = "reference"});
   }
   std::unique_ptr<Session> planner;  // its plans point into its graph
@@ -176,12 +177,17 @@ TEST_CASE(
       where += s.callee.substr(0, 10) + (s.on_device ? " device\n" : " host\n");
   }
   CHECK(where == "gemm device\nmax_pool2d device\nGather host\n");
-  CHECK(kernels == 3);  // the elementwise kernel, the pooling and the softmax
+  CHECK(kernels == 4);  // the two elementwise kernels, the pooling and the softmax
   CHECK(copies >= 4);   // x and b up, the pooled down, the gathered up, y and s down
-  REQUIRE(exe.device_kernels.size() == 3);
+  REQUIRE(exe.device_kernels.size() == 4);
   for (const DeviceKernel& k : exe.device_kernels) CHECK(!k.launches.empty());
-  // The elementwise kernel over 300 x 8 elements: one dimension, 256 threads a block.
-  const KernelLaunch& first = exe.device_kernels[0].launches[0];
+  // The relu's kernel over 300 x 8 elements: one dimension, 256 threads a block.
+  const DeviceKernel* relu = nullptr;
+  for (const Step& s : exe.steps)
+    if (s.kind == Step::Kind::kKernel && s.node.name.find("Relu") != std::string::npos)
+      relu = exe.FindDeviceKernel(s.callee);
+  REQUIRE(relu);
+  const KernelLaunch& first = relu->launches[0];
   CHECK(first.block[0] == 256);
   CHECK(first.grid[0] == (300 * 8 + 255) / 256);
 
