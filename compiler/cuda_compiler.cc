@@ -1,5 +1,6 @@
 #include "compiler/cuda_compiler.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 
@@ -23,15 +24,31 @@ Error AsInternal(const Error& e, const std::string& what) {
                what + ": " + e.message());
 }
 
+// A relabelling copy of a feed (a Reshape of fed labels) whose every reader is a device step, not
+// fetched, and whose other operands are constants: on the device it costs the feed's upload
+// instead of its copy's, the same bytes, and leaves no host step between device steps.
+bool IsCopyOfFeedForDevice(const Step& step, const Executable& exe) {
+  if (exe.buffers[step.inputs[0]].kind != BufferDesc::Kind::kFeed || step.outputs.size() != 1)
+    return false;
+  for (size_t i = 1; i < step.inputs.size(); ++i)
+    if (exe.buffers[step.inputs[i]].kind != BufferDesc::Kind::kConstant) return false;
+  const int out = step.outputs[0];
+  if (std::find(exe.fetches.begin(), exe.fetches.end(), out) != exe.fetches.end()) return false;
+  bool read = false;
+  for (const Step& reader : exe.steps) {
+    if (std::find(reader.inputs.begin(), reader.inputs.end(), out) == reader.inputs.end()) continue;
+    if (reader.kind != Step::Kind::kKernel && !cuda::IsDeviceGemm(reader, exe)) return false;
+    read = true;
+  }
+  return read;
+}
+
 }  // namespace
 
 Where PlaceOnDevice(const Step& step, const Executable& exe) {
   if (step.kind == Step::Kind::kKernel || cuda::IsDeviceGemm(step, exe)) return Where::kDevice;
-  // A relabelling copy of a feed (a Reshape of fed labels) goes where its readers mostly are: the
-  // device (the feed is uploaded instead of its copy: the same bytes).
   if (cuda::IsDeviceCopy(step, exe))
-    return exe.buffers[step.inputs[0]].kind == BufferDesc::Kind::kFeed ? Where::kDevice
-                                                                       : Where::kWhereInputsAre;
+    return IsCopyOfFeedForDevice(step, exe) ? Where::kDevice : Where::kWhereInputsAre;
   if (cuda::IsDeviceAssign(step, exe)) return Where::kWhereValueIs;
   return Where::kHost;
 }

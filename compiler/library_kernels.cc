@@ -278,7 +278,8 @@ Result<Spec> Gather(const Step& step, const Executable& exe, const std::string& 
       if (!exe.buffers[id].layout.empty()) return Spec();
   KILN_ASSIGN_OR_RETURN(auto gathered, GatheredAxis(step, exe));
   const auto& [shape, axis] = gathered;
-  if (!grad && exe.buffers[step.inputs[0]].type.dtype != dtype) return Spec();
+  // Gather's data, GatherGrad's data_like (a kernel operand of dx's dtype, for its shape only).
+  if (exe.buffers[step.inputs[grad ? 2 : 0]].type.dtype != dtype) return Spec();
   GatherKernelParams p;
   p.dtype = dtype;
   p.index_dtype = indices.type.dtype;
@@ -319,19 +320,22 @@ std::optional<Step> IndicesCheck(const Step& step, const Executable& exe) {
   return check;
 }
 
-// The buffers that "copy" steps (Reshapes) of a feed or a constant write, each with its source:
-// they hold the same values.
+// The buffers that "copy" steps (Reshapes, Identities, chains of them) of a feed or a constant
+// write, each with that feed or constant: they hold the same values.
 std::map<int, int> CopiesOfFixed(const Executable& exe) {
   std::map<int, int> copies;
-  for (const Step& s : exe.steps) {
+  for (const Step& s : exe.steps) {  // in order: a chain's earlier copies are mapped first
     if (s.kind != Step::Kind::kLibrary || s.callee != "copy" || s.outputs.size() != 1 ||
         s.inputs.empty())
       continue;
     const BufferDesc &in = exe.buffers[s.inputs[0]], &out = exe.buffers[s.outputs[0]];
-    if ((in.kind == BufferDesc::Kind::kFeed || in.kind == BufferDesc::Kind::kConstant) &&
-        in.type.dtype == out.type.dtype && in.bytes() == out.bytes() && in.layout.empty() &&
-        out.layout.empty())
+    if (in.type.dtype != out.type.dtype || in.bytes() != out.bytes() || !in.layout.empty() ||
+        !out.layout.empty())
+      continue;
+    if (in.kind == BufferDesc::Kind::kFeed || in.kind == BufferDesc::Kind::kConstant)
       copies[s.outputs[0]] = s.inputs[0];
+    else if (auto source = copies.find(s.inputs[0]); source != copies.end())
+      copies[s.outputs[0]] = source->second;
   }
   return copies;
 }

@@ -5,8 +5,12 @@ models/shi2016.cc and models/shi2016_cnn.cc define them for kiln (same layers, s
 optimizer; initial weights differ, which does not change the work done).
 
 usage: bench_shi2016_torch.py MODEL --batch N [--iters 10] [--warmup 1] [--threads 2] [--lr 0.01]
+                              [--precision fp32|bf16] [--device cpu|cuda] [--compile]
 
-Prints, like `kiln bench`: first_ms (the first step), median_ms, min_ms, max_ms, loss.
+Prints, like `kiln bench`: first_ms (the first step), median_ms, min_ms, max_ms, loss. On a GPU
+(--device cuda, as the GPU bundle runs it) each step is timed to the end of its device work
+(torch.cuda.synchronize), TF32 is off (kiln's f32 is exact f32), and --compile times the
+torch.compile'd model after its compiling first steps.
 """
 import argparse
 import statistics
@@ -181,35 +185,44 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--lr", type=float, default=0.01)
     parser.add_argument("--precision", choices=["fp32", "bf16"], default="fp32",
-                        help="bf16: torch.autocast on the CPU around the forward pass and loss")
+                        help="bf16: torch.autocast around the forward pass and loss")
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    parser.add_argument("--compile", action="store_true", help="time torch.compile(model)")
     args = parser.parse_args()
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(1)
+    device = torch.device(args.device)
+    if args.device == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cudnn.benchmark = True
     build, shape, classes = MODELS[args.model]
-    model = build()
+    model = build().to(device)
     model.train()
+    optimizer = torch.optim.SGD(model.parameters(), lr=args.lr)
+    if args.compile:
+        model = torch.compile(model)
     n = args.batch
     if args.model == "lstm":
-        x = torch.randint(0, Lstm.VOCAB, (n, Lstm.STEPS))
-        labels = torch.randint(0, classes, (n * Lstm.STEPS,))
+        x = torch.randint(0, Lstm.VOCAB, (n, Lstm.STEPS), device=device)
+        labels = torch.randint(0, classes, (n * Lstm.STEPS,), device=device)
     else:
-        x = torch.randn(n, *shape)
-        labels = torch.randint(0, classes, (n,))
-    optimizer = torch.optim.SGD(model.parameters(), lr=args.lr)
+        x = torch.randn(n, *shape, device=device)
+        labels = torch.randint(0, classes, (n,), device=device)
 
     def step():
         optimizer.zero_grad(set_to_none=True)
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.precision == "bf16"):
+        with torch.autocast(args.device, dtype=torch.bfloat16, enabled=args.precision == "bf16"):
             loss = F.cross_entropy(model(x), labels)
         loss.backward()
         optimizer.step()
-        return loss.item()
+        return loss.item()  # waits for the step's device work
 
     start = time.perf_counter()
     first_loss = step()
     print(f"first_ms: {(time.perf_counter() - start) * 1e3:.3f}")
-    for _ in range(args.warmup):
+    for _ in range(args.warmup + (2 if args.compile else 0)):  # compiles settle in a few steps
         step()
     times = []
     loss = first_loss

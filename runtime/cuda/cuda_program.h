@@ -142,7 +142,7 @@ class CudaProgram {
   std::vector<std::string> cudnn_fallbacks_;
   std::unique_ptr<DeviceGraph> graph_;  // once captured
   std::string capture_error_;
-  bool warmed_up_ = false;  // the device steps were once issued step by step without error
+  bool warmed_up_ = false;  // a run's device steps once ran, step by step, without error
   int64_t replays_ = 0;
 };
 

@@ -137,11 +137,7 @@ Status CudaProgram::IssueDeviceSteps() {
   }
   // Step by step until that has once succeeded: what loads lazily (kernels, cuBLASLt's and cuDNN's
   // engines) loads outside a capture, as PyTorch's warm-up does.
-  if (!options_.cuda_graphs || !warmed_up_) {
-    Status issued = issue();
-    warmed_up_ = warmed_up_ || issued.ok();
-    return issued;
-  }
+  if (!options_.cuda_graphs || !warmed_up_) return issue();
   Status began = device_.BeginCapture();
   if (began.ok()) {
     Status issued = issue();
@@ -174,7 +170,9 @@ Result<std::vector<Tensor>> CudaProgram::RunInPhases(cpu::StepEnv& env, Variable
   KILN_RETURN_IF_ERROR(ReadStagedCopies(env));
   for (size_t i = capture_.last + 1; i < actions_.size(); ++i)
     KILN_RETURN_IF_ERROR(HostHalf(actions_[i], env));
-  return Finish(env, variables);
+  Result<std::vector<Tensor>> out = Finish(env, variables);
+  warmed_up_ = warmed_up_ || out.ok();  // the device work ran, not only was issued
+  return out;
 }
 
 Result<std::vector<Tensor>> CudaProgram::Finish(cpu::StepEnv& env, VariableStore& variables) {

@@ -90,7 +90,7 @@ class SimulatedDevice : public Device {
 
   // Frees wait for the stream first, as cuMemFree does.
   void Free(DevicePtr address) override {
-    (void)Drain();
+    KeepFailure(Drain());
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = allocations_.find(address);
     if (it == allocations_.end()) return;
@@ -142,7 +142,7 @@ class SimulatedDevice : public Device {
   }
 
   void FreePinned(void* pinned) override {
-    (void)Drain();
+    KeepFailure(Drain());
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = pinned_.find(reinterpret_cast<uintptr_t>(pinned));
     if (it == pinned_.end()) return;
@@ -318,10 +318,18 @@ class SimulatedDevice : public Device {
   // Runs the stream's queue in order; the first failure is returned and the rest of the queue
   // dropped (a GPU's stream is unusable after a fault).
   Status Drain() {
+    if (failure_) {  // a failure met where no caller could take it (a free) comes out first
+      Error failure = std::move(*failure_);
+      failure_.reset();
+      return failure;
+    }
     std::vector<std::function<Status()>> queue = std::move(queue_);
     queue_.clear();
     for (const std::function<Status()>& operation : queue) KILN_RETURN_IF_ERROR(operation());
     return OkStatus();
+  }
+  void KeepFailure(Status status) {
+    if (!status.ok() && !failure_) failure_ = status.error();
   }
   // Refuses `what` while capturing, which it invalidates (as a GPU's capture would be).
   Status NotWhileCapturing(const std::string& what) {
@@ -443,6 +451,7 @@ class SimulatedDevice : public Device {
   int threads_;
   std::vector<std::optional<std::chrono::steady_clock::time_point>> marks_;
   std::vector<std::function<Status()>> queue_;  // the stream: issued, not yet run
+  std::optional<Error> failure_;                // the stream's failure no caller has had yet
   std::mutex mutex_;
   std::map<uint64_t, int64_t> allocations_;  // device allocations: base -> bytes
   std::map<uint64_t, int64_t> pinned_;       // pinned host allocations: base -> bytes

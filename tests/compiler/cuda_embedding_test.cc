@@ -15,6 +15,7 @@
 #include "runtime/session.h"
 #include "tests/compiler/cuda_sim_testing.h"
 #include "tests/testing/differential.h"
+#include "tests/testing/gradcheck_op.h"
 
 namespace kiln {
 namespace {
@@ -101,6 +102,32 @@ TEST_CASE("cuda-sim: a token outside the embedding table fails the run as on the
     Result<std::vector<Tensor>> good = session.Run(EmbeddingModel::Batch(), {m.loss});
     REQUIRE(good.ok());
   }
+}
+
+TEST_CASE("placement: a Reshape of a feed runs on the device only when device steps alone read it",
+          "[cuda]") {
+  // Here a Gather whose indices are a Reshape of the feed (not the feed itself) stays on the
+  // host, so the Reshape does too: no copy of the tokens goes up and comes back.
+  GraphBuilder g;
+  Value tokens = g.Placeholder("tokens", i64, {4, 6});
+  Value table = g.Placeholder("table", f32, {20, 8});
+  g.Output("rows", Gather(table, Reshape(tokens, {24})));
+  Graph graph = *g.Build();
+  FeedList feeds = {{"tokens", EmbeddingModel::Batch()[0].second},
+                    {"table", testing::RandomTensor(Shape{20, 8}, 5).CastTo(f32)}};
+  Session planner(graph, SessionOptions{.backend = "reference"});
+  Result<RunPlan> plan = planner.Plan(feeds, {"rows"});
+  REQUIRE(plan.ok());
+  CompiledPlan compiled = testing::CompileSim(*plan);
+  const Executable& exe = compiled.executable;
+  INFO(exe.ToString());
+  for (const Step& s : exe.steps) {
+    CHECK_FALSE((s.callee == "copy" && s.on_device));
+    CHECK_FALSE((s.callee == "to_device" && exe.buffers[s.inputs[0]].tensor == "tokens:0"));
+  }
+  Result<std::vector<Tensor>> expected = planner.Run(feeds, {"rows"});
+  REQUIRE(expected.ok());
+  testing::CheckCompiledMatchesReference(graph, feeds, {"rows"}, *expected);
 }
 
 }  // namespace
