@@ -6,16 +6,19 @@
 # the bundled models runs on the device; stripped), the shared libraries it needs beyond the C/C++
 # runtime (xz-compressed: protobuf and its friends), the test models compiled with `kiln compile
 # --target cuda` (PTX and cubins for sm_80 and sm_90) with their inputs, the reference executor's
-# outputs and, for PyTorch exports, PyTorch's outputs, and the scripts run.sh uses. KILN_BUNDLE_ELEMENTS sets the elementwise
+# outputs and, for PyTorch exports, PyTorch's outputs, training-step modules of two Shi et al.
+# 2016 networks, and the scripts run.sh uses. KILN_BUNDLE_ELEMENTS sets the elementwise
 # benchmark's input size (default 2^26 floats), KILN_BUNDLE_GEMM the GEMM benchmarks' N (N x N
-# times N x N, default 4096); their inputs are generated on the GPU machine. At most 48 MiB.
+# times N x N, default 4096); their inputs are generated on the GPU machine;
+# KILN_BUNDLE_TRAIN_DIV divides the training steps' batch of 128 (the simulator's runs want small
+# ones). At most 48 MiB.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: scripts/gpu_bundle.sh OUT}
 elements=${KILN_BUNDLE_ELEMENTS:-67108864}
 gemm=${KILN_BUNDLE_GEMM:-4096}
 scripts/setup.sh >/dev/null
-scripts/build.sh build -- kiln >/dev/null
+scripts/build.sh build -- kiln kiln_write_models >/dev/null
 scripts/build.sh build-gpu-runtime -DKILN_BUILD_COMPILER=OFF -DKILN_HOST_LIBRARIES=OFF -- kilnrt \
   >/dev/null
 kiln=build/tools/kiln
@@ -23,7 +26,7 @@ kilnrt=build-gpu-runtime/tools/kilnrt
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/models"
 cp scripts/gpu_bundle/run.sh scripts/gpu_bundle/compare.py scripts/gpu_bundle/bench_torch.py \
-  scripts/gpu_bundle/write_input.py scripts/write_npy.py "$out/"
+  scripts/gpu_bundle/write_input.py scripts/write_npy.py scripts/bench_shi2016_torch.py "$out/"
 git describe --always --dirty >"$out/VERSION" 2>/dev/null || echo unknown >"$out/VERSION"
 cp "$kilnrt" "$out/bin/kilnrt"
 strip "$out/bin/kilnrt"
@@ -79,6 +82,35 @@ done
 $kiln compile scripts/gpu_bundle/gemm.kgraph.txt --target cuda --tf32 --input "x=${gemm}x$gemm" \
   -o "$out/models/gemm_tf32_bench.kmod" >/dev/null
 echo "$gemm" >"$out/models/GEMM"
+
+# Training steps (one SGD step per run of the module, which keeps the weights) of the Shi et al.
+# networks whose modules stay small, the initial weights in them: ResNet-56 in bf16, AlexNet-R in
+# fp32 and bf16 (the other five carry 3 to 100 times more weights than the bundle can hold). Each
+# is checked by its first step's loss against the reference executor's, and run.sh times it
+# against the same network in PyTorch CUDA.
+train_div=${KILN_BUNDLE_TRAIN_DIV:-1}
+mkdir -p "$staging/shi"
+build/models/kiln_write_models "$staging/shi" resnet-56 alexnet-r >/dev/null
+train_model() {  # train_model NETWORK PRECISION
+  local network=$1 precision=$2 n=$((128 / train_div)) name="train_${1//-/_}_$2"
+  ((n >= 1)) || n=1
+  local dir="$out/models/$name" graph="$staging/shi/$network.kgraph"
+  local shapes=(--input "x=${n}x3x32x32" --input "labels=$n")
+  mkdir -p "$dir/inputs"
+  python3 scripts/write_npy.py "$dir/inputs/x.npy" f32 "${n}x3x32x32" >/dev/null
+  python3 scripts/write_npy.py "$dir/inputs/labels.npy" i64 "$n" --max 10 >/dev/null
+  $kiln compile "$graph" --train --loss loss --optimizer sgd --lr 0.01 --precision "$precision" \
+    --target cuda "${shapes[@]}" -o "$out/models/$name.kmod" >/dev/null
+  $kiln run "$graph" --backend reference --precision "$precision" --fetch loss:0 \
+    --input "x=$dir/inputs/x.npy" --input "labels=$dir/inputs/labels.npy" \
+    --out "$dir/expected" >/dev/null
+  if [[ $precision == bf16 ]]; then echo 2e-2 >"$dir/RTOL"; fi  # bf16 rounds per op differently
+  echo "$name" >>"$out/models/LIST"
+  echo "$name:$network:$precision:$n" >>"$out/models/TRAIN"
+}
+train_model resnet-56 bf16
+train_model alexnet-r fp32
+train_model alexnet-r bf16
 printf '%s\n' "elementwise_bench:$elements" "gemm_bench:${gemm}x$gemm" \
   "gemm_bf16_bench:${gemm}x$gemm" resnet:2x3x64x64 transformer:2x5x32 lstm:2x7x6 \
   >"$out/models/BENCH"

@@ -42,7 +42,8 @@ ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 echo "== the GPU bundle on the simulated device"
 bundle=$(mktemp -d)
 trap 'rm -rf "$bundle"' EXIT
-KILN_BUNDLE_ELEMENTS=1048576 KILN_BUNDLE_GEMM=256 scripts/gpu_bundle.sh "$bundle/out"
+KILN_BUNDLE_ELEMENTS=1048576 KILN_BUNDLE_GEMM=256 KILN_BUNDLE_TRAIN_DIV=64 \
+  scripts/gpu_bundle.sh "$bundle/out"
 if ! KILN_BUNDLE_BACKEND=cuda-sim KILN_BUNDLE_RUNS=2 "$bundle/out/run.sh" >"$bundle/log" 2>&1; then
   cat "$bundle/log"
   exit 1

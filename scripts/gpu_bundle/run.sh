@@ -2,8 +2,8 @@
 # Runs kiln's GPU checks and benchmarks from this folder (made by scripts/gpu_bundle.sh) on a GPU
 # machine: no build, no network. Prints one line per check, then "N passed, M failed", then a table
 # of kiln's time (beside the cost model's estimate for this GPU, kiln inspect --cost) against
-# PyTorch CUDA (eager and torch.compile) for the same models, then the device
-# rates of kiln's elementwise kernel and GEMMs (KILN_PROFILE: CUDA events around each step) against
+# PyTorch CUDA (eager and torch.compile) for the same models, then the same for training steps
+# of two Shi et al. networks, then the device rates of kiln's elementwise kernel and GEMMs (KILN_PROFILE: CUDA events around each step) against
 # the GPU's device-to-device copy bandwidth and torch.matmul's rate for the same shape, then where
 # the time goes in three models. On a GPU, compute-sanitizer's memcheck runs over three models too.
 #   ./run.sh                    on the GPU (backend cuda)
@@ -57,13 +57,14 @@ check() {  # check NAME COMMAND...: one line, PASS or FAIL with the command's la
 # run_and_compare MODEL [KILNRT FLAGS...]: runs models/MODEL.kmod on its inputs, compares every
 # output with the reference executor's (and with PyTorch's where the model came from PyTorch).
 run_and_compare() {
-  local model=$1 dir="$here/models/$1" inputs=() f out="$work/out/$1"
+  local model=$1 dir="$here/models/$1" inputs=() f out="$work/out/$1" rtol=1e-3
   shift
+  [[ -f $dir/RTOL ]] && rtol=$(cat "$dir/RTOL")
   for f in "$dir"/inputs/*.npy; do inputs+=(--input "$(basename "$f" .npy)=$f"); done
   "$kilnrt" "$here/models/$model.kmod" --backend "$backend" "${inputs[@]}" --out "$out" "$@" ||
     return 1
   for f in "$dir"/expected/*.npy; do
-    "$python" "$here/compare.py" "$out/$(basename "$f")" "$f" --rtol 1e-3 --atol 1e-4 || return 1
+    "$python" "$here/compare.py" "$out/$(basename "$f")" "$f" --rtol "$rtol" --atol 1e-4 || return 1
   done
   for f in "$dir"/torch/*.npy; do
     [[ -f $f ]] || continue
@@ -76,7 +77,8 @@ refused() {  # the command must fail with exit 1 (an error, not a crash)
 }
 
 for model in $(cat "$here/models/LIST"); do
-  check "$model: outputs match the reference executor (rtol 1e-3)" run_and_compare "$model"
+  check "$model: outputs match the reference executor (rtol $(cat "$here/models/$model/RTOL" \
+    2>/dev/null || echo 1e-3))" run_and_compare "$model"
 done
 # The outputs kilnrt --repeat 2 writes come from its third run: a replay of the CUDA graph the
 # second run captured (the first warms up).
@@ -133,6 +135,31 @@ for entry in $(cat "$here/models/BENCH"); do
   printf '%-17s %-14s %12s %12s %12s %12s %12s %9s\n' "$model" "$shape" "${kiln_ms:--}" \
     "${no_graph_ms:--}" "${estimate:--}" "${eager:--}" "${compiled:--}" "$ratio"
   [[ $torch_line == skip:* ]] && echo "  ($model: PyTorch ${torch_line#skip: })"
+done
+
+echo
+echo "training steps: one SGD step per run, host inputs in, the loss out (median of $runs; kiln:"
+echo "kilnrt --repeat on the module; PyTorch: bench_shi2016_torch.py --device cuda, the same network,"
+echo "optimizer, precision and batch)"
+printf '%-24s %-9s %6s %12s %12s %12s %12s %9s\n' model precision batch kiln_ms no_graph_ms \
+  eager_ms compile_ms kiln/eager
+for entry in $(cat "$here/models/TRAIN"); do
+  IFS=: read -r name network precision n <<<"$entry"
+  dir="$here/models/$name"
+  args=(--backend "$backend" --input "x=$dir/inputs/x.npy" --input "labels=$dir/inputs/labels.npy"
+    --repeat "$runs")
+  kiln_ms=$("$kilnrt" "$here/models/$name.kmod" "${args[@]}" 2>&1 >/dev/null |
+    sed -n 's/.*median_ms: \([0-9.]*\).*/\1/p')
+  no_graph_ms=$(KILN_CUDA_GRAPHS=0 "$kilnrt" "$here/models/$name.kmod" "${args[@]}" 2>&1 >/dev/null |
+    sed -n 's/.*median_ms: \([0-9.]*\).*/\1/p')
+  torch=("$python" "$here/bench_shi2016_torch.py" "$network" --batch "$n" --iters "$runs"
+    --device cuda --precision "$precision")
+  eager=$("${torch[@]}" 2>/dev/null | sed -n 's/^median_ms: //p')
+  compiled=$("${torch[@]}" --compile 2>/dev/null | sed -n 's/^median_ms: //p')
+  ratio=-
+  [[ -n $kiln_ms && -n $eager ]] && ratio=$("$python" -c "print('%.2f' % ($kiln_ms / $eager))")
+  printf '%-24s %-9s %6s %12s %12s %12s %12s %9s\n' "$name" "$precision" "$n" "${kiln_ms:--}" \
+    "${no_graph_ms:--}" "${eager:--}" "${compiled:--}" "$ratio"
 done
 
 echo
