@@ -88,7 +88,8 @@ const std::vector<TorchModel>& Models() {
       {"mlp", {"x"}, {"y"}, true},
       {"mobilenet", {"x"}, {"y"}},
       {"gpt_block", {"x"}, {"y"}},
-      {"cnn_loss", {"x", "label"}, {"loss"}},  // last: the gradient test's model
+      {"cnn_loss", {"x", "label"}, {"loss"}},     // the gradient test's models
+      {"cnn_bn_loss", {"x", "label"}, {"loss"}},  // BatchNorm with batch statistics, poolings
   };
   return models;
 }
@@ -147,14 +148,21 @@ TEST_CASE("ONNX from PyTorch: kiln import-onnx writes a graph that runs the same
 }
 
 TEST_CASE("ONNX from PyTorch: kiln grad of an imported loss matches autograd", "[onnx]") {
-  const TorchModel& m = Models().back();
-  REQUIRE(m.name == "cnn_loss");
-  const std::vector<std::string> wrt = {"conv.weight", "conv.bias", "fc.weight", "fc.bias", "x"};
+  const auto [name, wrt] = GENERATE(
+      std::make_pair(
+          std::string("cnn_loss"),
+          std::vector<std::string>{"conv.weight", "conv.bias", "fc.weight", "fc.bias", "x"}),
+      std::make_pair(
+          std::string("cnn_bn_loss"),
+          std::vector<std::string>{"conv1.weight", "bn.weight", "bn.bias", "conv2.weight",
+                                   "conv2.bias", "fc.weight", "fc.bias", "x"}));
+  const TorchModel& m = *std::find_if(Models().begin(), Models().end(),
+                                      [&](const TorchModel& t) { return t.name == name; });
   std::string wrt_list;
   for (const std::string& w : wrt) wrt_list += (wrt_list.empty() ? "" : ",") + w;
   for (const std::string& backend : kiln::testing::AvailableBackends()) {
     SECTION(backend) {
-      std::string out_dir = kiln::testing::TempPath("torch_grad_" + backend);
+      std::string out_dir = kiln::testing::TempPath("torch_grad_" + name + "_" + backend);
       std::string output;
       int code = RunKiln("grad " + ModelDir(m.name) + "/model.onnx --of loss --wrt " + wrt_list +
                              InputFlags(m, ModelDir(m.name)) + " --out " + out_dir + " --backend " +

@@ -25,6 +25,9 @@ Models (small on purpose, so the committed fixtures stay far under 2 MB each):
                 unrolls recurrent layers at import); outputs y, h_n, c_n; other/: [3, 7, 6].
   cnn_loss/     conv 3x3 -> ReLU -> max pool 2 -> flatten -> linear -> cross-entropy against an
                 int64 label input; a scalar output "loss", for `kiln grad`.
+  cnn_bn_loss/  conv 3x3 -> BatchNorm (training mode: batch statistics) -> ReLU -> max pool 2 ->
+                conv 3x3 -> average pool 2 -> linear -> cross-entropy; exported in training mode;
+                the loss and the float64 autograd gradients of every parameter and of x.
   mlp/          Linear(20, 64) -> ReLU -> Linear(64, 64) -> Tanh -> Linear(64, 10); input [4, 20],
                 dynamic batch dim; other/: [7, 20].
   mobilenet/    torchvision.models.mobilenet_v2(width_mult=0.25, num_classes=10) (depthwise
@@ -117,6 +120,33 @@ class CnnLoss(nn.Module):
         return nn.functional.cross_entropy(logits, label)
 
 
+class CnnBnLoss(nn.Module):
+    """conv -> BatchNorm (batch statistics) -> ReLU -> max pool -> conv -> average pool -> linear
+    -> cross-entropy: the gradient test's model with BatchNorm and both poolings."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(2, 4, kernel_size=3, padding=1, bias=False)
+        self.bn = nn.BatchNorm2d(4)
+        self.conv2 = nn.Conv2d(4, 6, kernel_size=3, padding=1)
+        self.fc = nn.Linear(6 * 2 * 2, 5)
+
+    def forward(self, x, label):
+        h = nn.functional.max_pool2d(torch.relu(self.bn(self.conv1(x))), 2)
+        h = nn.functional.avg_pool2d(self.conv2(h), 2)
+        return nn.functional.cross_entropy(self.fc(torch.flatten(h, 1)), label)
+
+
+def save_gradients(folder, model64, inputs):
+    """d loss / d every parameter and d x, from `model64` (a float64 copy) on `inputs`."""
+    x64 = inputs[0].double().requires_grad_(True)
+    loss = model64(x64, *inputs[1:])
+    loss.backward()
+    save(folder, "grad_x", x64.grad.float().numpy())
+    for name, p in model64.named_parameters():
+        save(folder, "grad_" + name, p.grad.float().numpy())
+
+
 def save(folder, name, array):
     np.save(os.path.join(folder, name + ".npy"), np.asarray(array))
 
@@ -194,12 +224,7 @@ def main():
     # Gradients, in float64 from the same float32 values (tighter than what kiln is held to).
     cnn64 = CnnLoss().double()
     cnn64.load_state_dict({k: v.double() for k, v in cnn.state_dict().items()})
-    x64 = x.double().requires_grad_(True)
-    loss = cnn64(x64, label)
-    loss.backward()
-    save(folder, "grad_x", x64.grad.float().numpy())
-    for name, p in cnn64.named_parameters():
-        save(folder, "grad_" + name, p.grad.float().numpy())
+    save_gradients(folder, cnn64, [x, label])
 
 
 def extra_models(only):
@@ -219,6 +244,29 @@ def extra_models(only):
                ["y"])
     if "gpt_block" in only:
         export("gpt_block", GptBlock(), [torch.randn(2, 6, 32, generator=gen)], ["x"], ["y"])
+    if "cnn_bn_loss" in only:
+        # Exported in training mode: BatchNorm normalizes with the batch's statistics (and the
+        # exporter folds nothing into the convolution).
+        model = CnnBnLoss()
+        x = torch.rand(4, 2, 8, 8, generator=gen) * 2 - 1
+        label = torch.tensor([0, 3, 1, 4], dtype=torch.int64)
+        folder = os.path.join(HERE, "cnn_bn_loss")
+        model.train()
+        with torch.no_grad():
+            loss = model(x, label)
+        os.makedirs(folder, exist_ok=True)
+        save(folder, "x", x.numpy())
+        save(folder, "label", label.numpy())
+        save(folder, "loss", loss.numpy())
+        torch.onnx.export(model, (x, label), os.path.join(folder, "model.onnx"),
+                          opset_version=OPSET, input_names=["x", "label"], output_names=["loss"],
+                          training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)
+        model64 = CnnBnLoss().double()
+        model64.load_state_dict({k: v.double() for k, v in model.state_dict().items()})
+        model64.train()
+        save_gradients(folder, model64, [x, label])
+        size = os.path.getsize(os.path.join(folder, "model.onnx"))
+        print(f"cnn_bn_loss: model.onnx {size} bytes")
 
 
 if __name__ == "__main__":
