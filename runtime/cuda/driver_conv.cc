@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstdlib>
+#include <cstring>
 #include <vector>
 
 namespace kiln::cuda {
@@ -183,7 +185,13 @@ struct DriverConv : PreparedConv {
 
 }  // namespace
 
-Result<std::unique_ptr<DriverConvs>> DriverConvs::Create(CUstream stream, DevicePtr workspace) {
+bool DriverConvs::AutotuneEnabled() {
+  const char* value = std::getenv("KILN_CUDNN_AUTOTUNE");
+  return !value || std::strcmp(value, "0") != 0;
+}
+
+Result<std::unique_ptr<DriverConvs>> DriverConvs::Create(const DriverApi& driver, CUstream stream,
+                                                         DevicePtr workspace) {
   KILN_ASSIGN_OR_RETURN(const CudnnApi* api, LoadCudnn());
   cudnnHandle_t handle = nullptr;
   KILN_RETURN_IF_ERROR(CheckCudnn(*api, api->cudnnCreate(&handle), "cudnnCreate"));
@@ -192,7 +200,7 @@ Result<std::unique_ptr<DriverConvs>> DriverConvs::Create(CUstream stream, Device
     api->cudnnDestroy(handle);
     return bound.error();
   }
-  return std::unique_ptr<DriverConvs>(new DriverConvs(*api, handle, workspace));
+  return std::unique_ptr<DriverConvs>(new DriverConvs(*api, driver, handle, stream, workspace));
 }
 
 DriverConvs::~DriverConvs() { api_.cudnnDestroy(handle_); }
@@ -291,8 +299,12 @@ Result<std::shared_ptr<PreparedConv>> DriverConvs::Prepare(const ConvCall& call,
                                               CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &count,
                                               config_handles.data()),
                 "cudnnBackendGetAttribute(CUDNN_ATTR_ENGINEHEUR_RESULTS)"));
+  // The first kAutotuneCandidates configurations (in the heuristics' order) that finalize with a
+  // workspace that fits.
   std::string refusals;
-  for (int64_t i = 0; i < count && !prepared->plan.get(); ++i) {
+  std::vector<std::pair<Descriptor, int64_t>> candidates;  // plan, its configuration
+  const size_t wanted = AutotuneEnabled() ? kAutotuneCandidates : 1;
+  for (int64_t i = 0; i < count && candidates.size() < wanted; ++i) {
     KILN_ASSIGN_OR_RETURN(Descriptor plan, b.Make(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR));
     KILN_RETURN_IF_ERROR(
         b.Set(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle_));
@@ -313,10 +325,9 @@ Result<std::shared_ptr<PreparedConv>> DriverConvs::Prepare(const ConvCall& call,
                    " bytes of workspace";
       continue;
     }
-    prepared->plan = std::move(plan);
-    keep.push_back(std::move(configs[i]));  // the plan's engine configuration
+    candidates.push_back({std::move(plan), i});
   }
-  if (!prepared->plan.get())
+  if (candidates.empty())
     return MakeError(ErrorCode::kUnimplemented, call.ToString(), ": none of cuDNN's ", count,
                      " engines for it can run here",
                      refusals.empty() ? std::string() : " (first refusal: " + refusals + ")");
@@ -331,9 +342,48 @@ Result<std::shared_ptr<PreparedConv>> DriverConvs::Prepare(const ConvCall& call,
   KILN_RETURN_IF_ERROR(b.Set(prepared->variant_pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE,
                              CUDNN_TYPE_VOID_PTR, 1, &workspace));
   KILN_RETURN_IF_ERROR(b.Finalize(prepared->variant_pack));
+  // The fastest candidate on this GPU, timed on the plan's own buffers (what they hold does not
+  // matter: the run overwrites the output); a candidate that fails to run is passed over.
+  size_t best = 0;
+  double best_ms = -1;
+  for (size_t c = 0; candidates.size() > 1 && c < candidates.size(); ++c) {
+    Result<double> ms = Time(candidates[c].first.get(), prepared->variant_pack.get());
+    if (ms.ok() && (best_ms < 0 || *ms < best_ms)) best = c, best_ms = *ms;
+  }
+  if (candidates.size() > 1 && best_ms < 0)
+    return MakeError(ErrorCode::kUnimplemented, call.ToString(), ": none of the ",
+                     candidates.size(), " engines cuDNN planned for it ran");
+  prepared->plan = std::move(candidates[best].first);
+  keep.push_back(std::move(configs[candidates[best].second]));  // the plan's configuration
   for (Descriptor* d : {&x, &w, &y, &conv, &graph, &heuristics}) keep.push_back(std::move(*d));
   for (Descriptor& op : ops) keep.push_back(std::move(op));
   return std::shared_ptr<PreparedConv>(std::move(prepared));
+}
+
+Result<double> DriverConvs::Time(cudnnBackendDescriptor_t plan, cudnnBackendDescriptor_t pack) {
+  KILN_RETURN_IF_ERROR(
+      CheckCudnn(api_, api_.cudnnBackendExecute(handle_, plan, pack), "cudnnBackendExecute"));
+  CUevent events[2] = {nullptr, nullptr};
+  Status st = OkStatus();
+  for (CUevent& e : events)
+    if (st.ok())
+      st = CheckCuda(driver_, driver_.cuEventCreate(&e, CU_EVENT_DEFAULT), "cuEventCreate");
+  if (st.ok()) st = CheckCuda(driver_, driver_.cuEventRecord(events[0], stream_), "cuEventRecord");
+  for (int r = 0; st.ok() && r < kAutotuneRuns; ++r)
+    st = CheckCudnn(api_, api_.cudnnBackendExecute(handle_, plan, pack), "cudnnBackendExecute");
+  if (st.ok()) st = CheckCuda(driver_, driver_.cuEventRecord(events[1], stream_), "cuEventRecord");
+  if (st.ok()) st = CheckCuda(driver_, driver_.cuEventSynchronize(events[1]), "cuEventSynchronize");
+  float ms = 0;
+  if (st.ok())
+    st = CheckCuda(driver_, driver_.cuEventElapsedTime(&ms, events[0], events[1]),
+                   "cuEventElapsedTime");
+  for (CUevent e : events)
+    if (e) driver_.cuEventDestroy(e);
+  if (!st.ok()) {
+    (void)driver_.cuStreamSynchronize(stream_);  // a failed candidate leaves nothing queued
+    return st.error();
+  }
+  return static_cast<double>(ms);
 }
 
 Status DriverConvs::Run(const PreparedConv& conv) {

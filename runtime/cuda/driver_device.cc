@@ -281,7 +281,7 @@ class DriverDevice : public Device {
     std::lock_guard<std::mutex> lock(matmul_mutex_);
     if (!convs_) {
       KILN_ASSIGN_OR_RETURN(DevicePtr workspace, Allocate(kConvWorkspaceBytes));
-      Result<std::unique_ptr<DriverConvs>> convs = DriverConvs::Create(stream_, workspace);
+      Result<std::unique_ptr<DriverConvs>> convs = DriverConvs::Create(api_, stream_, workspace);
       if (!convs.ok()) {
         Free(workspace);
         return convs.error();
