@@ -148,7 +148,7 @@ TEST_CASE("ONNX from PyTorch: kiln import-onnx writes a graph that runs the same
 }
 
 TEST_CASE("ONNX from PyTorch: kiln grad of an imported loss matches autograd", "[onnx]") {
-  const auto [name, wrt] = GENERATE(
+  const auto model = GENERATE(
       std::make_pair(
           std::string("cnn_loss"),
           std::vector<std::string>{"conv.weight", "conv.bias", "fc.weight", "fc.bias", "x"}),
@@ -156,6 +156,8 @@ TEST_CASE("ONNX from PyTorch: kiln grad of an imported loss matches autograd", "
           std::string("cnn_bn_loss"),
           std::vector<std::string>{"conv1.weight", "bn.weight", "bn.bias", "conv2.weight",
                                    "conv2.bias", "fc.weight", "fc.bias", "x"}));
+  const std::string name = model.first;  // (clang 14 captures no structured binding)
+  const std::vector<std::string>& wrt = model.second;
   const TorchModel& m = *std::find_if(Models().begin(), Models().end(),
                                       [&](const TorchModel& t) { return t.name == name; });
   std::string wrt_list;
