@@ -106,14 +106,19 @@ Result<ModuleFile> CompileModule(const Graph& graph, const AotOptions& options) 
   module.source = options.source;
   module.precision = PrecisionName(options.precision.compute);
   module.targets = options.targets;
-  // Variables: their current values (initializers, or the checkpoint's).
+  // Variables: their current values (initializers, or the checkpoint's), unless left out.
+  if (!options.variables && !options.checkpoint.empty())
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "a module without variables cannot take a checkpoint's values");
   if (!options.checkpoint.empty())
     KILN_RETURN_IF_ERROR(session.RestoreCheckpoint(options.checkpoint));
-  KILN_RETURN_IF_ERROR(session.InitializeVariables());
-  for (const Node* node : plan.nodes)
-    if (node->op == "Variable")
-      if (const Tensor* value = session.variables().Find(node->name))
-        module.variables[node->name] = *value;
+  if (options.variables) {
+    KILN_RETURN_IF_ERROR(session.InitializeVariables());
+    for (const Node* node : plan.nodes)
+      if (node->op == "Variable")
+        if (const Tensor* value = session.variables().Find(node->name))
+          module.variables[node->name] = *value;
+  }
 
   if (options.target != "cpu" && options.target != "cuda")
     return MakeError(ErrorCode::kInvalidArgument, "unknown target '", options.target,

@@ -26,6 +26,10 @@ struct AotOptions {
   std::vector<std::string> targets;  // run by every call (e.g. an optimizer's update)
   std::map<std::string, Shape> input_shapes;
   std::string checkpoint;  // variables' values; "" = their initializers
+  // false: the module holds no variable values; each variable takes its initializer's value when
+  // the loaded module first reads it (runtime/cpu/variable_step.cc), which gives what the
+  // initializers give here (they are seeded): a fresh training module without its weights' bytes.
+  bool variables = true;
   std::string source;      // recorded in the manifest
   // Mixed precision, applied as a Session applies it (needs kiln_session_passes linked); the
   // manifest records its name ("fp32", "bf16", "fp16").

@@ -25,7 +25,8 @@ int RunCompile(const Command& cmd, const std::vector<std::string>& args) {
       .Option("target")
       .Repeated("fetch")
       .Repeated("input")
-      .Option("checkpoint");
+      .Option("checkpoint")
+      .Switch("no-variables");
   flags.Switch("train").Option("loss").Option("optimizer").Option("lr").Positional(1, 1);
   flags.Option("header").Option("class");
   DeclarePrecisionFlags(flags);
@@ -59,6 +60,9 @@ int RunCompile(const Command& cmd, const std::vector<std::string>& args) {
   compiler::AotOptions options;
   options.source = model_path;
   options.checkpoint = flags.Get("checkpoint");
+  options.variables = !flags.On("no-variables");
+  if (!options.variables && flags.Has("checkpoint"))
+    return UsageError(cmd, "--no-variables leaves out the values --checkpoint would give");
   options.precision = *precision;
   options.target = target;
   for (const std::string& spec : flags.GetAll("input")) {

@@ -156,7 +156,7 @@ const std::vector<Command>& Commands() {
        RunBench},
       {"compile", "compile a model ahead of time into a module (.kmod)",
        "usage: kiln compile MODEL -o OUT.kmod [--target cpu|cuda] [--fetch NAME]...\n"
-       "                    [--input NAME=SHAPE]... [--checkpoint FILE]\n"
+       "                    [--input NAME=SHAPE]... [--checkpoint FILE | --no-variables]\n"
        "                    [--train --loss NAME [--optimizer sgd] [--lr 0.01]]\n"
        "                    [--header OUT.h [--class [NS::]NAME]] [--precision P] [--tf32]\n\n"
        "Compiles MODEL (.kgraph, .kgraph.txt or .onnx) through the same pipeline as the cpu\n"
@@ -177,7 +177,9 @@ const std::vector<Command>& Commands() {
        "--target cuda compiles the CUDA plan (as kiln run --backend cuda runs it): PTX for sm_80\n"
        "and sm_90 (a newer GPU JIT-compiles it) and, for the simulated device, the kernels' host\n"
        "translations; kilnrt runs it with --backend cuda or cuda-sim. --tf32 lets its float32\n"
-       "matrix products use TF32 (as kiln run --tf32).\n",
+       "matrix products use TF32 (as kiln run --tf32). --no-variables leaves the variables'\n"
+       "values out: each takes its (seeded) initializer's value when the module first reads it,\n"
+       "as here, so a fresh training module ships without its weights' bytes.\n",
        RunCompile},
       {"help", "show help for kiln or one command", "usage: kiln help [COMMAND]\n", RunHelp},
   };

@@ -146,8 +146,8 @@ printf '%-24s %-9s %6s %12s %12s %12s %12s %9s\n' model precision batch kiln_ms 
 for entry in $(cat "$here/models/TRAIN"); do
   IFS=: read -r name network precision n <<<"$entry"
   dir="$here/models/$name"
-  args=(--backend "$backend" --input "x=$dir/inputs/x.npy" --input "labels=$dir/inputs/labels.npy"
-    --repeat "$runs")
+  args=(--backend "$backend" --repeat "$runs")
+  for f in "$dir"/inputs/*.npy; do args+=(--input "$(basename "$f" .npy)=$f"); done
   kiln_ms=$("$kilnrt" "$here/models/$name.kmod" "${args[@]}" 2>&1 >/dev/null |
     sed -n 's/.*median_ms: \([0-9.]*\).*/\1/p')
   no_graph_ms=$(KILN_CUDA_GRAPHS=0 "$kilnrt" "$here/models/$name.kmod" "${args[@]}" 2>&1 >/dev/null |

@@ -152,6 +152,40 @@ TEST_CASE("AOT: a training module runs one step per call, keeps and checkpoints 
   CHECK_THAT(s.error().message(), Catch::Contains("no value for variable"));
 }
 
+TEST_CASE("AOT: a training module without variables starts from the initializers, as a session",
+          "[aot]") {
+  GraphBuilder g;
+  models::DigitsCnn net = models::BuildDigitsTraining(g);
+  Result<optim::Optimizer> sgd = optim::ByName("sgd", {.lr = 0.1});
+  REQUIRE(sgd.ok());
+  Value update = sgd->Minimize(net.loss);
+  Graph graph = *g.Build();
+  Tensor images = Random(Shape{8, 1, 8, 8}, 9);
+  Tensor labels = Tensor::FromVector<int64_t>(Shape{8}, {0, 1, 2, 3, 4, 5, 6, 7});
+  compiler::AotOptions options = {.fetches = {net.loss.name()},
+                                  .targets = {update.node_name()},
+                                  .input_shapes = {{"images", {8, 1, 8, 8}}, {"labels", {8}}}};
+  options.variables = false;
+  ModuleFile file = Compile(graph, options);
+  CHECK(file.variables.empty());
+  std::unique_ptr<Module> module = Load(file);
+  Session session(graph, SessionOptions{.backend = "cpu"});
+  for (int step = 0; step < 3; ++step) {
+    Result<std::vector<Tensor>> got = module->Run({{"images", images}, {"labels", labels}});
+    INFO(got.status().ToString());
+    REQUIRE(got.ok());
+    Result<std::vector<Tensor>> want =
+        session.Run({{"images", images}, {"labels", labels}}, {net.loss}, {update});
+    REQUIRE(want.ok());
+    CHECK(BitwiseEqual((*got)[0], (*want)[0]));
+  }
+  // A checkpoint's values would be left out: refused.
+  options.checkpoint = testing::TempPath("aot_no_variables.kckpt");
+  Result<ModuleFile> refused = compiler::CompileModule(graph, options);
+  REQUIRE_FALSE(refused.ok());
+  CHECK_THAT(refused.error().message(), Catch::Contains("without variables"));
+}
+
 TEST_CASE("AOT: damaged, foreign or newer modules are refused with a clear error", "[aot]") {
   GraphBuilder g;
   models::BuildDigitsCnn(g);
