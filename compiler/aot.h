@@ -30,7 +30,7 @@ struct AotOptions {
   // the loaded module first reads it (runtime/cpu/variable_step.cc), which gives what the
   // initializers give here (they are seeded): a fresh training module without its weights' bytes.
   bool variables = true;
-  std::string source;      // recorded in the manifest
+  std::string source;  // recorded in the manifest
   // Mixed precision, applied as a Session applies it (needs kiln_session_passes linked); the
   // manifest records its name ("fp32", "bf16", "fp16").
   PrecisionPolicy precision = {};
