@@ -33,6 +33,14 @@ bool WithinLaunchLimits(const KernelLaunch& l) {
          l.block[0] * l.block[1] * l.block[2] <= 1024;
 }
 
+// The buffers of a step's operands, inputs then outputs (how launches and library calls number
+// them).
+std::vector<int> OperandBuffers(const Step& step) {
+  std::vector<int> ids = step.inputs;
+  ids.insert(ids.end(), step.outputs.begin(), step.outputs.end());
+  return ids;
+}
+
 constexpr int64_t kStagingAlignment = 64;
 
 }  // namespace
@@ -157,8 +165,7 @@ Status CudaProgram::Prepare(int threads) {
       }
     } else if (step.on_device && IsDeviceGemm(step, exe)) {
       KILN_ASSIGN_OR_RETURN(MatmulCall call, MatmulCallForGemm(step, exe));
-      std::vector<int> ids = step.inputs;
-      ids.insert(ids.end(), step.outputs.begin(), step.outputs.end());
+      const std::vector<int> ids = OperandBuffers(step);
       MatmulOperands operands;
       operands.a = address_[ids[call.a_operand]];
       operands.b = address_[ids[call.b_operand]];
@@ -179,8 +186,7 @@ Status CudaProgram::Prepare(int threads) {
       action.kernel = exe.FindDeviceKernel(step.callee);
       if (!action.kernel)
         return MakeError(ErrorCode::kInternal, "no device kernel '", step.callee, "'");
-      std::vector<int> ids = step.inputs;
-      ids.insert(ids.end(), step.outputs.begin(), step.outputs.end());
+      const std::vector<int> ids = OperandBuffers(step);
       for (int id : ids) action.operands.push_back({address_[id], exe.buffers[id].bytes()});
       KILN_RETURN_IF_ERROR(CheckLaunches(*action.kernel, ids));
     } else {
@@ -225,8 +231,7 @@ bool CudaProgram::PrepareConv(const Step& step, Action& action) {
   };
   Result<ConvCall> call = ConvCallForStep(step, exe);
   if (!call.ok()) return fall_back(call.error());
-  std::vector<int> ids = step.inputs;
-  ids.insert(ids.end(), step.outputs.begin(), step.outputs.end());
+  const std::vector<int> ids = OperandBuffers(step);
   ConvOperands operands;
   operands.x = address_[ids[call->x_operand]];
   operands.w = address_[ids[call->w_operand]];

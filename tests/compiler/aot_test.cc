@@ -107,22 +107,37 @@ TEST_CASE("AOT: the manifest records the signature, target and CPU features", "[
             Compile(graph, {.fetches = {"logits"}, .input_shapes = {{"images", {4, 1, 8, 8}}}})));
 }
 
+// One training step of the digits CNN under optimizer `name`, and the options compiling it into a
+// module (one step per call) for a batch of `n`.
+struct DigitsStep {
+  Graph graph;
+  std::string loss, update;
+  DigitsStep(const std::string& name, double lr) {
+    GraphBuilder g;
+    models::DigitsCnn net = models::BuildDigitsTraining(g);
+    Result<optim::Optimizer> optimizer = optim::ByName(name, {.lr = lr});
+    REQUIRE(optimizer.ok());
+    update = optimizer->Minimize(net.loss).node_name();
+    loss = net.loss.name();
+    graph = *g.Build();
+  }
+  compiler::AotOptions Module(int64_t n) const {
+    return {.fetches = {loss},
+            .targets = {update},
+            .input_shapes = {{"images", {n, 1, 8, 8}}, {"labels", {n}}}};
+  }
+};
+
 TEST_CASE("AOT: a training module runs one step per call, keeps and checkpoints its variables",
           "[aot]") {
-  GraphBuilder g;
-  models::DigitsCnn net = models::BuildDigitsTraining(g);
-  Result<optim::Optimizer> adam = optim::ByName("adam", {.lr = 0.01});
-  REQUIRE(adam.ok());
-  Value update = adam->Minimize(net.loss);
-  Graph graph = *g.Build();
+  const DigitsStep digits("adam", 0.01);
+  const Graph& graph = digits.graph;
   Tensor images = Random(Shape{16, 1, 8, 8}, 7);
   std::vector<int64_t> label_values(16);
   for (int i = 0; i < 16; ++i) label_values[i] = i % 10;
   Tensor labels = Tensor::FromVector<int64_t>(Shape{16}, label_values);
 
-  ModuleFile file = Compile(graph, {.fetches = {net.loss.name()},
-                                    .targets = {update.node_name()},
-                                    .input_shapes = {{"images", {16, 1, 8, 8}}, {"labels", {16}}}});
+  ModuleFile file = Compile(graph, digits.Module(16));
   std::unique_ptr<Module> module = Load(file);
   Session session(graph, SessionOptions{.backend = "cpu"});
   std::vector<double> losses;
@@ -132,7 +147,7 @@ TEST_CASE("AOT: a training module runs one step per call, keeps and checkpoints 
     INFO(got.status().ToString());
     REQUIRE(got.ok());
     Result<std::vector<Tensor>> want =
-        session.Run({{"images", images}, {"labels", labels}}, {net.loss}, {update});
+        session.Run({{"images", images}, {"labels", labels}}, {digits.loss}, {digits.update});
     REQUIRE(want.ok());
     CHECK(BitwiseEqual((*got)[0], (*want)[0]));
     losses.push_back((*got)[0].GetDouble(0));
@@ -154,17 +169,11 @@ TEST_CASE("AOT: a training module runs one step per call, keeps and checkpoints 
 
 TEST_CASE("AOT: a training module without variables starts from the initializers, as a session",
           "[aot]") {
-  GraphBuilder g;
-  models::DigitsCnn net = models::BuildDigitsTraining(g);
-  Result<optim::Optimizer> sgd = optim::ByName("sgd", {.lr = 0.1});
-  REQUIRE(sgd.ok());
-  Value update = sgd->Minimize(net.loss);
-  Graph graph = *g.Build();
+  const DigitsStep digits("sgd", 0.1);
+  const Graph& graph = digits.graph;
   Tensor images = Random(Shape{8, 1, 8, 8}, 9);
   Tensor labels = Tensor::FromVector<int64_t>(Shape{8}, {0, 1, 2, 3, 4, 5, 6, 7});
-  compiler::AotOptions options = {.fetches = {net.loss.name()},
-                                  .targets = {update.node_name()},
-                                  .input_shapes = {{"images", {8, 1, 8, 8}}, {"labels", {8}}}};
+  compiler::AotOptions options = digits.Module(8);
   options.variables = false;
   ModuleFile file = Compile(graph, options);
   CHECK(file.variables.empty());
@@ -175,7 +184,7 @@ TEST_CASE("AOT: a training module without variables starts from the initializers
     INFO(got.status().ToString());
     REQUIRE(got.ok());
     Result<std::vector<Tensor>> want =
-        session.Run({{"images", images}, {"labels", labels}}, {net.loss}, {update});
+        session.Run({{"images", images}, {"labels", labels}}, {digits.loss}, {digits.update});
     REQUIRE(want.ok());
     CHECK(BitwiseEqual((*got)[0], (*want)[0]));
   }
