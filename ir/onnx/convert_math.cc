@@ -241,6 +241,22 @@ Status ConvertMod(OnnxNode& n) {
   KILN_ASSIGN_OR_RETURN(int64_t fmod, n.Int("fmod", 0));
   if (IsFloat(a.dtype()) && !fmod)
     return n.Fail("Mod of floats needs fmod = 1 (as the ONNX specification requires)");
+  if (AllInputsKnownSmallInts(n)) {  // e.g. the head split of PyTorch's attention export
+    bool ok = true;
+    KILN_ASSIGN_OR_RETURN(Tensor t, FoldInts(n, a.dtype(), [&](const std::vector<int64_t>& v) {
+                            if (v[1] == 0) {
+                              ok = false;
+                              return int64_t{0};
+                            }
+                            int64_t r = v[0] % v[1];  // the dividend's sign, as fmod = 1
+                            if (!fmod && r != 0 && ((r < 0) != (v[1] < 0))) r += v[1];
+                            return r;
+                          }));
+    if (ok) {
+      n.SetKnown(0, t);
+      return OkStatus();
+    }
+  }
   Value q = Div(a, b);  // integers: truncates toward zero
   if (IsFloat(a.dtype())) {
     Value zero = n.g().Scalar(0, a.dtype());

@@ -1,4 +1,6 @@
-// Library step "gemm": a (batched) matrix multiply through OpenBLAS, f32 (sgemm) and f64 (dgemm);
+// Library step "gemm": a (batched) matrix multiply, f32 through kiln's packed AVX-512 kernel
+// (packed_sgemm.h) where the CPU has AVX-512F and through OpenBLAS's sgemm otherwise, f64 through
+// OpenBLAS's dgemm;
 // bf16 operands (c bf16, or f32: MatMul's out_dtype) go through oneDNN's matmul where the CPU
 // has bf16 arithmetic (onednn_matmul_step.cc), other bf16 and f16 ones through widened_step.cc.
 // Parameters (attrs, all ints): m n k, trans_a trans_b (0/1), batch, stride_a stride_b (elements
@@ -16,6 +18,7 @@
 #include "ir/ops/math.h"
 #include "runtime/cpu/gemm_params.h"
 #include "runtime/cpu/library_steps.h"
+#include "runtime/cpu/packed_sgemm.h"
 
 namespace kiln::cpu {
 namespace {
@@ -49,10 +52,21 @@ class GemmStep : public StepRunner {
   GemmStep(const Step& step, GemmParams params) : step_(step), params_(params) {}
 
   Status Run(StepEnv& env) const override {
-    openblas_set_num_threads(env.threads);
     void* a = env.data[step_.inputs[0]];
     void* b = env.data[step_.inputs[1]];
     void* c = env.data[step_.outputs[0]];
+    if (params_.dtype == f32 && HasPackedSgemm()) {
+      SgemmProblem p;
+      p.m = params_.m, p.n = params_.n, p.k = params_.k, p.batch = params_.batch;
+      p.stride_a = params_.stride_a, p.stride_b = params_.stride_b;
+      p.trans_a = params_.trans_a, p.trans_b = params_.trans_b;
+      p.a = static_cast<const float*>(a), p.b = static_cast<const float*>(b);
+      p.c = static_cast<float*>(c), p.bias = static_cast<const float*>(Bias(env));
+      p.relu = params_.relu, p.gelu_tanh = params_.gelu_tanh;
+      PackedSgemm(p, env.threads);
+      return OkStatus();
+    }
+    openblas_set_num_threads(env.threads);
     if (params_.dtype == f32) {
       Gemm(params_, static_cast<const float*>(a), static_cast<const float*>(b),
            static_cast<float*>(c), static_cast<const float*>(Bias(env)));

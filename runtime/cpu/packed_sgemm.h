@@ -1,0 +1,39 @@
+// kiln's own single-precision matrix multiply for x86-64 CPUs with AVX-512 (the "gemm" library
+// step's f32 path where HasPackedSgemm()): blocks of a and b are packed into contiguous panels
+// and a 14 x 32 register-blocked micro-kernel (28 zmm accumulators, b's rows loaded once per k,
+// a's entries broadcast from memory) computes each tile of c. The tiles of c (every matrix of a
+// batch, blocks of rows and columns) are split over the session's OpenMP threads, each packing its
+// own panels, so a batched product (attention's Q K^T) is one parallel loop, not a loop of calls.
+// A fused epilogue (bias, relu, tanh-approximated GELU) is applied to each tile of c while it is
+// still in cache. Sums run in k order within blocks of kPackedSgemmKc; rounding differs from a
+// naive loop's as any blocked gemm's does (the differential tests' tolerance).
+#pragma once
+
+#include <cstdint>
+
+namespace kiln::cpu {
+
+// One batched product c[i] = op(a[i]) x op(b[i]) (+ bias) for i < batch, c row-major m x n with
+// leading dimension n; op(a) is m x k (a stored k x m, leading dimension m, when trans_a; m x k,
+// leading dimension k, otherwise), op(b) k x n likewise. a[i] starts at i * stride_a elements (0
+// repeats one matrix), b[i] at i * stride_b, c[i] at i * m * n.
+struct SgemmProblem {
+  int64_t m = 0, n = 0, k = 0, batch = 1, stride_a = 0, stride_b = 0;
+  bool trans_a = false, trans_b = false;
+  const float* a = nullptr;
+  const float* b = nullptr;
+  float* c = nullptr;
+  const float* bias = nullptr;  // n values added to every row, or nullptr
+  bool relu = false;
+  bool gelu_tanh = false;  // GeluTanhValue (ir/ops/math.h), in f64 as the reference computes it
+};
+
+inline constexpr int64_t kPackedSgemmKc = 256;
+
+// True when this CPU runs the packed kernel (AVX-512F).
+bool HasPackedSgemm();
+
+// Computes `p` on up to `threads` threads. Requires HasPackedSgemm().
+void PackedSgemm(const SgemmProblem& p, int threads);
+
+}  // namespace kiln::cpu

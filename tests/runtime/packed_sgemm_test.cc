@@ -1,0 +1,96 @@
+// kiln's packed AVX-512 sgemm (runtime/cpu/packed_sgemm.h) against a plain product in double:
+// every transpose, sizes on both sides of the micro-tile (14 x 32) and tile (112 x 256) edges and
+// of the k block (256), a batch with one operand repeated (stride 0), the fused bias, relu and
+// GELU, one thread and several.
+#include "runtime/cpu/packed_sgemm.h"
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <vector>
+
+#include "ir/ops/math.h"
+
+namespace kiln::cpu {
+namespace {
+
+struct Case {
+  int64_t m, n, k, batch = 1;
+  bool trans_a = false, trans_b = false, repeat_b = false;
+  bool bias = false, relu = false, gelu = false;
+};
+
+std::vector<float> Random(int64_t count, uint32_t seed) {
+  std::vector<float> v(count);
+  for (auto& x : v) {
+    seed = seed * 1664525u + 1013904223u;
+    x = static_cast<float>(static_cast<int32_t>(seed >> 8) % 2001) / 1000.0f;  // [-2, 2]
+  }
+  return v;
+}
+
+void Check(const Case& t, int threads) {
+  INFO("m " << t.m << " n " << t.n << " k " << t.k << " batch " << t.batch << " trans_a "
+            << t.trans_a << " trans_b " << t.trans_b << " repeat_b " << t.repeat_b << " bias "
+            << t.bias << " relu " << t.relu << " gelu " << t.gelu << " threads " << threads);
+  const std::vector<float> a = Random(t.batch * t.m * t.k, 1);
+  const std::vector<float> b = Random((t.repeat_b ? 1 : t.batch) * t.k * t.n, 2);
+  const std::vector<float> bias = Random(t.n, 3);
+  std::vector<float> c(t.batch * t.m * t.n, std::nanf(""));  // every entry must be written
+  SgemmProblem p;
+  p.m = t.m, p.n = t.n, p.k = t.k, p.batch = t.batch;
+  p.stride_a = t.m * t.k, p.stride_b = t.repeat_b ? 0 : t.k * t.n;
+  p.trans_a = t.trans_a, p.trans_b = t.trans_b;
+  p.a = a.data(), p.b = b.data(), p.c = c.data(), p.bias = t.bias ? bias.data() : nullptr;
+  p.relu = t.relu, p.gelu_tanh = t.gelu;
+  PackedSgemm(p, threads);
+  double worst = 0;
+  for (int64_t bi = 0; bi < t.batch; ++bi) {
+    const float* ai = a.data() + bi * p.stride_a;
+    const float* bb = b.data() + bi * p.stride_b;
+    for (int64_t i = 0; i < t.m; ++i) {
+      for (int64_t j = 0; j < t.n; ++j) {
+        double sum = t.bias ? bias[j] : 0.0;
+        for (int64_t q = 0; q < t.k; ++q) {
+          double x = t.trans_a ? ai[q * t.m + i] : ai[i * t.k + q];
+          double y = t.trans_b ? bb[j * t.k + q] : bb[q * t.n + j];
+          sum += x * y;
+        }
+        if (t.relu) sum = sum > 0 ? sum : 0;
+        if (t.gelu) sum = GeluTanhValue(sum);
+        const double got = c[(bi * t.m + i) * t.n + j];
+        // f32 sums of k products of magnitude <= 4
+        const double tolerance = 1e-5 * (4.0 * static_cast<double>(t.k) + 1.0);
+        REQUIRE(std::isfinite(got));
+        worst = std::max(worst, std::abs(got - sum) / tolerance);
+      }
+    }
+  }
+  CHECK(worst <= 1.0);
+}
+
+TEST_CASE("The packed sgemm matches a float64 product for every shape, transpose and epilogue",
+          "[packed_sgemm]") {
+  if (!HasPackedSgemm()) {
+    WARN("this CPU has no AVX-512F: the packed sgemm is not used, nothing to check");
+    return;
+  }
+  std::vector<Case> cases;
+  for (int64_t m : {1, 13, 14, 15, 113})
+    for (int64_t n : {1, 16, 31, 33, 257})
+      for (int64_t k : {1, 7, 256, 300})
+        for (int trans = 0; trans < 4; ++trans)
+          cases.push_back({m, n, k, 1, (trans & 1) != 0, (trans & 2) != 0});
+  cases.push_back({128, 128, 64, 6, false, true});              // attention's Q K^T
+  cases.push_back({128, 64, 128, 6, false, false, true});       // one b for the whole batch
+  cases.push_back({30, 70, 40, 1, false, false, false, true});  // bias
+  cases.push_back({30, 70, 40, 1, true, true, false, true, true});
+  cases.push_back({30, 70, 40, 1, false, false, false, true, false, true});
+  cases.push_back({5, 9, 0, 2, false, false, false, true});  // k = 0: the bias alone
+  for (const Case& t : cases) {
+    Check(t, 1);
+    if (t.m * t.n * t.k >= 100000) Check(t, 2);
+  }
+}
+
+}  // namespace
+}  // namespace kiln::cpu
