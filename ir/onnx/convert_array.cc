@@ -232,10 +232,39 @@ Status ConvertSlice(OnnxNode& n) {
   return OkStatus();
 }
 
+// Known indices that pick one slice, or consecutive ones in order (PyTorch's export of
+// attention's q, k, v = qkv[0], qkv[1], qkv[2]), make a Slice (and a Squeeze for a scalar index):
+// a copy the compilers lower as one strided copy, where a Gather with constant indices would stay
+// a gather. False, with nothing built, for other indices and for a shape vector that ConvertGather
+// folds or tracks.
+Result<bool> ConvertGatherAsSlice(OnnxNode& n, Value data, int64_t axis) {
+  const Tensor* idx = n.known(1);
+  if (!idx || idx->rank() > 1 || idx->num_elements() == 0 || IsFloat(idx->dtype()) ||
+      data.rank() == 0 || (data.rank() == 1 && (AllInputsKnownSmallInts(n) || n.Partial(0))))
+    return false;
+  Result<int> ax = NormalizeAxis(axis, data.rank());
+  if (!ax.ok()) return false;  // Gather names the bad axis
+  const int64_t dim = data.shape()[*ax];
+  if (dim < 0) return false;  // known at run time: the Gather checks its indices then
+  std::vector<int64_t> picked = idx->ToInts();
+  for (int64_t& j : picked) {
+    if (j < -dim || j >= dim)
+      return n.Fail("index ", j, " is out of range for axis ", axis, " of size ", dim);
+    if (j < 0) j += dim;
+  }
+  for (size_t i = 1; i < picked.size(); ++i)
+    if (picked[i] != picked[i - 1] + 1) return false;
+  Value s = Slice(data, {picked.front()}, {picked.back() + 1}, {*ax});
+  n.SetOutput(0, idx->rank() == 0 ? Squeeze(s, {*ax}) : s);
+  return true;
+}
+
 Status ConvertGather(OnnxNode& n) {
   KILN_ASSIGN_OR_RETURN(Value data, n.input(0));
   KILN_ASSIGN_OR_RETURN(Value indices, n.input(1));
   KILN_ASSIGN_OR_RETURN(int64_t axis, n.Int("axis", 0));
+  KILN_ASSIGN_OR_RETURN(bool sliced, ConvertGatherAsSlice(n, data, axis));
+  if (sliced) return OkStatus();
   Value y = Gather(data, indices, axis);
   if (y.valid() && AllInputsKnownSmallInts(n) && data.rank() == 1) {
     const Tensor& d = *n.known(0);

@@ -225,3 +225,66 @@ TEST_CASE("ONNX import: Einsum, explicit and implicit, and what it refuses", "[o
     CHECK_THAT(g.error().message(), Catch::Contains(error));
   }
 }
+
+TEST_CASE("ONNX import: Gather with known indices that pick one slice or a run becomes a Slice",
+          "[onnx]") {
+  // x [3, 2, 2]; y0 = x[1] (scalar index: the axis goes), y1 = x[:, -2:] (indices [0, 1]),
+  // y2 = x[[2, 0]] (not a run: stays a Gather); z = (Mod of known ints) folds.
+  OnnxModel m;
+  m.Input("x", 1, {3, 2, 2}).Output("y0").Output("y1").Output("y2");
+  OnnxModel::AttrTensor(m.Node("Constant", {}, {"one"}), "value", Tensor::Scalar<int64_t>(1));
+  OnnxModel::AttrTensor(m.Node("Constant", {}, {"run"}), "value",
+                        Tensor::FromVector<int64_t>({2}, {-2, -1}));
+  OnnxModel::AttrTensor(m.Node("Constant", {}, {"pair"}), "value",
+                        Tensor::FromVector<int64_t>({2}, {2, 0}));
+  m.Node("Gather", {"x", "one"}, {"y0"});
+  OnnxModel::AttrInt(m.Node("Gather", {"x", "run"}, {"y1"}), "axis", 1);
+  m.Node("Gather", {"x", "pair"}, {"y2"});
+  Graph g = Import(m);
+  int gathers = 0, slices = 0;
+  for (const Node& n : g.nodes()) {
+    gathers += n.op == "Gather";
+    slices += n.op == "Slice";
+  }
+  CHECK(gathers == 1);
+  CHECK(slices == 2);
+  std::vector<float> values(12);
+  std::vector<double> expected_y1(12);
+  for (int i = 0; i < 12; ++i) values[i] = static_cast<float>(expected_y1[i] = i);
+  Session s(g, {.backend = "reference"});
+  auto out = s.Run({{"x", Tensor::FromVector<float>({3, 2, 2}, values)}}, {"y0", "y1", "y2"});
+  INFO((out.ok() ? std::string() : out.error().ToString()));
+  REQUIRE(out.ok());
+  CHECK(out->at(0).shape() == Shape{2, 2});
+  CHECK(out->at(0).ToDoubles() == std::vector<double>{4, 5, 6, 7});
+  CHECK(out->at(1).shape() == Shape{3, 2, 2});
+  CHECK(out->at(1).ToDoubles() == expected_y1);
+  CHECK(out->at(2).ToDoubles() == std::vector<double>{8, 9, 10, 11, 0, 1, 2, 3});
+
+  OnnxModel bad;
+  bad.Input("x", 1, {3, 2}).Output("y");
+  OnnxModel::AttrTensor(bad.Node("Constant", {}, {"three"}), "value", Tensor::Scalar<int64_t>(3));
+  bad.Node("Gather", {"x", "three"}, {"y"}, "pick");
+  Result<Graph> refused = ImportOnnxFromBytes(bad.Bytes(), "", "bad.onnx", {});
+  REQUIRE(!refused.ok());
+  CHECK_THAT(refused.error().ToString(),
+             Catch::Contains("'pick'") && Catch::Contains("index 3 is out of range"));
+}
+
+TEST_CASE("ONNX import: Mod of known integers folds, with the divisor's or the dividend's sign",
+          "[onnx]") {
+  OnnxModel m;
+  m.Input("x", 1, {4}).Output("y");
+  OnnxModel::AttrTensor(m.Node("Constant", {}, {"a"}), "value",
+                        Tensor::FromVector<int64_t>({2}, {-7, 7}));
+  OnnxModel::AttrTensor(m.Node("Constant", {}, {"b"}), "value",
+                        Tensor::FromVector<int64_t>({2}, {3, -3}));
+  m.Node("Mod", {"a", "b"}, {"r"});                                 // [2, -2]
+  OnnxModel::AttrInt(m.Node("Mod", {"a", "b"}, {"f"}), "fmod", 1);  // [-1, 1]
+  OnnxModel::AttrInt(m.Node("Concat", {"r", "f"}, {"shape"}), "axis", 0);
+  m.Node("Abs", {"shape"}, {"dims"});  // [2, 2, 1, 1]
+  m.Node("Reshape", {"x", "dims"}, {"y"});
+  Graph g = Import(m);
+  for (const Node& n : g.nodes()) CHECK(n.op != "Mod");
+  CHECK(OnlyNodeOf(g, "Reshape").output_types[0].shape == Shape{2, 2, 1, 1});
+}
