@@ -13,6 +13,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <mutex>
 #include <vector>
 
 #include "ir/ops/math.h"
@@ -63,6 +64,8 @@ class GemmStep : public StepRunner {
       p.a = static_cast<const float*>(a), p.b = static_cast<const float*>(b);
       p.c = static_cast<float*>(c), p.bias = static_cast<const float*>(Bias(env));
       p.relu = params_.relu, p.gelu_tanh = params_.gelu_tanh;
+      std::lock_guard<std::mutex> lock(weights_.mutex);
+      p.packed_b = PackedWeights(p, env);
       PackedSgemm(p, env.threads);
       return OkStatus();
     }
@@ -82,8 +85,29 @@ class GemmStep : public StepRunner {
     return params_.bias ? env.data[step_.inputs[2]] : nullptr;
   }
 
+  // b packed for the kernel, kept from run to run while b is a constant or the same version of a
+  // variable (a model's weights: packed once, or once per training update); nullptr when b
+  // changes every run (an activation, a feed) or differs across the batch.
+  const float* PackedWeights(const SgemmProblem& p, const StepEnv& env) const {
+    const uint64_t version = env.version(step_.inputs[1]);
+    if (version == 0 || (p.batch > 1 && p.stride_b != 0)) return nullptr;
+    if (weights_.version != version || weights_.source != p.b) {
+      weights_.packed.Pack(p, env.threads);
+      weights_.version = version;
+      weights_.source = p.b;
+    }
+    return weights_.packed.data();
+  }
+
   const Step& step_;
   GemmParams params_;
+  struct Weights {
+    std::mutex mutex;  // runs of one program from several threads share the packed copy
+    uint64_t version = 0;
+    const void* source = nullptr;
+    PackedSgemmB packed;
+  };
+  mutable Weights weights_;
 };
 
 }  // namespace

@@ -7,9 +7,10 @@
 // load, with format_tag::any so oneDNN picks its fastest (blocked) layouts; operands whose buffers
 // are in another layout are reordered into them and results back in every run, using scratch
 // memory allocated at load; constant weights and biases (frozen graphs, deployed modules) are
-// reordered once, at load. The compiler's layout pass (compiler/layout_assignment.h) gives
-// activations the primitives' layouts where it can, so that most of those reorders vanish.
-// Attributes: strides, pads [top, left, bottom, right], dilations, groups.
+// reordered once, at load, and variable ones once per version of the variable. The compiler's
+// layout pass (compiler/layout_assignment.h) gives activations the primitives' layouts where it
+// can, so that most of those reorders vanish. Attributes: strides, pads [top, left, bottom, right],
+// dilations, groups.
 //
 // A "conv2d" step may carry the epilogue the compiler fused into it (compiler/epilogue_fusion.h):
 // attribute "bias" (1: inputs[2] is a bias [C] of y's dtype) and "post_ops" (1: sum, whose operand
@@ -42,6 +43,10 @@ struct Operand {
   std::optional<dnnl::reorder> to_inner, to_plain;
   mutable memory scratch;  // dnnl::reorder::execute takes non-const memory
   bool packed = false;     // a constant input reordered into `scratch` once, at load
+  // A variable input (weights imported from ONNX, or trained) whose reorder into `scratch` is
+  // kept while the variable keeps this version (StepEnv::versions) at this address.
+  mutable uint64_t kept_version = 0;
+  mutable const void* kept_source = nullptr;
 };
 
 // The sum post-op's operand: copied (reordered) into the primitive's dst before it runs.
@@ -71,7 +76,12 @@ class ConvStep : public StepRunner {
           args[op.arg] = user;
           continue;
         }
-        if (!op.output && !op.packed) op.to_inner->execute(stream, user, op.scratch);
+        if (!op.output && !op.packed) {
+          const uint64_t version = env.version(op.buffer);
+          if (version == 0 || version != op.kept_version || env.data[op.buffer] != op.kept_source)
+            op.to_inner->execute(stream, user, op.scratch);
+          op.kept_version = version, op.kept_source = env.data[op.buffer];
+        }
         args[op.arg] = op.scratch;
         if (op.output) outputs.push_back({&op, user});
       }

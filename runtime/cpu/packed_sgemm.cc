@@ -190,12 +190,42 @@ int ThreadsFor(int64_t work, int64_t units, int threads) {
       std::min<int64_t>({threads, units, std::max<int64_t>(1, work / kMinWorkPerThread)}));
 }
 
+// Packs one (k block, column panel) pair of a matrix `b` of op(b): unit u of
+// k_blocks x Panels(n), k block major.
+void PackBUnit(const SgemmProblem& p, const float* b, float* packed, int64_t u) {
+  const int64_t panels = Panels(p.n);
+  const int64_t p0 = u / panels * kKc, s = u % panels * kNr;
+  const int64_t kc = std::min(kKc, p.k - p0);
+  PackB(b, p.trans_b, p.trans_b ? p.k : p.n, p0, kc, s, std::min<int64_t>(kNr, p.n - s),
+        packed + PackedBBlock(p, p0) + s * kc);
+}
+
+// Packs all of one matrix `b` of op(b) on up to `threads` threads.
+void PackBMatrix(const SgemmProblem& p, const float* b, float* packed, int threads) {
+  const int64_t units = (p.k + kKc - 1) / kKc * Panels(p.n);
+  const int team = ThreadsFor(p.k * p.n, units, threads);
+#pragma omp parallel for num_threads(team) if (team > 1) schedule(static)
+  for (int64_t u = 0; u < units; ++u) PackBUnit(p, b, packed, u);
+}
+
 }  // namespace
 
 bool HasPackedSgemm() {
   static const bool has = __builtin_cpu_supports("avx512f");
   return has;
 }
+
+void PackedSgemmB::Pack(const SgemmProblem& p, int threads) {
+  const int64_t size = std::max<int64_t>(1, PackedBSize(p));
+  if (size > size_) {
+    std::free(data_);
+    data_ = static_cast<float*>(std::aligned_alloc(64, sizeof(float) * ((size + 15) / 16 * 16)));
+    size_ = size;
+  }
+  PackBMatrix(p, p.b, data_, threads);
+}
+
+PackedSgemmB::~PackedSgemmB() { std::free(data_); }
 
 void PackedSgemm(const SgemmProblem& p, int threads) {
   if (p.m == 0 || p.n == 0 || p.batch == 0) return;
@@ -212,40 +242,40 @@ void PackedSgemm(const SgemmProblem& p, int threads) {
   const int64_t col_units = (panels + unit_panels - 1) / unit_panels;
   const int64_t per_matrix = row_blocks * col_units;
   // Batches whose packed op(b) would not fit in 16 Mi floats are done in groups.
-  const bool repeat_b = p.stride_b == 0;
+  const bool prepacked = p.packed_b != nullptr;
+  const bool repeat_b = p.stride_b == 0 || prepacked;
   const int64_t b_size = PackedBSize(p);
   const int64_t group =
       repeat_b ? p.batch
                : std::clamp<int64_t>((int64_t{1} << 24) / std::max<int64_t>(1, b_size), 1, p.batch);
   thread_local AlignedFloats packed_b_buffer;
-  float* packed_b = packed_b_buffer.Get(std::max<int64_t>(1, (repeat_b ? 1 : group) * b_size));
+  float* packed_b =
+      prepacked ? nullptr
+                : packed_b_buffer.Get(std::max<int64_t>(1, (repeat_b ? 1 : group) * b_size));
   const int k_blocks = static_cast<int>((p.k + kKc - 1) / kKc);
   for (int64_t first = 0; first < p.batch; first += group) {
     const int64_t count = std::min(group, p.batch - first);
     const int64_t b_items = repeat_b ? 1 : count;
-    const int64_t pack_units = b_items * k_blocks * panels, units = count * per_matrix;
+    const bool pack = !prepacked && (!repeat_b || first == 0);
+    const int64_t pack_units = pack ? b_items * k_blocks * panels : 0;
+    const int64_t units = count * per_matrix;
     const int team = ThreadsFor(work * count / p.batch, std::max(pack_units, units), threads);
+    const float* from = prepacked ? p.packed_b : packed_b;
 #pragma omp parallel num_threads(team) if (team > 1)
     {
-      if (!repeat_b || first == 0) {
 #pragma omp for schedule(static)
-        for (int64_t u = 0; u < pack_units; ++u) {
-          const int64_t item = u / (k_blocks * panels), rest = u % (k_blocks * panels);
-          const int64_t p0 = rest / panels * kKc, s = rest % panels * kNr;
-          const int64_t kc = std::min(kKc, p.k - p0);
-          const float* b = p.b + (first + item) * p.stride_b;
-          float* out = packed_b + item * b_size + PackedBBlock(p, p0) + s * kc;
-          PackB(b, p.trans_b, p.trans_b ? p.k : p.n, p0, kc, s, std::min<int64_t>(kNr, p.n - s),
-                out);
-        }
+      for (int64_t u = 0; u < pack_units; ++u) {
+        const int64_t item = u / (k_blocks * panels);
+        PackBUnit(p, p.b + (first + item) * p.stride_b, packed_b + item * b_size,
+                  u % (k_blocks * panels));
       }
 #pragma omp for schedule(static)
       for (int64_t u = 0; u < units; ++u) {
         const int64_t item = u / per_matrix, rest = u % per_matrix;
         const int64_t ib = rest / col_units, jb = rest % col_units;
         const int64_t i0 = ib * kMc, j0 = jb * unit_panels * kNr;
-        Unit(p, first + item, packed_b + (repeat_b ? 0 : item * b_size), i0,
-             std::min(kMc, p.m - i0), j0, std::min(unit_panels * kNr, p.n - j0));
+        Unit(p, first + item, from + (repeat_b ? 0 : item * b_size), i0, std::min(kMc, p.m - i0),
+             j0, std::min(unit_panels * kNr, p.n - j0));
       }
     }
   }

@@ -24,6 +24,9 @@ struct SgemmProblem {
   const float* b = nullptr;
   float* c = nullptr;
   const float* bias = nullptr;  // n values added to every row, or nullptr
+  // op(b) packed beforehand (PackedSgemmB, from this problem's b), used for every matrix of the
+  // batch instead of packing b; nullptr: b is packed by the call.
+  const float* packed_b = nullptr;
   bool relu = false;
   bool gelu_tanh = false;  // GeluTanhValue (ir/ops/math.h), in f64 as the reference computes it
 };
@@ -35,5 +38,23 @@ bool HasPackedSgemm();
 
 // Computes `p` on up to `threads` threads. Requires HasPackedSgemm().
 void PackedSgemm(const SgemmProblem& p, int threads);
+
+// Matrix 0 of a problem's op(b), packed once for many calls: weights that no run changes, or that
+// change less often than they are read (the gemm step keys it by the variable's version).
+class PackedSgemmB {
+ public:
+  PackedSgemmB() = default;
+  ~PackedSgemmB();
+  PackedSgemmB(const PackedSgemmB&) = delete;
+  PackedSgemmB& operator=(const PackedSgemmB&) = delete;
+
+  // Packs p.b (its first matrix) as PackedSgemm would, on up to `threads` threads.
+  void Pack(const SgemmProblem& p, int threads);
+  const float* data() const { return data_; }
+
+ private:
+  float* data_ = nullptr;
+  int64_t size_ = 0;
+};
 
 }  // namespace kiln::cpu

@@ -64,6 +64,7 @@ Status BindBuffers(const Executable& exe, uint8_t* arena, const std::vector<Tens
                      " feeds, got ", feeds.size());
   env.executable = &exe;
   env.data.assign(exe.buffers.size(), nullptr);
+  env.versions.assign(exe.buffers.size(), 0);
   for (size_t i = 0; i < exe.buffers.size(); ++i) {
     const BufferDesc& b = exe.buffers[i];
     switch (b.kind) {
@@ -73,6 +74,7 @@ Status BindBuffers(const Executable& exe, uint8_t* arena, const std::vector<Tens
       case BufferDesc::Kind::kConstant:
         // Steps never write constants or feeds (checked at load).
         env.data[i] = const_cast<void*>(exe.constants[b.index].raw_data());
+        env.versions[i] = VariableStore::kConstantVersion;
         break;
       case BufferDesc::Kind::kVariable:
         env.data[i] = nullptr;  // bound by its variable_read step

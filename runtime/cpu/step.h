@@ -23,6 +23,13 @@ struct StepEnv {
   std::map<std::string, uint64_t>* counters = nullptr;  // random streams of reference kernels
   int threads = 1;
   std::vector<Tensor> pinned;  // values kVariable buffers point into, kept alive for the run
+  // By buffer index: the version of a constant (VariableStore::kConstantVersion) or of the
+  // variable value a kVariable buffer is bound to (VariableStore::Version); 0 for buffers whose
+  // contents change from run to run (arena, feeds) and before the binding.
+  std::vector<uint64_t> versions;
+  uint64_t version(int buffer) const {
+    return buffer >= 0 && buffer < static_cast<int>(versions.size()) ? versions[buffer] : 0;
+  }
 };
 
 class StepRunner {

@@ -31,6 +31,8 @@ class VariableReadStep : public StepRunner {
                                       " does not match the variable's type ", type.ToString());
     env.pinned.push_back(*value);
     env.data[buffer_] = const_cast<void*>(env.pinned.back().raw_data());
+    if (buffer_ < static_cast<int>(env.versions.size()))
+      env.versions[buffer_] = env.variables->Version(name);
     return OkStatus();
   }
 

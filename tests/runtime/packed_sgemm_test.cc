@@ -1,11 +1,12 @@
 // kiln's packed AVX-512 sgemm (runtime/cpu/packed_sgemm.h) against a plain product in double:
 // every transpose, sizes on both sides of the micro-tile (14 x 32) and tile (112 x 256) edges and
 // of the k block (256), a batch with one operand repeated (stride 0), the fused bias, relu and
-// GELU, one thread and several.
+// GELU, one thread and several, and b packed beforehand.
 #include "runtime/cpu/packed_sgemm.h"
 
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "ir/ops/math.h"
@@ -43,6 +44,15 @@ void Check(const Case& t, int threads) {
   p.a = a.data(), p.b = b.data(), p.c = c.data(), p.bias = t.bias ? bias.data() : nullptr;
   p.relu = t.relu, p.gelu_tanh = t.gelu;
   PackedSgemm(p, threads);
+  if (t.batch == 1 || t.repeat_b) {  // b packed beforehand: the same bits
+    PackedSgemmB packed;
+    packed.Pack(p, threads);
+    SgemmProblem q = p;
+    std::vector<float> c2(c.size(), std::nanf(""));
+    q.c = c2.data(), q.packed_b = packed.data();
+    PackedSgemm(q, threads);
+    CHECK(std::memcmp(c.data(), c2.data(), sizeof(float) * c.size()) == 0);
+  }
   double worst = 0;
   for (int64_t bi = 0; bi < t.batch; ++bi) {
     const float* ai = a.data() + bi * p.stride_a;

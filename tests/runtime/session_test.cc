@@ -3,8 +3,10 @@
 
 #include <catch2/catch.hpp>
 
+#include "ir/ops/linalg.h"
 #include "ir/ops/math.h"
 #include "ir/ops/state.h"
+#include "tests/testing/temp_path.h"
 
 using namespace kiln;
 
@@ -182,4 +184,47 @@ TEST_CASE("session: the same tensor may be fetched several times", "[session]") 
   CHECK(out->at(1).ToDoubles() == std::vector<double>{2, 2});
   CHECK(out->at(2).ToDoubles() == std::vector<double>{1, 1});
   CHECK(out->at(4).ToDoubles() == std::vector<double>{0, 0});
+}
+
+Tensor Filled(Shape shape, double value) {
+  return Tensor::FromDoubles(f32, shape, std::vector<double>(shape.NumElements(), value));
+}
+
+TEST_CASE("session: kept copies of weights (packed, reordered) follow every change to them",
+          "[session]") {
+  // y = x @ w (the packed kernel's copy of w) or conv(x, w) (oneDNN's reordered w), both kept
+  // across runs while w's version stays: each way w changes must show in the next y.
+  const bool conv = GENERATE(false, true);
+  const Shape w_shape = conv ? Shape{16, 8, 1, 1} : Shape{40, 40};
+  GraphBuilder g;
+  const Shape x_shape = conv ? Shape{1, 8, 4, 4} : Shape{1, 40};
+  Value x = g.Placeholder("x", f32, x_shape);
+  Value w = Variable(g, "w", f32, w_shape, Initializer::Constant(1));
+  g.Output("y", (conv ? Conv2D(x, w) : MatMul(x, w)).Named("y"));
+  Group({AssignAdd(w, g.Constant(Filled(w_shape, 1.0)))}, "add_one");
+  Group({Assign(w, w * 3.0)}, "triple");
+  Result<Graph> graph = g.Build();
+  REQUIRE(graph.ok());
+  Session s(*graph);
+  // Inputs of 5 (conv: 8 channels) or 1 (matmul: 40 columns): y = 40 w everywhere.
+  const Tensor ones = Filled(x_shape, conv ? 5.0 : 1.0);
+  auto y0 = [&] {
+    auto out = s.Run({{"x", ones}}, {"y"});
+    REQUIRE(out.ok());
+    return out->at(0).ToDoubles()[0];
+  };
+  CHECK(y0() == 40);
+  CHECK(y0() == 40);
+  REQUIRE(s.Run({}, {}, {"add_one"}).ok());  // in place: nothing else holds w
+  CHECK(y0() == 80);
+  REQUIRE(s.Run({}, {}, {"triple"}).ok());
+  CHECK(y0() == 240);
+  const std::string path = testing::TempPath("packed_weights.ckpt");
+  REQUIRE(s.SaveCheckpoint(path).ok());
+  REQUIRE(s.Run({}, {}, {"add_one"}).ok());
+  CHECK(y0() == 280);
+  REQUIRE(s.RestoreCheckpoint(path).ok());
+  CHECK(y0() == 240);
+  s.variables().Set("w", Filled(w_shape, 0.5));
+  CHECK(y0() == 20);
 }
