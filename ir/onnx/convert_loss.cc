@@ -1,5 +1,6 @@
 // ONNX losses, composed of kiln ops: NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss
-// (LogSoftmax over axis 1, then the NLL loss). The picked class is selected with a one-hot mask
+// (LogSoftmax over axis 1, then the NLL loss; kiln's SoftmaxCrossEntropy op for the plain mean
+// over [N, C] logits). The picked class is selected with a one-hot mask
 // over the class axis (C must be known at import); a target equal to ignore_index contributes
 // neither loss nor weight. Reductions: "none", "sum", "mean" (the sum divided by the total weight
 // of the counted targets, as ONNX).
@@ -55,6 +56,17 @@ Status ConvertNll(OnnxNode& n) {
 
 Status ConvertSoftmaxCrossEntropy(OnnxNode& n) {
   KILN_ASSIGN_OR_RETURN(Value x, n.input(0));
+  // The common case, PyTorch's F.cross_entropy(logits [N, C], labels [N]), is kiln's own op: one
+  // pass per row forward and one backward, where the composition takes a one-hot mask, a
+  // LogSoftmax and a reduction (and their gradients). A label outside [0, C) is then a run-time
+  // error naming the node, as the specification requires labels in range.
+  KILN_ASSIGN_OR_RETURN(Value target, n.input(1));
+  KILN_ASSIGN_OR_RETURN(std::string reduction, n.String("reduction", "mean"));
+  if (x.rank() == 2 && target.rank() == 1 && !n.has_input(2) && !n.has_attr("ignore_index") &&
+      reduction == "mean" && !n.wants_output(1) && IsFloat(x.dtype())) {
+    n.SetOutput(0, SoftmaxCrossEntropy(x, target));
+    return OkStatus();
+  }
   Value logp = LogSoftmax(x, 1);
   KILN_ASSIGN_OR_RETURN(Value loss, NllLoss(n, logp));
   n.SetOutput(0, loss);

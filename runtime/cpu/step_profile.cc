@@ -13,7 +13,7 @@ namespace kiln::cpu {
 std::unique_ptr<StepProfile> StepProfile::FromEnvironment(const Executable& exe) {
   const char* env = std::getenv("KILN_PROFILE");
   if (!env || !*env || std::strcmp(env, "0") == 0) return nullptr;
-  return std::unique_ptr<StepProfile>(new StepProfile(exe));
+  return std::unique_ptr<StepProfile>(new StepProfile(exe, std::strcmp(env, "steps") == 0));
 }
 
 namespace {
@@ -40,7 +40,8 @@ double OperandBytes(const Step& step, const Executable& exe) {
 
 }  // namespace
 
-StepProfile::StepProfile(const Executable& exe) : seconds_(exe.steps.size(), 0.0) {
+StepProfile::StepProfile(const Executable& exe, bool each_step)
+    : seconds_(exe.steps.size(), 0.0) {
   for (const Step& step : exe.steps) {
     const std::string type =
         step.outputs.empty()
@@ -59,6 +60,7 @@ StepProfile::StepProfile(const Executable& exe) : seconds_(exe.steps.size(), 0.0
         labels_.push_back(where + "reference " + step.node.op + type);
         break;
     }
+    if (each_step) labels_.back() += " '" + step.node.name + "' #" + std::to_string(labels_.size());
     flops_.push_back(GemmFlops(step));
     bytes_.push_back(step.kind == Step::Kind::kKernel || copy ? OperandBytes(step, exe) : 0.0);
   }

@@ -9,7 +9,8 @@
 // already held the value moves none). The first run (loading, lazy initialization, first touches)
 // is left out when there are others. A device step's time runs from a CUDA event recorded before
 // it is issued to one recorded after: copies include their staging through pinned host memory,
-// and a step issued to an idle stream includes its launch latency.
+// and a step issued to an idle stream includes its launch latency. KILN_PROFILE=steps reports every
+// step on a line of its own, named by its node and its position in the plan.
 #pragma once
 
 #include <algorithm>
@@ -44,7 +45,7 @@ class StepProfile {
   std::string Report() const;
 
  private:
-  explicit StepProfile(const Executable& exe);
+  StepProfile(const Executable& exe, bool each_step);
 
   std::vector<std::string> labels_;  // by step
   std::vector<double> seconds_;      // by step, summed over runs
