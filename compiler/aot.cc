@@ -66,9 +66,7 @@ Result<PlannedExecutable> PlanForTarget(const RunPlan& plan, const std::string& 
     KILN_ASSIGN_OR_RETURN(CudaPlan cuda, PlanForCuda(plan, tf32));
     return std::move(cuda.planned);
   }
-  PlanOptions plan_options;
-  plan_options.can_emit = CanEmit;
-  return PlanExecutable(plan, plan_options);
+  return PlanExecutable(plan, CpuPlanOptions());
 }
 
 }  // namespace

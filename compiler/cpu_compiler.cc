@@ -36,8 +36,7 @@ std::shared_ptr<const KernelLibrary> JitKernelLibrary(std::unique_ptr<JitModule>
 
 Result<CompiledPlan> CpuCompiler::Compile(const RunPlan& plan, const CompileOptions& options) {
   if (options.target != "cpu") return CompileForCuda(plan, options);
-  PlanOptions plan_options;
-  plan_options.can_emit = CanEmit;
+  PlanOptions plan_options = CpuPlanOptions();
   if (own_layouts_) plan_options.preferred_layouts = layouts_;
   KILN_ASSIGN_OR_RETURN(PlannedExecutable planned, PlanExecutable(plan, plan_options));
   CompiledPlan compiled;

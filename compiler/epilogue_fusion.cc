@@ -13,7 +13,8 @@ std::string Quote(const Node& node) { return node.op + " '" + node.name + "'"; }
 
 class EpiloguePlanner {
  public:
-  EpiloguePlanner(const RunPlan& plan, const StaticInfo& info) : plan_(plan), info_(info) {
+  EpiloguePlanner(const RunPlan& plan, const StaticInfo& info, bool fuse_clip)
+      : plan_(plan), info_(info), fuse_clip_(fuse_clip) {
     for (const Node* node : plan.nodes) {
       for (const TensorRef& in : node->inputs) readers_[in].push_back(node);
       for (const std::string& c : node->control_inputs) controlled_.insert(c);
@@ -163,6 +164,9 @@ class EpiloguePlanner {
   static bool HasGelu(const Epilogue& e) {
     return std::find(e.post_ops.begin(), e.post_ops.end(), PostOp::kGeluTanh) != e.post_ops.end();
   }
+  static bool HasClip(const Epilogue& e) {
+    return std::find(e.post_ops.begin(), e.post_ops.end(), PostOp::kClip) != e.post_ops.end();
+  }
   static bool IsTanhGelu(const Node& gelu) {
     const OpDef* def = OpRegistry::Global().Find("Gelu");
     if (!def) return false;
@@ -199,12 +203,19 @@ class EpiloguePlanner {
       } else if (next->op == "Relu" && IsFloat(TensorRef{next->name, 0}, dtype) && !HasGelu(e)) {
         e.post_ops.push_back(PostOp::kRelu);
         taken = true;
+      } else if (next->op == "Clip" && conv && fuse_clip_ &&
+                 IsFloat(TensorRef{next->name, 0}, dtype) && !HasClip(e) &&
+                 next->attrs.GetFloat("min").ok() && next->attrs.GetFloat("max").ok()) {
+        e.clip_min = *next->attrs.GetFloat("min");
+        e.clip_max = *next->attrs.GetFloat("max");
+        e.post_ops.push_back(PostOp::kClip);
+        taken = true;
       } else if (next->op == "Gelu" && !conv && e.post_ops.empty() && IsTanhGelu(*next)) {
         e.post_ops.push_back(PostOp::kGeluTanh);
         taken = true;
       } else {
         why = e.output.ToString() + " is read by " + Quote(*next) +
-              (conv ? ", not a bias, folded BatchNorm, residual Add or Relu"
+              (conv ? ", not a bias, folded BatchNorm, residual Add, Relu or Clip"
                     : ", not a bias, Relu or a Gelu(approximate=tanh) before any other activation");
       }
       if (!taken) return why;
@@ -219,13 +230,14 @@ class EpiloguePlanner {
   std::map<TensorRef, std::vector<const Node*>> readers_;
   std::set<std::string> controlled_;
   std::set<TensorRef> fetched_;
+  bool fuse_clip_;
   EpiloguePlan out_;
 };
 
 }  // namespace
 
-EpiloguePlan PlanEpilogues(const RunPlan& plan, const StaticInfo& info) {
-  return EpiloguePlanner(plan, info).Run();
+EpiloguePlan PlanEpilogues(const RunPlan& plan, const StaticInfo& info, bool fuse_clip) {
+  return EpiloguePlanner(plan, info, fuse_clip).Run();
 }
 
 }  // namespace kiln::compiler

@@ -4,6 +4,7 @@
 // steps and memory round trips:
 //
 //   Conv2D -> [BiasAdd axis 1]* -> [BatchNorm, inference, folded]* -> [Add residual] -> [Relu]*
+//             -> [Clip]                                   (Clip: cpu plans only, `fuse_clip`)
 //   MatMul -> [BiasAdd, last axis]* -> [Relu]* | Gelu(tanh)   (any float, both operands of rank
 //                                                              2: one gemm)
 //
@@ -26,6 +27,9 @@
 //     post-op: the step reads the residual buffer as an extra input. At most one, first post-op.
 //   - Relu becomes an eltwise post-op; for a MatMul, so does one Gelu(approximate = "tanh") as
 //     the only activation.
+//   - One float Clip (MobileNet's ReLU6) after a convolution becomes oneDNN's clip post-op, its
+//     bounds in the step's attribute "clip" ([min, max]), when the plan's consumer computes it
+//     (`fuse_clip`: the cpu backend; the CUDA backend's convolutions take no clip).
 // A node is absorbed only when the value it reads has that node as its one reader, is not
 // fetched, and is no node's control input; so a value that a gradient op reads (Relu's gradient
 // reads its input) is never hidden, and training graphs keep their pre-activations.
@@ -48,7 +52,7 @@
 namespace kiln::compiler {
 
 // Post-ops of a "conv2d" or "gemm" step, in order (attribute "post_ops").
-enum class PostOp : int64_t { kSum = 1, kRelu = 2, kGeluTanh = 3 };
+enum class PostOp : int64_t { kSum = 1, kRelu = 2, kGeluTanh = 3, kClip = 4 };
 
 struct Epilogue {
   const Node* producer = nullptr;        // the Conv2D or MatMul
@@ -59,6 +63,7 @@ struct Epilogue {
   std::optional<Tensor> folded_weights;  // replaces the weights when a BatchNorm was folded
   std::optional<TensorRef> residual;     // the sum post-op's operand
   std::vector<PostOp> post_ops;
+  double clip_min = 0, clip_max = 0;  // kClip's bounds
 };
 
 struct EpiloguePlan {
@@ -67,6 +72,6 @@ struct EpiloguePlan {
   std::vector<std::string> decisions;
 };
 
-EpiloguePlan PlanEpilogues(const RunPlan& plan, const StaticInfo& info);
+EpiloguePlan PlanEpilogues(const RunPlan& plan, const StaticInfo& info, bool fuse_clip = false);
 
 }  // namespace kiln::compiler

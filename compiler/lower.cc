@@ -288,6 +288,8 @@ class Lowering {
     std::vector<int64_t> post_ops;
     for (PostOp op : e.post_ops) post_ops.push_back(static_cast<int64_t>(op));
     step.attrs.Set("post_ops", post_ops);
+    if (std::find(e.post_ops.begin(), e.post_ops.end(), PostOp::kClip) != e.post_ops.end())
+      step.attrs.Set("clip", std::vector<double>{e.clip_min, e.clip_max});
     KILN_ASSIGN_OR_RETURN(int x, BufferFor(e.producer->inputs[0]));
     step.inputs.push_back(x);
     if (e.folded_weights) {

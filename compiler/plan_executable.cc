@@ -2,9 +2,17 @@
 
 #include <set>
 
+#include "compiler/codegen/emit_mlir.h"
 #include "ir/op_registry.h"
 
 namespace kiln::compiler {
+
+PlanOptions CpuPlanOptions() {
+  PlanOptions options;
+  options.can_emit = CanEmit;
+  options.fuse_clip = true;
+  return options;
+}
 
 Result<PlannedExecutable> PlanExecutable(const RunPlan& given, const PlanOptions& options) {
   PlannedExecutable out;
@@ -12,7 +20,7 @@ Result<PlannedExecutable> PlanExecutable(const RunPlan& given, const PlanOptions
   const StaticInfo& info = out.info;
   out.simplified = SimplifyWithStaticTypes(given, info);
   const RunPlan& plan = out.simplified.plan;
-  out.epilogues = PlanEpilogues(plan, info);
+  out.epilogues = PlanEpilogues(plan, info, options.fuse_clip);
   auto fusible = [&](const Node& node) {
     if (!options.can_emit || node.output_types.size() != 1) return false;
     if (out.epilogues.absorbed.count(node.name)) return false;  // a convolution computes it

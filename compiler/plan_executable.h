@@ -28,6 +28,8 @@ struct PlanOptions {
   // Rewrites the lowered steps after layouts, before buffer assignment (it may add steps, arena
   // buffers and kernels; raw-MLIR kernels never compute in place). Null: none.
   std::function<Status(LoweredPlan&)> rewrite_steps;
+  // Whether convolutions may absorb a Clip (compiler/epilogue_fusion.h): the cpu backend's do.
+  bool fuse_clip = false;
 };
 
 struct PlannedExecutable {
@@ -41,5 +43,10 @@ struct PlannedExecutable {
 };
 
 Result<PlannedExecutable> PlanExecutable(const RunPlan& plan, const PlanOptions& options);
+
+// The options of the cpu backend's plans (its JIT, `kiln compile --target cpu`, `kiln bench` and
+// `kiln inspect`): the kernel generator's ops (CanEmit), the runtime's layouts, Clip fused into
+// convolutions.
+PlanOptions CpuPlanOptions();
 
 }  // namespace kiln::compiler

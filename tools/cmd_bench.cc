@@ -120,9 +120,8 @@ void PrintStepCounts(const Session& session, const FeedList& feeds,
 #ifdef KILN_HAS_COMPILER
   Result<RunPlan> plan = session.Plan(feeds, fetches, targets);
   if (!plan.ok()) return;  // the runs report it
-  compiler::PlanOptions options;
-  options.can_emit = compiler::CanEmit;
-  Result<compiler::PlannedExecutable> planned = compiler::PlanExecutable(*plan, options);
+  Result<compiler::PlannedExecutable> planned =
+      compiler::PlanExecutable(*plan, compiler::CpuPlanOptions());
   if (!planned.ok()) {
     if (planned.error().code() == ErrorCode::kUnimplemented)
       std::printf("plan: not static (%s); the cpu backend runs it on the reference executor\n",

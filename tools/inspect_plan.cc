@@ -126,9 +126,7 @@ int PrintPlanReport(const Command& cmd, const Graph& graph, const Flags& flags,
     if (!cuda_plan.ok()) return Fail(cmd, cuda_plan.error());
     planned = std::move(cuda_plan->planned);
   } else {
-    compiler::PlanOptions options;
-    options.can_emit = compiler::CanEmit;
-    planned = compiler::PlanExecutable(*plan, options);
+    planned = compiler::PlanExecutable(*plan, compiler::CpuPlanOptions());
   }
   if (!planned.ok()) return Fail(cmd, planned.error());
   const Executable& exe = planned->lowered.executable;

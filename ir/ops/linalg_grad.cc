@@ -20,7 +20,9 @@ namespace {
 // that every case is the matrix case:
 //   dA = dY @ op(B)^T, stored as op(A) is: (dY @ op(B)^T)^T when transpose_a;
 //   dB = op(A)^T @ dY, stored as op(B) is: (op(A)^T @ dY)^T when transpose_b.
-// The products have the broadcast batch dims; SumToShapeOf reduces them to each operand's.
+// The products have the broadcast batch dims; SumToShapeOf reduces them to each operand's
+// (except a weight matrix under a stack of activations: its gradient is one product over all
+// rows).
 // With out_dtype f32 over 16-bit operands, dy is rounded to the operands' dtype first.
 Status MatMulGrad(GradContext& ctx) {
   Value a = ctx.input(0), b = ctx.input(1), dy = ctx.grad(0);
@@ -36,7 +38,17 @@ Status MatMulGrad(GradContext& ctx) {
   if (b_vector) restored.push_back(rank - 1);
   Value dy2 = restored.empty() ? dy : Unsqueeze(dy, restored);
   Value da = ta ? MatMul(b2, dy2, tb, true) : MatMul(dy2, b2, false, !tb);
-  Value db = tb ? MatMul(dy2, a2, true, ta) : MatMul(a2, dy2, !ta, false);
+  Value db;
+  const int64_t k = a2.shape().dims().back(), n = dy2.shape().dims().back();
+  if (!a_vector && !b_vector && !ta && a2.rank() > 2 && b2.rank() == 2 && k >= 0 && n >= 0) {
+    // Activations [..., M, K] times one weight matrix (a Linear layer over a sequence): dB is a
+    // single product over every row of the batch, [K, rows] @ [rows, N], instead of one product
+    // per batch entry summed afterwards (which writes batch x K x N floats).
+    Value rows_a = Reshape(a2, {-1, k}), rows_dy = Reshape(dy2, {-1, n});
+    db = tb ? MatMul(rows_dy, rows_a, true, false) : MatMul(rows_a, rows_dy, true, false);
+  } else {
+    db = tb ? MatMul(dy2, a2, true, ta) : MatMul(a2, dy2, !ta, false);
+  }
   if (a_vector) da = Squeeze(da, {rank - 2});
   if (b_vector) db = Squeeze(db, {rank - 1});
   ctx.SetInputGrad(0, SumToShapeOf(da, a));

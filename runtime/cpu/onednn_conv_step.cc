@@ -14,7 +14,8 @@
 //
 // A "conv2d" step may carry the epilogue the compiler fused into it (compiler/epilogue_fusion.h):
 // attribute "bias" (1: inputs[2] is a bias [C] of y's dtype) and "post_ops" (1: sum, whose operand
-// is the next input, a tensor of the output's type; 2: relu), applied in order as oneDNN post-ops.
+// is the next input, a tensor of the output's type; 2: relu; 4: clip to the attribute "clip",
+// [min, max]), applied in order as oneDNN post-ops.
 // The sum post-op accumulates into dst, so the residual is reordered into dst before the primitive.
 #include <omp.h>
 
@@ -124,6 +125,11 @@ Result<Epilogue> ReadEpilogue(const Step& step) {
       ops.append_sum(1.f);
     } else if (post_ops[i] == 2) {
       ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+    } else if (post_ops[i] == 4) {
+      KILN_ASSIGN_OR_RETURN(std::vector<double> clip, step.attrs.GetFloats("clip"));
+      if (clip.size() != 2) return MakeError(ErrorCode::kInternal, "conv2d: clip needs [min, max]");
+      ops.append_eltwise(1.f, dnnl::algorithm::eltwise_clip, static_cast<float>(clip[0]),
+                         static_cast<float>(clip[1]));
     } else {
       return MakeError(ErrorCode::kInternal, "conv2d: unknown post-op ", post_ops[i]);
     }

@@ -47,9 +47,7 @@ RunPlan PlanOf(const Graph& graph, const std::vector<std::pair<std::string, Tens
 }
 
 PlannedExecutable Planned(const Graph& graph, const RunPlan& plan) {
-  compiler::PlanOptions options;
-  options.can_emit = compiler::CanEmit;
-  Result<PlannedExecutable> planned = PlanExecutable(plan, options);
+  Result<PlannedExecutable> planned = PlanExecutable(plan, compiler::CpuPlanOptions());
   INFO(planned.status().ToString());
   REQUIRE(planned.ok());
   return std::move(*planned);
@@ -446,7 +444,7 @@ int CountCallee(const Executable& exe, const std::string& callee) {
   return n;
 }
 
-TEST_CASE("Conv2D absorbs its bias, residual Add and Relu as oneDNN post-ops", "[cpu]") {
+TEST_CASE("Conv2D absorbs its bias, residual Add, Relu and Clip as oneDNN post-ops", "[cpu]") {
   using Tail = std::function<void(GraphBuilder&, Value, Value, Value)>;
   struct Form {
     const char* name;
@@ -476,7 +474,13 @@ TEST_CASE("Conv2D absorbs its bias, residual Add and Relu as oneDNN post-ops", "
          Value w2 = g.Constant(Random(Shape{r.shape()[1], r.shape()[1], 1, 1}, 21));
          g.Output("y", Relu(Add(y, BiasAdd(Conv2D(r, w2), b))));
        }},
-      {"conv+relu", [](GraphBuilder& g, Value c, Value, Value) { g.Output("y", Relu(c)); }}};
+      {"conv+relu", [](GraphBuilder& g, Value c, Value, Value) { g.Output("y", Relu(c)); }},
+      // MobileNet's ReLU6, and a Clip after a Relu and the residual.
+      {"conv+bias+clip",
+       [](GraphBuilder& g, Value c, Value b, Value) { g.Output("y", Clip(BiasAdd(c, b), 0, 6)); }},
+      {"conv+bias+add+relu+clip", [](GraphBuilder& g, Value c, Value b, Value r) {
+         g.Output("y", Clip(Relu(Add(r, BiasAdd(c, b))), -0.5, 0.25));
+       }}};
   struct Case {
     Shape x, w;
     Conv2DOptions options;
