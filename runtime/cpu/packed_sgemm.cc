@@ -38,27 +38,27 @@ class AlignedFloats {
   int64_t size_ = 0;
 };
 
-// Rows [i0, i0 + mc) and columns [p0, p0 + kc) of op(a) as micro-panels of kMr rows: panel r
-// holds, for each p, its kMr rows' entries (zeros past the last row).
+// Rows [i0, i0 + mc) and columns [p0, p0 + kc) of op(a) as micro-panels of mr rows: panel r
+// holds, for each p, its mr rows' entries (zeros past the last row).
 void PackA(const float* a, bool trans, int64_t lda, int64_t i0, int64_t mc, int64_t p0, int64_t kc,
-           float* out) {
-  for (int64_t r = 0; r < mc; r += kMr) {
-    const int rows = static_cast<int>(std::min<int64_t>(kMr, mc - r));
+           int mr, float* out) {
+  for (int64_t r = 0; r < mc; r += mr) {
+    const int rows = static_cast<int>(std::min<int64_t>(mr, mc - r));
     float* panel = out + r * kc;
     if (trans) {  // op(a)(i, p) = a[p * lda + i]: each p's rows are contiguous
       for (int64_t p = 0; p < kc; ++p) {
         const float* src = a + (p0 + p) * lda + i0 + r;
-        float* dst = panel + p * kMr;
+        float* dst = panel + p * mr;
         for (int i = 0; i < rows; ++i) dst[i] = src[i];
-        for (int i = rows; i < kMr; ++i) dst[i] = 0.0f;
+        for (int i = rows; i < mr; ++i) dst[i] = 0.0f;
       }
     } else {  // op(a)(i, p) = a[i * lda + p]
       for (int i = 0; i < rows; ++i) {
         const float* src = a + (i0 + r + i) * lda + p0;
-        for (int64_t p = 0; p < kc; ++p) panel[p * kMr + i] = src[p];
+        for (int64_t p = 0; p < kc; ++p) panel[p * mr + i] = src[p];
       }
-      for (int i = rows; i < kMr; ++i)
-        for (int64_t p = 0; p < kc; ++p) panel[p * kMr + i] = 0.0f;
+      for (int i = rows; i < mr; ++i)
+        for (int64_t p = 0; p < kc; ++p) panel[p * mr + i] = 0.0f;
     }
   }
 }
@@ -88,24 +88,26 @@ void PackB(const float* b, bool trans, int64_t ldb, int64_t p0, int64_t kc, int6
   }
 }
 
-// c[i][j] = start(i, j) + sum over p < kc of pa[p][i] pb[p][j] for i < rows, j < cols, where
-// start is c's value when `accumulate`, else bias[j] (0 without a bias).
+// c[i][j] = start(i, j) + sum over p < kc of pa[p][i] pb[p][j] for i < rows <= MR, j < cols, where
+// start is c's value when `accumulate`, else bias[j] (0 without a bias). MR is kMr, or fewer for
+// a product of fewer rows (a batch of one: no work on padding rows).
+template <int MR>
 __attribute__((target("avx512f"))) void MicroKernel(int64_t kc, const float* pa, const float* pb,
                                                     float* c, int64_t ldc, int rows, int cols,
                                                     const float* bias, bool accumulate) {
-  __m512 acc[kMr][2];
+  __m512 acc[MR][2];
 #pragma GCC unroll 14
-  for (int i = 0; i < kMr; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+  for (int i = 0; i < MR; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
   for (int64_t p = 0; p < kc; ++p) {
     const __m512 b0 = _mm512_load_ps(pb);
     const __m512 b1 = _mm512_load_ps(pb + 16);
 #pragma GCC unroll 14
-    for (int i = 0; i < kMr; ++i) {
+    for (int i = 0; i < MR; ++i) {
       const __m512 ai = _mm512_set1_ps(pa[i]);
       acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
       acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
     }
-    pa += kMr;
+    pa += MR;
     pb += kNr;
   }
   const __mmask16 m0 = cols >= 16 ? __mmask16(0xffff) : __mmask16((1u << cols) - 1);
@@ -118,7 +120,7 @@ __attribute__((target("avx512f"))) void MicroKernel(int64_t kc, const float* pa,
     start1 = _mm512_maskz_loadu_ps(m1, bias + 16);
   }
 #pragma GCC unroll 14
-  for (int i = 0; i < kMr; ++i) {
+  for (int i = 0; i < MR; ++i) {
     if (i >= rows) break;
     float* row = c + i * ldc;
     __m512 s0 = start0, s1 = start1;
@@ -128,6 +130,26 @@ __attribute__((target("avx512f"))) void MicroKernel(int64_t kc, const float* pa,
     }
     _mm512_mask_storeu_ps(row, m0, _mm512_add_ps(s0, acc[i][0]));
     _mm512_mask_storeu_ps(row + 16, m1, _mm512_add_ps(s1, acc[i][1]));
+  }
+}
+
+using MicroKernelFn = void (*)(int64_t, const float*, const float*, float*, int64_t, int, int,
+                               const float*, bool);
+
+// The micro-tile's rows for a product of m rows, and its kernel.
+int MicroRows(int64_t m) { return m >= kMr ? kMr : m <= 1 ? 1 : m <= 2 ? 2 : m <= 4 ? 4 : 8; }
+MicroKernelFn MicroKernelFor(int mr) {
+  switch (mr) {
+    case 1:
+      return MicroKernel<1>;
+    case 2:
+      return MicroKernel<2>;
+    case 4:
+      return MicroKernel<4>;
+    case 8:
+      return MicroKernel<8>;
+    default:
+      return MicroKernel<kMr>;
   }
 }
 
@@ -156,7 +178,9 @@ int64_t PackedBBlock(const SgemmProblem& p, int64_t p0) { return p0 * Panels(p.n
 // k blocks while its kMc x kNr floats stay in L1, and gets its epilogue there.
 void Unit(const SgemmProblem& p, int64_t bi, const float* packed_b, int64_t i0, int64_t mc,
           int64_t j0, int64_t nc) {
-  const int64_t mc_pad = (mc + kMr - 1) / kMr * kMr;
+  const int mr = MicroRows(p.m);
+  const MicroKernelFn kernel = MicroKernelFor(mr);
+  const int64_t mc_pad = (mc + mr - 1) / mr * mr;
   thread_local AlignedFloats a_rows;
   float* pa = a_rows.Get(std::max<int64_t>(1, mc_pad * p.k));
   const float* a = p.a + bi * p.stride_a;
@@ -164,7 +188,7 @@ void Unit(const SgemmProblem& p, int64_t bi, const float* packed_b, int64_t i0, 
   const int64_t lda = p.trans_a ? p.m : p.k;
   const float* bias = p.bias ? p.bias + j0 : nullptr;
   for (int64_t p0 = 0; p0 < p.k; p0 += kKc)
-    PackA(a, p.trans_a, lda, i0, mc, p0, std::min(kKc, p.k - p0), pa + p0 * mc_pad);
+    PackA(a, p.trans_a, lda, i0, mc, p0, std::min(kKc, p.k - p0), mr, pa + p0 * mc_pad);
   for (int64_t s = 0; s < nc; s += kNr) {
     const int cols = static_cast<int>(std::min<int64_t>(kNr, nc - s));
     if (p.k == 0) {
@@ -174,10 +198,10 @@ void Unit(const SgemmProblem& p, int64_t bi, const float* packed_b, int64_t i0, 
     for (int64_t p0 = 0; p0 < p.k; p0 += kKc) {
       const int64_t kc = std::min(kKc, p.k - p0);
       const float* pb = packed_b + PackedBBlock(p, p0) + ((j0 + s) / kNr) * kc * kNr;
-      for (int64_t r = 0; r < mc; r += kMr) {
-        const int rows = static_cast<int>(std::min<int64_t>(kMr, mc - r));
-        MicroKernel(kc, pa + p0 * mc_pad + r * kc, pb, c + r * p.n + s, p.n, rows, cols,
-                    bias ? bias + s : nullptr, p0 > 0);
+      for (int64_t r = 0; r < mc; r += mr) {
+        const int rows = static_cast<int>(std::min<int64_t>(mr, mc - r));
+        kernel(kc, pa + p0 * mc_pad + r * kc, pb, c + r * p.n + s, p.n, rows, cols,
+               bias ? bias + s : nullptr, p0 > 0);
       }
     }
     if (p.relu || p.gelu_tanh) Epilogue(p, c + s, mc, cols);

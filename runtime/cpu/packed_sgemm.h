@@ -1,12 +1,14 @@
 // kiln's own single-precision matrix multiply for x86-64 CPUs with AVX-512 (the "gemm" library
-// step's f32 path where HasPackedSgemm()): blocks of a and b are packed into contiguous panels
-// and a 14 x 32 register-blocked micro-kernel (28 zmm accumulators, b's rows loaded once per k,
-// a's entries broadcast from memory) computes each tile of c. The tiles of c (every matrix of a
-// batch, blocks of rows and columns) are split over the session's OpenMP threads, each packing its
-// own panels, so a batched product (attention's Q K^T) is one parallel loop, not a loop of calls.
-// A fused epilogue (bias, relu, tanh-approximated GELU) is applied to each tile of c while it is
-// still in cache. Sums run in k order within blocks of kPackedSgemmKc; rounding differs from a
-// naive loop's as any blocked gemm's does (the differential tests' tolerance).
+// step's f32 path where HasPackedSgemm()). op(b) is packed into 32-column panels once per call
+// (once for a batch that repeats it, or never: PackedSgemmB keeps weights packed across calls);
+// then units of work (up to 112 rows by a run of panels, of any matrix of the batch) are split
+// over the session's OpenMP threads: each packs its rows of op(a) and finishes one 112 x 32 panel
+// of c after another across all of k with a register-blocked micro-kernel (14 x 32: 28 zmm
+// accumulators, b's row loaded once per k, a's entries broadcast; 1, 2, 4 or 8 rows for products
+// of fewer rows). A batched product (attention's Q K^T) is thus one parallel loop, not a loop of
+// calls. A fused epilogue (bias, relu, tanh-approximated GELU) is applied to each panel of c while
+// it is in L1. Sums run in k order within blocks of kPackedSgemmKc; rounding differs from a naive
+// loop's as any blocked gemm's does (the differential tests' tolerance).
 #pragma once
 
 #include <cstdint>

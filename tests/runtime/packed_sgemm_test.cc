@@ -1,7 +1,7 @@
 // kiln's packed AVX-512 sgemm (runtime/cpu/packed_sgemm.h) against a plain product in double:
-// every transpose, sizes on both sides of the micro-tile (14 x 32) and tile (112 x 256) edges and
-// of the k block (256), a batch with one operand repeated (stride 0), the fused bias, relu and
-// GELU, one thread and several, and b packed beforehand.
+// every transpose, sizes on both sides of the micro-tiles (1, 2, 4, 8 and 14 rows x 32) and unit
+// (112 rows) edges and of the k block (256), a batch with one operand repeated (stride 0), the
+// fused bias, relu and GELU, one thread and several, and b packed beforehand.
 #include "runtime/cpu/packed_sgemm.h"
 
 #include <catch2/catch.hpp>
@@ -85,7 +85,7 @@ TEST_CASE("The packed sgemm matches a float64 product for every shape, transpose
     return;
   }
   std::vector<Case> cases;
-  for (int64_t m : {1, 13, 14, 15, 113})
+  for (int64_t m : {1, 2, 3, 8, 13, 14, 15, 113})
     for (int64_t n : {1, 16, 31, 33, 257})
       for (int64_t k : {1, 7, 256, 300})
         for (int trans = 0; trans < 4; ++trans)
