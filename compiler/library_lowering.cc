@@ -205,4 +205,30 @@ Result<bool> LowerToLibrary(const Node& node, const StaticInfo& info, Step& step
   return false;
 }
 
+void LowerOneHotSteps(Executable& exe) {
+  const OpDef* def = OpRegistry::Global().Find("OneHot");
+  for (Step& step : exe.steps) {
+    if (step.kind != Step::Kind::kReference || step.callee != "OneHot" || !def ||
+        step.inputs.size() != 1 || step.outputs.size() != 1 || step.on_device)
+      continue;
+    const TensorType& indices = exe.buffers[step.inputs[0]].type;
+    const TensorType& y = exe.buffers[step.outputs[0]].type;
+    if ((indices.dtype != i32 && indices.dtype != i64) || (y.dtype != f32 && y.dtype != f64))
+      continue;
+    const AttrMap attrs = def->WithDefaults(step.node.attrs);
+    Result<int64_t> depth = attrs.GetInt("depth"), axis = attrs.GetInt("axis");
+    Result<double> on = attrs.GetFloat("on_value"), off = attrs.GetFloat("off_value");
+    if (!depth.ok() || !axis.ok() || !on.ok() || !off.ok()) continue;
+    Result<int> normalized = NormalizeAxis(*axis, y.shape.rank());
+    if (!normalized.ok()) continue;
+    step.kind = Step::Kind::kLibrary;
+    step.callee = "one_hot";
+    step.attrs = AttrMap();
+    step.attrs.Set("depth", *depth);
+    step.attrs.Set("axis", static_cast<int64_t>(*normalized));
+    step.attrs.Set("on_value", *on);
+    step.attrs.Set("off_value", *off);
+  }
+}
+
 }  // namespace kiln::compiler

@@ -3,6 +3,7 @@
 #include <set>
 
 #include "compiler/codegen/emit_mlir.h"
+#include "compiler/library_lowering.h"
 #include "ir/op_registry.h"
 
 namespace kiln::compiler {
@@ -10,7 +11,7 @@ namespace kiln::compiler {
 PlanOptions CpuPlanOptions() {
   PlanOptions options;
   options.can_emit = CanEmit;
-  options.fuse_clip = true;
+  options.cpu_steps = true;
   return options;
 }
 
@@ -20,7 +21,7 @@ Result<PlannedExecutable> PlanExecutable(const RunPlan& given, const PlanOptions
   const StaticInfo& info = out.info;
   out.simplified = SimplifyWithStaticTypes(given, info);
   const RunPlan& plan = out.simplified.plan;
-  out.epilogues = PlanEpilogues(plan, info, options.fuse_clip);
+  out.epilogues = PlanEpilogues(plan, info, /*fuse_clip=*/options.cpu_steps);
   auto fusible = [&](const Node& node) {
     if (!options.can_emit || node.output_types.size() != 1) return false;
     if (out.epilogues.absorbed.count(node.name)) return false;  // a convolution computes it
@@ -38,6 +39,7 @@ Result<PlannedExecutable> PlanExecutable(const RunPlan& given, const PlanOptions
   KILN_ASSIGN_OR_RETURN(out.lowered, Lower(plan, info, out.fusion, out.epilogues));
   if (options.preferred_layouts)
     out.layouts = AssignLayouts(out.lowered.executable, options.preferred_layouts);
+  if (options.cpu_steps) LowerOneHotSteps(out.lowered.executable);
   if (options.rewrite_steps) KILN_RETURN_IF_ERROR(options.rewrite_steps(out.lowered));
   // Elementwise steps may compute in place: generated kernels other than row reductions and raw
   // MLIR (each output element from the inputs at its index; same-typed inputs are not broadcast)

@@ -28,8 +28,10 @@ struct PlanOptions {
   // Rewrites the lowered steps after layouts, before buffer assignment (it may add steps, arena
   // buffers and kernels; raw-MLIR kernels never compute in place). Null: none.
   std::function<Status(LoweredPlan&)> rewrite_steps;
-  // Whether convolutions may absorb a Clip (compiler/epilogue_fusion.h): the cpu backend's do.
-  bool fuse_clip = false;
+  // Whether the plan runs on the cpu backend alone, so that its steps may use what only that
+  // backend has: convolutions absorbing a Clip (compiler/epilogue_fusion.h), OneHot as the
+  // "one_hot" routine (LowerOneHotSteps). The CUDA backend's plans leave both out.
+  bool cpu_steps = false;
 };
 
 struct PlannedExecutable {
@@ -45,8 +47,7 @@ struct PlannedExecutable {
 Result<PlannedExecutable> PlanExecutable(const RunPlan& plan, const PlanOptions& options);
 
 // The options of the cpu backend's plans (its JIT, `kiln compile --target cpu`, `kiln bench` and
-// `kiln inspect`): the kernel generator's ops (CanEmit), the runtime's layouts, Clip fused into
-// convolutions.
+// `kiln inspect`): the kernel generator's ops (CanEmit), the runtime's layouts, cpu_steps.
 PlanOptions CpuPlanOptions();
 
 }  // namespace kiln::compiler

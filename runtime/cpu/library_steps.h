@@ -35,6 +35,8 @@ Result<std::unique_ptr<StepRunner>> MakeCheckLabelsStep(const Step& step, const 
 // check_indices: a Gather's indices within the axis, for the CUDA device's Gather kernels
 // (check_indices_step.cc).
 Result<std::unique_ptr<StepRunner>> MakeCheckIndicesStep(const Step& step, const Executable& exe);
+// one_hot: OneHot with i32/i64 indices into f32/f64 (one_hot_step.cc).
+Result<std::unique_ptr<StepRunner>> MakeOneHotStep(const Step& step, const Executable& exe);
 // "reorder": a buffer's elements into another layout (runtime/cpu/onednn_reorder_step.cc).
 Result<std::unique_ptr<StepRunner>> MakeReorderStep(const Step& step, const Executable& exe);
 // copy and assign (state_steps.cc).

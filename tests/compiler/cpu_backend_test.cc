@@ -566,6 +566,27 @@ TEST_CASE("Conv2D epilogues stop at values read elsewhere, fetched, or of anothe
   }
 }
 
+TEST_CASE("OneHot runs as the one_hot routine, with the reference kernel's results", "[cpu]") {
+  // Negative indices count from the end; out of [-depth, depth) they give a row of off_value.
+  for (DType index : {i32, i64}) {
+    for (DType value : {f32, f64}) {
+      for (int64_t axis : {-1, 0, 1}) {
+        INFO(DTypeName(index) << " -> " << DTypeName(value) << " axis " << axis);
+        GraphBuilder g;
+        Value idx = g.Placeholder("idx", index, {2, 3});
+        g.Output("y", OneHot(idx, 4, value, 2.5, -1, axis));
+        Result<Graph> graph = g.Build();
+        REQUIRE(graph.ok());
+        const Tensor idx_value = Tensor::FromDoubles(index, Shape{2, 3}, {0, 3, -1, -4, 4, -5});
+        PlannedExecutable p = Planned(*graph, PlanOf(*graph, {{"idx", idx_value}}, {"y"}));
+        CHECK(CountCallee(p.lowered.executable, "one_hot") == 1);
+        CHECK(p.lowered.executable.steps.size() == 1);
+        RunBoth(*graph, {{"idx", idx_value}}, {"y"});
+      }
+    }
+  }
+}
+
 TEST_CASE("a rank-2 MatMul absorbs its bias and Relu into the gemm call", "[cpu]") {
   for (DType dtype : {f32, f64}) {
     for (bool relu : {false, true}) {
