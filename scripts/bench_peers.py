@@ -24,26 +24,12 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "data", "onnx"))
+from bench_shi2016_torch import sigmoid_mlp  # noqa: E402  (FCN-R of Shi et al., as models/)
+from make_models import GptBlock  # noqa: E402  (the GPT-2 block of the ONNX fixtures)
+
 OPSET = 17
-
-
-class GptBlock(nn.Module):
-    """A GPT-2 block: pre-LayerNorm causal self-attention and a GELU MLP, both residual."""
-
-    def __init__(self, d, heads, seq):
-        super().__init__()
-        self.ln1 = nn.LayerNorm(d)
-        self.attn = nn.MultiheadAttention(d, heads, batch_first=True)
-        self.ln2 = nn.LayerNorm(d)
-        self.fc = nn.Linear(d, 4 * d)
-        self.proj = nn.Linear(4 * d, d)
-        self.register_buffer("mask", torch.triu(torch.ones(seq, seq, dtype=torch.bool), 1))
-
-    def forward(self, x):
-        h = self.ln1(x)
-        a, _ = self.attn(h, h, h, attn_mask=self.mask, need_weights=False)
-        x = x + a
-        return x + self.proj(F.gelu(self.fc(self.ln2(x))))
 
 
 class BertLayer(nn.Module):
@@ -93,16 +79,6 @@ class WithLoss(nn.Module):
         return F.cross_entropy(self.model(x), labels)
 
 
-def mlp(inputs, hidden, classes):
-    """FCN-R of Shi et al.: sigmoid layers of width 2048 (here `hidden`), as models/shi2016.cc."""
-    layers, width = [], inputs
-    for h in hidden:
-        layers += [nn.Linear(width, h), nn.Sigmoid()]
-        width = h
-    layers.append(nn.Linear(width, classes))
-    return nn.Sequential(*layers)
-
-
 def inference_models():
     import torchvision.models as tv
     return {
@@ -121,7 +97,7 @@ def training_models():
         "resnet18_train": (lambda: WithLoss(tv.resnet18(num_classes=10)),
                            [("x", (32, 3, 32, 32), torch.float32), ("labels", (32,), torch.int64)],
                            10),
-        "mlp_train": (lambda: WithLoss(mlp(784, [2048, 2048, 2048], 10)),
+        "mlp_train": (lambda: WithLoss(sigmoid_mlp(784, [2048, 2048, 2048], 10)),
                       [("x", (256, 784), torch.float32), ("labels", (256,), torch.int64)], 10),
         "gpt_train": (lambda: SmallGpt(vocab=4096, d=256, heads=8, seq=128, layers=2),
                       [("tokens", (8, 128), torch.int64), ("labels", (8, 128), torch.int64)],
