@@ -21,7 +21,8 @@ class VariableStore {
     auto it = values_.find(name);
     return it == values_.end() ? nullptr : &it->second;
   }
-  // The caller may change the value in place: it gets a new version.
+  // The caller may change the value in place, before the next run: it gets a new version (a
+  // change after a run has read the value needs another FindMutable, or Set).
   Tensor* FindMutable(const std::string& name) {
     auto it = values_.find(name);
     if (it == values_.end()) return nullptr;

@@ -40,7 +40,7 @@ Status MatMulGrad(GradContext& ctx) {
   Value da = ta ? MatMul(b2, dy2, tb, true) : MatMul(dy2, b2, false, !tb);
   Value db;
   const int64_t k = a2.shape().dims().back(), n = dy2.shape().dims().back();
-  if (!a_vector && !b_vector && !ta && a2.rank() > 2 && b2.rank() == 2 && k >= 0 && n >= 0) {
+  if (!a_vector && !b_vector && !ta && a2.rank() > 2 && b2.rank() == 2 && k > 0 && n > 0) {
     // Activations [..., M, K] times one weight matrix (a Linear layer over a sequence): dB is a
     // single product over every row of the batch, [K, rows] @ [rows, N], instead of one product
     // per batch entry summed afterwards (which writes batch x K x N floats).

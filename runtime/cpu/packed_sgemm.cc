@@ -3,8 +3,8 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
-#include <memory>
 
 #include "ir/ops/math.h"
 #include "runtime/cpu/parallel_ranges.h"
