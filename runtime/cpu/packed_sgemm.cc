@@ -17,27 +17,6 @@ constexpr int kNr = 32;  // columns of a micro-tile: two zmm registers
 constexpr int64_t kKc = kPackedSgemmKc;
 constexpr int64_t kMc = kMr * 8;  // rows of a unit of work (a's packed block: 112 x 256 floats)
 
-// A 64-byte aligned float buffer that grows and is kept (a thread's, or a call's).
-class AlignedFloats {
- public:
-  AlignedFloats() = default;
-  ~AlignedFloats() { std::free(data_); }
-  AlignedFloats(const AlignedFloats&) = delete;
-  AlignedFloats& operator=(const AlignedFloats&) = delete;
-  float* Get(int64_t count) {
-    if (count > size_) {
-      std::free(data_);
-      size_ = std::max(count, size_ * 3 / 2);
-      data_ = static_cast<float*>(std::aligned_alloc(64, sizeof(float) * ((size_ + 15) / 16 * 16)));
-    }
-    return data_;
-  }
-
- private:
-  float* data_ = nullptr;
-  int64_t size_ = 0;
-};
-
 // Rows [i0, i0 + mc) and columns [p0, p0 + kc) of op(a) as micro-panels of mr rows: panel r
 // holds, for each p, its mr rows' entries (zeros past the last row).
 void PackA(const float* a, bool trans, int64_t lda, int64_t i0, int64_t mc, int64_t p0, int64_t kc,
@@ -239,17 +218,22 @@ bool HasPackedSgemm() {
   return has;
 }
 
-void PackedSgemmB::Pack(const SgemmProblem& p, int threads) {
-  const int64_t size = std::max<int64_t>(1, PackedBSize(p));
-  if (size > size_) {
+AlignedFloats::~AlignedFloats() { std::free(data_); }
+
+float* AlignedFloats::Get(int64_t count) {
+  if (count > size_) {
     std::free(data_);
-    data_ = static_cast<float*>(std::aligned_alloc(64, sizeof(float) * ((size + 15) / 16 * 16)));
-    size_ = size;
+    size_ = std::max(count, size_ * 3 / 2);
+    data_ = static_cast<float*>(std::aligned_alloc(64, sizeof(float) * ((size_ + 15) / 16 * 16)));
   }
-  PackBMatrix(p, p.b, data_, threads);
+  return data_;
 }
 
-PackedSgemmB::~PackedSgemmB() { std::free(data_); }
+void PackedSgemmB::Pack(const SgemmProblem& p, int threads) {
+  float* out = buffer_.Get(std::max<int64_t>(1, PackedBSize(p)));
+  PackBMatrix(p, p.b, out, threads);
+  data_ = out;
+}
 
 void PackedSgemm(const SgemmProblem& p, int threads) {
   if (p.m == 0 || p.n == 0 || p.batch == 0) return;

@@ -41,22 +41,32 @@ bool HasPackedSgemm();
 // Computes `p` on up to `threads` threads. Requires HasPackedSgemm().
 void PackedSgemm(const SgemmProblem& p, int threads);
 
+// A 64-byte aligned float buffer that grows and is kept (the kernel's packing buffers).
+class AlignedFloats {
+ public:
+  AlignedFloats() = default;
+  ~AlignedFloats();
+  AlignedFloats(const AlignedFloats&) = delete;
+  AlignedFloats& operator=(const AlignedFloats&) = delete;
+  // At least `count` floats; the contents are kept only while the buffer does not grow.
+  float* Get(int64_t count);
+
+ private:
+  float* data_ = nullptr;
+  int64_t size_ = 0;
+};
+
 // Matrix 0 of a problem's op(b), packed once for many calls: weights that no run changes, or that
 // change less often than they are read (the gemm step keys it by the variable's version).
 class PackedSgemmB {
  public:
-  PackedSgemmB() = default;
-  ~PackedSgemmB();
-  PackedSgemmB(const PackedSgemmB&) = delete;
-  PackedSgemmB& operator=(const PackedSgemmB&) = delete;
-
   // Packs p.b (its first matrix) as PackedSgemm would, on up to `threads` threads.
   void Pack(const SgemmProblem& p, int threads);
   const float* data() const { return data_; }
 
  private:
-  float* data_ = nullptr;
-  int64_t size_ = 0;
+  AlignedFloats buffer_;
+  const float* data_ = nullptr;
 };
 
 }  // namespace kiln::cpu

@@ -40,8 +40,7 @@ double OperandBytes(const Step& step, const Executable& exe) {
 
 }  // namespace
 
-StepProfile::StepProfile(const Executable& exe, bool each_step)
-    : seconds_(exe.steps.size(), 0.0) {
+StepProfile::StepProfile(const Executable& exe, bool each_step) : seconds_(exe.steps.size(), 0.0) {
   for (const Step& step : exe.steps) {
     const std::string type =
         step.outputs.empty()
