@@ -157,7 +157,8 @@ Result<std::string> EmitKernel(const KernelSpec& spec) {
   std::ostringstream os;
   os << "  // " << spec.name << ": shape " << spec.shape.ToString() << ", canonical "
      << Shape(c.dims).ToString() << "\n";
-  os << "  func.func @" << spec.name << "(" << Join(params, ", ") << ") {\n";
+  os << "  func.func @" << spec.name << "(" << Join(params, ", ")
+     << ") attributes {passthrough = [\"" << kParallelLoopsAttribute << "\"]} {\n";
   if (spec.shape.NumElements() == 0) {
     os << "    return\n  }\n";
     return os.str();

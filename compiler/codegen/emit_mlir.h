@@ -16,6 +16,10 @@
 // reproduce the reference kernels (runtime/reference/math.cc) -- see scalar_ops.h for the op list
 // and numerics. bool is stored as i8 (0/1), bf16 as its 16 raw bits (i16); f16 and bf16 compute
 // in f32 and are rounded to their dtype after every op, as the reference rounds every op's output.
+// An elementwise kernel's func carries `passthrough = ["kiln.parallel_loops"]` (an LLVM function
+// attribute after translation): each iteration of its loops touches only its own elements, even
+// when an output is an input's very buffer, which compiler/mlir/parallel_loops.h tells LLVM's
+// vectorizer so that an in-place kernel still vectorizes.
 #pragma once
 
 #include <string>
@@ -26,6 +30,9 @@
 #include "ir/status.h"
 
 namespace kiln::compiler {
+
+// The LLVM function attribute that marks a kernel whose loops' iterations are independent.
+inline constexpr char kParallelLoopsAttribute[] = "kiln.parallel_loops";
 
 // The MLIR text of one module holding every spec's kernel. Errors (kInvalidArgument for a
 // malformed spec, kUnimplemented for an op or dtype the generator does not support) name the

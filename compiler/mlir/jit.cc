@@ -1,6 +1,7 @@
 #include "compiler/mlir/jit.h"
 
 #include "compiler/mlir/common.h"
+#include "compiler/mlir/parallel_loops.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/raw_ostream.h"
@@ -50,6 +51,7 @@ Result<std::unique_ptr<JitModule>> JitModule::Compile(const std::string& mlir_te
   std::string optimize_error;
   bool dump = !internal::DumpDir().empty();
   auto transformer = [&](llvm::Module* m) -> llvm::Error {
+    internal::AnnotateParallelLoops(*m);
     // ExecutionEngine::create aborts if the transformer fails: report the failure afterwards.
     if (llvm::Error e = optimize(m)) optimize_error = internal::ToString(std::move(e));
     if (dump) {

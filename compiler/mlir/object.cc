@@ -1,6 +1,7 @@
 #include "compiler/mlir/object.h"
 
 #include "compiler/mlir/common.h"
+#include "compiler/mlir/parallel_loops.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/LegacyPassManager.h"
@@ -52,6 +53,7 @@ Result<HostObject> CompileHostObject(const std::string& mlir_text, const JitOpti
   llvm_module->setDataLayout(tm->createDataLayout());
   llvm_module->setTargetTriple(tm->getTargetTriple().str());
   AddPackedEntryPoints(*llvm_module);
+  internal::AnnotateParallelLoops(*llvm_module);
   auto optimize = mlir::makeOptimizingTransformer(options.opt_level, 0, tm.get());
   if (llvm::Error e = optimize(llvm_module.get()))
     return MakeError(ErrorCode::kInternal,

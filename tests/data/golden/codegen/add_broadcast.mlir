@@ -1,6 +1,6 @@
 module {
   // add_broadcast: shape [2, 3, 4], canonical [6, 4]
-  func.func @add_broadcast(%begin: i64, %end: i64, %in0: memref<6x4xf32>, %in1: memref<4xf32>, %out0: memref<6x4xf32>) {
+  func.func @add_broadcast(%begin: i64, %end: i64, %in0: memref<6x4xf32>, %in1: memref<4xf32>, %out0: memref<6x4xf32>) attributes {passthrough = ["kiln.parallel_loops"]} {
     %scale = arith.constant 3 : index
     %begin_i = arith.index_cast %begin : i64 to index
     %end_i = arith.index_cast %end : i64 to index

@@ -1,6 +1,6 @@
 module {
   // cast_compare_select: shape [2, 8], canonical [2, 8]
-  func.func @cast_compare_select(%begin: i64, %end: i64, %in0: memref<2x8xf32>, %in1: memref<8xi32>, %out0: memref<2x8xf32>, %out1: memref<2x8xi8>) {
+  func.func @cast_compare_select(%begin: i64, %end: i64, %in0: memref<2x8xf32>, %in1: memref<8xi32>, %out0: memref<2x8xf32>, %out1: memref<2x8xi8>) attributes {passthrough = ["kiln.parallel_loops"]} {
     %scale = arith.constant 1 : index
     %begin_i = arith.index_cast %begin : i64 to index
     %end_i = arith.index_cast %end : i64 to index

@@ -1,6 +1,6 @@
 module {
   // relu_mul_two_outputs: shape [4, 8], canonical [32]
-  func.func @relu_mul_two_outputs(%begin: i64, %end: i64, %in0: memref<32xf32>, %in1: memref<32xf32>, %out0: memref<32xf32>, %out1: memref<32xf32>) {
+  func.func @relu_mul_two_outputs(%begin: i64, %end: i64, %in0: memref<32xf32>, %in1: memref<32xf32>, %out0: memref<32xf32>, %out1: memref<32xf32>) attributes {passthrough = ["kiln.parallel_loops"]} {
     %scale = arith.constant 8 : index
     %begin_i = arith.index_cast %begin : i64 to index
     %end_i = arith.index_cast %end : i64 to index
