@@ -16,6 +16,12 @@ struct Lifetime {
   bool Overlaps(const Lifetime& o) const { return first <= o.last && o.first <= last; }
 };
 
+// Whether two buffers hold their elements alike: the same dtype, element count and layout (a
+// shape that differs only in how those elements are grouped into dimensions is alike).
+bool SameBytes(const BufferDesc& a, const BufferDesc& b) {
+  return a.type.dtype == b.type.dtype && a.bytes() == b.bytes() && a.layout == b.layout;
+}
+
 }  // namespace
 
 MemoryStats AssignBuffers(Executable& exe, const std::function<bool(const Step&)>& elementwise) {
@@ -50,7 +56,7 @@ MemoryStats AssignBuffers(Executable& exe, const std::function<bool(const Step&)
       for (int in : step.inputs) {
         const bool dies_here = life[in].last == s;
         if (in == out || !is_arena(in) || !dies_here || life[in].first >= s ||
-            !(exe.buffers[in].type == exe.buffers[out].type) ||
+            !SameBytes(exe.buffers[in], exe.buffers[out]) ||
             std::find(taken.begin(), taken.end(), in) != taken.end())
           continue;
         taken.push_back(in);

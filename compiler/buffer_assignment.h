@@ -5,9 +5,12 @@
 // peak memory of the plan's intermediate values, known before anything runs.
 //
 // In place: when `elementwise(step)` says a step computes each output element from the input
-// elements at the same index only (a generated elementwise kernel, bias_add), an output may take
-// the very bytes of an input of the same type that this step reads last (not fetched); the two
-// then share one placement, and chains of such steps (x -> relu -> scale -> ...) reuse one buffer.
+// elements at the same row-major index only (a generated elementwise kernel, bias_add, a "copy"
+// that relabels a shape), an output may take the very bytes of an input that this step reads
+// last (not fetched) and that holds as many elements of the same dtype in the same layout (a
+// broadcast input never does); the two then share one placement, and chains of such steps
+// (x -> relu -> reshape -> scale -> ...) reuse one buffer. A copy placed on its own input copies
+// nothing (the runtimes skip a copy whose source is its destination).
 #pragma once
 
 #include <functional>

@@ -18,8 +18,8 @@ PlanOptions CpuPlanOptions() {
 Result<PlannedExecutable> PlanExecutable(const RunPlan& given, const PlanOptions& options) {
   PlannedExecutable out;
   KILN_ASSIGN_OR_RETURN(out.info, ResolveStaticTypes(given));
+  out.simplified = SimplifyWithStaticTypes(given, out.info);
   const StaticInfo& info = out.info;
-  out.simplified = SimplifyWithStaticTypes(given, info);
   const RunPlan& plan = out.simplified.plan;
   out.epilogues = PlanEpilogues(plan, info, /*fuse_clip=*/options.cpu_steps);
   auto fusible = [&](const Node& node) {
@@ -42,14 +42,15 @@ Result<PlannedExecutable> PlanExecutable(const RunPlan& given, const PlanOptions
   if (options.cpu_steps) LowerOneHotSteps(out.lowered.executable);
   if (options.rewrite_steps) KILN_RETURN_IF_ERROR(options.rewrite_steps(out.lowered));
   // Elementwise steps may compute in place: generated kernels other than row reductions and raw
-  // MLIR (each output element from the inputs at its index; same-typed inputs are not broadcast)
-  // and bias_add.
+  // MLIR (each output element from the inputs at its index), bias_add, and copies (a Reshape's
+  // output placed on its dying input is no copy at all).
   std::set<std::string> elementwise_kernels;
   for (const KernelSpec& spec : out.lowered.kernels)
     if (!spec.row_reduction && spec.raw_mlir.empty()) elementwise_kernels.insert(spec.name);
   out.memory = AssignBuffers(out.lowered.executable, [&](const Step& step) {
     if (step.kind == Step::Kind::kKernel) return elementwise_kernels.count(step.callee) > 0;
-    return step.kind == Step::Kind::kLibrary && step.callee == "bias_add";
+    return step.kind == Step::Kind::kLibrary &&
+           (step.callee == "bias_add" || step.callee == "copy");
   });
   return out;
 }

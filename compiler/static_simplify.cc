@@ -3,9 +3,11 @@
 #include <set>
 #include <string>
 
+#include "compiler/transpose_folding.h"
+
 namespace kiln::compiler {
 
-SimplifiedPlan SimplifyWithStaticTypes(const RunPlan& plan, const StaticInfo& info) {
+SimplifiedPlan SimplifyWithStaticTypes(const RunPlan& plan, StaticInfo& info) {
   static const std::set<std::string> kShapeOnly = {"SumLike", "BroadcastLike", "BroadcastTo"};
   SimplifiedPlan out;
   out.plan.feeds = plan.feeds;
@@ -25,6 +27,7 @@ SimplifiedPlan SimplifyWithStaticTypes(const RunPlan& plan, const StaticInfo& in
     out.plan.nodes.push_back(copy.get());
     out.rewritten.push_back(std::move(copy));
   }
+  FoldTransposesIntoMatMuls(out.plan, out.rewritten, info);
   return out;
 }
 

@@ -1,8 +1,8 @@
 // kiln's own single-precision matrix multiply for x86-64 CPUs with AVX-512 (the "gemm" library
 // step's f32 path where HasPackedSgemm()). op(b) is packed into 32-column panels once per call
 // (once for a batch that repeats it, or never: PackedSgemmB keeps weights packed across calls);
-// then units of work (up to 112 rows by a run of panels, of any matrix of the batch) are split
-// over the session's OpenMP threads: each packs its rows of op(a) and finishes one 112 x 32 panel
+// then units of work (up to 28 rows by a run of panels, of any matrix of the batch) are split
+// over the session's OpenMP threads: each packs its rows of op(a) and finishes one 28 x 32 panel
 // of c after another across all of k with a register-blocked micro-kernel (14 x 32: 28 zmm
 // accumulators, b's row loaded once per k, a's entries broadcast; 1, 2, 4 or 8 rows for products
 // of fewer rows). A batched product (attention's Q K^T) is thus one parallel loop, not a loop of
@@ -33,7 +33,7 @@ struct SgemmProblem {
   bool gelu_tanh = false;  // GeluTanhValue (ir/ops/math.h), in f64 as the reference computes it
 };
 
-inline constexpr int64_t kPackedSgemmKc = 256;
+inline constexpr int64_t kPackedSgemmKc = 1024;
 
 // True when this CPU runs the packed kernel (AVX-512F).
 bool HasPackedSgemm();

@@ -86,6 +86,7 @@ class Device {
   virtual void Free(DevicePtr address) = 0;
   virtual Status ToDevice(DevicePtr dst, const void* src, int64_t bytes) = 0;
   virtual Status ToHost(void* dst, DevicePtr src, int64_t bytes) = 0;
+  // dst == src copies nothing; other overlapping ranges are an error.
   virtual Status CopyOnDevice(DevicePtr dst, DevicePtr src, int64_t bytes) = 0;
 
   // Page-locked host memory (cuMemHostAlloc; a registered host allocation on the simulator), for

@@ -194,6 +194,58 @@ TEST_CASE("an elementwise step computes into the bytes of an input it reads last
   CHECK(stats.arena_bytes == 3 * 448);  // at most three alive at once (chain, d, e; d, e, f)
 }
 
+TEST_CASE("a copy that relabels a shape takes the bytes of an input it reads last", "[cpu]") {
+  Executable exe;
+  auto buffer = [&](Shape shape, std::string layout = "") {
+    exe.buffers.push_back(BufferDesc{BufferDesc::Kind::kArena, {f32, shape}, 0, -1, "t", layout});
+    return static_cast<int>(exe.buffers.size() - 1);
+  };
+  auto step = [&](std::vector<int> in, std::vector<int> out, const char* callee) {
+    Step s;
+    s.kind = Step::Kind::kLibrary;
+    s.callee = callee;
+    s.inputs = std::move(in);
+    s.outputs = std::move(out);
+    exe.steps.push_back(s);
+  };
+  int a = buffer(Shape{4, 6}), b = buffer(Shape{2, 12}), c = buffer(Shape{24}),
+      d = buffer(Shape{3, 8}), e = buffer(Shape{24}, "nChw16c"), f = buffer(Shape{24});
+  step({}, {a}, "other");
+  step({a}, {b}, "copy");  // a dies here: b is a's bytes
+  step({b}, {c}, "copy");  // and so is c
+  step({c}, {d}, "copy");  // c is read again below: d gets bytes of its own
+  step({c, d}, {e}, "other");
+  step({e}, {f}, "copy");  // another layout: never the same bytes
+  exe.fetches = {f};
+  compiler::MemoryStats stats =
+      compiler::AssignBuffers(exe, [](const Step& s) { return s.callee == std::string("copy"); });
+  CHECK(stats.in_place == 2);
+  CHECK(exe.buffers[b].offset == exe.buffers[a].offset);
+  CHECK(exe.buffers[c].offset == exe.buffers[a].offset);
+  CHECK(exe.buffers[d].offset != exe.buffers[c].offset);
+  CHECK(exe.buffers[f].offset != exe.buffers[e].offset);
+
+  // End to end: the Reshape between two products copies nothing, and the values are right.
+  GraphBuilder g;
+  Value x = g.Placeholder("x", f32, {6, 8});
+  Value w = g.Placeholder("w", f32, {8, 4});
+  Value r = Reshape(MatMul(x, w), {12, 2});
+  g.Output("y", MatMul(r, Transpose(r)));
+  Graph graph = *g.Build();
+  FeedList feeds = {{"x", Random(Shape{6, 8}, 1)}, {"w", Random(Shape{8, 4}, 2)}};
+  PlannedExecutable p =
+      Planned(graph, PlanOf(graph, {{"x", feeds[0].second}, {"w", feeds[1].second}}, {"y"}));
+  int copies = 0;
+  for (const Step& s : p.lowered.executable.steps)
+    if (s.callee == "copy") {
+      ++copies;
+      CHECK(p.lowered.executable.buffers[s.inputs[0]].offset ==
+            p.lowered.executable.buffers[s.outputs[0]].offset);
+    }
+  CHECK(copies == 1);
+  RunBoth(graph, feeds, {"y"});
+}
+
 TEST_CASE("MatMul runs as a gemm call, batched and broadcast", "[cpu]") {
   for (auto [sa, sb, ta, tb] : std::vector<std::tuple<Shape, Shape, bool, bool>>{
            {Shape{5, 3}, Shape{3, 4}, false, false},
@@ -584,6 +636,41 @@ TEST_CASE("OneHot runs as the one_hot routine, with the reference kernel's resul
         RunBoth(*graph, {{"idx", idx_value}}, {"y"});
       }
     }
+  }
+}
+
+TEST_CASE("a MatMul reads a transposed operand through its trans flag, past a scalar scaling",
+          "[cpu]") {
+  // Attention's scores: q k^T with k scaled after its transpose, as PyTorch exports it.
+  GraphBuilder g;
+  Value q = g.Placeholder("q", f32, {2, 3, 5, 4});
+  Value k = g.Placeholder("k", f32, {2, 3, 5, 4});
+  Value kt = Transpose(k, {0, 1, 3, 2});
+  Value scaled = Mul(kt, g.Scalar(0.5));
+  g.Output("scores", MatMul(q, scaled));
+  g.Output("scaled", scaled);
+  g.Output("qt_k", MatMul(Transpose(q, {0, 1, 3, 2}), k));  // a's transpose
+  Value p = g.Placeholder("p", f32, {3, 2, 5, 4});
+  g.Output("other_perm", MatMul(Transpose(p, {1, 0, 2, 3}), kt));  // only b folds
+  Graph graph = *g.Build();
+  Tensor qv = Random(Shape{2, 3, 5, 4}, 3), kv = Random(Shape{2, 3, 5, 4}, 4),
+         pv = Random(Shape{3, 2, 5, 4}, 5);
+  FeedList feeds = {{"q", qv}, {"k", kv}, {"p", pv}};
+  std::vector<std::pair<std::string, Tensor>> plan_feeds = {{"q", qv}, {"k", kv}, {"p", pv}};
+  for (bool fetch_scaled : {false, true}) {
+    INFO("fetching the scaled transpose: " << fetch_scaled);
+    std::vector<std::string> fetches = {"scores", "qt_k", "other_perm"};
+    if (fetch_scaled) fetches.push_back("scaled");
+    PlannedExecutable p = Planned(graph, PlanOf(graph, plan_feeds, fetches));
+    // What stays a strided copy: the batch-dim Transpose, and the scaled transpose when fetched.
+    CHECK(CountCallee(p.lowered.executable, "strided_copy") == (fetch_scaled ? 2 : 1));
+    int trans_a = 0, trans_b = 0;
+    for (const Step& s : p.lowered.executable.steps)
+      if (s.callee == "gemm")
+        trans_a += *s.attrs.GetInt("trans_a"), trans_b += *s.attrs.GetInt("trans_b");
+    CHECK(trans_a == 1);
+    CHECK(trans_b == 2);
+    RunBoth(graph, feeds, std::vector<TensorName>(fetches.begin(), fetches.end()));
   }
 }
 
