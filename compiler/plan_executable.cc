@@ -18,8 +18,15 @@ PlanOptions CpuPlanOptions() {
 Result<PlannedExecutable> PlanExecutable(const RunPlan& given, const PlanOptions& options) {
   PlannedExecutable out;
   KILN_ASSIGN_OR_RETURN(out.info, ResolveStaticTypes(given));
-  out.simplified = SimplifyWithStaticTypes(given, out.info);
   const StaticInfo& info = out.info;
+  // The ops the kernel generator emits, all elementwise with numpy broadcasting.
+  auto emittable = [&](const Node& node) {
+    if (!options.can_emit || node.output_types.size() != 1) return false;
+    std::vector<DType> inputs;
+    for (const TensorRef& in : node.inputs) inputs.push_back(info.types.at(in).dtype);
+    return options.can_emit(node.op, inputs, info.types.at(TensorRef{node.name, 0}).dtype);
+  };
+  out.simplified = SimplifyWithStaticTypes(given, out.info, emittable);
   const RunPlan& plan = out.simplified.plan;
   out.epilogues = PlanEpilogues(plan, info, /*fuse_clip=*/options.cpu_steps);
   auto fusible = [&](const Node& node) {
@@ -31,9 +38,7 @@ Result<PlannedExecutable> PlanExecutable(const RunPlan& given, const PlanOptions
     // Integer division must report a zero divisor (a generated kernel would trap): it keeps the
     // reference kernel's check.
     if (node.op == "Div" && !IsFloat(info.types.at(result).dtype)) return false;
-    std::vector<DType> inputs;
-    for (const TensorRef& in : node.inputs) inputs.push_back(info.types.at(in).dtype);
-    return options.can_emit(node.op, inputs, info.types.at(result).dtype);
+    return emittable(node);
   };
   out.fusion = FuseElementwise(plan, info, fusible);
   KILN_ASSIGN_OR_RETURN(out.lowered, Lower(plan, info, out.fusion, out.epilogues));

@@ -3,11 +3,13 @@
 #include <set>
 #include <string>
 
+#include "compiler/broadcast_folding.h"
 #include "compiler/transpose_folding.h"
 
 namespace kiln::compiler {
 
-SimplifiedPlan SimplifyWithStaticTypes(const RunPlan& plan, StaticInfo& info) {
+SimplifiedPlan SimplifyWithStaticTypes(const RunPlan& plan, StaticInfo& info,
+                                       const std::function<bool(const Node&)>& elementwise) {
   static const std::set<std::string> kShapeOnly = {"SumLike", "BroadcastLike", "BroadcastTo"};
   SimplifiedPlan out;
   out.plan.feeds = plan.feeds;
@@ -27,6 +29,7 @@ SimplifiedPlan SimplifyWithStaticTypes(const RunPlan& plan, StaticInfo& info) {
     out.plan.nodes.push_back(copy.get());
     out.rewritten.push_back(std::move(copy));
   }
+  FoldBroadcastsIntoElementwise(out.plan, out.rewritten, info, elementwise);
   FoldTransposesIntoMatMuls(out.plan, out.rewritten, info);
   return out;
 }

@@ -39,6 +39,13 @@ class Folder {
       if (int operand = TransposedOperand(*plan_.nodes[i]); operand >= 0)
         SinkTransposeBelow(i++, operand);  // the op moved to i, its Transpose to i + 1
     int folded = 0;
+    for (const Node*& node : plan_.nodes)
+      if (const Node* product = TransposedProduct(*node)) {
+        node = Own(SwappedProduct(*product, *node));
+        removable_.insert(product->name);
+        ++folded;
+      }
+    Index();
     for (const Node*& node : plan_.nodes) {
       if (node->op != "MatMul" || node->inputs.size() != 2) continue;
       std::unique_ptr<Node> copy;
@@ -81,6 +88,35 @@ class Folder {
       if (reads) readers.push_back(node);
     }
     return readers;
+  }
+
+  // The MatMul that `node` transposes (swapping the last two dims), when nothing else reads or
+  // fetches the product and both its operands have rank >= 2; else null.
+  const Node* TransposedProduct(const Node& node) const {
+    if (!SwapsLastTwo(node, info_)) return nullptr;
+    const Node* product = Producer(node.inputs[0]);
+    if (!product || product->op != "MatMul" || product->inputs.size() != 2 ||
+        !product->control_inputs.empty() || info_.values.count(node.inputs[0]))
+      return nullptr;
+    for (const TensorRef& in : product->inputs)
+      if (info_.types.at(in).shape.rank() < 2) return nullptr;
+    for (const TensorRef& f : plan_.fetches)
+      if (f.node == product->name) return nullptr;
+    std::vector<const Node*> readers = Readers(product->name);
+    return readers.size() == 1 && readers[0] == &node ? product : nullptr;
+  }
+
+  // (a b)^T = b^T a^T: MatMul(b, a) with the flags swapped and flipped, named as `transpose`.
+  std::unique_ptr<Node> SwappedProduct(const Node& product, const Node& transpose) const {
+    auto swapped = std::make_unique<Node>(product);
+    swapped->name = transpose.name;
+    swapped->inputs = {product.inputs[1], product.inputs[0]};
+    swapped->output_types = transpose.output_types;
+    const AttrValue* ta = product.attrs.Find("transpose_a");
+    const AttrValue* tb = product.attrs.Find("transpose_b");
+    swapped->attrs.Set("transpose_a", !(tb && tb->get<bool>()));
+    swapped->attrs.Set("transpose_b", !(ta && ta->get<bool>()));
+    return swapped;
   }
 
   // Which input of `node` is a Transpose that op(Transpose(x), s) -> Transpose(op(x, s)) may

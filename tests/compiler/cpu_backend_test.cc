@@ -639,7 +639,30 @@ TEST_CASE("OneHot runs as the one_hot routine, with the reference kernel's resul
   }
 }
 
-TEST_CASE("a MatMul reads a transposed operand through its trans flag, past a scalar scaling",
+TEST_CASE("an elementwise op reads a broadcast's source and broadcasts it itself", "[cpu]") {
+  Tensor xv = Random(Shape{4, 1}, 1), yv = Random(Shape{4, 6}, 2), zv = Random(Shape{1}, 3);
+  for (bool shifted : {false, true}) {
+    INFO((shifted ? "with" : "without") << " an Add that keeps the broadcast");
+    GraphBuilder g;
+    Value x = g.Placeholder("x", f32, {4, 1});
+    Value y = g.Placeholder("y", f32, {4, 6});
+    Value z = g.Placeholder("z", f32, {1});
+    Value wide = BroadcastLike(x, y);
+    g.Output("product", Mul(wide, y));  // folds: x * y is [4, 6] too
+    g.Output("to", Sub(y, BroadcastTo(x, {4, 6})));
+    if (shifted) g.Output("shifted", Add(wide, z));  // does not: x + z would be [4, 1]
+    Graph graph = *g.Build();
+    std::vector<std::string> fetches = {"product", "to"};
+    if (shifted) fetches.push_back("shifted");
+    PlannedExecutable p = Planned(graph, PlanOf(graph, {{"x", xv}, {"y", yv}, {"z", zv}}, fetches));
+    CHECK(CountCallee(p.lowered.executable, "strided_copy") == (shifted ? 1 : 0));
+    CHECK(p.lowered.executable.CountSteps(Step::Kind::kKernel) == (shifted ? 3 : 2));
+    RunBoth(graph, {{"x", xv}, {"y", yv}, {"z", zv}},
+            std::vector<TensorName>(fetches.begin(), fetches.end()));
+  }
+}
+
+TEST_CASE("MatMuls read transposed operands and write transposed products through trans flags",
           "[cpu]") {
   // Attention's scores: q k^T with k scaled after its transpose, as PyTorch exports it.
   GraphBuilder g;
@@ -651,7 +674,8 @@ TEST_CASE("a MatMul reads a transposed operand through its trans flag, past a sc
   g.Output("scaled", scaled);
   g.Output("qt_k", MatMul(Transpose(q, {0, 1, 3, 2}), k));  // a's transpose
   Value p = g.Placeholder("p", f32, {3, 2, 5, 4});
-  g.Output("other_perm", MatMul(Transpose(p, {1, 0, 2, 3}), kt));  // only b folds
+  g.Output("other_perm", MatMul(Transpose(p, {1, 0, 2, 3}), kt));             // only b folds
+  g.Output("product_t", Transpose(MatMul(q, k, false, true), {0, 1, 3, 2}));  // k q^T
   Graph graph = *g.Build();
   Tensor qv = Random(Shape{2, 3, 5, 4}, 3), kv = Random(Shape{2, 3, 5, 4}, 4),
          pv = Random(Shape{3, 2, 5, 4}, 5);
@@ -659,7 +683,7 @@ TEST_CASE("a MatMul reads a transposed operand through its trans flag, past a sc
   std::vector<std::pair<std::string, Tensor>> plan_feeds = {{"q", qv}, {"k", kv}, {"p", pv}};
   for (bool fetch_scaled : {false, true}) {
     INFO("fetching the scaled transpose: " << fetch_scaled);
-    std::vector<std::string> fetches = {"scores", "qt_k", "other_perm"};
+    std::vector<std::string> fetches = {"scores", "qt_k", "other_perm", "product_t"};
     if (fetch_scaled) fetches.push_back("scaled");
     PlannedExecutable p = Planned(graph, PlanOf(graph, plan_feeds, fetches));
     // What stays a strided copy: the batch-dim Transpose, and the scaled transpose when fetched.
@@ -669,7 +693,7 @@ TEST_CASE("a MatMul reads a transposed operand through its trans flag, past a sc
       if (s.callee == "gemm")
         trans_a += *s.attrs.GetInt("trans_a"), trans_b += *s.attrs.GetInt("trans_b");
     CHECK(trans_a == 1);
-    CHECK(trans_b == 2);
+    CHECK(trans_b == 3);
     RunBoth(graph, feeds, std::vector<TensorName>(fetches.begin(), fetches.end()));
   }
 }
