@@ -205,29 +205,57 @@ Result<bool> LowerToLibrary(const Node& node, const StaticInfo& info, Step& step
   return false;
 }
 
-void LowerOneHotSteps(Executable& exe) {
-  const OpDef* def = OpRegistry::Global().Find("OneHot");
+namespace {
+
+// OneHot with i32/i64 indices into f32/f64 as "one_hot".
+bool LowerOneHot(Step& step, const Executable& exe) {
+  static const OpDef* def = OpRegistry::Global().Find("OneHot");
+  if (step.inputs.size() != 1 || step.outputs.size() != 1) return false;
+  const TensorType& indices = exe.buffers[step.inputs[0]].type;
+  const TensorType& y = exe.buffers[step.outputs[0]].type;
+  if ((indices.dtype != i32 && indices.dtype != i64) || (y.dtype != f32 && y.dtype != f64))
+    return false;
+  const AttrMap attrs = def->WithDefaults(step.node.attrs);
+  Result<int64_t> depth = attrs.GetInt("depth"), axis = attrs.GetInt("axis");
+  Result<double> on = attrs.GetFloat("on_value"), off = attrs.GetFloat("off_value");
+  if (!depth.ok() || !axis.ok() || !on.ok() || !off.ok()) return false;
+  Result<int> normalized = NormalizeAxis(*axis, y.shape.rank());
+  if (!normalized.ok()) return false;
+  SetLibrary(step, "one_hot");
+  step.attrs.Set("depth", *depth);
+  step.attrs.Set("axis", static_cast<int64_t>(*normalized));
+  step.attrs.Set("on_value", *on);
+  step.attrs.Set("off_value", *off);
+  return true;
+}
+
+// Gather (any dtype) and GatherGrad (f32, f64) with i32/i64 indices as "gather", "gather_grad".
+bool LowerGather(Step& step, const Executable& exe) {
+  const bool grad = step.callee == "GatherGrad";
+  if (step.inputs.size() != (grad ? 3u : 2u) || step.outputs.size() != 1) return false;
+  const TensorType& indices = exe.buffers[step.inputs[1]].type;
+  const TensorType& data = exe.buffers[grad ? step.outputs[0] : step.inputs[0]].type;
+  if ((indices.dtype != i32 && indices.dtype != i64) ||
+      (grad && data.dtype != f32 && data.dtype != f64))
+    return false;
+  const AttrValue* axis = step.node.attrs.Find("axis");
+  Result<int> normalized =
+      NormalizeAxis(axis ? axis->get<int64_t>() : int64_t{0}, data.shape.rank());
+  if (!normalized.ok()) return false;
+  SetLibrary(step, grad ? "gather_grad" : "gather");
+  step.attrs.Set("axis", static_cast<int64_t>(*normalized));
+  return true;
+}
+
+}  // namespace
+
+void LowerCpuRoutineSteps(Executable& exe) {
   for (Step& step : exe.steps) {
-    if (step.kind != Step::Kind::kReference || step.callee != "OneHot" || !def ||
-        step.inputs.size() != 1 || step.outputs.size() != 1 || step.on_device)
-      continue;
-    const TensorType& indices = exe.buffers[step.inputs[0]].type;
-    const TensorType& y = exe.buffers[step.outputs[0]].type;
-    if ((indices.dtype != i32 && indices.dtype != i64) || (y.dtype != f32 && y.dtype != f64))
-      continue;
-    const AttrMap attrs = def->WithDefaults(step.node.attrs);
-    Result<int64_t> depth = attrs.GetInt("depth"), axis = attrs.GetInt("axis");
-    Result<double> on = attrs.GetFloat("on_value"), off = attrs.GetFloat("off_value");
-    if (!depth.ok() || !axis.ok() || !on.ok() || !off.ok()) continue;
-    Result<int> normalized = NormalizeAxis(*axis, y.shape.rank());
-    if (!normalized.ok()) continue;
-    step.kind = Step::Kind::kLibrary;
-    step.callee = "one_hot";
-    step.attrs = AttrMap();
-    step.attrs.Set("depth", *depth);
-    step.attrs.Set("axis", static_cast<int64_t>(*normalized));
-    step.attrs.Set("on_value", *on);
-    step.attrs.Set("off_value", *off);
+    if (step.kind != Step::Kind::kReference || step.on_device) continue;
+    if (step.callee == "OneHot")
+      LowerOneHot(step, exe);
+    else if (step.callee == "Gather" || step.callee == "GatherGrad")
+      LowerGather(step, exe);
   }
 }
 

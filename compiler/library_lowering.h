@@ -25,10 +25,12 @@ namespace kiln::compiler {
 
 Result<bool> LowerToLibrary(const Node& node, const StaticInfo& info, Step& step);
 
-// Turns the reference steps of OneHot with i32/i64 indices into an f32/f64 output into "one_hot"
-// library steps (runtime/cpu/one_hot_step.cc; attributes depth, axis normalized, on_value,
-// off_value): for plans of the cpu backend alone (PlanOptions::cpu_steps).
-void LowerOneHotSteps(Executable& exe);
+// Turns reference steps into routines of the cpu runtime, for plans of the cpu backend alone
+// (PlanOptions::cpu_steps): OneHot with i32/i64 indices into an f32/f64 output into "one_hot"
+// (runtime/cpu/one_hot_step.cc; attributes depth, axis normalized, on_value, off_value); Gather
+// (any dtype) and GatherGrad (f32, f64) with i32/i64 indices into "gather" and "gather_grad"
+// (runtime/cpu/gather_step.cc; attribute axis, normalized).
+void LowerCpuRoutineSteps(Executable& exe);
 
 // The "reduce_sum" attributes (reduced: per input dim 1 when summed away; scale: 1, or 1/count
 // for a mean) of a Sum, Mean, SumLike or GlobalAvgPool over an input of shape `x` (`like`: a

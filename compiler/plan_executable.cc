@@ -44,7 +44,7 @@ Result<PlannedExecutable> PlanExecutable(const RunPlan& given, const PlanOptions
   KILN_ASSIGN_OR_RETURN(out.lowered, Lower(plan, info, out.fusion, out.epilogues));
   if (options.preferred_layouts)
     out.layouts = AssignLayouts(out.lowered.executable, options.preferred_layouts);
-  if (options.cpu_steps) LowerOneHotSteps(out.lowered.executable);
+  if (options.cpu_steps) LowerCpuRoutineSteps(out.lowered.executable);
   if (options.rewrite_steps) KILN_RETURN_IF_ERROR(options.rewrite_steps(out.lowered));
   // Elementwise steps may compute in place: generated kernels other than row reductions and raw
   // MLIR (each output element from the inputs at its index), bias_add, and copies (a Reshape's

@@ -30,7 +30,8 @@ struct PlanOptions {
   std::function<Status(LoweredPlan&)> rewrite_steps;
   // Whether the plan runs on the cpu backend alone, so that its steps may use what only that
   // backend has: convolutions absorbing a Clip (compiler/epilogue_fusion.h), OneHot as the
-  // "one_hot" routine (LowerOneHotSteps). The CUDA backend's plans leave both out.
+  // "one_hot" routine, Gather and GatherGrad as "gather" and "gather_grad" (LowerCpuRoutineSteps).
+  // The CUDA backend's plans leave these out.
   bool cpu_steps = false;
 };
 

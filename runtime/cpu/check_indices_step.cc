@@ -6,6 +6,21 @@
 #include "runtime/cpu/library_steps.h"
 
 namespace kiln::cpu {
+
+Status CheckGatherIndices(const Step& step, const void* indices, DType dtype, int64_t count,
+                          int64_t axis, const Shape& data) {
+  const int64_t n = data[static_cast<int>(axis)];
+  for (int64_t k = 0; k < count; ++k) {
+    const int64_t v = dtype == i32 ? static_cast<const int32_t*>(indices)[k]
+                                   : static_cast<const int64_t*>(indices)[k];
+    if (v < -n || v >= n)
+      return step.node.MakeNodeError(ErrorCode::kInvalidArgument, "index ", v,
+                                     " is out of range for axis ", axis, " of size ", n, " (data ",
+                                     data.ToString(), ", indices element ", k, ")");
+  }
+  return OkStatus();
+}
+
 namespace {
 
 class CheckIndicesStep : public StepRunner {
@@ -14,17 +29,7 @@ class CheckIndicesStep : public StepRunner {
       : step_(step), dtype_(dtype), count_(count), axis_(axis), data_(std::move(data)) {}
 
   Status Run(StepEnv& env) const override {
-    const void* indices = env.data[step_.inputs[0]];
-    const int64_t n = data_[static_cast<int>(axis_)];
-    for (int64_t k = 0; k < count_; ++k) {
-      const int64_t v = dtype_ == i32 ? static_cast<const int32_t*>(indices)[k]
-                                      : static_cast<const int64_t*>(indices)[k];
-      if (v < -n || v >= n)
-        return step_.node.MakeNodeError(ErrorCode::kInvalidArgument, "index ", v,
-                                        " is out of range for axis ", axis_, " of size ", n,
-                                        " (data ", data_.ToString(), ", indices element ", k, ")");
-    }
-    return OkStatus();
+    return CheckGatherIndices(step_, env.data[step_.inputs[0]], dtype_, count_, axis_, data_);
   }
 
  private:

@@ -51,6 +51,7 @@ Result<std::unique_ptr<StepRunner>> MakeLibraryStep(const Step& step, const Exec
   if (step.callee == "check_labels") return MakeCheckLabelsStep(step, exe);
   if (step.callee == "check_indices") return MakeCheckIndicesStep(step, exe);
   if (step.callee == "one_hot") return MakeOneHotStep(step, exe);
+  if (step.callee == "gather" || step.callee == "gather_grad") return MakeGatherStep(step, exe);
   if (step.callee == "assign") return MakeAssignStep(step, exe);
   if (step.callee == "reduce_sum") return MakeReduceSumStep(step, exe);
   if (step.callee == "bias_add") return MakeBiasAddStep(step, exe);
@@ -60,7 +61,8 @@ Result<std::unique_ptr<StepRunner>> MakeLibraryStep(const Step& step, const Exec
       "conv2d_backprop_filter, max_pool2d, avg_pool2d, max_pool2d_grad, "
       "avg_pool2d_grad, variable_read, batch_norm, batch_norm_grad, copy, reorder, "
       "strided_copy, concat, split, softmax_cross_entropy, softmax_cross_entropy_grad, "
-      "check_labels, check_indices, one_hot, assign, reduce_sum, bias_add)");
+      "check_labels, check_indices, one_hot, gather, gather_grad, assign, reduce_sum, "
+      "bias_add)");
 }
 
 }  // namespace kiln::cpu

@@ -35,6 +35,12 @@ Result<std::unique_ptr<StepRunner>> MakeCheckLabelsStep(const Step& step, const 
 // check_indices: a Gather's indices within the axis, for the CUDA device's Gather kernels
 // (check_indices_step.cc).
 Result<std::unique_ptr<StepRunner>> MakeCheckIndicesStep(const Step& step, const Executable& exe);
+// The range check of Gather's indices (i32 or i64, `count` of them) into axis `axis` of `data`, as
+// the reference kernel words it, failing `step`'s node (check_indices_step.cc).
+Status CheckGatherIndices(const Step& step, const void* indices, DType dtype, int64_t count,
+                          int64_t axis, const Shape& data);
+// gather and gather_grad: Gather (any dtype) and GatherGrad (f32, f64) (gather_step.cc).
+Result<std::unique_ptr<StepRunner>> MakeGatherStep(const Step& step, const Executable& exe);
 // one_hot: OneHot with i32/i64 indices into f32/f64 (one_hot_step.cc).
 Result<std::unique_ptr<StepRunner>> MakeOneHotStep(const Step& step, const Executable& exe);
 // "reorder": a buffer's elements into another layout (runtime/cpu/onednn_reorder_step.cc).

@@ -639,6 +639,41 @@ TEST_CASE("OneHot runs as the one_hot routine, with the reference kernel's resul
   }
 }
 
+TEST_CASE("Gather and GatherGrad run as the gather routines, with the reference's results",
+          "[cpu]") {
+  // Repeated and negative indices (a repeated row sums its gradients in index order), any axis.
+  for (DType index : {i32, i64}) {
+    for (DType value : {f32, f64}) {
+      for (int64_t axis : {0, 1, -1}) {
+        INFO(DTypeName(index) << " indices into " << DTypeName(value) << " axis " << axis);
+        GraphBuilder g;
+        Value data = g.Placeholder("data", value, {5, 4, 3});
+        Value idx = g.Placeholder("idx", index, {2, 3});
+        Value y = Gather(data, idx, axis);
+        g.Output("y", y);
+        g.Output("dx", GatherGrad(Square(y), idx, data, axis));
+        Graph graph = *g.Build();
+        const Tensor idx_value = Tensor::FromDoubles(index, Shape{2, 3}, {0, 2, -1, 2, 1, 0});
+        const Tensor data_value = testing::RandomTensor(Shape{5, 4, 3}, 7).CastTo(value);
+        PlannedExecutable p =
+            Planned(graph, PlanOf(graph, {{"data", data_value}, {"idx", idx_value}}, {"y", "dx"}));
+        CHECK(CountCallee(p.lowered.executable, "gather") == 1);
+        CHECK(CountCallee(p.lowered.executable, "gather_grad") == 1);
+        CHECK(p.lowered.executable.CountSteps(Step::Kind::kReference) == 0);
+        RunBoth(graph, {{"data", data_value}, {"idx", idx_value}}, {"y", "dx"});
+        // An index out of range fails the run naming the node, as the reference kernel does.
+        Session session(graph, SessionOptions{.backend = "cpu"});
+        const Tensor bad = Tensor::FromDoubles(index, Shape{2, 3}, {0, 1, 2, 9, 0, 0});
+        Result<std::vector<Tensor>> failed =
+            session.Run({{"data", data_value}, {"idx", bad}}, {"y"});
+        REQUIRE_FALSE(failed.ok());
+        CHECK_THAT(failed.error().message(),
+                   Catch::Contains("Gather") && Catch::Contains("index 9 is out of range"));
+      }
+    }
+  }
+}
+
 TEST_CASE("an elementwise op reads a broadcast's source and broadcasts it itself", "[cpu]") {
   Tensor xv = Random(Shape{4, 1}, 1), yv = Random(Shape{4, 6}, 2), zv = Random(Shape{1}, 3);
   for (bool shifted : {false, true}) {
