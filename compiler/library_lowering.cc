@@ -188,7 +188,7 @@ Result<bool> LowerToLibrary(const Node& node, const StaticInfo& info, Step& step
     const TensorType& x = info.types.at(node.inputs[0]);
     const Shape* like = node.inputs.size() > 1 ? &info.types.at(node.inputs[1]).shape : nullptr;
     std::optional<AttrMap> attrs = ReduceSumAttrs(node, x.shape, like);
-    if ((x.dtype == f32 || x.dtype == f64) && attrs) {
+    if (IsFloat(x.dtype) && attrs) {  // bf16 and f16 are summed widened to f32
       SetLibrary(step, "reduce_sum", std::move(*attrs));
       return true;
     }

@@ -33,6 +33,7 @@ Result<std::unique_ptr<StepRunner>> MakeLibraryStep(const Step& step, const Exec
       return NativeOrWidened(step, exe, MakeBatchNormStep, MakeBatchNormStep);
     if (step.callee == "batch_norm_grad") return MakeWidenedStep(step, exe, MakeBatchNormGradStep);
     if (step.callee == "bias_add") return MakeWidenedStep(step, exe, MakeBiasAddStep);
+    if (step.callee == "reduce_sum") return MakeWidenedStep(step, exe, MakeReduceSumStep);
   }
   if (step.callee == "gemm") return MakeGemmStep(step, exe);
   if (step.callee == "conv2d" || step.callee == "conv2d_backprop_input" ||

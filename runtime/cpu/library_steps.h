@@ -48,7 +48,7 @@ Result<std::unique_ptr<StepRunner>> MakeReorderStep(const Step& step, const Exec
 // copy and assign (state_steps.cc).
 Result<std::unique_ptr<StepRunner>> MakeCopyStep(const Step& step, const Executable& exe);
 Result<std::unique_ptr<StepRunner>> MakeAssignStep(const Step& step, const Executable& exe);
-// reduce_sum: Sum, Mean, SumLike in f32/f64 (reduce_step.cc).
+// reduce_sum: Sum, Mean, SumLike in f32/f64 (reduce_step.cc; bf16/f16 through MakeWidenedStep).
 Result<std::unique_ptr<StepRunner>> MakeReduceSumStep(const Step& step, const Executable& exe);
 // bias_add: BiasAdd in f32/f64 (bias_add_step.cc).
 Result<std::unique_ptr<StepRunner>> MakeBiasAddStep(const Step& step, const Executable& exe);

@@ -1,7 +1,8 @@
-// 16-bit library steps on the cpu backend: bf16 and f16 MatMul, BiasAdd and BatchNorm (training
-// and inference) run as library calls on float32 copies (runtime/cpu/widened_step.cc), bf16
-// Conv2D as oneDNN with converting reorders, never as reference kernels; each matches the
-// reference executor within the 16-bit tolerance of tests/testing/differential.h.
+// 16-bit library steps on the cpu backend: bf16 and f16 MatMul, BiasAdd, BatchNorm (training and
+// inference) and GlobalAvgPool run as library calls on float32 copies
+// (runtime/cpu/widened_step.cc), bf16 Conv2D as oneDNN with converting reorders, never as reference
+// kernels; each matches the reference executor within the 16-bit tolerance of
+// tests/testing/differential.h.
 #include <catch2/catch.hpp>
 
 #include "ir/builder.h"
@@ -29,7 +30,8 @@ void CheckNoReferenceSteps(const Graph& graph, const FeedList& feeds,
   }
 }
 
-TEST_CASE("16-bit MatMul, BiasAdd, BatchNorm and Conv2D run as library calls", "[cpu][precision]") {
+TEST_CASE("16-bit MatMul, BiasAdd, BatchNorm, GlobalAvgPool and Conv2D run as library calls",
+          "[cpu][precision]") {
   for (DType t : {bf16, f16}) {
     INFO(DTypeName(t));
     GraphBuilder g;
@@ -43,7 +45,9 @@ TEST_CASE("16-bit MatMul, BiasAdd, BatchNorm and Conv2D run as library calls", "
     Value stats = g.Constant(Filled(t, Shape({5}), 0.25));
     Value ones = g.Constant(Filled(t, Shape({5}), 0.0)) + 1.0;
     g.Output("train_bn", BatchNorm(h, ones, stats, stats, ones, 1e-5, /*training=*/true)[0]);
-    g.Output("infer_bn", BatchNorm(h, ones, stats, stats, ones, 1e-5, /*training=*/false)[0]);
+    Value infer_bn = BatchNorm(h, ones, stats, stats, ones, 1e-5, /*training=*/false)[0];
+    g.Output("infer_bn", infer_bn);
+    g.Output("pooled", GlobalAvgPool(Relu(infer_bn)));  // after a convolution: a blocked layout
     Value m = g.Placeholder("m", t, {6, 4});
     Value k = g.Constant(Filled(t, Shape({4, 7}), 1.0));
     g.Output("matmul", BiasAdd(MatMul(m, k), g.Constant(Filled(t, Shape({7}), 2.0))));
@@ -52,7 +56,7 @@ TEST_CASE("16-bit MatMul, BiasAdd, BatchNorm and Conv2D run as library calls", "
     REQUIRE(graph.ok());
     FeedList feeds = {{"x", Filled(t, Shape({4, 3, 6, 6}), 1.0)},
                       {"m", Filled(t, Shape({6, 4}), 1.0)}};
-    std::vector<TensorName> fetches = {"train_bn", "infer_bn", "matmul"};
+    std::vector<TensorName> fetches = {"train_bn", "infer_bn", "pooled", "matmul"};
     if (t == bf16) CheckNoReferenceSteps(*graph, feeds, fetches);
     Session reference(*graph, SessionOptions{.backend = "reference"});
     Result<std::vector<Tensor>> expected = reference.Run(feeds, fetches);
