@@ -138,7 +138,8 @@ Result<ModuleFile> CompileModule(const Graph& graph, const AotOptions& options) 
       }
       host_code = std::move(gpu.host_translation);
     } else {
-      KILN_ASSIGN_OR_RETURN(host_code, EmitKernelModule(exe.lowered.kernels));
+      KILN_ASSIGN_OR_RETURN(host_code,
+                            EmitKernelModule(exe.lowered.kernels, {.host_vectors = true}));
     }
     KILN_ASSIGN_OR_RETURN(HostObject object,
                           CompileHostObject(host_code, JitOptions{.name = "module"}));

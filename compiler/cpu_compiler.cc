@@ -45,7 +45,8 @@ Result<CompiledPlan> CpuCompiler::Compile(const RunPlan& plan, const CompileOpti
     KILN_RETURN_IF_ERROR(WriteFileAtomically(std::string(dir) + "/" + name + ".executable.txt",
                                              planned.lowered.executable.ToString()));
   if (!planned.lowered.kernels.empty()) {
-    KILN_ASSIGN_OR_RETURN(std::string mlir, EmitKernelModule(planned.lowered.kernels));
+    KILN_ASSIGN_OR_RETURN(std::string mlir,
+                          EmitKernelModule(planned.lowered.kernels, {.host_vectors = true}));
     JitOptions jit;
     jit.name = name;
     KILN_ASSIGN_OR_RETURN(std::unique_ptr<JitModule> module, JitModule::Compile(mlir, jit));

@@ -3,8 +3,11 @@
 # inference of a BERT-base encoder layer, a GPT-2 block, MobileNetV2, ResNet-18 and ResNet-50
 # (ONNX files exported from torch.nn / torchvision at opset 17) in kiln, ONNX Runtime, OpenVINO
 # (f32), PyTorch eager and torch.compile; training steps (forward, loss, backward, SGD) of a
-# ResNet-18 (32x32 images), an MLP (Shi et al.'s FCN-R) and a 2-layer GPT in kiln (fp32 and
-# --precision bf16), PyTorch eager and torch.compile. Prints one markdown table per part.
+# ResNet-18 (32x32 images), an MLP (Shi et al.'s FCN-R) and a 2-layer GPT, and of the seven Shi et
+# al. 2016 networks of models/ (kiln's .kgraph from kiln_write_models against the same layers in
+# scripts/bench_shi2016_torch.py; batch sizes of the paper divided by BENCH_SHI_DIV, default 8),
+# in kiln (fp32 and --precision bf16), PyTorch eager and torch.compile. Prints one markdown table
+# per part.
 #
 # usage: scripts/bench_peers.sh [NAME...]   (no NAME: every model; names as in the tables)
 #
@@ -14,7 +17,7 @@
 #
 # Environment: BUILD_DIR (default build), BENCH_ITERS (timed runs, default 10), BENCH_WARMUP
 # (default 2), BENCH_THREADS (default 2, for every framework), BENCH_TIMEOUT (seconds per model
-# and framework, default 1200).
+# and framework, default 1200), BENCH_SHI_DIV (default 8).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD_DIR:-build}
@@ -25,7 +28,12 @@ iters=${BENCH_ITERS:-10}
 warmup=${BENCH_WARMUP:-2}
 threads=${BENCH_THREADS:-2}
 limit=${BENCH_TIMEOUT:-1200}
-[[ -x $kiln ]] || { echo "bench_peers.sh: $kiln not found (build it: scripts/build.sh $build -- kiln)" >&2; exit 1; }
+shi_div=${BENCH_SHI_DIV:-8}
+write_models=$build/models/kiln_write_models
+for f in "$kiln" "$write_models"; do
+  [[ -x $f ]] || { echo "bench_peers.sh: $f not found (build it: scripts/build.sh $build -- kiln kiln_write_models)" >&2; exit 1; }
+done
+source scripts/shi2016_networks.sh
 
 if [[ ! -x $venv/bin/python ]]; then
   echo "# making $venv (ONNX Runtime, OpenVINO, PyTorch 2.11 CPU, torchvision)" >&2
@@ -51,20 +59,34 @@ if [[ ! -f $models_dir/gpt_train.inputs ]]; then
 fi
 
 inference=(bert_layer gpt2_block mobilenet_v2 resnet18 resnet50)
-training=(resnet18_train mlp_train gpt_train)
+training=(resnet18_train mlp_train gpt_train "${shi_networks[@]}")
 names=("$@")
 ((${#names[@]})) || names=("${inference[@]}" "${training[@]}")
 logs=$(mktemp -d /tmp/kiln_bench_peers.XXXXXX)
+shi_dir=$models_dir/shi2016
+mkdir -p "$shi_dir"
+for name in "${names[@]}"; do
+  [[ -n ${shi_batch[$name]:-} && ! -f $shi_dir/$name.kgraph ]] || continue
+  "$write_models" "$shi_dir" "$name" >"$logs/write_models.txt" 2>&1 || { cat "$logs/write_models.txt"; exit 1; }
+done
 
 field() { sed -n "s/^$1: \([^ ]*\).*/\1/p" "$2" | head -1; }
+shi_batch_of() { local n=$(( shi_batch[$1] / shi_div )); ((n >= 1)) || n=1; echo "$n"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && b > 0) printf "%.2f", a / b; else printf "-" }'; }
 # The smaller of the numbers among the arguments ("-" if none).
 best() { printf '%s\n' "$@" | awk '/^[0-9.]+$/ { if (m == "" || $1 < m) m = $1 } END { print (m == "" ? "-" : m) }'; }
-# kiln bench on one model: prints "median compile_ms reference-steps"
+# kiln bench on one model (an exported .onnx with its .inputs, or a Shi et al. network's .kgraph
+# at batch $shi_div-th of the paper's): prints "median compile_ms reference-steps"
 kiln_run() {
-  local name=$1 log=$2; shift 2
-  # shellcheck disable=SC2046
-  timeout "$limit" "$kiln" bench "$models_dir/$name.onnx" $(cat "$models_dir/$name.inputs") \
+  local name=$1 log=$2 model feeds; shift 2
+  if [[ -n ${shi_batch[$name]:-} ]]; then
+    model=$shi_dir/$name.kgraph
+    mapfile -t feeds < <(shi_input_flags "$name" "$(shi_batch_of "$name")")
+  else
+    model=$models_dir/$name.onnx
+    read -r -a feeds <"$models_dir/$name.inputs"
+  fi
+  timeout "$limit" "$kiln" bench "$model" "${feeds[@]}" \
     --iters "$iters" --warmup "$warmup" --threads "$threads" "$@" >"$log" 2>&1
   local ms; ms=$(field median_ms "$log"); [[ -n $ms ]] || ms=failed
   local refs; refs=$(sed -n 's/^steps: .*reference steps \([0-9]*\))/\1/p' "$log" | head -1)
@@ -103,9 +125,17 @@ for name in "${names[@]}"; do
   train=(--train --loss loss --optimizer sgd --lr 0.01)
   read -r kms _ krefs < <(kiln_run "$name" "$logs/$name.kiln.txt" "${train[@]}")
   read -r bms _ brefs < <(kiln_run "$name" "$logs/$name.bf16.txt" "${train[@]}" --precision bf16)
-  timeout "$limit" "$python" scripts/bench_peers.py train "$name" --iters "$iters" \
-    --warmup "$warmup" --threads "$threads" >"$logs/$name.peers.txt" 2>&1
-  eager=$(field eager_ms "$logs/$name.peers.txt") comp=$(field compile_ms "$logs/$name.peers.txt")
+  if [[ -n ${shi_batch[$name]:-} ]]; then
+    shi=(scripts/bench_shi2016_torch.py "$name" --batch "$(shi_batch_of "$name")" --iters "$iters"
+         --warmup "$warmup" --threads "$threads" --lr 0.01)
+    timeout "$limit" "$python" "${shi[@]}" >"$logs/$name.eager.txt" 2>&1
+    timeout "$limit" "$python" "${shi[@]}" --compile >"$logs/$name.compile.txt" 2>&1
+    eager=$(field median_ms "$logs/$name.eager.txt") comp=$(field median_ms "$logs/$name.compile.txt")
+  else
+    timeout "$limit" "$python" scripts/bench_peers.py train "$name" --iters "$iters" \
+      --warmup "$warmup" --threads "$threads" >"$logs/$name.peers.txt" 2>&1
+    eager=$(field eager_ms "$logs/$name.peers.txt") comp=$(field compile_ms "$logs/$name.peers.txt")
+  fi
   echo "| $name | $kms | $bms | ${eager:--} | ${comp:--} | $(ratio "$kms" "$eager") | $(ratio "$kms" "$comp") | $(ratio "$kms" "$bms") | $krefs/$brefs |"
   [[ $kms == failed ]] && tail -3 "$logs/$name.kiln.txt" | sed 's/^/#   kiln: /'
   [[ $bms == failed ]] && tail -3 "$logs/$name.bf16.txt" | sed 's/^/#   kiln bf16: /'

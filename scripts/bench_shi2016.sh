@@ -41,22 +41,13 @@ for f in "$kiln" "$write_models"; do
   [[ -x $f ]] || { echo "bench_shi2016.sh: $f not found (build it: scripts/build.sh $build -- kiln kiln_write_models)" >&2; exit 1; }
 done
 
-# name, batch size of the paper, input shape after the batch dim, labels shape after it
-models=(fcn-s alexnet-s resnet-50 fcn-r alexnet-r resnet-56 lstm)
-declare -A batch=([fcn-s]=64 [alexnet-s]=16 [resnet-50]=16 [fcn-r]=1024 [alexnet-r]=1024
-                  [resnet-56]=128 [lstm]=128)
-declare -A input=([fcn-s]=x=N:26752 [alexnet-s]=x=N:3x224x224 [resnet-50]=x=N:3x224x224
-                  [fcn-r]=x=N:784 [alexnet-r]=x=N:3x32x32 [resnet-56]=x=N:3x32x32
-                  [lstm]=tokens=N:32)
-declare -A labels=([lstm]=labels=N:32)
+source scripts/shi2016_networks.sh
 names=("$@")
-((${#names[@]})) || names=("${models[@]}")
+((${#names[@]})) || names=("${shi_networks[@]}")
 for name in "${names[@]}"; do
-  [[ -n ${batch[$name]:-} ]] || { echo "bench_shi2016.sh: unknown network '$name' (known: ${models[*]})" >&2; exit 2; }
+  [[ -n ${shi_batch[$name]:-} ]] || { echo "bench_shi2016.sh: unknown network '$name' (known: ${shi_networks[*]})" >&2; exit 2; }
 done
 
-# "x=N:3x32x32" with N=16 -> "x=16x3x32x32"
-shape_flag() { local spec=$1 n=$2; echo "${spec%%=*}=${n}x${spec#*:}"; }
 field() { sed -n "s/^$1: \([^ ]*\).*/\1/p" "$2" | head -1; }
 
 "$write_models" "$out" "${names[@]}" >"$out/write_models.txt" || { cat "$out/write_models.txt"; exit 1; }
@@ -66,12 +57,11 @@ echo "# outputs in $out"
 printf '| %-9s | %5s | %11s | %14s | %11s | %6s | %-22s |\n' network batch "kiln ms" "PyTorch ms" "kiln first" ratio "kiln steps (k/lib/ref)"
 printf '|%s|%s|%s|%s|%s|%s|%s|\n' ----------- ------- ------------- ---------------- ------------- -------- ------------------------
 for name in "${names[@]}"; do
-  n=$(( batch[$name] / div )); ((n >= 1)) || n=1
-  label_spec=${labels[$name]:-labels=N:}
-  if [[ $label_spec == *: ]]; then label_flag="labels=$n"; else label_flag=$(shape_flag "$label_spec" "$n"); fi
+  n=$(( shi_batch[$name] / div )); ((n >= 1)) || n=1
+  mapfile -t feeds < <(shi_input_flags "$name" "$n")
   kiln_log=$out/$name.kiln.txt torch_log=$out/$name.torch.txt
   timeout "$limit" "$kiln" bench "$out/$name.kgraph" --train --loss loss --optimizer sgd --lr 0.01 \
-    --input "$(shape_flag "${input[$name]}" "$n")" --input "$label_flag" --iters "$iters" \
+    "${feeds[@]}" --iters "$iters" \
     --warmup "$warmup" --threads "$threads" --backend "$backend" --precision "$precision" \
     >"$kiln_log" 2>&1
   kiln_rc=$?

@@ -131,9 +131,9 @@ Status CheckSpec(const KernelSpec& spec) {
   return OkStatus();
 }
 
-Result<std::string> EmitKernel(const KernelSpec& spec) {
+Result<std::string> EmitKernel(const KernelSpec& spec, const EmitOptions& options) {
   KILN_RETURN_IF_ERROR(CheckSpec(spec));
-  if (spec.row_reduction) return internal::EmitRowReductionKernel(spec);
+  if (spec.row_reduction) return internal::EmitRowReductionKernel(spec, options.host_vectors);
   KILN_ASSIGN_OR_RETURN(Canonical c, Canonicalize(spec));
   const int n_in = static_cast<int>(spec.inputs.size());
   const size_t rank = c.dims.size();
@@ -226,13 +226,14 @@ Result<std::string> EmitKernel(const KernelSpec& spec) {
 
 }  // namespace
 
-Result<std::string> EmitKernelModule(const std::vector<KernelSpec>& specs) {
+Result<std::string> EmitKernelModule(const std::vector<KernelSpec>& specs,
+                                     const EmitOptions& options) {
   std::set<std::string> names;
   std::string body;
   for (const KernelSpec& spec : specs) {
     if (!names.insert(spec.name).second)
       return MakeError(ErrorCode::kInvalidArgument, "two kernels are named '", spec.name, "'");
-    Result<std::string> k = spec.raw_mlir.empty() ? EmitKernel(spec) : spec.raw_mlir;
+    Result<std::string> k = spec.raw_mlir.empty() ? EmitKernel(spec, options) : spec.raw_mlir;
     if (!k.ok()) return k.error().WithContext("kernel '" + spec.name + "'");
     body += *k;
   }

@@ -34,10 +34,18 @@ namespace kiln::compiler {
 // The LLVM function attribute that marks a kernel whose loops' iterations are independent.
 inline constexpr char kParallelLoopsAttribute[] = "kiln.parallel_loops";
 
+struct EmitOptions {
+  // For the host (JIT and ahead-of-time code), never the device: a row reduction's max (min) of
+  // an f32 input row folds 16 columns at a time with vector ops (emit_reduction.h), which LLVM 16
+  // does not vectorize by itself.
+  bool host_vectors = false;
+};
+
 // The MLIR text of one module holding every spec's kernel. Errors (kInvalidArgument for a
 // malformed spec, kUnimplemented for an op or dtype the generator does not support) name the
 // kernel, the op, its graph node and the dtypes involved.
-Result<std::string> EmitKernelModule(const std::vector<KernelSpec>& specs);
+Result<std::string> EmitKernelModule(const std::vector<KernelSpec>& specs,
+                                     const EmitOptions& options = {});
 
 // Whether the generator can emit `op` (a kiln op name or "Constant") applied to operands of
 // `arg_dtypes` producing `result_dtype`; CheckEmittable says why not. The fusion planner asks

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "compiler/codegen/scalar_ops.h"
 #include "compiler/codegen/scalar_writer.h"
@@ -17,8 +18,9 @@ enum Level { kUniform = 0, kRow = 1, kElement = 2 };
 
 class RowReductionWriter {
  public:
-  explicit RowReductionWriter(const KernelSpec& spec)
+  RowReductionWriter(const KernelSpec& spec, bool host_vectors)
       : spec_(spec),
+        host_vectors_(host_vectors),
         n_in_(static_cast<int>(spec.inputs.size())),
         rows_(spec.shape[0]),
         cols_(spec.shape[1]),
@@ -190,11 +192,15 @@ class RowReductionWriter {
                   : op.op == "ReduceMax" ? -std::numeric_limits<double>::infinity()
                                          : std::numeric_limits<double>::infinity();
     std::string init_name = w_.FloatConst(init, t);
+    std::string first = "%zero";
+    if (op.op != "ReduceSum" && host_vectors_ && a < n_in_ &&
+        spec_.inputs[a].dtype == DType::kF32 && in_dims_[a][1] == cols_ && cols_ >= kLanes)
+      std::tie(init_name, first) = VectorFold(op.op == "ReduceMax", a, init_name);
     std::string result = w_.Fresh();
     std::string acc = result + "_acc";
     j_ = result + "_j";
-    w_.Line(result + " = scf.for " + j_ + " = %zero to %cols step %one iter_args(" + acc + " = " +
-            init_name + ") -> (" + t + ") {");
+    w_.Line(result + " = scf.for " + j_ + " = " + first + " to %cols step %one iter_args(" + acc +
+            " = " + init_name + ") -> (" + t + ") {");
     w_.Indent();
     KILN_ASSIGN_OR_RETURN(std::string x, Element(a));
     std::string next;
@@ -211,7 +217,48 @@ class RowReductionWriter {
     return result;
   }
 
+  static constexpr int64_t kLanes = 16;
+
+  // The max (min) of input `in`'s row over its first cols - cols % kLanes columns, kLanes at a
+  // time: per lane, x > m (x < m) picks x, so NaN never enters a lane, and a lane's x != x records
+  // one; then the lanes' max (min), or NaN if one was seen. Returns that value and the first
+  // column left for the scalar loop.
+  std::pair<std::string, std::string> VectorFold(bool max, int in, const std::string& init) {
+    const std::string f = "vector<" + std::to_string(kLanes) + "xf32>";
+    const std::string b = "vector<" + std::to_string(kLanes) + "xi1>";
+    const std::string type = MemRef(in_dims_[in], DType::kF32);
+    const std::string row = in_dims_[in][0] != 1 ? "%r" : "%zero";
+    const std::string lanes = w_.Emit("arith.constant " + std::to_string(kLanes) + " : index");
+    const std::string end =
+        w_.Emit("arith.constant " + std::to_string(cols_ / kLanes * kLanes) + " : index");
+    const std::string start = w_.Emit("vector.broadcast " + init + " : f32 to " + f);
+    const std::string none = w_.Emit("arith.constant dense<false> : " + b);
+    const std::string folded = w_.Fresh(), j = folded + "_j", m = folded + "_m",
+                      seen = folded + "_nan";
+    w_.Line(folded + ":2 = scf.for " + j + " = %zero to " + end + " step " + lanes + " iter_args(" +
+            m + " = " + start + ", " + seen + " = " + none + ") -> (" + f + ", " + b + ") {");
+    w_.Indent();
+    const std::string x = w_.Emit("vector.load %in" + std::to_string(in) + "[" + row + ", " + j +
+                                  "] : " + type + ", " + f);
+    const std::string better =
+        w_.Emit("arith.cmpf " + std::string(max ? "ogt" : "olt") + ", " + x + ", " + m + " : " + f);
+    const std::string pick =
+        w_.Emit("arith.select " + better + ", " + x + ", " + m + " : " + b + ", " + f);
+    const std::string nan = w_.Emit("arith.cmpf uno, " + x + ", " + x + " : " + f);
+    const std::string any = w_.Emit("arith.ori " + seen + ", " + nan + " : " + b);
+    w_.Line("scf.yield " + pick + ", " + any + " : " + f + ", " + b);
+    w_.Dedent();
+    w_.Line("}");
+    const std::string lane_fold =
+        w_.Emit("vector.reduction <" + std::string(max ? "maxf" : "minf") + ">, " + folded +
+                "#0 : " + f + " into f32");
+    const std::string lane_nan =
+        w_.Emit("vector.reduction <or>, " + folded + "#1 : " + b + " into i1");
+    return {w_.Select(lane_nan, w_.NanConst("f32"), lane_fold, "f32"), end};
+  }
+
   const KernelSpec& spec_;
+  const bool host_vectors_;
   const int n_in_;
   const int64_t rows_, cols_;
   ScalarWriter w_;
@@ -238,8 +285,8 @@ Status CheckRowReductionOp(const std::string& op, const std::vector<DType>& arg_
   return OkStatus();
 }
 
-Result<std::string> EmitRowReductionKernel(const KernelSpec& spec) {
-  return RowReductionWriter(spec).Emit();
+Result<std::string> EmitRowReductionKernel(const KernelSpec& spec, bool host_vectors) {
+  return RowReductionWriter(spec, host_vectors).Emit();
 }
 
 }  // namespace kiln::compiler::internal

@@ -11,8 +11,13 @@
 // row. Per-row ops (e.g. 1 / sqrt(var + eps)) are computed once per row, between the loops.
 // ReduceSum adds with `fastmath<reassoc>` so that LLVM vectorizes it (the summation order then
 // differs from a sequential loop, within the float tolerance); ReduceMax/ReduceMin propagate NaN,
-// like kiln's Max/Min. The accumulator starts at 0, -inf or +inf: over zero columns ReduceMax
-// gives -inf (the lowering does not use it there; the reference reports an error).
+// like kiln's Max/Min. With `host_vectors` (host code only: the GPU lowering reads the scalar
+// form), the max (min) of an f32 input's row first folds the columns 16 at a time (vector.load,
+// a compare and select per lane that keeps NaN out of the lanes, and beside it whether a lane saw
+// NaN), then the lanes, then the remaining columns one at a time from there; the result is the
+// same value (a maximum does not depend on the order it is taken in). The accumulator starts at 0,
+// -inf or +inf: over zero columns ReduceMax gives -inf (the lowering does not use it there; the
+// reference reports an error).
 #pragma once
 
 #include <string>
@@ -31,6 +36,6 @@ Status CheckRowReductionOp(const std::string& op, const std::vector<DType>& arg_
 
 // The function text of one row-reduction kernel whose ops CheckSpec accepted. Fails with
 // kInvalidArgument when the shape is not [rows, cols] or an input does not broadcast to it.
-Result<std::string> EmitRowReductionKernel(const KernelSpec& spec);
+Result<std::string> EmitRowReductionKernel(const KernelSpec& spec, bool host_vectors = false);
 
 }  // namespace kiln::compiler::internal

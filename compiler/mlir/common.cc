@@ -17,6 +17,7 @@
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVM.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
@@ -175,6 +176,7 @@ Result<HostModule> ParseAndLowerForHost(const std::string& mlir_text) {
   mlir::PassManager pm(&context);
   AddFrontPasses(pm, Target::kHost);
   AddScalarPasses(pm, Target::kHost);
+  pm.addPass(mlir::createConvertVectorToLLVMPass());
   pm.addPass(mlir::createArithToLLVMConversionPass());
   pm.addPass(mlir::createConvertMathToLLVMPass());
   pm.addPass(mlir::createMemRefToLLVMConversionPass());

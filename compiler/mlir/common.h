@@ -8,7 +8,8 @@
 //                     on the device; f32 exp/log/tanh/erf/expm1/log1p -> MLIR's polynomial
 //                     approximations (vectorizable); f64 ones without an LLVM intrinsic -> libm or
 //                     libdevice); scf -> cf; expand-strided-metadata; lower-affine
-// after which the host converts arith/math/memref/func/cf to LLVM (bare-pointer memrefs) and the
+// after which the host converts vector/arith/math/memref/func/cf to LLVM (bare-pointer memrefs; the
+// vector ops of emit_mlir.h's host_vectors) and the
 // device outlines GPU kernels and converts them to NVVM (see jit.cc and ptx.cc).
 #pragma once
 

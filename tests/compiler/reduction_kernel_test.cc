@@ -104,6 +104,20 @@ TEST_CASE("Max and Min over trailing axes are one generated kernel (NaN wins)", 
       f32, Shape{3, 4}, [](GraphBuilder&, Value v) { return Max(v, {1}); }, x);
   Check(
       f32, Shape{3, 4}, [](GraphBuilder&, Value v) { return Min(v, {1}); }, x);
+  // Rows of 37 f32: the host folds 32 columns 16 at a time, then 5 one by one. NaN in a folded
+  // lane (row 0), in the rest (row 1), +inf in the rest (row 2), a row of -inf but one (row 3).
+  Tensor wide = testing::RandomTensor(Shape{4, 37}, 8).CastTo(f32);
+  wide.SetDouble(3, std::numeric_limits<double>::quiet_NaN());
+  wide.SetDouble(37 + 35, std::numeric_limits<double>::quiet_NaN());
+  wide.SetDouble(2 * 37 + 33, std::numeric_limits<double>::infinity());
+  for (int j = 0; j < 37; ++j)
+    if (j != 20) wide.SetDouble(3 * 37 + j, -std::numeric_limits<double>::infinity());
+  for (const auto& f : std::vector<std::function<Value(GraphBuilder&, Value)>>{
+           [](GraphBuilder&, Value v) { return Max(v, {1}); },
+           [](GraphBuilder&, Value v) { return Min(v, {1}); },
+           [](GraphBuilder&, Value v) { return Softmax(v); },
+           [](GraphBuilder&, Value v) { return LogSoftmax(v, -1); }})
+    Check(f32, Shape{4, 37}, f, wide);
   // Sum and Mean in bf16 (f32/f64 are the reduce_sum library step).
   Check(bf16, Shape{4, 9}, [](GraphBuilder&, Value v) { return Sum(v, {1}); });
   Check(bf16, Shape{4, 9}, [](GraphBuilder&, Value v) { return Mean(v, {1}, true); });
