@@ -87,12 +87,15 @@ TEST_CASE("bf16 Conv2D and its backward passes match the reference", "[cpu][prec
     Shape x, w;
     Conv2DOptions options;
   };
-  for (const Case& c :
-       std::vector<Case>{{Shape{2, 3, 8, 8}, Shape{4, 3, 3, 3}, {}},
-                         {Shape{2, 16, 8, 8}, Shape{16, 16, 3, 3}, {.pads = {1, 1, 1, 1}}},
-                         {Shape{1, 4, 9, 7},
-                          Shape{6, 2, 3, 2},
-                          {.strides = {2, 1}, .pads = {1, 0, 1, 1}, .groups = 2}}}) {
+  for (const Case& c : std::vector<Case>{
+           {Shape{2, 3, 8, 8}, Shape{4, 3, 3, 3}, {}},
+           {Shape{2, 16, 8, 8}, Shape{16, 16, 3, 3}, {.pads = {1, 1, 1, 1}}},
+           {Shape{1, 4, 9, 7},
+            Shape{6, 2, 3, 2},
+            {.strides = {2, 1}, .pads = {1, 0, 1, 1}, .groups = 2}},
+           // Outputs of 1 x 1 and 2 x 2: the weight gradient computes in f32.
+           {Shape{4, 32, 1, 1}, Shape{32, 32, 3, 3}, {.pads = {1, 1, 1, 1}}},
+           {Shape{4, 16, 4, 4}, Shape{32, 16, 3, 3}, {.strides = {2, 2}, .pads = {1, 1, 1, 1}}}}) {
     INFO(c.x.ToString() << " * " << c.w.ToString());
     Graph graph = testing::ConvForwardAndBackward(bf16, c.x, c.w, c.options);
     RunBoth(graph, {{"x", RandomBf16(c.x, 8)}, {"w", RandomBf16(c.w, 9)}}, {"y", "dx", "dw"});
