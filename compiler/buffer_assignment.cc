@@ -24,7 +24,8 @@ bool SameBytes(const BufferDesc& a, const BufferDesc& b) {
 
 }  // namespace
 
-MemoryStats AssignBuffers(Executable& exe, const std::function<bool(const Step&)>& elementwise) {
+MemoryStats AssignBuffers(Executable& exe,
+                          const std::function<std::vector<int>(const Step&)>& in_place_inputs) {
   const int end = static_cast<int>(exe.steps.size());
   std::vector<Lifetime> life(exe.buffers.size());
   for (int s = 0; s < end; ++s) {
@@ -47,16 +48,27 @@ MemoryStats AssignBuffers(Executable& exe, const std::function<bool(const Step&)
   // In-place groups: group[id] is the buffer whose placement `id` shares (itself if none).
   std::vector<int> group(exe.buffers.size());
   std::iota(group.begin(), group.end(), 0);
-  for (int s = 0; elementwise && s < end; ++s) {
+  for (int s = 0; in_place_inputs && s < end; ++s) {
     const Step& step = exe.steps[s];
-    if (!elementwise(step)) continue;
+    const std::vector<int> positions = in_place_inputs(step);
+    if (positions.empty()) continue;
+    // A buffer that the step also reads at another position is never overwritten.
+    auto only_at_allowed = [&](int in) {
+      for (size_t p = 0; p < step.inputs.size(); ++p)
+        if (step.inputs[p] == in &&
+            std::find(positions.begin(), positions.end(), static_cast<int>(p)) == positions.end())
+          return false;
+      return true;
+    };
     std::vector<int> taken;
     for (int out : step.outputs) {
       if (!is_arena(out) || life[out].first != s) continue;
-      for (int in : step.inputs) {
+      for (int p : positions) {
+        if (p < 0 || p >= static_cast<int>(step.inputs.size())) continue;
+        const int in = step.inputs[p];
         const bool dies_here = life[in].last == s;
         if (in == out || !is_arena(in) || !dies_here || life[in].first >= s ||
-            !SameBytes(exe.buffers[in], exe.buffers[out]) ||
+            !SameBytes(exe.buffers[in], exe.buffers[out]) || !only_at_allowed(in) ||
             std::find(taken.begin(), taken.end(), in) != taken.end())
           continue;
         taken.push_back(in);

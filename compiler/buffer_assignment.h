@@ -4,16 +4,20 @@
 // placement is first fit, largest buffers first, 64-byte aligned. The resulting arena_bytes is the
 // peak memory of the plan's intermediate values, known before anything runs.
 //
-// In place: when `elementwise(step)` says a step computes each output element from the input
-// elements at the same row-major index only (a generated elementwise kernel, bias_add, a "copy"
-// that relabels a shape), an output may take the very bytes of an input that this step reads
-// last (not fetched) and that holds as many elements of the same dtype in the same layout (a
-// broadcast input never does); the two then share one placement, and chains of such steps
-// (x -> relu -> reshape -> scale -> ...) reuse one buffer. A copy placed on its own input copies
-// nothing (the runtimes skip a copy whose source is its destination).
+// In place: `in_place_inputs(step)` lists the positions of the step's inputs whose bytes its
+// outputs may take: those of a step that computes each output element from the input elements at
+// the same row-major index only (a generated elementwise kernel, bias_add, a "copy" that relabels
+// a shape: every input), or that reads an input only to accumulate into the output first (a
+// convolution's residual of its sum post-op). An output may take the very bytes of such an input
+// that this step reads last (not fetched) and that holds as many elements of the same dtype in
+// the same layout (a broadcast input never does); the two then share one placement, and chains of
+// such steps (x -> relu -> reshape -> scale -> ...) reuse one buffer. A copy placed on its own
+// input copies nothing (the runtimes skip a copy whose source is its destination), nor does a
+// residual placed on its convolution's output.
 #pragma once
 
 #include <functional>
+#include <vector>
 
 #include "runtime/executable.h"
 
@@ -26,7 +30,7 @@ struct MemoryStats {
   int in_place = 0;  // outputs computed into an input's bytes
 };
 
-MemoryStats AssignBuffers(Executable& exe,
-                          const std::function<bool(const Step&)>& elementwise = nullptr);
+MemoryStats AssignBuffers(
+    Executable& exe, const std::function<std::vector<int>(const Step&)>& in_place_inputs = nullptr);
 
 }  // namespace kiln::compiler

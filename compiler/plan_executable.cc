@@ -1,5 +1,6 @@
 #include "compiler/plan_executable.h"
 
+#include <numeric>
 #include <set>
 
 #include "compiler/codegen/emit_mlir.h"
@@ -7,6 +8,18 @@
 #include "ir/op_registry.h"
 
 namespace kiln::compiler {
+
+namespace {
+
+// A conv2d step whose first post-op sums its last input, the residual, into the output.
+bool HasResidual(const Step& step) {
+  const AttrValue* post_ops = step.attrs.Find("post_ops");
+  return post_ops && post_ops->type() == AttrType::kInts &&
+         !post_ops->get<std::vector<int64_t>>().empty() &&
+         post_ops->get<std::vector<int64_t>>()[0] == 1;
+}
+
+}  // namespace
 
 PlanOptions CpuPlanOptions() {
   PlanOptions options;
@@ -46,16 +59,24 @@ Result<PlannedExecutable> PlanExecutable(const RunPlan& given, const PlanOptions
     out.layouts = AssignLayouts(out.lowered.executable, options.preferred_layouts);
   if (options.cpu_steps) LowerCpuRoutineSteps(out.lowered.executable);
   if (options.rewrite_steps) KILN_RETURN_IF_ERROR(options.rewrite_steps(out.lowered));
-  // Elementwise steps may compute in place: generated kernels other than row reductions and raw
-  // MLIR (each output element from the inputs at its index), bias_add, and copies (a Reshape's
-  // output placed on its dying input is no copy at all).
+  // Steps that may compute in place (buffer_assignment.h): generated kernels other than row
+  // reductions and raw MLIR (each output element from the inputs at its index), bias_add, and
+  // copies (a Reshape's output placed on its dying input is no copy at all), on any input; on the
+  // cpu backend, a convolution on its residual (the sum post-op accumulates into the output, so
+  // the residual is then already there).
   std::set<std::string> elementwise_kernels;
   for (const KernelSpec& spec : out.lowered.kernels)
     if (!spec.row_reduction && spec.raw_mlir.empty()) elementwise_kernels.insert(spec.name);
-  out.memory = AssignBuffers(out.lowered.executable, [&](const Step& step) {
-    if (step.kind == Step::Kind::kKernel) return elementwise_kernels.count(step.callee) > 0;
-    return step.kind == Step::Kind::kLibrary &&
-           (step.callee == "bias_add" || step.callee == "copy");
+  out.memory = AssignBuffers(out.lowered.executable, [&](const Step& step) -> std::vector<int> {
+    std::vector<int> every(step.inputs.size());
+    std::iota(every.begin(), every.end(), 0);
+    if (step.kind == Step::Kind::kKernel)
+      return elementwise_kernels.count(step.callee) ? every : std::vector<int>{};
+    if (step.kind != Step::Kind::kLibrary) return {};
+    if (step.callee == "bias_add" || step.callee == "copy") return every;
+    if (options.cpu_steps && step.callee == "conv2d" && HasResidual(step))
+      return {static_cast<int>(step.inputs.size()) - 1};
+    return {};
   });
   return out;
 }

@@ -192,7 +192,7 @@ class Folder {
   StaticInfo& info_;
   std::set<std::string> names_;
   std::map<std::string, const Node*> producer_;
-  std::set<std::string> removable_;  // Transposes bypassed or made here
+  std::set<std::string> removable_;  // bypassed or made here: Transposes, transposed products
 };
 
 }  // namespace

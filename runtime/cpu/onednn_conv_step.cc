@@ -16,7 +16,8 @@
 // attribute "bias" (1: inputs[2] is a bias [C] of y's dtype) and "post_ops" (1: sum, whose operand
 // is the next input, a tensor of the output's type; 2: relu; 4: clip to the attribute "clip",
 // [min, max]), applied in order as oneDNN post-ops.
-// The sum post-op accumulates into dst, so the residual is reordered into dst before the primitive.
+// The sum post-op accumulates into dst, so the residual is reordered into dst before the primitive
+// (unless the memory plan put dst on the residual's own bytes).
 #include <omp.h>
 
 #include <dnnl.hpp>
@@ -86,9 +87,13 @@ class ConvStep : public StepRunner {
         args[op.arg] = op.scratch;
         if (op.output) outputs.push_back({&op, user});
       }
-      if (residual_) {
+      // The memory plan may have placed dst on the residual (same bytes, same layout): then the
+      // residual is in dst already.
+      memory& dst = args[DNNL_ARG_DST];
+      if (residual_ && !(dst.get_data_handle() == env.data[residual_->buffer] &&
+                         dst.get_desc() == residual_->plain)) {
         memory r(residual_->plain, OnednnEngine(), env.data[residual_->buffer]);
-        residual_->to_dst.execute(stream, r, args[DNNL_ARG_DST]);
+        residual_->to_dst.execute(stream, r, dst);
       }
       primitive_.execute(stream, args);
       for (auto& [op, user] : outputs) op->to_plain->execute(stream, op->scratch, user);

@@ -183,8 +183,9 @@ TEST_CASE("an elementwise step computes into the bytes of an input it reads last
   step({c, d}, {e}, "other");        // not elementwise
   step({e, d}, {f}, "elementwise");  // e is fetched: it must survive
   exe.fetches = {e, f};
-  compiler::MemoryStats stats = compiler::AssignBuffers(
-      exe, [](const Step& s) { return s.callee == std::string("elementwise"); });
+  compiler::MemoryStats stats = compiler::AssignBuffers(exe, [](const Step& s) {
+    return s.callee == std::string("elementwise") ? std::vector<int>{0, 1} : std::vector<int>{};
+  });
   CHECK(stats.in_place == 2);
   CHECK(exe.buffers[b].offset == exe.buffers[a].offset);
   CHECK(exe.buffers[c].offset == exe.buffers[a].offset);
@@ -217,8 +218,9 @@ TEST_CASE("a copy that relabels a shape takes the bytes of an input it reads las
   step({c, d}, {e}, "other");
   step({e}, {f}, "copy");  // another layout: never the same bytes
   exe.fetches = {f};
-  compiler::MemoryStats stats =
-      compiler::AssignBuffers(exe, [](const Step& s) { return s.callee == std::string("copy"); });
+  compiler::MemoryStats stats = compiler::AssignBuffers(exe, [](const Step& s) {
+    return s.callee == std::string("copy") ? std::vector<int>{0} : std::vector<int>{};
+  });
   CHECK(stats.in_place == 2);
   CHECK(exe.buffers[b].offset == exe.buffers[a].offset);
   CHECK(exe.buffers[c].offset == exe.buffers[a].offset);
@@ -553,6 +555,46 @@ TEST_CASE("Conv2D absorbs its bias, residual Add, Relu and Clip as oneDNN post-o
       RunBoth(e.graph, e.feed_list(), {"y"});
     }
   }
+}
+
+TEST_CASE("a convolution computes into the bytes of the residual it sums, never of its input",
+          "[cpu]") {
+  // The projection shortcut's output dies in the convolution that sums it: the output takes its
+  // bytes, and the sum post-op finds the residual in place.
+  GraphBuilder b;
+  Value in = b.Placeholder("x", f32, {2, 16, 6, 6});
+  Value r = Conv2D(in, b.Constant(Random(Shape{16, 16, 1, 1}, 1)));
+  Value sum =
+      Relu(Add(Conv2D(in, b.Constant(Random(Shape{16, 16, 3, 3}, 2)), {.pads = {1, 1, 1, 1}}), r));
+  b.Output("y", Conv2D(sum, b.Constant(Random(Shape{8, 16, 1, 1}, 3))));
+  Graph shortcut = *b.Build();
+  Tensor inv = Random(Shape{2, 16, 6, 6}, 4);
+  PlannedExecutable planned = Planned(shortcut, PlanOf(shortcut, {{"x", inv}}, {"y"}));
+  int in_place = 0;
+  for (const Step& s : planned.lowered.executable.steps)
+    if (s.attrs.Has("post_ops") && !s.attrs.GetInts("post_ops")->empty() &&
+        s.attrs.GetInts("post_ops")->front() == 1)
+      in_place += planned.lowered.executable.buffers[s.inputs.back()].offset ==
+                  planned.lowered.executable.buffers[s.outputs[0]].offset;
+  CHECK(in_place == 1);
+  RunBoth(shortcut, {{"x", inv}}, {"y"});
+
+  // A convolution whose residual is its own input never writes over it.
+  GraphBuilder g;
+  Value x = Relu(g.Placeholder("x", f32, {2, 16, 6, 6}));
+  Value w = g.Constant(Random(Shape{16, 16, 1, 1}, 5));
+  g.Output("y", Add(Conv2D(x, w), x));
+  Graph graph = *g.Build();
+  Tensor xv = Random(Shape{2, 16, 6, 6}, 6);
+  PlannedExecutable p = Planned(graph, PlanOf(graph, {{"x", xv}}, {"y"}));
+  const Executable& exe = p.lowered.executable;
+  REQUIRE(CountCallee(exe, "conv2d") == 1);
+  for (const Step& s : exe.steps)
+    if (s.callee == "conv2d") {
+      REQUIRE(s.inputs.front() == s.inputs.back());
+      CHECK(exe.buffers[s.inputs.front()].offset != exe.buffers[s.outputs[0]].offset);
+    }
+  RunBoth(graph, {{"x", xv}}, {"y"});
 }
 
 TEST_CASE("Conv2D epilogues stop at values read elsewhere, fetched, or of another shape", "[cpu]") {
