@@ -1,9 +1,10 @@
 // Library steps "softmax_cross_entropy" and "softmax_cross_entropy_grad": kiln's
 // SoftmaxCrossEntropy and SoftmaxCrossEntropyGrad (ir/ops/nn.h) over f32 logits [N, C] and i32 or
-// i64 labels [N], each one pass per row (max, then the exponentials and their sum), rows split
-// over the session's threads. Sums are accumulated in double; the loss adds its rows in row
-// order, so the result does not depend on the thread count. A label outside [0, C) fails the
-// step, naming the node and the first bad index, as the reference kernel does.
+// i64 labels [N], each one pass per row (max, then the exponentials and their sum: AVX-512 where
+// the CPU has it, runtime/cpu/row_exp.h), rows split over the session's threads. Sums are
+// accumulated in double; the loss adds its rows in row order, so the result does not depend on the
+// thread count. A label outside [0, C) fails the step, naming the node and the first bad index, as
+// the reference kernel does.
 //   check_labels: input labels (any shape: the fed labels a Reshape made [N]), attribute
 //                 classes: only that check (the CUDA device's cross-entropy kernels trust their
 //                 labels; this step runs before them); indices are flat.
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "runtime/cpu/library_steps.h"
+#include "runtime/cpu/row_exp.h"
 
 namespace kiln::cpu {
 namespace {
@@ -68,9 +70,8 @@ class CrossEntropyStep : public StepRunner {
       for (int64_t n = 0; n < rows_; ++n) {
         const float* x = logits + n * cols_;
         float* d = out + n * cols_;
-        const float max = RowMax(x);
-        double sum = 0;
-        for (int64_t c = 0; c < cols_; ++c) sum += d[c] = std::exp(x[c] - max);
+        const float max = RowMax(x, cols_);
+        const double sum = SumExp(x, cols_, max, d);
         const float mul = static_cast<float>(scale / sum);
         for (int64_t c = 0; c < cols_; ++c) d[c] *= mul;
         d[Label(labels, n)] -= static_cast<float>(scale);
@@ -81,9 +82,8 @@ class CrossEntropyStep : public StepRunner {
 #pragma omp parallel for num_threads(env.threads) schedule(static)
     for (int64_t n = 0; n < rows_; ++n) {
       const float* x = logits + n * cols_;
-      const float max = RowMax(x);
-      double sum = 0;
-      for (int64_t c = 0; c < cols_; ++c) sum += std::exp(x[c] - max);
+      const float max = RowMax(x, cols_);
+      const double sum = SumExp(x, cols_, max, nullptr);
       row_loss[n] = max + std::log(sum) - x[Label(labels, n)];
     }
     double total = 0;
@@ -95,11 +95,6 @@ class CrossEntropyStep : public StepRunner {
 
  private:
   int64_t Label(const void* labels, int64_t n) const { return cpu::Label(labels, labels_, n); }
-  float RowMax(const float* x) const {
-    float max = -std::numeric_limits<float>::infinity();
-    for (int64_t c = 0; c < cols_; ++c) max = std::max(max, x[c]);
-    return max;
-  }
 
   const Step& step_;
   bool grad_;
