@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "ir/ops/math.h"
+#include "runtime/cpu/few_rows_sgemm.h"
 #include "runtime/cpu/gemm_params.h"
 #include "runtime/cpu/library_steps.h"
 #include "runtime/cpu/packed_sgemm.h"
@@ -87,10 +88,12 @@ class GemmStep : public StepRunner {
 
   // b packed for the kernel, kept from run to run while b is a constant or the same version of a
   // variable (a model's weights: packed once, or once per training update); nullptr when b
-  // changes every run (an activation, a feed) or differs across the batch.
+  // changes every run (an activation, a feed) or differs across the batch, and for products of
+  // a few rows, which read b unpacked as fast as packed (runtime/cpu/few_rows_sgemm.h) and need
+  // no copy of it.
   const float* PackedWeights(const SgemmProblem& p, const StepEnv& env) const {
     const uint64_t version = env.version(step_.inputs[1]);
-    if (version == 0 || (p.batch > 1 && p.stride_b != 0)) return nullptr;
+    if (version == 0 || (p.batch > 1 && p.stride_b != 0) || p.m <= kFewRows) return nullptr;
     if (weights_.version != version || weights_.source != p.b) {
       weights_.packed.Pack(p, env.threads);
       weights_.version = version;

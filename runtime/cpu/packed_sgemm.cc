@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "ir/ops/math.h"
+#include "runtime/cpu/few_rows_sgemm.h"
 #include "runtime/cpu/parallel_ranges.h"
 
 namespace kiln::cpu {
@@ -132,17 +133,6 @@ MicroKernelFn MicroKernelFor(int mr) {
   }
 }
 
-void Epilogue(const SgemmProblem& p, float* c, int64_t rows, int64_t cols) {
-  for (int64_t i = 0; i < rows; ++i) {
-    float* row = c + i * p.n;
-    if (p.relu)
-      for (int64_t j = 0; j < cols; ++j) row[j] = row[j] > 0.0f ? row[j] : 0.0f;
-    if (p.gelu_tanh)
-      for (int64_t j = 0; j < cols; ++j)
-        row[j] = static_cast<float>(GeluTanhValue(static_cast<double>(row[j])));
-  }
-}
-
 int64_t Panels(int64_t n) { return (n + kNr - 1) / kNr; }
 
 // The size of one matrix's packed op(b): every k block, all its column panels.
@@ -187,7 +177,7 @@ void Unit(const SgemmProblem& p, int64_t bi, const float* packed_b, int64_t i0, 
                bias ? bias + s : nullptr, p0 > 0);
       }
     }
-    if (p.relu || p.gelu_tanh) Epilogue(p, c + s, mc, cols);
+    if (p.relu || p.gelu_tanh) ApplySgemmEpilogue(p, c + s, mc, cols);
   }
 }
 
@@ -217,6 +207,17 @@ void PackBMatrix(const SgemmProblem& p, const float* b, float* packed, int threa
 
 }  // namespace
 
+void ApplySgemmEpilogue(const SgemmProblem& p, float* c, int64_t rows, int64_t cols) {
+  for (int64_t i = 0; i < rows; ++i) {
+    float* row = c + i * p.n;
+    if (p.relu)
+      for (int64_t j = 0; j < cols; ++j) row[j] = row[j] > 0.0f ? row[j] : 0.0f;
+    if (p.gelu_tanh)
+      for (int64_t j = 0; j < cols; ++j)
+        row[j] = static_cast<float>(GeluTanhValue(static_cast<double>(row[j])));
+  }
+}
+
 bool HasPackedSgemm() {
   static const bool has = __builtin_cpu_supports("avx512f");
   return has;
@@ -241,6 +242,7 @@ void PackedSgemmB::Pack(const SgemmProblem& p, int threads) {
 
 void PackedSgemm(const SgemmProblem& p, int threads) {
   if (p.m == 0 || p.n == 0 || p.batch == 0) return;
+  if (FewRowsSgemm(p, threads)) return;  // m <= 4: read op(b) once, unpacked
   // op(b) is packed whole, once per call (once for the batch when it repeats), by all threads;
   // then each unit packs its rows of op(a) per k block. Units are blocks of kMc rows by columns
   // as wide as leaves every thread a few units (wider units pack op(a) fewer times).

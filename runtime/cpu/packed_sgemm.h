@@ -38,8 +38,12 @@ inline constexpr int64_t kPackedSgemmKc = 1024;
 // True when this CPU runs the packed kernel (AVX-512F).
 bool HasPackedSgemm();
 
-// Computes `p` on up to `threads` threads. Requires HasPackedSgemm().
+// Computes `p` on up to `threads` threads. Requires HasPackedSgemm(). Products of at most four
+// rows whose op(b) is not prepacked read it unpacked (runtime/cpu/few_rows_sgemm.h).
 void PackedSgemm(const SgemmProblem& p, int threads);
+
+// p's relu or tanh GELU epilogue on `rows` x `cols` of c (leading dimension p.n), in place.
+void ApplySgemmEpilogue(const SgemmProblem& p, float* c, int64_t rows, int64_t cols);
 
 // A 64-byte aligned float buffer that grows and is kept (the kernel's packing buffers).
 class AlignedFloats {
