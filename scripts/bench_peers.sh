@@ -100,8 +100,8 @@ for name in "${names[@]}"; do
   [[ " ${inference[*]} " == *" $name "* ]] || continue
   if ((!header_done)); then
     echo
-    echo "| inference | kiln ms | ORT ms | OpenVINO ms | eager ms | compile ms | kiln / best | kiln compile ms | ref steps |"
-    echo "|---|---|---|---|---|---|---|---|---|"
+    echo "| inference | kiln ms | ORT ms | OpenVINO ms | eager ms | compile ms | kiln / best | kiln / ORT | kiln compile ms | ref steps |"
+    echo "|---|---|---|---|---|---|---|---|---|---|"
     header_done=1
   fi
   read -r kms kcompile krefs < <(kiln_run "$name" "$logs/$name.kiln.txt")
@@ -110,7 +110,7 @@ for name in "${names[@]}"; do
   ort=$(field ort_ms "$logs/$name.peers.txt") ov=$(field openvino_ms "$logs/$name.peers.txt")
   eager=$(field eager_ms "$logs/$name.peers.txt") comp=$(field compile_ms "$logs/$name.peers.txt")
   top=$(best "$ort" "$ov" "$eager" "$comp")
-  echo "| $name | $kms | ${ort:--} | ${ov:--} | ${eager:--} | ${comp:--} | $(ratio "$kms" "$top") | ${kcompile:--} | $krefs |"
+  echo "| $name | $kms | ${ort:--} | ${ov:--} | ${eager:--} | ${comp:--} | $(ratio "$kms" "$top") | $(ratio "$kms" "${ort:--}") | ${kcompile:--} | $krefs |"
   [[ $kms == failed ]] && tail -3 "$logs/$name.kiln.txt" | sed 's/^/#   kiln: /'
 done
 header_done=0
