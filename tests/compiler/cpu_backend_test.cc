@@ -134,6 +134,17 @@ TEST_CASE("fusion does not create cycles and explains why", "[cpu]") {
   RunBoth(graph, {{"x", xv}}, {"c"});
 }
 
+// Appends a step of `kind` calling `callee` that reads `in` and writes `out` (buffer indices).
+void AddStep(Executable& exe, std::vector<int> in, std::vector<int> out,
+             Step::Kind kind = Step::Kind::kReference, const char* callee = "") {
+  Step s;
+  s.kind = kind;
+  s.callee = callee;
+  s.inputs = std::move(in);
+  s.outputs = std::move(out);
+  exe.steps.push_back(s);
+}
+
 TEST_CASE("buffers whose lifetimes do not overlap share the arena", "[cpu]") {
   Executable exe;
   auto buffer = [&](int64_t n) {
@@ -141,12 +152,7 @@ TEST_CASE("buffers whose lifetimes do not overlap share the arena", "[cpu]") {
     return static_cast<int>(exe.buffers.size() - 1);
   };
   int a = buffer(100), b = buffer(100), c = buffer(100), d = buffer(10);
-  auto step = [&](std::vector<int> in, std::vector<int> out) {
-    Step s;
-    s.inputs = std::move(in);
-    s.outputs = std::move(out);
-    exe.steps.push_back(s);
-  };
+  auto step = [&](std::vector<int> in, std::vector<int> out) { AddStep(exe, in, out); };
   step({}, {a});
   step({a}, {b});
   step({b}, {c});  // a is dead here: c may take its bytes
@@ -169,12 +175,7 @@ TEST_CASE("an elementwise step computes into the bytes of an input it reads last
   int a = buffer(f32, 100), b = buffer(f32, 100), c = buffer(f32, 100), d = buffer(i32, 100),
       e = buffer(f32, 100), f = buffer(f32, 100);
   auto step = [&](std::vector<int> in, std::vector<int> out, const char* callee) {
-    Step s;
-    s.kind = Step::Kind::kKernel;
-    s.callee = callee;
-    s.inputs = std::move(in);
-    s.outputs = std::move(out);
-    exe.steps.push_back(s);
+    AddStep(exe, in, out, Step::Kind::kKernel, callee);
   };
   step({}, {a}, "other");
   step({a}, {b}, "elementwise");     // a dies here: b takes its bytes
@@ -202,12 +203,7 @@ TEST_CASE("a copy that relabels a shape takes the bytes of an input it reads las
     return static_cast<int>(exe.buffers.size() - 1);
   };
   auto step = [&](std::vector<int> in, std::vector<int> out, const char* callee) {
-    Step s;
-    s.kind = Step::Kind::kLibrary;
-    s.callee = callee;
-    s.inputs = std::move(in);
-    s.outputs = std::move(out);
-    exe.steps.push_back(s);
+    AddStep(exe, in, out, Step::Kind::kLibrary, callee);
   };
   int a = buffer(Shape{4, 6}), b = buffer(Shape{2, 12}), c = buffer(Shape{24}),
       d = buffer(Shape{3, 8}), e = buffer(Shape{24}, "nChw16c"), f = buffer(Shape{24});
