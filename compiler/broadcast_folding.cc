@@ -1,8 +1,10 @@
 #include "compiler/broadcast_folding.h"
 
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace kiln::compiler {
 namespace {

@@ -9,6 +9,8 @@
 #pragma once
 
 #include <functional>
+#include <memory>
+#include <vector>
 
 #include "compiler/static_types.h"
 #include "runtime/executor.h"
