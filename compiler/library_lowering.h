@@ -4,8 +4,8 @@
 //     batch broadcasting is one strided loop; Conv2D and both backward convolutions (f32/bf16) ->
 //     conv2d*; BatchNorm / BatchNormGrad (float, rank 2-5) -> batch_norm / batch_norm_grad;
 //     SoftmaxCrossEntropy and its gradient (f32) -> softmax_cross_entropy(_grad); Sum, Mean,
-//     SumLike and GlobalAvgPool (float; bf16/f16 widened) -> reduce_sum; BiasAdd -> bias_add; reshape-family ops
-//     -> copy; Assign* (f32/f64/i32/i64) -> assign; Variable -> variable_read.
+//     SumLike and GlobalAvgPool (float; bf16/f16 widened) -> reduce_sum; BiasAdd -> bias_add;
+//     reshape-family ops -> copy; Assign* (f32/f64/i32/i64) -> assign; Variable -> variable_read.
 // Pooling, Slice/Pad and the row reductions have lowerings of their own (pool_lowering.h,
 // copy_lowering.h, reduction_fusion.h), as do the epilogues fused into Conv2D/MatMul calls
 // (epilogue_fusion.h), which lower.cc attaches to the step chosen here.
