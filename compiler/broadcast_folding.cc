@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "compiler/plan_pruning.h"
+
 namespace kiln::compiler {
 namespace {
 
@@ -67,16 +69,9 @@ int FoldBroadcastsIntoElementwise(RunPlan& plan, std::vector<std::unique_ptr<Nod
     owned.push_back(std::move(copy));
     node = owned.back().get();
   }
-  // Broadcasts nobody reads any more.
-  std::set<std::string> read;
-  for (const TensorRef& f : plan.fetches) read.insert(f.node);
-  for (const Node* node : plan.nodes) {
-    for (const TensorRef& in : node->inputs) read.insert(in.node);
-    read.insert(node->control_inputs.begin(), node->control_inputs.end());
-  }
-  std::erase_if(plan.nodes, [&](const Node* node) {
-    return broadcasts.count(node->name) && !read.count(node->name);
-  });
+  std::set<std::string> candidates;
+  for (const auto& [name, node] : broadcasts) candidates.insert(name);
+  DropUnreadNodes(plan, candidates);
   return folded;
 }
 

@@ -5,6 +5,7 @@
 #include <set>
 #include <string>
 
+#include "compiler/plan_pruning.h"
 #include "ir/ops/array_internal.h"
 
 namespace kiln::compiler {
@@ -62,7 +63,7 @@ class Folder {
       }
       if (copy) node = Own(std::move(copy));
     }
-    DropUnread();
+    DropUnreadNodes(plan_, removable_);
     return folded;
   }
 
@@ -174,17 +175,6 @@ class Folder {
     for (int k = 1; names_.count(name); ++k) name = base + "_" + std::to_string(k);
     names_.insert(name);
     return name;
-  }
-
-  // Removes the Transposes these rewrites bypassed or made that nothing reads or fetches any more.
-  void DropUnread() {
-    std::set<std::string> fetched;
-    for (const TensorRef& f : plan_.fetches) fetched.insert(f.node);
-    for (size_t i = plan_.nodes.size(); i-- > 0;) {  // readers first: chains go in one sweep
-      const Node* node = plan_.nodes[i];
-      if (removable_.count(node->name) && !fetched.count(node->name) && Readers(node->name).empty())
-        plan_.nodes.erase(plan_.nodes.begin() + static_cast<std::ptrdiff_t>(i));
-    }
   }
 
   RunPlan& plan_;
