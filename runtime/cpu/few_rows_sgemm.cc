@@ -103,13 +103,16 @@ void Product(const SgemmProblem& p, const float* a, const float* b, float* c, in
 
 bool FewRowsSgemm(const SgemmProblem& p, int threads) {
   if (p.m < 1 || p.m > kFewRows || p.packed_b != nullptr) return false;
-  thread_local AlignedFloats a_rows;  // op(a) of one matrix, m x k row-major
-  float* a = a_rows.Get(std::max<int64_t>(1, p.m * p.k));
+  thread_local AlignedFloats a_rows;  // op(a) of one matrix, m x k row-major, when trans_a
   for (int64_t bi = 0; bi < p.batch; ++bi) {
     const float* src = p.a + bi * p.stride_a;
-    for (int64_t i = 0; i < p.m; ++i)
-      for (int64_t q = 0; q < p.k; ++q)
-        a[i * p.k + q] = p.trans_a ? src[q * p.m + i] : src[i * p.k + q];
+    const float* a = src;
+    if (p.trans_a) {
+      float* rows = a_rows.Get(std::max<int64_t>(1, p.m * p.k));
+      for (int64_t i = 0; i < p.m; ++i)
+        for (int64_t q = 0; q < p.k; ++q) rows[i * p.k + q] = src[q * p.m + i];
+      a = rows;
+    }
     const float* b = p.b + bi * p.stride_b;
     float* c = p.c + bi * p.m * p.n;
     switch (p.m) {

@@ -89,11 +89,13 @@ class ConvStep : public StepRunner {
       }
       // The memory plan may have placed dst on the residual (same bytes, same layout): then the
       // residual is in dst already.
-      memory& dst = args[DNNL_ARG_DST];
-      if (residual_ && !(dst.get_data_handle() == env.data[residual_->buffer] &&
-                         dst.get_desc() == residual_->plain)) {
-        memory r(residual_->plain, OnednnEngine(), env.data[residual_->buffer]);
-        residual_->to_dst.execute(stream, r, dst);
+      if (residual_) {
+        memory& dst = args[DNNL_ARG_DST];
+        if (!(dst.get_data_handle() == env.data[residual_->buffer] &&
+              dst.get_desc() == residual_->plain)) {
+          memory r(residual_->plain, OnednnEngine(), env.data[residual_->buffer]);
+          residual_->to_dst.execute(stream, r, dst);
+        }
       }
       primitive_.execute(stream, args);
       for (auto& [op, user] : outputs) op->to_plain->execute(stream, op->scratch, user);
