@@ -458,6 +458,7 @@ Status ReplaceLibraryStepsWithKernels(LoweredPlan& lowered) {
       BufferDesc scratch;
       scratch.type = type;
       scratch.tensor = step.node.name + ":scratch" + std::to_string(with_scratch.outputs.size());
+      scratch.op = step.node.op;
       with_scratch.outputs.push_back(static_cast<int>(exe.buffers.size()));
       exe.buffers.push_back(std::move(scratch));
     }

@@ -87,6 +87,7 @@ class Lowering {
     for (size_t i = 0; i < plan_.nodes.size(); ++i) {
       const Node* node = plan_.nodes[i];
       position[node->name] = static_cast<int>(i);
+      op_of_[node->name] = node->op;
       if (Skipped(*node)) continue;
       if (auto conv = epilogues_.absorbed.find(node->name); conv != epilogues_.absorbed.end()) {
         unit_of_[node->name] = unit_of_.at(conv->second);  // computed by the convolution's step
@@ -152,6 +153,7 @@ class Lowering {
     BufferDesc b;
     b.type = type->second;
     b.tensor = ref.ToString();
+    if (auto op = op_of_.find(ref.node); op != op_of_.end()) b.op = op->second;
     if (plan_.feeds.count(ref)) {
       b.kind = BufferDesc::Kind::kFeed;
       b.index = static_cast<int>(exe.feeds.size());
@@ -370,6 +372,7 @@ class Lowering {
   std::map<std::string, int> unit_of_;
   std::set<TensorRef> used_outside_;
   std::map<TensorRef, int> buffer_of_;
+  std::map<std::string, std::string> op_of_;           // node name -> op, for the buffers' messages
   std::multimap<std::string, size_t> kernels_by_key_;  // KernelKey -> index in out_.kernels
   LoweredPlan out_;
 };

@@ -1,19 +1,27 @@
 #include "ir/tensor.h"
 
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <new>
 #include <sstream>
 
+#include "ir/live_tensor_bytes.h"
+
 namespace kiln {
 namespace {
+
+std::atomic<int64_t> live_tensor_bytes{0};
 
 std::shared_ptr<uint8_t> AllocateAligned(int64_t bytes) {
   size_t size = static_cast<size_t>(bytes > 0 ? bytes : 1);
   void* p = ::operator new (size, std::align_val_t{64});
   std::memset(p, 0, size);
-  return std::shared_ptr<uint8_t>(static_cast<uint8_t*>(p),
-                                  [](uint8_t* q) { ::operator delete (q, std::align_val_t{64}); });
+  live_tensor_bytes += static_cast<int64_t>(size);
+  return std::shared_ptr<uint8_t>(static_cast<uint8_t*>(p), [size](uint8_t* q) {
+    live_tensor_bytes -= static_cast<int64_t>(size);
+    ::operator delete (q, std::align_val_t{64});
+  });
 }
 
 Result<int64_t> CheckedByteSize(DType dtype, const Shape& shape) {
@@ -45,6 +53,8 @@ To SaturatingFromDouble(double v) {
 }
 
 }  // namespace
+
+int64_t LiveTensorBytes() { return live_tensor_bytes.load(); }
 
 Tensor::Tensor(DType dtype, Shape shape) {
   Result<int64_t> n = CheckedByteSize(dtype, shape);

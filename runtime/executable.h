@@ -43,6 +43,7 @@ struct BufferDesc {
   // How its elements lie in memory: "" is dense row-major, kiln's layout everywhere; otherwise a
   // blocked activation layout that only some steps read and write (runtime/cpu/layouts.h).
   std::string layout;
+  std::string op;  // the op of the node that computes it ("" when unknown), for messages
   int64_t bytes() const { return type.shape.NumElements() * DTypeSize(type.dtype); }
 };
 

@@ -21,6 +21,7 @@ proto::ExecutableProto ExecutableToProto(const Executable& exe) {
     bp->set_offset(b.offset);
     bp->set_index(b.index);
     bp->set_tensor(b.tensor);
+    bp->set_op(b.op);
     bp->set_layout(b.layout);
   }
   for (const Tensor& t : exe.constants) *p.add_constants() = TensorToProto(t);
@@ -82,6 +83,7 @@ Result<Executable> ExecutableFromProto(const proto::ExecutableProto& p) {
     b.offset = bp.offset();
     b.index = bp.index();
     b.tensor = bp.tensor();
+    b.op = bp.op();
     b.layout = bp.layout();
     exe.buffers.push_back(std::move(b));
   }

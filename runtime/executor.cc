@@ -7,12 +7,18 @@
 
 namespace kiln {
 
-Result<std::unique_ptr<Executor>> CreateExecutor(const std::string& name, int threads, bool tf32) {
+Result<std::unique_ptr<Executor>> CreateExecutor(const std::string& name,
+                                                 const ExecutorOptions& options) {
   const std::string backend = name != "auto" ? name : GetPlanCompiler() ? "cpu" : "reference";
-  if (backend == "reference") return std::unique_ptr<Executor>(new reference::ReferenceExecutor());
-  if (backend == "cpu") return std::unique_ptr<Executor>(new cpu::CpuExecutor(threads));
+  if (options.memory_limit < 0)
+    return MakeError(ErrorCode::kInvalidArgument, "the memory limit must not be negative, got ",
+                     options.memory_limit);
+  if (backend == "reference")
+    return std::unique_ptr<Executor>(new reference::ReferenceExecutor(options.memory_limit));
+  if (backend == "cpu")
+    return std::unique_ptr<Executor>(new cpu::CpuExecutor(options.threads, options.memory_limit));
   if (backend == "cuda" || backend == "cuda-sim")
-    return cuda::CudaExecutor::Create(backend, threads, tf32);
+    return cuda::CudaExecutor::Create(backend, options);
   return MakeError(ErrorCode::kNotFound, "unknown backend '", backend,
                    "' (available: auto, cpu, cuda, cuda-sim, reference)");
 }

@@ -27,11 +27,17 @@ class Executor {
   virtual Result<std::vector<Tensor>> Execute(const RunPlan& plan, VariableStore& variables) = 0;
 };
 
+struct ExecutorOptions {
+  int threads = 0;    // <= 0: every core this process may use
+  bool tf32 = false;  // the cuda backends' f32 matrix products may use TF32 (PrecisionPolicy::tf32)
+  // The host memory budget in bytes (runtime/memory_budget.h); 0: what the process can get.
+  int64_t memory_limit = 0;
+};
+
 // Creates the executor for a backend name ("cpu", "cuda", "cuda-sim", "reference", or "auto": cpu
 // when a compiler is registered, else reference); "cuda" fails here where there is no GPU driver;
-// lists the available ones when the name is unknown. `threads` <= 0 means every core this process
-// may use. `tf32`: the cuda backends' f32 matrix products may use TF32 (PrecisionPolicy::tf32).
-Result<std::unique_ptr<Executor>> CreateExecutor(const std::string& backend, int threads = 0,
-                                                 bool tf32 = false);
+// lists the available ones when the name is unknown.
+Result<std::unique_ptr<Executor>> CreateExecutor(const std::string& backend,
+                                                 const ExecutorOptions& options = {});
 
 }  // namespace kiln

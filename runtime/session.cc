@@ -43,7 +43,9 @@ Session::Session(Graph graph, SessionOptions options)
     if (!status_.ok()) return;
   }
   Result<std::unique_ptr<Executor>> executor =
-      CreateExecutor(options_.backend, options_.threads, options_.precision.tf32);
+      CreateExecutor(options_.backend, ExecutorOptions{.threads = options_.threads,
+                                                       .tf32 = options_.precision.tf32,
+                                                       .memory_limit = options_.memory_limit});
   if (!executor.ok()) {
     status_ = executor.error();
     return;
@@ -129,7 +131,7 @@ Status Session::InitializeVariables() {
   for (const Node& node : graph_.nodes())
     if (node.op == "Variable") variables.emplace_back(node.name);
   if (variables.empty()) return OkStatus();
-  return Run({}, variables).status();
+  return Run({}, {}, variables).status();  // targets: nothing is copied out
 }
 
 Status Session::SaveCheckpoint(const std::string& path) {

@@ -36,6 +36,13 @@ struct SessionOptions {
   // Check every float value a run computes; the first inf or NaN fails the run with an error
   // naming the node that produced it and where it was built (passes/check_numerics.h).
   bool check_numerics = false;
+  // The memory a run may use, in bytes (runtime/memory_budget.h); 0: what the process can get
+  // (the smaller of MemAvailable and the cgroup's limit). A compiled plan whose peak does not fit
+  // is refused before anything of it is allocated; the reference backend counts each tensor it
+  // allocates. Either way the run fails with an error naming the node, its op and shape, and the
+  // variables keep their values. On "cuda" the device's budget is its free memory; on "cuda-sim"
+  // this is the simulated device's size (0: 80 GiB, an H100's) and the host gets what it can.
+  int64_t memory_limit = 0;
 };
 
 // A tensor or node named by string or by builder Value.

@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "ir/file_util.h"
+#include "runtime/memory_budget.h"
 #include "runtime/module/module_file.h"
 #include "tools/command.h"
 #include "tools/lib/module_header.h"
@@ -28,12 +29,14 @@ int RunCompile(const Command& cmd, const std::vector<std::string>& args) {
       .Option("checkpoint")
       .Switch("no-variables");
   flags.Switch("train").Option("loss").Option("optimizer").Option("lr").Positional(1, 1);
-  flags.Option("header").Option("class");
+  flags.Option("header").Option("class").Option("memory-limit");
   DeclarePrecisionFlags(flags);
   if (int code = ParseOrExit(cmd, flags, args); code >= 0) return code;
   Result<PrecisionPolicy> precision = PrecisionFromFlags(flags);
   if (!precision.ok()) return UsageError(cmd, precision.error().message());
   if (!flags.Has("out")) return UsageError(cmd, "needs -o OUT.kmod");
+  Result<int64_t> memory_limit = ParseMemoryLimit(flags);
+  if (!memory_limit.ok()) return UsageError(cmd, memory_limit.error().message());
   if (flags.Has("class") && !flags.Has("header"))
     return UsageError(cmd, "--class needs --header OUT.h");
   // The class defaults to the module file's stem in CamelCase: digits_infer.kmod -> DigitsInfer.
@@ -87,6 +90,11 @@ int RunCompile(const Command& cmd, const std::vector<std::string>& args) {
   Result<ModuleFile> module = compiler::CompileModule(*graph, options);
   if (!module.ok()) return Fail(cmd, module.error().WithContext(model_path));
   module->producer = "kiln compile";
+  if (*memory_limit > 0) {  // the deployment's budget: refuse a module that cannot fit it
+    const PlanMemory memory = MeasurePlan(module->executable, nullptr);
+    if (Status s = CheckFits(memory, HostBudget(*memory_limit), "the module's plan"); !s.ok())
+      return Fail(cmd, s.error().WithContext(model_path));
+  }
   const std::string out = flags.Get("out");
   if (Status s = WriteModuleFile(out, *module); !s.ok()) return Fail(cmd, s.error());
   std::printf("wrote %s: %zu inputs, %zu outputs%s, %zu steps, %zu bytes of code\n", out.c_str(),

@@ -41,6 +41,7 @@ std::string HumanCount(double n) {
 int RunInspect(const Command& cmd, const std::vector<std::string>& args) {
   Flags flags;
   flags.Switch("fusion").Switch("memory").Switch("placement").Option("backend").Option("cost");
+  flags.Option("memory-limit");
   flags.Repeated("input").Repeated("fetch").Repeated("target");
   flags.Switch("precision").Repeated("precision-op").Repeated("precision-node").Switch("tf32");
   flags.Switch("train").Option("loss").Option("optimizer").Option("lr");

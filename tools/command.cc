@@ -12,6 +12,7 @@
 #include "ir/io/tensor_file.h"
 #include "ir/onnx/import.h"
 #include "ir/serialize.h"
+#include "runtime/memory_budget.h"
 
 namespace kiln::cli {
 
@@ -86,6 +87,14 @@ Result<int64_t> ParseCount(const std::string& flag, const std::string& text, int
     return MakeError(ErrorCode::kInvalidArgument, "--", flag, " must be a whole number >= ", min,
                      ", got '", text, "'");
   return static_cast<int64_t>(v);
+}
+
+Result<int64_t> ParseMemoryLimit(const Flags& flags) {
+  if (!flags.Has("memory-limit")) return int64_t{0};
+  Result<int64_t> bytes = ParseByteSize(flags.Get("memory-limit"));
+  if (!bytes.ok())
+    return MakeError(ErrorCode::kInvalidArgument, "--memory-limit ", bytes.error().message());
+  return bytes;
 }
 
 std::optional<Shape> ParseDims(const std::string& text) {

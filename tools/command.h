@@ -48,6 +48,9 @@ Result<std::vector<std::pair<std::string, Tensor>>> LoadInputs(
     const std::vector<std::string>& specs);
 // The value of --`flag`: a whole number >= `min`, or an error naming the flag.
 Result<int64_t> ParseCount(const std::string& flag, const std::string& text, int64_t min);
+// The value of --memory-limit in bytes (runtime/memory_budget.h: "512M", "20G", ...); 0 when it
+// is not given (the budget is then what the process can get).
+Result<int64_t> ParseMemoryLimit(const Flags& flags);
 // "64x3x32x32" -> [64, 3, 32, 32]: whole numbers >= 0 joined by 'x'; nullopt for anything else
 // (a file name, say).
 std::optional<Shape> ParseDims(const std::string& text);

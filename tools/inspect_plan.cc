@@ -10,6 +10,7 @@
 #endif
 #include "runtime/cpu/conv_step.h"
 #include "runtime/cuda/graph_capture.h"
+#include "runtime/memory_budget.h"
 #include "runtime/session.h"
 #include "tools/inspect_cost.h"
 
@@ -184,6 +185,8 @@ int PrintPlanReport(const Command& cmd, const Graph& graph, const Flags& flags,
   if (flags.On("placement")) PrintPlacement(exe);
   if (flags.On("memory")) {
     const compiler::MemoryStats& m = planned->memory;
+    Result<int64_t> limit = ParseMemoryLimit(flags);
+    if (!limit.ok()) return UsageError(cmd, limit.error().message());
     std::printf("\nmemory of the plan:\n");
     std::printf("  arena (peak of intermediate values): %lld bytes\n",
                 static_cast<long long>(m.arena_bytes));
@@ -192,6 +195,14 @@ int PrintPlanReport(const Command& cmd, const Graph& graph, const Flags& flags,
     std::printf("  constants:                           %lld bytes\n",
                 static_cast<long long>(m.constant_bytes));
     std::printf("  outputs computed in place:           %d\n", m.in_place);
+    // Without the bytes library steps keep (packed weights, scratch), which loading measures.
+    const PlanMemory memory = MeasurePlan(exe, nullptr);
+    const MemoryBudget budget = HostBudget(*limit);
+    std::printf("  peak:   %s, before library workspace\n", memory.ToString().c_str());
+    std::printf("  budget: %s: %s\n", budget.ToString().c_str(),
+                CheckFits(memory, budget, "").ok() ? "fits" : "does not fit");
+    for (const PlanMemory::Buffer& b : memory.largest)
+      std::printf("  largest: %s %s\n", b.what.c_str(), FormatBytes(b.bytes).c_str());
   }
   if (flags.Has("cost"))
     return PrintCostReport(cmd, graph, feeds, fetches, targets, flags.Get("cost"),

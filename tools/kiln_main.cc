@@ -28,7 +28,8 @@ const std::vector<Command>& Commands() {
       {"run", "run a model on input files",
        "usage: kiln run MODEL [--input NAME=FILE]... [--fetch NAME]... [--out DIR] [--backend "
        "B]\n"
-       "                [--threads N] [--precision P] [--tf32] [--check-numerics]\n\n"
+       "                [--threads N] [--precision P] [--tf32] [--check-numerics]\n"
+       "                [--memory-limit SIZE]\n\n"
        "Runs MODEL (.kgraph, .kgraph.txt, .onnx, or a module .kmod from kiln compile, which runs\n"
        "as kilnrt runs it). Inputs are .npy or ONNX TensorProto .pb files.\n"
        "Fetches default to the model's outputs; NAME may be an output name, \"node\" or "
@@ -49,13 +50,19 @@ const std::vector<Command>& Commands() {
        "--tf32 lets float32 matrix products use TF32 tensor cores on a CUDA device (inputs\n"
        "rounded to a 10-bit mantissa, float32 accumulation; as PyTorch's allow_tf32).\n"
        "--check-numerics fails at the first node whose float output has an inf or NaN, naming\n"
-       "it, its op and where it was built.\n",
+       "it, its op and where it was built.\n"
+       "--memory-limit SIZE (e.g. 512M, 20G; K, M, G, T are powers of 1024) is the memory a run\n"
+       "may use; by default what the process can get (the smaller of MemAvailable and the\n"
+       "cgroup's limit). A compiled plan whose peak does not fit is refused before anything of\n"
+       "it is allocated, naming the peak, the budget and its largest buffers; the reference\n"
+       "backend stops at the node whose output would exceed it. Variables keep their values.\n",
        RunRun},
       {"inspect", "ops, inputs, outputs, parameters and FLOPs of a model",
        "usage: kiln inspect MODEL [--fusion] [--memory] [--placement] [--backend B]\n"
        "                    [--cost h100|h200|a100]\n"
        "                    [--input NAME=SHAPE]... [--fetch NAME]...\n"
        "                    [--target NAME]... [--precision [--precision-op OP=LIST]...] [--tf32]\n"
+       "                    [--memory-limit SIZE]\n"
        "                    [--train --loss NAME [--optimizer sgd] [--lr 0.01]]\n\n"
        "Prints the model's inputs and outputs with dtypes and shapes, its ops by count, the "
        "number\n"
@@ -63,7 +70,9 @@ const std::vector<Command>& Commands() {
        "--fusion and --memory compile the plan for the fetches (default: the outputs) and targets\n"
        "without running it: --fusion explains every fusion decision and counts kernels, library\n"
        "calls and reference steps against one kernel per op, with the bytes they move; --memory\n"
-       "prints the plan's peak arena bytes. Unknown input dims are 1 unless --input NAME=SHAPE\n"
+       "prints the plan's peak (arena, constants, variables, outputs) beside the memory budget\n"
+       "(--memory-limit, or what the process can get) and its largest buffers. Unknown input dims "
+       "are 1 unless --input NAME=SHAPE\n"
        "(e.g. images=64x1x8x8) gives them. --precision prints the mixed-precision lists and what\n"
        "they decide for each node in bf16 (with --precision-op/--precision-node changes).\n"
        "--backend cuda (or cuda-sim) plans for the CUDA device; --placement then lists where\n"
@@ -113,7 +122,7 @@ const std::vector<Command>& Commands() {
        "sgd|momentum|adam|adamw]\n"
        "                  [--lr 0.001] [--batch 32] [--epochs 1] [--checkpoint FILE] [--resume]\n"
        "                  [--seed 1] [--backend B] [--threads N] [--precision P]\n"
-       "                  [--check-numerics]\n\n"
+       "                  [--check-numerics] [--memory-limit SIZE]\n\n"
        "Adds the optimizer's update to MODEL, slices every --data array along its first axis into\n"
        "shuffled mini-batches (seeded), runs one training step per batch, prints each epoch's "
        "mean\n"
@@ -141,7 +150,7 @@ const std::vector<Command>& Commands() {
        "usage: kiln bench MODEL [--input NAME=FILE|NAME=SHAPE]... [--fetch NAME]...\n"
        "                  [--train --loss NAME [--optimizer sgd] [--lr 0.01]] [--iters 10]\n"
        "                  [--warmup 1] [--backend B] [--threads N] [--classes K] [--seed 1]\n"
-       "                  [--precision P] [--check-numerics]\n\n"
+       "                  [--precision P] [--check-numerics] [--memory-limit SIZE]\n\n"
        "Runs MODEL once (timed as compile_ms: on the cpu backend it compiles the plan), --warmup\n"
        "more times, then --iters timed times, and prints median_ms, min_ms and max_ms. Fetches\n"
        "default to the model's outputs. --train adds the optimizer's update (as kiln train does)\n"
@@ -158,7 +167,8 @@ const std::vector<Command>& Commands() {
        "usage: kiln compile MODEL -o OUT.kmod [--target cpu|cuda] [--fetch NAME]...\n"
        "                    [--input NAME=SHAPE]... [--checkpoint FILE | --no-variables]\n"
        "                    [--train --loss NAME [--optimizer sgd] [--lr 0.01]]\n"
-       "                    [--header OUT.h [--class [NS::]NAME]] [--precision P] [--tf32]\n\n"
+       "                    [--header OUT.h [--class [NS::]NAME]] [--precision P] [--tf32]\n"
+       "                    [--memory-limit SIZE]\n\n"
        "Compiles MODEL (.kgraph, .kgraph.txt or .onnx) through the same pipeline as the cpu\n"
        "backend and writes one file holding the plan, its constants, the variables' values (their\n"
        "initializers, or --checkpoint's) and the kernels' machine code for this CPU, with a\n"
@@ -179,7 +189,9 @@ const std::vector<Command>& Commands() {
        "translations; kilnrt runs it with --backend cuda or cuda-sim. --tf32 lets its float32\n"
        "matrix products use TF32 (as kiln run --tf32). --no-variables leaves the variables'\n"
        "values out: each takes its (seeded) initializer's value when the module first reads it,\n"
-       "as here, so a fresh training module ships without its weights' bytes.\n",
+       "as here, so a fresh training module ships without its weights' bytes.\n"
+       "--memory-limit SIZE refuses a module whose plan would not fit that budget where it is\n"
+       "deployed (kilnrt --memory-limit checks it again at load).\n",
        RunCompile},
       {"help", "show help for kiln or one command", "usage: kiln help [COMMAND]\n", RunHelp},
   };

@@ -11,8 +11,12 @@ namespace kiln::cli {
 int RunModuleFile(const Command& cmd, const Flags& flags, const std::string& path) {
   Result<int64_t> threads = ParseCount("threads", flags.Get("threads", "0"), 0);
   if (!threads.ok()) return UsageError(cmd, threads.error().message());
-  Result<std::unique_ptr<Module>> module = Module::Load(
-      path, ModuleOptions{.threads = static_cast<int>(*threads), .backend = flags.Get("backend")});
+  Result<int64_t> memory_limit = ParseMemoryLimit(flags);
+  if (!memory_limit.ok()) return UsageError(cmd, memory_limit.error().message());
+  Result<std::unique_ptr<Module>> module =
+      Module::Load(path, ModuleOptions{.threads = static_cast<int>(*threads),
+                                       .backend = flags.Get("backend"),
+                                       .memory_limit = *memory_limit});
   if (!module.ok()) return Fail(cmd, module.error());
   Result<std::vector<std::pair<std::string, Tensor>>> inputs = LoadInputs(flags.GetAll("input"));
   if (!inputs.ok()) return Fail(cmd, inputs.error());

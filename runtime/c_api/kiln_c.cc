@@ -205,6 +205,11 @@ kiln_module* kiln_module_load(const char* path, int threads, kiln_status** statu
 
 kiln_module* kiln_module_load_on(const char* path, const char* backend, int threads,
                                  kiln_status** status) {
+  return kiln_module_load_within(path, backend, threads, 0, status);
+}
+
+kiln_module* kiln_module_load_within(const char* path, const char* backend, int threads,
+                                     int64_t memory_limit, kiln_status** status) {
   kiln_module* loaded = nullptr;
   kiln::Guard(status, [&]() -> kiln::Status {
     if (!path) return kiln::NullArgument("kiln_module_load", "path");
@@ -212,10 +217,16 @@ kiln_module* kiln_module_load_on(const char* path, const char* backend, int thre
       return kiln::MakeError(kiln::ErrorCode::kInvalidArgument,
                              "kiln_module_load: threads must be 0 (every core) or more, got ",
                              threads);
+    if (memory_limit < 0)
+      return kiln::MakeError(kiln::ErrorCode::kInvalidArgument,
+                             "kiln_module_load: memory_limit must be 0 (what the process can get) "
+                             "or more bytes, got ",
+                             memory_limit);
     KILN_ASSIGN_OR_RETURN(
         std::unique_ptr<kiln::Module> module,
-        kiln::Module::Load(
-            path, kiln::ModuleOptions{.threads = threads, .backend = backend ? backend : ""}));
+        kiln::Module::Load(path, kiln::ModuleOptions{.threads = threads,
+                                                     .backend = backend ? backend : "",
+                                                     .memory_limit = memory_limit}));
     loaded = new kiln_module{std::move(module)};
     return kiln::OkStatus();
   });

@@ -86,6 +86,11 @@ kiln_module* kiln_module_load(const char* path, int threads, kiln_status** statu
  * device. A backend the module cannot run on is an error naming both. */
 kiln_module* kiln_module_load_on(const char* path, const char* backend, int threads,
                                  kiln_status** status);
+/* The same within a memory budget: memory_limit bytes, or 0 for what the process can get (the
+ * smaller of MemAvailable and the cgroup's limit). A module whose plan does not fit is refused
+ * (KILN_RESOURCE_EXHAUSTED) before it allocates its arena, naming its largest buffers. */
+kiln_module* kiln_module_load_within(const char* path, const char* backend, int threads,
+                                     int64_t memory_limit, kiln_status** status);
 /* Frees a module; NULL is fine. */
 void kiln_module_free(kiln_module* module);
 

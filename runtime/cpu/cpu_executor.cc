@@ -14,7 +14,10 @@ int AvailableCores() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
-CpuExecutor::CpuExecutor(int threads) : threads_(threads > 0 ? threads : AvailableCores()) {}
+CpuExecutor::CpuExecutor(int threads, int64_t memory_limit)
+    : threads_(threads > 0 ? threads : AvailableCores()),
+      memory_limit_(memory_limit),
+      fallback_(memory_limit) {}
 
 Result<std::vector<Tensor>> CpuExecutor::Execute(const RunPlan& plan, VariableStore& variables) {
   std::string key = PlanCacheKey(plan);
@@ -28,7 +31,8 @@ Result<std::vector<Tensor>> CpuExecutor::Execute(const RunPlan& plan, VariableSt
     Entry entry;
     Result<CompiledPlan> compiled = compiler->Compile(plan, CompileOptions{threads_});
     if (compiled.ok()) {
-      KILN_ASSIGN_OR_RETURN(entry.program, Program::Load(std::move(*compiled), threads_));
+      KILN_ASSIGN_OR_RETURN(
+          entry.program, Program::Load(std::move(*compiled), threads_, memory_limit_, &variables));
       ++compiled_;
     } else if (compiled.error().code() == ErrorCode::kUnimplemented) {
       ++fallbacks_;  // not static: run it on the reference executor

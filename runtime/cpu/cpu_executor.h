@@ -17,7 +17,9 @@ namespace kiln::cpu {
 
 class CpuExecutor : public Executor {
  public:
-  explicit CpuExecutor(int threads);
+  // `memory_limit`: the host budget its plans must fit (memory_budget.h; 0: what the process can
+  // get).
+  explicit CpuExecutor(int threads, int64_t memory_limit = 0);
   Result<std::vector<Tensor>> Execute(const RunPlan& plan, VariableStore& variables) override;
 
   // How many plans were compiled, and how many ran on the reference executor instead.
@@ -29,6 +31,7 @@ class CpuExecutor : public Executor {
     std::unique_ptr<Program> program;  // null: this plan runs on the reference executor
   };
   int threads_;
+  int64_t memory_limit_;
   int compiled_ = 0;
   int fallbacks_ = 0;
   std::map<std::string, Entry> cache_;

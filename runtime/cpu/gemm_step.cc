@@ -51,20 +51,22 @@ void Gemm(const GemmParams& p, const T* a, const T* b, T* c, const T* bias = nul
 
 class GemmStep : public StepRunner {
  public:
-  GemmStep(const Step& step, GemmParams params) : step_(step), params_(params) {}
+  GemmStep(const Step& step, GemmParams params, bool b_may_be_kept) : step_(step), params_(params) {
+    SgemmProblem p = Problem(nullptr, nullptr, nullptr);
+    if (params_.dtype == f32 && HasPackedSgemm() && b_may_be_kept &&
+        !(p.batch > 1 && p.stride_b != 0) && p.m > kFewRows)
+      kept_ = PackedSgemmB::BytesFor(p);
+  }
+
+  int64_t kept_bytes() const override { return kept_; }
 
   Status Run(StepEnv& env) const override {
     void* a = env.data[step_.inputs[0]];
     void* b = env.data[step_.inputs[1]];
     void* c = env.data[step_.outputs[0]];
     if (params_.dtype == f32 && HasPackedSgemm()) {
-      SgemmProblem p;
-      p.m = params_.m, p.n = params_.n, p.k = params_.k, p.batch = params_.batch;
-      p.stride_a = params_.stride_a, p.stride_b = params_.stride_b;
-      p.trans_a = params_.trans_a, p.trans_b = params_.trans_b;
-      p.a = static_cast<const float*>(a), p.b = static_cast<const float*>(b);
-      p.c = static_cast<float*>(c), p.bias = static_cast<const float*>(Bias(env));
-      p.relu = params_.relu, p.gelu_tanh = params_.gelu_tanh;
+      SgemmProblem p = Problem(a, b, c);
+      p.bias = static_cast<const float*>(Bias(env));
       std::lock_guard<std::mutex> lock(weights_.mutex);
       p.packed_b = PackedWeights(p, env);
       PackedSgemm(p, env.threads);
@@ -82,6 +84,17 @@ class GemmStep : public StepRunner {
   }
 
  private:
+  SgemmProblem Problem(const void* a, const void* b, void* c) const {
+    SgemmProblem p;
+    p.m = params_.m, p.n = params_.n, p.k = params_.k, p.batch = params_.batch;
+    p.stride_a = params_.stride_a, p.stride_b = params_.stride_b;
+    p.trans_a = params_.trans_a, p.trans_b = params_.trans_b;
+    p.a = static_cast<const float*>(a), p.b = static_cast<const float*>(b);
+    p.c = static_cast<float*>(c);
+    p.relu = params_.relu, p.gelu_tanh = params_.gelu_tanh;
+    return p;
+  }
+
   const void* Bias(StepEnv& env) const {
     return params_.bias ? env.data[step_.inputs[2]] : nullptr;
   }
@@ -104,6 +117,7 @@ class GemmStep : public StepRunner {
 
   const Step& step_;
   GemmParams params_;
+  int64_t kept_ = 0;  // packed weights: b is a constant or a variable
   struct Weights {
     std::mutex mutex;  // runs of one program from several threads share the packed copy
     uint64_t version = 0;
@@ -119,7 +133,9 @@ Result<std::unique_ptr<StepRunner>> MakeGemmStep(const Step& step, const Executa
   KILN_ASSIGN_OR_RETURN(GemmParams p, ReadGemmParams(step, exe));
   if (p.dtype != f32 && p.dtype != f64)
     return MakeError(ErrorCode::kInternal, "gemm supports f32 and f64, got ", DTypeName(p.dtype));
-  return std::unique_ptr<StepRunner>(new GemmStep(step, p));
+  const BufferDesc::Kind b_kind = exe.buffers[step.inputs[1]].kind;
+  return std::unique_ptr<StepRunner>(new GemmStep(
+      step, p, b_kind == BufferDesc::Kind::kConstant || b_kind == BufferDesc::Kind::kVariable));
 }
 
 }  // namespace kiln::cpu

@@ -66,6 +66,13 @@ class ConvStep : public StepRunner {
         operands_(std::move(operands)),
         residual_(std::move(residual)) {}
 
+  int64_t kept_bytes() const override {
+    int64_t bytes = 0;
+    for (const Operand& op : operands_)
+      if (op.to_inner || op.to_plain) bytes += static_cast<int64_t>(op.inner.get_size());
+    return bytes;
+  }
+
   Status Run(StepEnv& env) const override {
     omp_set_num_threads(env.threads);
     try {

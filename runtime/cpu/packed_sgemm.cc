@@ -234,6 +234,10 @@ float* AlignedFloats::Get(int64_t count) {
   return data_;
 }
 
+int64_t PackedSgemmB::BytesFor(const SgemmProblem& p) {
+  return std::max<int64_t>(1, PackedBSize(p)) * static_cast<int64_t>(sizeof(float));
+}
+
 void PackedSgemmB::Pack(const SgemmProblem& p, int threads) {
   float* out = buffer_.Get(std::max<int64_t>(1, PackedBSize(p)));
   PackBMatrix(p, p.b, out, threads);

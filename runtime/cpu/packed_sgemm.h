@@ -67,6 +67,8 @@ class PackedSgemmB {
   // Packs p.b (its first matrix) as PackedSgemm would, on up to `threads` threads.
   void Pack(const SgemmProblem& p, int threads);
   const float* data() const { return data_; }
+  // The bytes Pack keeps for `p`.
+  static int64_t BytesFor(const SgemmProblem& p);
 
  private:
   AlignedFloats buffer_;

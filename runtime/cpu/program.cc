@@ -104,12 +104,17 @@ std::vector<Tensor> CopyFetches(const Executable& exe, const StepEnv& env) {
   return fetched;
 }
 
-Result<std::unique_ptr<Program>> Program::Load(CompiledPlan plan, int threads) {
+Result<std::unique_ptr<Program>> Program::Load(CompiledPlan plan, int threads, int64_t memory_limit,
+                                               const VariableStore* variables) {
   std::unique_ptr<Program> program(new Program());
   program->threads_ = threads < 1 ? 1 : threads;
   program->plan_ = std::move(plan);  // steps keep references into it
   const Executable& exe = program->plan_.executable;
   KILN_RETURN_IF_ERROR(CheckExecutable(exe));
+  PlanMemory& memory = program->memory_;
+  memory = MeasurePlan(exe, variables);
+  const MemoryBudget budget = HostBudget(memory_limit);
+  KILN_RETURN_IF_ERROR(CheckFits(memory, budget, "the plan"));
   for (const Step& step : exe.steps)
     if (step.on_device || IsCopyAcross(step))
       return MakeError(ErrorCode::kInvalidArgument, "step ", step.callee,
@@ -122,6 +127,9 @@ Result<std::unique_ptr<Program>> Program::Load(CompiledPlan plan, int threads) {
     KILN_RETURN_IF_ERROR(runner.status());
     program->steps_.push_back(std::move(*runner));
   }
+  for (const std::unique_ptr<StepRunner>& step : program->steps_)
+    memory.workspace += step->kept_bytes();
+  KILN_RETURN_IF_ERROR(CheckFits(memory, budget, "the plan"));
   program->profile_ = StepProfile::FromEnvironment(exe);
   KILN_ASSIGN_OR_RETURN(Tensor arena, Tensor::Create(u8, Shape{exe.arena_bytes}));
   program->arena_ = std::shared_ptr<uint8_t[]>(arena.data<uint8_t>(), [arena](uint8_t*) {});

@@ -14,6 +14,7 @@
 #include "runtime/cpu/plan_compiler.h"
 #include "runtime/cpu/step.h"
 #include "runtime/cpu/step_profile.h"
+#include "runtime/memory_budget.h"
 #include "runtime/variable_store.h"
 
 namespace kiln::cpu {
@@ -34,7 +35,13 @@ std::vector<Tensor> CopyFetches(const Executable& exe, const StepEnv& env);
 
 class Program {
  public:
-  static Result<std::unique_ptr<Program>> Load(CompiledPlan plan, int threads);
+  // Refuses, before the arena or any step's memory is allocated, a plan whose peak does not fit
+  // the host budget of `memory_limit` (memory_budget.h: 0 is what the process can get); then
+  // again, with what the steps keep for themselves, before the arena is allocated. `variables`
+  // (may be null) are the values already stored, which count as resident.
+  static Result<std::unique_ptr<Program>> Load(CompiledPlan plan, int threads,
+                                               int64_t memory_limit = 0,
+                                               const VariableStore* variables = nullptr);
 
   // `feeds[i]` binds Executable::feeds[i]; its dtype and shape must match the buffer exactly.
   // `counters` are the random-stream counters of stateful reference kernels (per session).
@@ -42,6 +49,8 @@ class Program {
                                   std::map<std::string, uint64_t>& counters);
 
   const Executable& executable() const { return plan_.executable; }
+  // The plan's memory, with what its steps keep for themselves.
+  const PlanMemory& memory() const { return memory_; }
 
  private:
   Program() = default;
@@ -51,6 +60,7 @@ class Program {
   std::shared_ptr<uint8_t[]> arena_;
   std::vector<std::unique_ptr<StepRunner>> steps_;
   std::unique_ptr<StepProfile> profile_;  // KILN_PROFILE
+  PlanMemory memory_;
 };
 
 }  // namespace kiln::cpu

@@ -36,6 +36,9 @@ class StepRunner {
  public:
   virtual ~StepRunner() = default;
   virtual Status Run(StepEnv& env) const = 0;
+  // Bytes the step keeps for itself from run to run (prepacked or reordered weights, scratch
+  // memory), allocated at load or by its first run: part of a plan's peak (memory_budget.h).
+  virtual int64_t kept_bytes() const { return 0; }
 };
 
 Result<std::unique_ptr<StepRunner>> MakeKernelStep(const Step& step, const Executable& exe,

@@ -7,11 +7,15 @@
 
 namespace kiln::cuda {
 
-Result<std::unique_ptr<Executor>> CudaExecutor::Create(const std::string& backend, int threads,
-                                                       bool tf32) {
-  threads = threads > 0 ? threads : cpu::AvailableCores();
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Device> device, OpenDevice(backend, threads));
-  return std::unique_ptr<Executor>(new CudaExecutor(backend, std::move(device), threads, tf32));
+Result<std::unique_ptr<Executor>> CudaExecutor::Create(const std::string& backend,
+                                                       const ExecutorOptions& options) {
+  const int threads = options.threads > 0 ? options.threads : cpu::AvailableCores();
+  // On cuda-sim the memory limit is the simulated device's size; on a GPU, the host's budget.
+  const bool simulated = backend == "cuda-sim";
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Device> device,
+                        OpenDevice(backend, threads, simulated ? options.memory_limit : 0));
+  return std::unique_ptr<Executor>(new CudaExecutor(
+      backend, std::move(device), threads, options.tf32, simulated ? 0 : options.memory_limit));
 }
 
 Result<std::vector<Tensor>> CudaExecutor::Execute(const RunPlan& plan, VariableStore& variables) {
@@ -33,8 +37,10 @@ Result<std::vector<Tensor>> CudaExecutor::Execute(const RunPlan& plan, VariableS
     Result<CompiledPlan> compiled = compiler->Compile(plan, options);
     std::unique_ptr<CudaProgram> program;
     if (compiled.ok()) {
-      KILN_ASSIGN_OR_RETURN(
-          program, CudaProgram::Load(std::move(*compiled), *device_, threads_, variables_));
+      ProgramOptions program_options = ProgramOptions::FromEnvironment();
+      program_options.memory_limit = memory_limit_;
+      KILN_ASSIGN_OR_RETURN(program, CudaProgram::Load(std::move(*compiled), *device_, threads_,
+                                                       variables_, program_options));
     } else if (compiled.error().code() != ErrorCode::kUnimplemented) {
       return compiled.error();
     }

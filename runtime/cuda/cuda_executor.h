@@ -22,18 +22,25 @@ class CudaExecutor : public Executor {
  public:
   // Opens the device: "cuda" fails here, with one line, where there is no driver or GPU. With
   // `tf32`, plans' f32 matrix products may use TF32 (CompileOptions::tf32).
-  static Result<std::unique_ptr<Executor>> Create(const std::string& backend, int threads,
-                                                  bool tf32);
+  static Result<std::unique_ptr<Executor>> Create(const std::string& backend,
+                                                  const ExecutorOptions& options);
   Result<std::vector<Tensor>> Execute(const RunPlan& plan, VariableStore& variables) override;
 
  private:
-  CudaExecutor(std::string backend, std::unique_ptr<Device> device, int threads, bool tf32)
-      : backend_(std::move(backend)), device_(std::move(device)), threads_(threads), tf32_(tf32) {}
+  CudaExecutor(std::string backend, std::unique_ptr<Device> device, int threads, bool tf32,
+               int64_t memory_limit)
+      : backend_(std::move(backend)),
+        device_(std::move(device)),
+        threads_(threads),
+        tf32_(tf32),
+        memory_limit_(memory_limit),
+        fallback_(memory_limit) {}
 
   std::string backend_;
   std::unique_ptr<Device> device_;  // declared before the programs, which use it
   int threads_;
   bool tf32_;
+  int64_t memory_limit_;  // the host budget (on cuda-sim, the device's size is the limit)
   std::shared_ptr<DeviceVariables> variables_ = std::make_shared<DeviceVariables>(*device_);
   std::map<std::string, std::unique_ptr<CudaProgram>> cache_;  // null: runs on the reference
   std::map<std::string, uint64_t> counters_;

@@ -69,6 +69,21 @@ Result<std::unique_ptr<CudaProgram>> CudaProgram::Load(CompiledPlan plan, Device
   return program;
 }
 
+Status CudaProgram::CheckMemory(const std::set<int>& on_device) {
+  const Executable& exe = plan_.executable;
+  KILN_ASSIGN_OR_RETURN(DeviceMemory device_memory, device_.Memory());
+  const PlanMemory on_the_device = MeasureDevicePlan(
+      exe, on_device, [&](const std::string& v) { return variables_->Allocated(v); });
+  const MemoryBudget device_budget{
+      device_memory.free, false,
+      "free on the " + device_.Describe() + ", of " + FormatBytes(device_memory.total)};
+  KILN_RETURN_IF_ERROR(CheckFits(on_the_device, device_budget, "the plan's device memory"));
+  PlanMemory on_the_host = MeasurePlan(exe, nullptr);
+  if (device_.Architecture() == 0)  // the simulated device allocates host memory
+    on_the_host.simulated_device = on_the_device.peak() - on_the_device.resident;
+  return CheckFits(on_the_host, HostBudget(options_.memory_limit), "the plan's host memory");
+}
+
 CudaProgram::~CudaProgram() {
   (void)device_.Synchronize();  // nothing issued may outlive what it uses
   graph_.reset();
@@ -89,6 +104,7 @@ Status CudaProgram::Prepare(int threads) {
     if (step.on_device || cpu::IsCopyAcross(step))
       for (const std::vector<int>* ids : {&step.inputs, &step.outputs})
         on_device.insert(ids->begin(), ids->end());
+  KILN_RETURN_IF_ERROR(CheckMemory(on_device));
   KILN_ASSIGN_OR_RETURN(DevicePtr arena, device_.Allocate(exe.arena_bytes));
   allocations_.push_back(arena);
   address_.assign(exe.buffers.size(), 0);

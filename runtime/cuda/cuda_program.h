@@ -4,6 +4,11 @@
 // constants and variables the device touches, uploads the constants, loads the kernels and makes
 // every host step ready once (a gemm step on the device becomes a prepared cuBLASLt call,
 // matmul_call.h; copies and assigns on the device are device-to-device copies, device_copies.h).
+// Memory: a plan whose device arena and twins do not fit the device's free memory (the device
+// copies of variables it holds already aside), or whose host side does not fit the host budget, is
+// refused before anything is allocated, naming the peak and the largest buffers
+// (memory_budget.h); the libraries' device workspaces (cuBLASLt, cuDNN: under 100 MiB, once per
+// device) are not counted.
 // Run binds the feeds, then performs the steps in order: host steps on the host arena (the cpu
 // backend's routines), launches and matmuls on the device, and the plan's to_device/to_host copies
 // between them, staged through pinned host memory of the program's own and issued without waiting
@@ -23,6 +28,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -32,6 +38,7 @@
 #include "runtime/cuda/device.h"
 #include "runtime/cuda/device_variables.h"
 #include "runtime/cuda/graph_capture.h"
+#include "runtime/memory_budget.h"
 #include "runtime/variable_store.h"
 
 namespace kiln::cuda {
@@ -41,6 +48,9 @@ namespace kiln::cuda {
 struct ProgramOptions {
   bool cuda_graphs = true;  // capture and replay the device steps where the plan allows it
   bool cudnn = true;        // convolutions through cuDNN where the device can run them
+  // The host memory budget (runtime/memory_budget.h; 0: what the process can get). The device's
+  // budget is its free memory.
+  int64_t memory_limit = 0;
   static ProgramOptions FromEnvironment();
 };
 
@@ -89,6 +99,8 @@ class CudaProgram {
   };
   explicit CudaProgram(Device& device) : device_(device) {}
   Status Prepare(int threads);
+  // Refuses the plan when it cannot fit the device or the host (see the contract above).
+  Status CheckMemory(const std::set<int>& on_device);
   // Makes `action` a cuDNN call for convolution `step`; false (the reason kept in
   // cudnn_fallbacks_) when the device cannot run it so.
   bool PrepareConv(const Step& step, Action& action);

@@ -20,6 +20,9 @@
 // they would invalidate the capture), and so is an asynchronous copy of host memory that is not
 // pinned (always: kiln never copies asynchronously from pageable memory); EndCapture must follow
 // every BeginCapture and fails when anything issued in between did.
+// Memory: Memory() says how much the device has and how much of it is free (cuMemGetInfo on a
+// GPU; on the simulator its size, kSimulatedDeviceBytes unless given, less what is allocated, and
+// an allocation beyond its size fails as a GPU's would).
 #pragma once
 
 #include <cstdint>
@@ -34,6 +37,14 @@
 namespace kiln::cuda {
 
 using DevicePtr = uint64_t;
+
+// The simulated device's memory unless told otherwise: an 80 GB H100's.
+inline constexpr int64_t kSimulatedDeviceBytes = int64_t{80} << 30;
+
+struct DeviceMemory {
+  int64_t free = 0;
+  int64_t total = 0;
+};
 
 struct ConvCall;
 struct ConvOperands;
@@ -84,6 +95,7 @@ class Device {
 
   virtual Result<DevicePtr> Allocate(int64_t bytes) = 0;
   virtual void Free(DevicePtr address) = 0;
+  virtual Result<DeviceMemory> Memory() = 0;
   virtual Status ToDevice(DevicePtr dst, const void* src, int64_t bytes) = 0;
   virtual Status ToHost(void* dst, DevicePtr src, int64_t bytes) = 0;
   // dst == src copies nothing; other overlapping ranges are an error.
@@ -138,11 +150,13 @@ class Device {
 };
 
 // "cuda": the first GPU (kFailedPrecondition, one line naming libcuda.so.1, where there is no
-// driver or no GPU); "cuda-sim": a simulated device running launches on `threads` threads.
-Result<std::unique_ptr<Device>> OpenDevice(const std::string& backend, int threads);
+// driver or no GPU); "cuda-sim": a simulated device of `simulated_bytes` (0:
+// kSimulatedDeviceBytes) running launches on `threads` threads.
+Result<std::unique_ptr<Device>> OpenDevice(const std::string& backend, int threads,
+                                           int64_t simulated_bytes = 0);
 
 // The simulated device of OpenDevice("cuda-sim"), and the real one (driver_device.cc).
-std::unique_ptr<Device> MakeSimulatedDevice(int threads);
+std::unique_ptr<Device> MakeSimulatedDevice(int threads, int64_t bytes = kSimulatedDeviceBytes);
 Result<std::unique_ptr<Device>> OpenDriverDevice();
 
 }  // namespace kiln::cuda

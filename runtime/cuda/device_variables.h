@@ -35,6 +35,8 @@ class DeviceVariables {
 
   // The device address of variable `name`, whose values are `bytes` long.
   Result<DevicePtr> Address(const std::string& name, int64_t bytes);
+  // Whether `name` has its device allocation already.
+  bool Allocated(const std::string& name) const { return entries_.count(name) > 0; }
   // Makes the device copy of `name` hold `value` (whose storage the caller bound the variable's
   // buffer to); uploads unless it already does. Returns whether it uploaded.
   Result<bool> Upload(const std::string& name, const Tensor& value);

@@ -37,6 +37,7 @@ namespace kiln::cuda {
   X(cuEventDestroy, PFN_cuEventDestroy_v4000)                            \
   X(cuMemAlloc, PFN_cuMemAlloc_v3020)                                    \
   X(cuMemFree, PFN_cuMemFree_v3020)                                      \
+  X(cuMemGetInfo, PFN_cuMemGetInfo_v3020)                                \
   X(cuMemHostAlloc, PFN_cuMemHostAlloc_v2020)                            \
   X(cuMemFreeHost, PFN_cuMemFreeHost_v2000)                              \
   X(cuMemcpyHtoDAsync, PFN_cuMemcpyHtoDAsync_v3020)                      \

@@ -97,6 +97,13 @@ class DriverDevice : public Device {
     if (Current().ok()) api_.cuMemFree(static_cast<CUdeviceptr>(address));
   }
 
+  Result<DeviceMemory> Memory() override {
+    KILN_RETURN_IF_ERROR(Current());
+    size_t free = 0, total = 0;
+    KILN_RETURN_IF_ERROR(CheckCuda(api_, api_.cuMemGetInfo(&free, &total), "cuMemGetInfo"));
+    return DeviceMemory{static_cast<int64_t>(free), static_cast<int64_t>(total)};
+  }
+
   Status ToDevice(DevicePtr dst, const void* src, int64_t bytes) override {
     if (bytes == 0) return OkStatus();
     KILN_RETURN_IF_ERROR(Stage(bytes));

@@ -19,6 +19,7 @@
 #include "runtime/cuda/conv_call.h"
 #include "runtime/cuda/device.h"
 #include "runtime/cuda/matmul_call.h"
+#include "runtime/memory_budget.h"
 
 namespace kiln::cuda {
 namespace {
@@ -64,7 +65,7 @@ struct SimGraph : DeviceGraph {
 
 class SimulatedDevice : public Device {
  public:
-  explicit SimulatedDevice(int threads) : threads_(std::max(1, threads)) {}
+  SimulatedDevice(int threads, int64_t bytes) : threads_(std::max(1, threads)), bytes_(bytes) {}
   ~SimulatedDevice() override {
     for (auto& [base, bytes] : allocations_) std::free(reinterpret_cast<void*>(base));
     for (auto& [base, bytes] : pinned_) std::free(reinterpret_cast<void*>(base));
@@ -78,6 +79,14 @@ class SimulatedDevice : public Device {
     if (bytes < 0) return MakeError(ErrorCode::kInternal, "allocation of ", bytes, " bytes");
     const int64_t size =
         std::max<int64_t>(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (size > bytes_ - allocated_)
+        return MakeError(ErrorCode::kResourceExhausted,
+                         "out of memory on the simulated device: ", FormatBytes(size),
+                         " requested, ", FormatBytes(bytes_ - allocated_), " free of ",
+                         FormatBytes(bytes_));
+    }
     void* p = std::aligned_alloc(kAlignment, size);
     if (!p)
       return MakeError(ErrorCode::kResourceExhausted, "the simulated device cannot allocate ",
@@ -85,7 +94,13 @@ class SimulatedDevice : public Device {
     std::memset(p, kPoison, size);
     std::lock_guard<std::mutex> lock(mutex_);
     allocations_[reinterpret_cast<DevicePtr>(p)] = bytes;
+    allocated_ += size;
     return reinterpret_cast<DevicePtr>(p);
+  }
+
+  Result<DeviceMemory> Memory() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return DeviceMemory{bytes_ - allocated_, bytes_};
   }
 
   // Frees wait for the stream first, as cuMemFree does.
@@ -95,6 +110,8 @@ class SimulatedDevice : public Device {
     auto it = allocations_.find(address);
     if (it == allocations_.end()) return;
     std::free(reinterpret_cast<void*>(address));
+    allocated_ -=
+        std::max<int64_t>(kAlignment, (it->second + kAlignment - 1) / kAlignment * kAlignment);
     allocations_.erase(it);
   }
 
@@ -132,6 +149,14 @@ class SimulatedDevice : public Device {
     if (bytes < 0) return MakeError(ErrorCode::kInternal, "pinned allocation of ", bytes, " bytes");
     const int64_t size =
         std::max<int64_t>(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (size > bytes_ - allocated_)
+        return MakeError(ErrorCode::kResourceExhausted,
+                         "out of memory on the simulated device: ", FormatBytes(size),
+                         " requested, ", FormatBytes(bytes_ - allocated_), " free of ",
+                         FormatBytes(bytes_));
+    }
     void* p = std::aligned_alloc(kAlignment, size);
     if (!p)
       return MakeError(ErrorCode::kResourceExhausted, "the simulated device cannot pin ", bytes,
@@ -449,6 +474,8 @@ class SimulatedDevice : public Device {
   }
 
   int threads_;
+  int64_t bytes_;          // the device's size
+  int64_t allocated_ = 0;  // of it, in allocations (each rounded up to kAlignment)
   std::vector<std::optional<std::chrono::steady_clock::time_point>> marks_;
   std::vector<std::function<Status()>> queue_;  // the stream: issued, not yet run
   std::optional<Error> failure_;                // the stream's failure no caller has had yet
@@ -461,8 +488,8 @@ class SimulatedDevice : public Device {
 
 }  // namespace
 
-std::unique_ptr<Device> MakeSimulatedDevice(int threads) {
-  return std::unique_ptr<Device>(new SimulatedDevice(threads));
+std::unique_ptr<Device> MakeSimulatedDevice(int threads, int64_t bytes) {
+  return std::unique_ptr<Device>(new SimulatedDevice(threads, bytes));
 }
 
 }  // namespace kiln::cuda

@@ -49,7 +49,9 @@ Result<std::unique_ptr<Module>> Module::LoadFromBytes(const std::string& bytes,
   CompiledPlan plan;
   plan.executable = std::move(file.executable);  // the program keeps the plan
   if (file.target == "cuda") {
-    Result<std::unique_ptr<cuda::Device>> device = cuda::OpenDevice(backend, threads);
+    // On cuda-sim the memory limit is the simulated device's size; on a GPU, the host's budget.
+    Result<std::unique_ptr<cuda::Device>> device =
+        cuda::OpenDevice(backend, threads, backend == "cuda-sim" ? options.memory_limit : 0);
     if (!device.ok())
       return device.error().WithContext(origin + ": a module of target 'cuda' on backend '" +
                                         backend + "'");
@@ -75,16 +77,22 @@ Result<std::unique_ptr<Module>> Module::LoadFromBytes(const std::string& bytes,
       KILN_ASSIGN_OR_RETURN(plan.kernels, OpenKernelObject(file.kernels, origin));
     }
   }
+  for (auto& [name, value] : file.variables) module->variables_.Set(name, std::move(value));
+  file.variables.clear();  // now in the store
   if (backend == "cpu") {
-    Result<std::unique_ptr<cpu::Program>> program = cpu::Program::Load(std::move(plan), threads);
+    Result<std::unique_ptr<cpu::Program>> program =
+        cpu::Program::Load(std::move(plan), threads, options.memory_limit, &module->variables_);
     if (!program.ok()) return program.error().WithContext(origin + ": its plan does not load");
     module->program_ = std::move(*program);
   } else {
-    Result<std::unique_ptr<cuda::CudaProgram>> program =
-        cuda::CudaProgram::Load(std::move(plan), *module->device_, threads);
+    cuda::ProgramOptions program_options = cuda::ProgramOptions::FromEnvironment();
+    program_options.memory_limit = backend == "cuda-sim" ? 0 : options.memory_limit;
+    Result<std::unique_ptr<cuda::CudaProgram>> program = cuda::CudaProgram::Load(
+        std::move(plan), *module->device_, threads, nullptr, program_options);
     if (!program.ok() && with_ptx) {
       const Error from_cubin = program.error();
-      program = cuda::CudaProgram::Load(std::move(*with_ptx), *module->device_, threads);
+      program = cuda::CudaProgram::Load(std::move(*with_ptx), *module->device_, threads, nullptr,
+                                        program_options);
       if (!program.ok())
         return program.error().WithContext(origin + ": its plan does not load (from its cubin: " +
                                            from_cubin.message() + "; from its PTX)");
@@ -92,8 +100,6 @@ Result<std::unique_ptr<Module>> Module::LoadFromBytes(const std::string& bytes,
     if (!program.ok()) return program.error().WithContext(origin + ": its plan does not load");
     module->cuda_program_ = std::move(*program);
   }
-  for (auto& [name, value] : file.variables) module->variables_.Set(name, std::move(value));
-  file.variables.clear();  // now in the store
   module->file_ = std::move(file);
   return module;
 }

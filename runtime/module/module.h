@@ -42,6 +42,10 @@ struct ModuleOptions {
   // "" (or "auto") runs the module on its target ("cpu", or "cuda"); a "cuda" module also runs on
   // "cuda-sim".
   std::string backend = "";
+  // The host memory budget in bytes (runtime/memory_budget.h); 0: what the process can get; on
+  // backend "cuda-sim" the simulated device's size instead (0: kSimulatedDeviceBytes). A module
+  // whose plan does not fit is refused at load, before its arena is allocated.
+  int64_t memory_limit = 0;
 };
 
 class Module {

@@ -1,9 +1,11 @@
 #include "runtime/reference/executor.h"
 
+#include <algorithm>
 #include <set>
 
 #include "ir/op_registry.h"
 #include "ir/verifier.h"
+#include "runtime/memory_budget.h"
 #include "runtime/reference/kernel.h"
 
 namespace kiln::reference {
@@ -24,10 +26,26 @@ Status CheckOutputs(const Node& node, const std::vector<TensorType>& expected,
   return OkStatus();
 }
 
+// The bytes of a dense tensor of `type` (fully known), without overflow.
+double DenseBytes(const TensorType& type) {
+  double bytes = DTypeSize(type.dtype);
+  for (int64_t d : type.shape.dims()) bytes *= static_cast<double>(d);
+  return bytes;
+}
+
 }  // namespace
 
 Result<std::vector<Tensor>> ReferenceExecutor::Execute(const RunPlan& plan,
                                                        VariableStore& variables) {
+  VariableStore before = variables;  // values are replaced, never changed in place: cheap
+  Result<std::vector<Tensor>> fetched = Run(plan, variables);
+  if (!fetched.ok()) variables = std::move(before);
+  return fetched;
+}
+
+Result<std::vector<Tensor>> ReferenceExecutor::Run(const RunPlan& plan, VariableStore& variables) {
+  const MemoryBudget budget = HostBudget(memory_limit_);
+  int64_t live = 0;  // bytes of the tensors this run allocated and still holds
   std::map<TensorRef, Tensor> values = plan.feeds;
   std::map<TensorRef, int> uses;  // remaining reads of each tensor by the nodes to run
   for (const Node* node : plan.nodes)
@@ -57,6 +75,13 @@ Result<std::vector<Tensor>> ReferenceExecutor::Execute(const RunPlan& plan,
     KernelContext ctx(*node, attrs, std::move(inputs), out_types, RunState{&variables, &counters_});
     for (size_t i = 0; i < out_types.size(); ++i)
       if (out_types[i].shape.IsFullyKnown()) {
+        const double bytes = DenseBytes(out_types[i]);
+        if (static_cast<double>(live) + bytes > static_cast<double>(budget.bytes))
+          return node->MakeNodeError(
+              ErrorCode::kResourceExhausted, "output ", i, " ", out_types[i].ToString(), " needs ",
+              FormatBytes(static_cast<int64_t>(std::min(bytes, 9e18))), "; with ",
+              FormatBytes(live), " held by the run it would exceed the memory budget of ",
+              budget.ToString());
         Result<Tensor> t = Tensor::Create(out_types[i].dtype, out_types[i].shape);
         if (!t.ok())
           return node->MakeNodeError(t.error().code(), "output ", i, ": ", t.error().message());
@@ -64,10 +89,17 @@ Result<std::vector<Tensor>> ReferenceExecutor::Execute(const RunPlan& plan,
       }
     KILN_RETURN_IF_ERROR((*kernel)(ctx));
     KILN_RETURN_IF_ERROR(CheckOutputs(*node, out_types, ctx.outputs()));
-    for (size_t i = 0; i < ctx.outputs().size(); ++i)
+    for (size_t i = 0; i < ctx.outputs().size(); ++i) {
+      live += ctx.outputs()[i].byte_size();
       values[TensorRef{node->name, static_cast<int>(i)}] = std::move(ctx.outputs()[i]);
+    }
     for (const TensorRef& in : node->inputs)
-      if (--uses[in] == 0 && !keep.count(in)) values.erase(in);
+      if (--uses[in] == 0 && !keep.count(in)) {
+        auto it = values.find(in);
+        if (it == values.end()) continue;
+        if (!plan.feeds.count(in)) live -= it->second.byte_size();
+        values.erase(it);
+      }
   }
   std::vector<Tensor> fetched;
   for (const TensorRef& f : plan.fetches) {

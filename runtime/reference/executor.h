@@ -2,6 +2,10 @@
 // each node it re-runs type inference on the actual inputs, so run-time shape errors (a -1 dim
 // that turns out not to broadcast) are reported against the node, and checks each kernel's
 // outputs against the inferred types. Intermediate tensors are freed after their last use.
+// Memory: the tensors a run allocates are counted against the host budget of `memory_limit`
+// (runtime/memory_budget.h; 0 is what the process can get when the run starts); an output that
+// would exceed it fails the run before it is allocated, naming the node, its op and shape. A run
+// that fails leaves the variables as they were before it (Assigns it made are undone).
 #pragma once
 
 #include <map>
@@ -13,9 +17,13 @@ namespace kiln::reference {
 
 class ReferenceExecutor : public Executor {
  public:
+  explicit ReferenceExecutor(int64_t memory_limit = 0) : memory_limit_(memory_limit) {}
   Result<std::vector<Tensor>> Execute(const RunPlan& plan, VariableStore& variables) override;
 
  private:
+  Result<std::vector<Tensor>> Run(const RunPlan& plan, VariableStore& variables);
+
+  int64_t memory_limit_;
   std::map<std::string, uint64_t> counters_;  // per-node random stream counters
 };
 

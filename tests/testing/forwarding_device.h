@@ -16,6 +16,7 @@ class ForwardingDevice : public cuda::Device {
   int Architecture() const override { return sim_->Architecture(); }
   Result<cuda::DevicePtr> Allocate(int64_t bytes) override { return sim_->Allocate(bytes); }
   void Free(cuda::DevicePtr p) override { sim_->Free(p); }
+  Result<cuda::DeviceMemory> Memory() override { return sim_->Memory(); }
   Status ToDevice(cuda::DevicePtr dst, const void* src, int64_t bytes) override {
     return sim_->ToDevice(dst, src, bytes);
   }

@@ -12,7 +12,7 @@ namespace {
 int RunKilnrt(const Command& cmd, const std::vector<std::string>& args) {
   Flags flags;
   flags.Repeated("input").Repeated("fetch").Option("out").Option("threads").Switch("describe");
-  flags.Option("backend").Option("repeat");
+  flags.Option("backend").Option("repeat").Option("memory-limit");
   flags.Positional(1, 1);
   if (int code = ParseOrExit(cmd, flags, args); code >= 0) return code;
   if (flags.On("describe")) return DescribeModuleFile(cmd, flags.positional()[0]);
@@ -27,7 +27,8 @@ int main(int argc, char** argv) {
   static const Command kilnrt = {
       "", "run a compiled module",
       "usage: kilnrt MODULE.kmod [--input NAME=FILE]... [--fetch NAME]... [--out DIR]\n"
-      "              [--threads N] [--backend B] [--repeat N] [--describe]\n\n"
+      "              [--threads N] [--backend B] [--repeat N] [--memory-limit SIZE]\n"
+      "              [--describe]\n\n"
       "Runs a module written by `kiln compile` with the runtime alone. Inputs are .npy or ONNX\n"
       "TensorProto .pb files, each of exactly the dtype and shape the module was compiled for.\n"
       "With --out, each output is written to DIR/NAME.npy; without it a summary of each is\n"
@@ -36,7 +37,10 @@ int main(int argc, char** argv) {
       "default) uses every core this process may use. A module compiled with --target cuda runs\n"
       "on the first GPU (--backend cuda, its default) or on the simulated CUDA device\n"
       "(--backend cuda-sim). --repeat N runs it N more times and prints the median and the\n"
-      "minimum time of those runs (inputs in to outputs out) on stderr.\n",
+      "minimum time of those runs (inputs in to outputs out) on stderr.\n"
+      "--memory-limit SIZE (e.g. 512M, 20G) is the memory the module may use; by default what\n"
+      "the process can get (the smaller of MemAvailable and the cgroup's limit). A module whose\n"
+      "plan does not fit is refused before it allocates anything, naming its largest buffers.\n",
       RunKilnrt, "kilnrt"};
   return kilnrt.run(kilnrt, std::vector<std::string>(argv + 1, argv + argc));
 }

@@ -11,7 +11,7 @@ void DeclarePrecisionFlags(Flags& flags) {
 
 void DeclareSessionFlags(Flags& flags) {
   DeclarePrecisionFlags(flags);
-  flags.Option("backend").Option("threads").Switch("check-numerics");
+  flags.Option("backend").Option("threads").Option("memory-limit").Switch("check-numerics");
 }
 
 Result<PrecisionPolicy> PrecisionFromFlags(const Flags& flags) {
@@ -52,6 +52,7 @@ Result<SessionOptions> SessionOptionsFromFlags(const Flags& flags) {
   options.threads = static_cast<int>(threads);
   KILN_ASSIGN_OR_RETURN(options.precision, PrecisionFromFlags(flags));
   options.check_numerics = flags.On("check-numerics");
+  KILN_ASSIGN_OR_RETURN(options.memory_limit, ParseMemoryLimit(flags));
   return options;
 }
 

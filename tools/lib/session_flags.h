@@ -6,6 +6,7 @@
 //   --precision-node NODE=LIST  choose for one node (e.g. conv1=keep32)
 //   --tf32                      float32 matrix products may use TF32 on a CUDA device
 //   --check-numerics            fail at the first node that computes an inf or NaN
+//   --memory-limit SIZE         the memory budget (512M, 20G; default: what the process can get)
 // kiln compile and kiln inspect take the precision flags (with --tf32) alone.
 #pragma once
 
