@@ -50,7 +50,8 @@ void SetCopy(Step& step, const std::vector<int64_t>& dims, int64_t src_offset,
 
 bool HasCopyLowering(const std::string& op) {
   return op == "Slice" || op == "SliceGrad" || op == "Pad" || op == "Concat" || op == "Split" ||
-         op == "ConcatGrad" || op == "BroadcastTo" || op == "BroadcastLike" || op == "Transpose";
+         op == "ConcatGrad" || op == "BroadcastTo" || op == "BroadcastLike" || op == "Transpose" ||
+         op == "Tile";
 }
 
 namespace {
@@ -108,6 +109,32 @@ Status LowerCopy(const Node& node, const StaticInfo& info, Step& step) {
     if (shift < 0) return MakeError(ErrorCode::kInternal, node.op, ": x has a higher rank");
     for (int d = 0; d < in.rank(); ++d) src_strides[d + shift] = in[d] == 1 ? 0 : sx[d];
     SetCopy(step, out.dims(), 0, src_strides, 0, RowMajorStrides(out), false, 0);
+    return OkStatus();
+  }
+  if (node.op == "Tile") {
+    // Axis d of y is multiples[d] copies of x's: the copy runs over [m0, n0, m1, n1, ...] with x's
+    // strides [0, s0, 0, s1, ...] and y's [n0 * t0, t0, n1 * t1, t1, ...]; copies of one (m = 1)
+    // need no axis of their own. The innermost run stays contiguous on both sides.
+    KILN_ASSIGN_OR_RETURN(std::vector<int64_t> multiples, attrs.GetInts("multiples"));
+    if (static_cast<int>(multiples.size()) != in.rank() || out.rank() != in.rank())
+      return MakeError(ErrorCode::kInternal, "Tile: ", multiples.size(), " multiples for ",
+                       in.ToString());
+    const std::vector<int64_t> sx = RowMajorStrides(in), sy = RowMajorStrides(out);
+    std::vector<int64_t> dims, src_strides, dst_strides;
+    for (int d = 0; d < in.rank(); ++d) {
+      if (out[d] != multiples[d] * in[d])
+        return MakeError(ErrorCode::kInternal, "Tile: ", in.ToString(), " by ", multiples[d],
+                         " along axis ", d, " is not ", out.ToString());
+      if (multiples[d] != 1) {
+        dims.push_back(multiples[d]);
+        src_strides.push_back(0);
+        dst_strides.push_back(in[d] * sy[d]);
+      }
+      dims.push_back(in[d]);
+      src_strides.push_back(sx[d]);
+      dst_strides.push_back(sy[d]);
+    }
+    SetCopy(step, dims, 0, src_strides, 0, dst_strides, false, 0);
     return OkStatus();
   }
   if (node.op == "Transpose") {  // y[i] = x[i permuted]: x's strides, permuted

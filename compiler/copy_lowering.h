@@ -1,5 +1,6 @@
 // Data-movement lowering: Slice, SliceGrad, constant-mode Pad, BroadcastTo and BroadcastLike (a
-// source stride of 0 on the repeated dims) and Transpose (the source's strides permuted) as one
+// source stride of 0 on the repeated dims), Tile (each axis split into copies, with a source
+// stride of 0, and the axis itself) and Transpose (the source's strides permuted) as one
 // "strided_copy" library step
 // (runtime/cpu/strided_copy_step.cc) instead of reference kernels; Concat as one "concat"
 // step and Split and ConcatGrad (Concat's gradient) as one "split" step (concat_step.cc: attrs

@@ -247,6 +247,29 @@ bool LowerGather(Step& step, const Executable& exe) {
   return true;
 }
 
+// Sum, Mean, Prod, Max and Min over an integer tensor as "reduce_integer" (attributes
+// reduced, as reduce_sum's, and op).
+bool LowerIntegerReduction(Step& step, const Executable& exe) {
+  static const std::map<std::string, std::string> kFolds = {
+      {"Sum", "sum"}, {"Mean", "mean"}, {"Prod", "prod"}, {"Max", "max"}, {"Min", "min"}};
+  auto fold = kFolds.find(step.callee);
+  if (fold == kFolds.end() || step.inputs.size() != 1 || step.outputs.size() != 1) return false;
+  const TensorType& x = exe.buffers[step.inputs[0]].type;
+  if (IsFloat(x.dtype) || !exe.buffers[step.inputs[0]].layout.empty()) return false;
+  std::optional<std::vector<int64_t>> reduced = SummedDims(step.node, x.shape, nullptr);
+  if (!reduced) return false;
+  int64_t count = 1;
+  for (int d = 0; d < x.shape.rank(); ++d)
+    if ((*reduced)[d]) count *= x.shape[d];
+  // Over nothing, max, min and the integer mean are errors the reference kernel reports.
+  if (count == 0 && fold->second != "sum" && fold->second != "prod") return false;
+  AttrMap attrs;
+  attrs.Set("reduced", *reduced);
+  attrs.Set("op", fold->second);
+  SetLibrary(step, "reduce_integer", std::move(attrs));
+  return true;
+}
+
 }  // namespace
 
 void LowerCpuRoutineSteps(Executable& exe) {
@@ -256,6 +279,8 @@ void LowerCpuRoutineSteps(Executable& exe) {
       LowerOneHot(step, exe);
     else if (step.callee == "Gather" || step.callee == "GatherGrad")
       LowerGather(step, exe);
+    else
+      LowerIntegerReduction(step, exe);
   }
 }
 

@@ -29,7 +29,9 @@ Result<bool> LowerToLibrary(const Node& node, const StaticInfo& info, Step& step
 // (PlanOptions::cpu_steps): OneHot with i32/i64 indices into an f32/f64 output into "one_hot"
 // (runtime/cpu/one_hot_step.cc; attributes depth, axis normalized, on_value, off_value); Gather
 // (any dtype) and GatherGrad (f32, f64) with i32/i64 indices into "gather" and "gather_grad"
-// (runtime/cpu/gather_step.cc; attribute axis, normalized).
+// (runtime/cpu/gather_step.cc; attribute axis, normalized); Sum, Mean, Prod, Max and Min over
+// integers into "reduce_integer" (runtime/cpu/reduce_integer_step.cc; attributes
+// reduced, as reduce_sum's, and op).
 void LowerCpuRoutineSteps(Executable& exe);
 
 // The "reduce_sum" attributes (reduced: per input dim 1 when summed away; scale: 1, or 1/count

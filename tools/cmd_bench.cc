@@ -4,10 +4,14 @@
 // training step (forward, backward and the optimizer's update) of the optimizer's Minimize target,
 // added here to the loaded graph. On the cpu backend the plan's steps are counted by kind, as
 // `kiln inspect --fusion` counts them (the same compiler pipeline, without code generation).
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <map>
 #include <optional>
 #include <set>
@@ -18,6 +22,7 @@
 #include "passes/optim.h"
 #include "runtime/cpu/cpu_executor.h"
 #include "runtime/cpu/plan_compiler.h"
+#include "runtime/memory_budget.h"
 #include "runtime/session.h"
 #include "tools/command.h"
 #include "tools/lib/session_flags.h"
@@ -29,6 +34,19 @@
 
 namespace kiln::cli {
 namespace {
+
+// The process's resident memory now (/proc/self/statm), and its peak so far (getrusage).
+int64_t ResidentBytes() {
+  std::ifstream statm("/proc/self/statm");
+  int64_t pages = 0, resident = 0;
+  statm >> pages >> resident;
+  return resident * static_cast<int64_t>(sysconf(_SC_PAGESIZE));
+}
+int64_t PeakResidentBytes() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<int64_t>(usage.ru_maxrss) * 1024;
+}
 
 using Clock = std::chrono::steady_clock;
 
@@ -313,6 +331,7 @@ int RunBench(const Command& cmd, const std::vector<std::string>& args) {
       last_values.push_back(t.num_elements() == 1 ? t.GetDouble(0) : NAN);
     return OkStatus();
   };
+  const int64_t resident_before = ResidentBytes();
   start = Clock::now();
   if (Status s = run_once("first run"); !s.ok()) return Fail(cmd, s.error());
   first_values = last_values;
@@ -335,6 +354,8 @@ int RunBench(const Command& cmd, const std::vector<std::string>& args) {
   std::printf("median_ms: %.3f\n", median);
   std::printf("min_ms: %.3f\n", sorted.front());
   std::printf("max_ms: %.3f\n", sorted.back());
+  std::printf("peak_rss: %s (before the first run: %s)\n", FormatBytes(PeakResidentBytes()).c_str(),
+              FormatBytes(resident_before).c_str());
   for (size_t i = 0; i < fetches.size(); ++i)
     if (!std::isnan(last_values[i]))
       std::printf("%s: %.6g (first run %.6g)\n", fetch_names[i].c_str(), last_values[i],

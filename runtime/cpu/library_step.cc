@@ -55,6 +55,7 @@ Result<std::unique_ptr<StepRunner>> MakeLibraryStep(const Step& step, const Exec
   if (step.callee == "gather" || step.callee == "gather_grad") return MakeGatherStep(step, exe);
   if (step.callee == "assign") return MakeAssignStep(step, exe);
   if (step.callee == "reduce_sum") return MakeReduceSumStep(step, exe);
+  if (step.callee == "reduce_integer") return MakeReduceIntegerStep(step, exe);
   if (step.callee == "bias_add") return MakeBiasAddStep(step, exe);
   return MakeError(
       ErrorCode::kUnimplemented, "unknown library routine '", step.callee,
@@ -63,7 +64,7 @@ Result<std::unique_ptr<StepRunner>> MakeLibraryStep(const Step& step, const Exec
       "avg_pool2d_grad, variable_read, batch_norm, batch_norm_grad, copy, reorder, "
       "strided_copy, concat, split, softmax_cross_entropy, softmax_cross_entropy_grad, "
       "check_labels, check_indices, one_hot, gather, gather_grad, assign, reduce_sum, "
-      "bias_add)");
+      "reduce_integer, bias_add)");
 }
 
 }  // namespace kiln::cpu

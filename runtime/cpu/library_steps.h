@@ -50,6 +50,8 @@ Result<std::unique_ptr<StepRunner>> MakeCopyStep(const Step& step, const Executa
 Result<std::unique_ptr<StepRunner>> MakeAssignStep(const Step& step, const Executable& exe);
 // reduce_sum: Sum, Mean, SumLike in f32/f64 (reduce_step.cc; bf16/f16 through MakeWidenedStep).
 Result<std::unique_ptr<StepRunner>> MakeReduceSumStep(const Step& step, const Executable& exe);
+// reduce_integer: Sum, Mean, Prod, Max, Min over integers (reduce_integer_step.cc).
+Result<std::unique_ptr<StepRunner>> MakeReduceIntegerStep(const Step& step, const Executable& exe);
 // bias_add: BiasAdd in f32/f64 (bias_add_step.cc).
 Result<std::unique_ptr<StepRunner>> MakeBiasAddStep(const Step& step, const Executable& exe);
 // variable_read: binds a kVariable buffer to the variable's stored value (variable_step.cc).

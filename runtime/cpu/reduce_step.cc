@@ -16,6 +16,7 @@
 
 #include "runtime/cpu/layouts.h"
 #include "runtime/cpu/library_steps.h"
+#include "runtime/cpu/reduction_groups.h"
 
 namespace kiln::cpu {
 namespace {
@@ -138,30 +139,13 @@ Result<std::unique_ptr<StepRunner>> MakeReduceSumStep(const Step& step, const Ex
     summed.clear();
     for (int from : order.from) summed.push_back(reduced[from]);
   }
-  std::vector<int64_t> sizes;
-  std::vector<bool> kinds;
-  int64_t kept = 1;
-  for (size_t d = 0; d < dims.size(); ++d) {
-    const int64_t n = dims[d];
-    const bool r = summed[d] != 0;
-    if (!r) kept *= n;
-    if (n == 1) continue;
-    if (!sizes.empty() && kinds.back() == r) {
-      sizes.back() *= n;
-    } else {
-      sizes.push_back(n);
-      kinds.push_back(r);
-    }
-  }
-  if (kept != y.shape.NumElements())
-    return MakeError(ErrorCode::kInternal, "reduce_sum: ", x.ToString(), " keeps ", kept,
+  ReductionGroups groups = GroupReduction(dims, summed);
+  if (groups.kept != y.shape.NumElements())
+    return MakeError(ErrorCode::kInternal, "reduce_sum: ", x.ToString(), " keeps ", groups.kept,
                      " elements but the output is ", y.ToString());
-  if (sizes.empty() && x.shape.NumElements() == 1) {  // everything size 1: a copy, scaled
-    sizes.push_back(1);
-    kinds.push_back(false);
-  }
   return std::unique_ptr<StepRunner>(new ReduceSumStep(step.inputs[0], step.outputs[0], x.dtype,
-                                                       std::move(sizes), std::move(kinds), scale));
+                                                       std::move(groups.sizes),
+                                                       std::move(groups.reduced), scale));
 }
 
 }  // namespace kiln::cpu

@@ -36,8 +36,26 @@ Status TransposeKernel(KernelContext& ctx) {
   return OkStatus();
 }
 
+// Row by row: each row of y (its last dim) is the row of x it tiles, repeated.
 Status TileKernel(KernelContext& ctx) {
-  CopyFromSource(ctx.input(0), ctx.output(0), array_internal::TileSource(ctx.input(0).shape()));
+  const Tensor& x = ctx.input(0);
+  Tensor& y = ctx.output(0);
+  if (x.num_elements() == 0 || y.num_elements() == 0) return OkStatus();
+  if (x.rank() == 0) {
+    CopyElements(x, 0, y, 0);
+    return OkStatus();
+  }
+  const int last = x.rank() - 1;
+  const int64_t row = x.shape()[last], rows = y.num_elements() / y.shape()[last];
+  const array_internal::SourceFn source = array_internal::TileSource(x.shape());
+  const std::vector<int64_t> strides = RowMajorStrides(x.shape());
+  std::vector<int64_t> at(x.rank(), 0);  // the coordinates of row r's first element in y
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t from = source(at, strides), to = r * y.shape()[last];
+    for (int64_t copy = 0; copy < y.shape()[last]; copy += row)
+      CopyElements(x, from, y, to + copy, row);
+    for (int d = last - 1; d >= 0 && ++at[d] == y.shape()[d]; --d) at[d] = 0;
+  }
   return OkStatus();
 }
 

@@ -37,9 +37,11 @@ template <typename SourceFn>
 void CopyFromSource(const Tensor& x, Tensor& y, SourceFn source) {
   if (x.num_elements() == 0 || y.num_elements() == 0) return;
   std::vector<int64_t> strides = RowMajorStrides(x.shape());
+  std::vector<int64_t> at(y.shape().rank(), 0);  // the coordinates of element i of y
   for (int64_t i = 0; i < y.num_elements(); ++i) {
-    int64_t j = source(Unravel(i, y.shape()), strides);
+    int64_t j = source(at, strides);
     if (j >= 0) CopyElements(x, j, y, i);
+    for (int d = y.shape().rank() - 1; d >= 0 && ++at[d] == y.shape()[d]; --d) at[d] = 0;
   }
 }
 

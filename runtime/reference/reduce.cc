@@ -15,9 +15,41 @@
 namespace kiln::reference {
 namespace {
 
-// Called once per output element `out` (row-major) with the flat input indices that reduce into
-// it, in row-major order of the reduced coordinates (for one axis: position k along the axis).
-using ReductionFn = std::function<Status(int64_t out, const std::vector<int64_t>& in)>;
+// The input offsets that reduce into one output element, visited in row-major order of the reduced
+// coordinates (for one axis: position k along the axis). They are computed as they are visited: a
+// list of them would take 8 bytes per input element.
+class ReducedElements {
+ public:
+  ReducedElements(int64_t base, const std::vector<int64_t>& dims,
+                  const std::vector<int64_t>& strides, int64_t count)
+      : base_(base), dims_(dims), strides_(strides), count_(count) {}
+  int64_t size() const { return count_; }
+  // Calls fn(k, offset) for the k-th element, k = 0, 1, ...
+  template <typename Fn>
+  void ForEach(Fn fn) const {
+    if (count_ == 0) return;
+    std::vector<int64_t> at(dims_.size(), 0);
+    int64_t offset = base_;
+    for (int64_t k = 0; k < count_; ++k) {
+      fn(k, offset);
+      for (int d = static_cast<int>(dims_.size()) - 1; d >= 0; --d) {  // the next coordinate
+        offset += strides_[d];
+        if (++at[d] < dims_[d]) break;
+        offset -= strides_[d] * dims_[d];
+        at[d] = 0;
+      }
+    }
+  }
+
+ private:
+  int64_t base_;
+  const std::vector<int64_t>& dims_;
+  const std::vector<int64_t>& strides_;
+  int64_t count_;
+};
+
+// Called once per output element `out` (row-major) with the input elements that reduce into it.
+using ReductionFn = std::function<Status(int64_t out, const ReducedElements& in)>;
 
 // The shared "reduce over axes" loop: splits the input's dims into kept and reduced ones (`axes`
 // sorted, in range) and visits every output element with its reduced input elements. The output's
@@ -32,21 +64,13 @@ Status ForEachReduction(const Shape& in, const std::vector<int>& axes, const Red
     (reduced ? red_strides : kept_strides).push_back(strides[i]);
     (reduced ? num_red : num_out) *= in[i];
   }
-  // Flat index over `dims` -> input offset through `dim_strides` (last dim fastest).
-  auto offset = [](int64_t flat, const std::vector<int64_t>& dims,
-                   const std::vector<int64_t>& dim_strides) {
-    int64_t off = 0;
-    for (int i = static_cast<int>(dims.size()) - 1; i >= 0; --i) {
-      off += (flat % dims[i]) * dim_strides[i];
-      flat /= dims[i];
-    }
-    return off;
-  };
-  std::vector<int64_t> indices(num_red);
   for (int64_t o = 0; o < num_out; ++o) {
-    int64_t base = offset(o, kept_dims, kept_strides);
-    for (int64_t r = 0; r < num_red; ++r) indices[r] = base + offset(r, red_dims, red_strides);
-    KILN_RETURN_IF_ERROR(fn(o, indices));
+    int64_t base = 0, flat = o;  // the output's offset through the kept dims (last dim fastest)
+    for (int i = static_cast<int>(kept_dims.size()) - 1; i >= 0; --i) {
+      base += (flat % kept_dims[i]) * kept_strides[i];
+      flat /= kept_dims[i];
+    }
+    KILN_RETURN_IF_ERROR(fn(o, ReducedElements(base, red_dims, red_strides, num_red)));
   }
   return OkStatus();
 }
@@ -76,17 +100,17 @@ KernelFn FoldKernel(Fold f) {
     Tensor& y = ctx.output(0);
     bool integral = !IsFloat(x.dtype());
     return ForEachReduction(
-        x.shape(), ReducedAxes(ctx), [&](int64_t o, const std::vector<int64_t>& in) -> Status {
-          int64_t n = static_cast<int64_t>(in.size());
+        x.shape(), ReducedAxes(ctx), [&](int64_t o, const ReducedElements& in) -> Status {
+          int64_t n = in.size();
           if (n == 0 && (f.needs_element || (f.mean && integral)))
             return ctx.Fail("reduces over zero elements (input ", x.shape().ToString(), ")");
           if (integral) {
             int64_t acc = f.int_init;
-            for (int64_t i : in) acc = f.int_fn(acc, x.GetInt(i));
+            in.ForEach([&](int64_t, int64_t i) { acc = f.int_fn(acc, x.GetInt(i)); });
             y.SetInt(o, f.mean ? acc / n : acc);
           } else {
             double acc = f.float_init;
-            for (int64_t i : in) acc = f.float_fn(acc, x.GetDouble(i));
+            in.ForEach([&](int64_t, int64_t i) { acc = f.float_fn(acc, x.GetDouble(i)); });
             y.SetDouble(o, f.mean ? acc / static_cast<double>(n) : acc);
           }
           return OkStatus();
@@ -102,24 +126,26 @@ KernelFn ArgKernel(int sign) {
     bool last = ctx.attrs().Find("select_last_index")->get<bool>();
     bool integral = !IsFloat(x.dtype());
     return ForEachReduction(
-        x.shape(), ReducedAxes(ctx), [&](int64_t o, const std::vector<int64_t>& in) -> Status {
-          if (in.empty())
+        x.shape(), ReducedAxes(ctx), [&](int64_t o, const ReducedElements& in) -> Status {
+          if (in.size() == 0)
             return ctx.Fail("reduces over zero elements (input ", x.shape().ToString(), ")");
-          int64_t best = 0;
-          for (int64_t k = 1; k < static_cast<int64_t>(in.size()); ++k) {
+          int64_t best = 0, best_int = 0;
+          double best_float = 0;
+          in.ForEach([&](int64_t k, int64_t i) {
             bool better, equal;
             if (integral) {
-              int64_t a = x.GetInt(in[k]), b = x.GetInt(in[best]);
+              const int64_t a = x.GetInt(i), b = best_int;
               better = sign > 0 ? a > b : a < b;
               equal = a == b;
+              if (k == 0 || better || (last && equal)) best = k, best_int = a;
             } else {
-              double a = x.GetDouble(in[k]), b = x.GetDouble(in[best]);
+              const double a = x.GetDouble(i), b = best_float;
               bool a_nan = std::isnan(a), b_nan = std::isnan(b);
               better = b_nan ? false : a_nan || (sign > 0 ? a > b : a < b);
               equal = (a_nan && b_nan) || a == b;
+              if (k == 0 || better || (last && equal)) best = k, best_float = a;
             }
-            if (better || (last && equal)) best = k;
-          }
+          });
           y.SetInt(o, best);
           return OkStatus();
         });
