@@ -83,6 +83,25 @@ $kiln compile scripts/gpu_bundle/gemm.kgraph.txt --target cuda --tf32 --input "x
   -o "$out/models/gemm_tf32_bench.kmod" >/dev/null
 echo "$gemm" >"$out/models/GEMM"
 
+# A plan no GPU holds: x[2^20] f32, then 20 outputs, x * i tiled 2048 times (8 GiB each, 160 GiB
+# in all). run.sh checks that it is refused at load, before any device allocation.
+too_big_graph() {
+  echo 'format_version: 1'
+  echo 'nodes { name: "x" op: "Placeholder" attrs { key: "dtype" value { dtype: DT_F32 } }'
+  echo '  attrs { key: "shape" value { shape { dims: 1048576 } } } }'
+  local previous=x
+  for ((i = 1; i <= 20; i++)); do
+    echo "nodes { name: \"a$i\" op: \"Add\" inputs: \"$previous\" inputs: \"x\" }"
+    echo "nodes { name: \"t$i\" op: \"Tile\" inputs: \"a$i\""
+    echo "  attrs { key: \"multiples\" value { ints { values: 2048 } } } }"
+    previous=a$i
+  done
+  echo 'inputs: "x"'
+  for ((i = 1; i <= 20; i++)); do echo "outputs { name: \"y$i\" tensor: \"t$i:0\" }"; done
+}
+too_big_graph >"$staging/too_big.kgraph.txt"
+$kiln compile "$staging/too_big.kgraph.txt" --target cuda -o "$out/models/too_big.kmod" >/dev/null
+
 # Training steps (one SGD step per run of the module, which keeps the weights) of Shi et al.
 # networks at batch 128: ResNet-56 in bf16, AlexNet-R and FCN-R in fp32 and bf16, the LSTM in
 # bf16. The modules hold no weights (--no-variables: each starts from its seeded initializers on

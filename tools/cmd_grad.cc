@@ -31,9 +31,12 @@ int RunGrad(const Command& cmd, const std::vector<std::string>& args) {
       .Option("out")
       .Option("checkpoint")
       .Option("backend")
+      .Option("memory-limit")
       .Switch("grad-of-sum")
       .Positional(1, 1);
   if (int code = ParseOrExit(cmd, flags, args); code >= 0) return code;
+  Result<int64_t> memory_limit = ParseMemoryLimit(flags);
+  if (!memory_limit.ok()) return UsageError(cmd, memory_limit.error().message());
   std::vector<std::string> wrt = SplitCommaLists(flags.GetAll("wrt"));
   if (!flags.Has("of") || wrt.empty() || !flags.Has("out"))
     return UsageError(cmd, "needs --of NAME, --wrt NAME[,NAME]... and --out DIR");
@@ -65,7 +68,8 @@ int RunGrad(const Command& cmd, const std::vector<std::string>& args) {
   Result<Graph> built = (*g)->Build();
   if (!built.ok()) return Fail(cmd, built.error());
   Session session(std::move(*built),
-                  SessionOptions{.backend = flags.Get("backend", kDefaultBackend)});
+                  SessionOptions{.backend = flags.Get("backend", kDefaultBackend),
+                                 .memory_limit = *memory_limit});
   if (flags.Has("checkpoint"))
     if (Status s = session.RestoreCheckpoint(flags.Get("checkpoint")); !s.ok())
       return Fail(cmd, s.error());

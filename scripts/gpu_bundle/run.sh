@@ -86,6 +86,15 @@ for model in mlp transformer gpt_block; do
   grep -qx "$model" "$here/models/LIST" || continue
   check "$model: a replayed CUDA graph's outputs match too" run_and_compare "$model" --repeat 2
 done
+refused_saying() {  # refused_saying TEXT COMMAND...: exit 1 with TEXT in its message
+  local text=$1 message
+  shift
+  message=$("$@" 2>&1 >/dev/null)
+  [[ $? -eq 1 && $message == *"$text"* ]] || { echo "$message"; return 1; }
+}
+check "a plan larger than the device is refused at load, before it allocates" refused_saying \
+  "the plan's device memory needs 160.0 GiB" "$kilnrt" "$here/models/too_big.kmod" \
+  --backend "$backend"
 head -c 1000 "$here/models/transformer.kmod" >"$work/truncated.kmod"
 check "a truncated module is refused with exit 1" refused "$kilnrt" "$work/truncated.kmod"
 # On a GPU: NVIDIA's compute-sanitizer (memcheck: out-of-bounds and misaligned device accesses,
