@@ -53,8 +53,8 @@ std::optional<int64_t> MemAvailable() {
 }
 
 // The directories that may hold this process's cgroup files for `controller` ("" for v2): the
-// cgroup's own path under the mount, then the mount's root (inside a container the mount often
-// shows the container's cgroup at its root).
+// cgroup's own path under the mount and each of its ancestors (a limit on any of them applies),
+// then the mount's root (inside a container the mount often shows the container's cgroup there).
 std::vector<std::string> CgroupDirectories(const std::string& controller) {
   const std::string mount = controller.empty() ? "/sys/fs/cgroup" : "/sys/fs/cgroup/" + controller;
   std::vector<std::string> dirs;
@@ -69,56 +69,77 @@ std::vector<std::string> CgroupDirectories(const std::string& controller) {
     bool match = controller.empty() ? controllers.empty() : false;
     std::stringstream list(controllers);
     for (std::string c; std::getline(list, c, ',');) match |= c == controller;
-    if (match && path != "/") dirs.push_back(mount + path);
+    if (!match) continue;
+    for (std::string p = path; p.size() > 1; p = p.substr(0, p.rfind('/')))
+      dirs.push_back(mount + p);
   }
   dirs.push_back(mount);
   return dirs;
 }
 
-// The room left under the process's cgroup memory limit, and which file said so.
+// The least room left under the cgroup memory limits that apply to this process, and which file
+// said so.
 std::optional<std::pair<int64_t, std::string>> CgroupRoom() {
-  for (const std::string& dir : CgroupDirectories("")) {
-    std::optional<int64_t> max = ReadNumber(dir + "/memory.max");
-    std::optional<int64_t> current = ReadNumber(dir + "/memory.current");
-    if (!max || !current || *max >= kNoLimit) continue;
-    const int64_t reclaimable = ReadStat(dir + "/memory.stat", "inactive_file");
-    return std::make_pair(std::max<int64_t>(0, *max - *current + reclaimable),
-                          std::string("the cgroup's memory.max"));
-  }
-  for (const std::string& dir : CgroupDirectories("memory")) {
-    std::optional<int64_t> limit = ReadNumber(dir + "/memory.limit_in_bytes");
-    std::optional<int64_t> usage = ReadNumber(dir + "/memory.usage_in_bytes");
-    if (!limit || !usage || *limit >= kNoLimit) continue;
-    const int64_t reclaimable = ReadStat(dir + "/memory.stat", "total_inactive_file");
-    return std::make_pair(std::max<int64_t>(0, *limit - *usage + reclaimable),
-                          std::string("the cgroup's memory.limit_in_bytes"));
-  }
-  return std::nullopt;
+  std::optional<std::pair<int64_t, std::string>> least;
+  auto consider = [&](const std::string& dir, const char* limit_file, const char* usage_file,
+                      const char* reclaimable_key) {
+    std::optional<int64_t> limit = ReadNumber(dir + "/" + limit_file);
+    std::optional<int64_t> usage = ReadNumber(dir + "/" + usage_file);
+    if (!limit || !usage || *limit >= kNoLimit) return;
+    const int64_t reclaimable = ReadStat(dir + "/memory.stat", reclaimable_key);
+    const int64_t room = std::max<int64_t>(0, *limit - *usage + reclaimable);
+    if (!least || room < least->first)
+      least = std::make_pair(room, std::string("the cgroup's ") + limit_file);
+  };
+  for (const std::string& dir : CgroupDirectories(""))
+    consider(dir, "memory.max", "memory.current", "inactive_file");
+  for (const std::string& dir : CgroupDirectories("memory"))
+    consider(dir, "memory.limit_in_bytes", "memory.usage_in_bytes", "total_inactive_file");
+  return least;
 }
 
-// The variable a kVariable buffer is bound to: its node's name ("w" of "w:0").
-std::string VariableName(const BufferDesc& b) { return b.tensor.substr(0, b.tensor.rfind(':')); }
-
-std::string Describe(const BufferDesc& b) {
-  std::string what = b.kind == BufferDesc::Kind::kVariable   ? "variable '" + VariableName(b) + "'"
-                     : b.kind == BufferDesc::Kind::kConstant ? "constant '" + b.tensor + "'"
-                                                             : "'" + b.tensor + "'";
-  if (!b.op.empty() && b.kind != BufferDesc::Kind::kVariable) what += " (" + b.op + ")";
-  return what + " " + b.type.ToString();
+// The variable each kVariable buffer is bound to: a variable_read's output is its node's variable,
+// an assign's output the variable it assigns (its input 0's node); any other, its tensor's node.
+std::map<int, std::string> VariableNames(const Executable& exe) {
+  std::map<int, std::string> names;
+  for (const Step& step : exe.steps) {
+    if (step.kind != Step::Kind::kLibrary || step.outputs.size() != 1) continue;
+    if (step.callee == "variable_read") names[step.outputs[0]] = step.node.name;
+    if (step.callee == "assign" && !step.node.inputs.empty())
+      names[step.outputs[0]] = step.node.inputs[0].node;
+  }
+  for (size_t i = 0; i < exe.buffers.size(); ++i) {
+    const BufferDesc& b = exe.buffers[i];
+    if (b.kind == BufferDesc::Kind::kVariable && !names.count(static_cast<int>(i)))
+      names[static_cast<int>(i)] = b.tensor.substr(0, b.tensor.rfind(':'));
+  }
+  return names;
 }
 
-// The largest buffers that `counts`, each tensor once (a blocked twin or a shared constant is the
-// same data), largest first, at most five.
-std::vector<PlanMemory::Buffer> LargestBuffers(
-    const Executable& exe, const std::function<bool(const BufferDesc&)>& counts) {
-  std::map<std::string, PlanMemory::Buffer> by_tensor;
-  for (const BufferDesc& b : exe.buffers) {
-    if (!counts(b)) continue;
-    PlanMemory::Buffer& entry = by_tensor[b.tensor];
-    if (b.bytes() > entry.bytes) entry = PlanMemory::Buffer{Describe(b), b.bytes()};
+// The largest of the buffers `counts` accepts, largest first, at most five: each tensor once (a
+// blocked twin or a shared constant is the same data), each variable once (as its name).
+std::vector<PlanMemory::Buffer> LargestBuffers(const Executable& exe,
+                                               const std::map<int, std::string>& variables,
+                                               const std::function<bool(int)>& counts) {
+  std::map<std::string, PlanMemory::Buffer> by_key;
+  for (size_t i = 0; i < exe.buffers.size(); ++i) {
+    if (!counts(static_cast<int>(i))) continue;
+    const BufferDesc& b = exe.buffers[i];
+    std::string key = b.tensor, what;
+    if (b.kind == BufferDesc::Kind::kVariable) {
+      key = variables.at(static_cast<int>(i));
+      what = "variable '" + key + "'";
+      key = "variable " + key;
+    } else {
+      what = (b.kind == BufferDesc::Kind::kConstant ? "constant '" : "'") + b.tensor + "'";
+      if (!b.op.empty()) what += " (" + b.op + ")";
+    }
+    PlanMemory::Buffer& entry = by_key[key];
+    if (b.bytes() > entry.bytes)
+      entry = PlanMemory::Buffer{what + " " + b.type.ToString(), b.bytes()};
   }
   std::vector<PlanMemory::Buffer> largest;
-  for (auto& [tensor, buffer] : by_tensor) largest.push_back(std::move(buffer));
+  for (auto& [key, buffer] : by_key) largest.push_back(std::move(buffer));
   std::stable_sort(largest.begin(), largest.end(),
                    [](const auto& a, const auto& b) { return a.bytes > b.bytes; });
   if (largest.size() > 5) largest.resize(5);
@@ -159,7 +180,8 @@ std::string FormatBytes(int64_t bytes) {
   static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
   double v = static_cast<double>(bytes);
   int u = 0;
-  while (std::fabs(v) >= 1024 && u < 5) {
+  // Up a unit where the printed digits would round to 1024 ("1024.0 KiB" is "1.00 MiB").
+  while (std::fabs(v) >= 1023.95 && u < 5) {
     v /= 1024;
     ++u;
   }
@@ -200,24 +222,26 @@ PlanMemory MeasurePlan(const Executable& exe, const VariableStore* stored) {
   m.arena = exe.arena_bytes;
   for (const Tensor& c : exe.constants) m.constants += c.byte_size();
   m.resident = m.constants;
-  std::set<std::string> variables;
-  for (const BufferDesc& b : exe.buffers)
-    if (b.kind == BufferDesc::Kind::kVariable && variables.insert(VariableName(b)).second) {
-      m.variables += b.bytes();
-      if (stored && stored->Find(VariableName(b))) m.resident += b.bytes();
+  const std::map<int, std::string> variables = VariableNames(exe);
+  std::set<std::string> counted;
+  for (const auto& [id, name] : variables)
+    if (counted.insert(name).second) {  // a variable and its assigned value: one value at a time
+      m.variables += exe.buffers[id].bytes();
+      if (stored && stored->Find(name)) m.resident += exe.buffers[id].bytes();
     }
   for (int id : exe.fetches) m.outputs += exe.buffers[id].bytes();
-  m.largest = LargestBuffers(exe, [](const BufferDesc& b) {
-    return b.kind != BufferDesc::Kind::kFeed;  // the caller's
+  m.largest = LargestBuffers(exe, variables, [&](int id) {
+    return exe.buffers[id].kind != BufferDesc::Kind::kFeed;  // the caller's
   });
   return m;
 }
 
 PlanMemory MeasureDevicePlan(const Executable& exe, const std::set<int>& on_device,
+                             const std::map<int, std::string>& shared_variables,
                              const std::function<bool(const std::string&)>& resident) {
   PlanMemory m;
   m.arena = exe.arena_bytes;
-  std::set<std::string> variables;
+  std::set<std::string> shared;
   for (int id : on_device) {
     const BufferDesc& b = exe.buffers[id];
     switch (b.kind) {
@@ -230,19 +254,16 @@ PlanMemory MeasureDevicePlan(const Executable& exe, const std::set<int>& on_devi
         m.feeds += b.bytes();
         break;
       case BufferDesc::Kind::kVariable:
-        if (!variables.insert(VariableName(b)).second) break;
-        m.variables += b.bytes();
-        if (resident(VariableName(b))) m.resident += b.bytes();
+        if (auto name = shared_variables.find(id); name != shared_variables.end()) {
+          if (!shared.insert(name->second).second) break;  // one device copy per variable
+          if (resident(name->second)) m.resident += b.bytes();
+        }
+        m.variables += b.bytes();  // a shared copy, or a twin of the plan's own
         break;
     }
   }
-  const std::vector<bool> counted = [&] {
-    std::vector<bool> in(exe.buffers.size(), false);
-    for (int id : on_device) in[id] = true;
-    return in;
-  }();
-  m.largest = LargestBuffers(exe, [&](const BufferDesc& b) {
-    return b.kind == BufferDesc::Kind::kArena || counted[&b - exe.buffers.data()];
+  m.largest = LargestBuffers(exe, VariableNames(exe), [&](int id) {
+    return exe.buffers[id].kind == BufferDesc::Kind::kArena || on_device.count(id) > 0;
   });
   return m;
 }
@@ -253,10 +274,11 @@ Status CheckFits(const PlanMemory& memory, const MemoryBudget& budget, const std
   std::string largest;
   for (const PlanMemory::Buffer& b : memory.largest)
     largest += (largest.empty() ? "" : ", ") + b.what + " " + FormatBytes(b.bytes);
-  return MakeError(ErrorCode::kResourceExhausted, where, " needs ", memory.ToString(),
-                   need == memory.peak() ? "" : ", " + FormatBytes(need) + " of it not yet allocated",
-                   ", over the memory budget of ", budget.ToString(),
-                   largest.empty() ? "" : "; largest buffers: " + largest);
+  return MakeError(
+      ErrorCode::kResourceExhausted, where, " needs ", memory.ToString(),
+      need == memory.peak() ? "" : ", " + FormatBytes(need) + " of it not yet allocated",
+      ", over the memory budget of ", budget.ToString(),
+      largest.empty() ? "" : "; largest buffers: " + largest);
 }
 
 }  // namespace kiln

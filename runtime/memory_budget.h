@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -66,12 +67,15 @@ struct PlanMemory {
   std::string ToString() const;
 };
 
-// The memory of `exe`'s plan. Variables found in `stored` (may be null) count as resident.
+// The memory of `exe`'s plan on the host. Each variable counts once (its value: an assign
+// replaces it), as resident when `stored` (may be null) holds it already.
 PlanMemory MeasurePlan(const Executable& exe, const VariableStore* stored);
 // The memory of a CUDA plan on its device: the device arena and the device twins of the buffers
-// in `on_device` that are not arena buffers (constants, feeds, variables); variables for which
-// `resident` says so have their device copies already.
+// in `on_device` that are not arena buffers (constants, feeds, variables). A variable buffer in
+// `shared_variables` (buffer -> variable) is the variable's one device copy, shared by every plan
+// on the device, and resident when `resident` says so; any other is a twin of the plan's own.
 PlanMemory MeasureDevicePlan(const Executable& exe, const std::set<int>& on_device,
+                             const std::map<int, std::string>& shared_variables,
                              const std::function<bool(const std::string&)>& resident);
 
 // OK when `memory` fits `budget`; otherwise kResourceExhausted naming the peak, the budget and the

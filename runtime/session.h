@@ -38,10 +38,11 @@ struct SessionOptions {
   bool check_numerics = false;
   // The memory a run may use, in bytes (runtime/memory_budget.h); 0: what the process can get
   // (the smaller of MemAvailable and the cgroup's limit). A compiled plan whose peak does not fit
-  // is refused before anything of it is allocated; the reference backend counts each tensor it
-  // allocates. Either way the run fails with an error naming the node, its op and shape, and the
-  // variables keep their values. On "cuda" the device's budget is its free memory; on "cuda-sim"
-  // this is the simulated device's size (0: 80 GiB, an H100's) and the host gets what it can.
+  // is refused before its arena is allocated, naming its peak and its largest buffers (node, op,
+  // shape); the reference backend counts each tensor it allocates and stops at the node whose
+  // output would not fit, naming it. Either way the variables keep their values. On "cuda" the
+  // device's budget is its free memory; on "cuda-sim" this is the simulated device's size (0: 80
+  // GiB, an H100's) and the host gets what it can.
   int64_t memory_limit = 0;
 };
 

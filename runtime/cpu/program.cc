@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "runtime/arena.h"
 #include "runtime/cpu/layouts.h"
 
 namespace kiln::cpu {
@@ -131,8 +132,7 @@ Result<std::unique_ptr<Program>> Program::Load(CompiledPlan plan, int threads, i
     memory.workspace += step->kept_bytes();
   KILN_RETURN_IF_ERROR(CheckFits(memory, budget, "the plan"));
   program->profile_ = StepProfile::FromEnvironment(exe);
-  KILN_ASSIGN_OR_RETURN(Tensor arena, Tensor::Create(u8, Shape{exe.arena_bytes}));
-  program->arena_ = std::shared_ptr<uint8_t[]>(arena.data<uint8_t>(), [arena](uint8_t*) {});
+  KILN_ASSIGN_OR_RETURN(program->arena_, AllocateArena(exe.arena_bytes));
   return program;
 }
 

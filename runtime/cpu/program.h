@@ -35,9 +35,10 @@ std::vector<Tensor> CopyFetches(const Executable& exe, const StepEnv& env);
 
 class Program {
  public:
-  // Refuses, before the arena or any step's memory is allocated, a plan whose peak does not fit
-  // the host budget of `memory_limit` (memory_budget.h: 0 is what the process can get); then
-  // again, with what the steps keep for themselves, before the arena is allocated. `variables`
+  // Refuses a plan whose peak does not fit the host budget of `memory_limit` (memory_budget.h: 0
+  // is what the process can get): first before its steps are made (arena, constants, variables,
+  // outputs), then, with what the steps keep for themselves (some allocate it as they are made,
+  // and free it again when the plan is refused), before the arena is allocated. `variables`
   // (may be null) are the values already stored, which count as resident.
   static Result<std::unique_ptr<Program>> Load(CompiledPlan plan, int threads,
                                                int64_t memory_limit = 0,

@@ -39,6 +39,7 @@ Result<std::vector<Tensor>> CudaExecutor::Execute(const RunPlan& plan, VariableS
     if (compiled.ok()) {
       ProgramOptions program_options = ProgramOptions::FromEnvironment();
       program_options.memory_limit = memory_limit_;
+      program_options.stored_variables = &variables;
       KILN_ASSIGN_OR_RETURN(program, CudaProgram::Load(std::move(*compiled), *device_, threads_,
                                                        variables_, program_options));
     } else if (compiled.error().code() != ErrorCode::kUnimplemented) {

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <set>
 
+#include "runtime/arena.h"
 #include "runtime/cpu/program.h"
 #include "runtime/cuda/conv_call.h"
 #include "runtime/cuda/device_copies.h"
@@ -72,13 +73,14 @@ Result<std::unique_ptr<CudaProgram>> CudaProgram::Load(CompiledPlan plan, Device
 Status CudaProgram::CheckMemory(const std::set<int>& on_device) {
   const Executable& exe = plan_.executable;
   KILN_ASSIGN_OR_RETURN(DeviceMemory device_memory, device_.Memory());
-  const PlanMemory on_the_device = MeasureDevicePlan(
-      exe, on_device, [&](const std::string& v) { return variables_->Allocated(v); });
+  const PlanMemory on_the_device =
+      MeasureDevicePlan(exe, on_device, SharedVariableBuffers(exe),
+                        [&](const std::string& v) { return variables_->Allocated(v); });
   const MemoryBudget device_budget{
       device_memory.free, false,
       "free on the " + device_.Describe() + ", of " + FormatBytes(device_memory.total)};
   KILN_RETURN_IF_ERROR(CheckFits(on_the_device, device_budget, "the plan's device memory"));
-  PlanMemory on_the_host = MeasurePlan(exe, nullptr);
+  PlanMemory on_the_host = MeasurePlan(exe, options_.stored_variables);
   if (device_.Architecture() == 0)  // the simulated device allocates host memory
     on_the_host.simulated_device = on_the_device.peak() - on_the_device.resident;
   return CheckFits(on_the_host, HostBudget(options_.memory_limit), "the plan's host memory");
@@ -234,8 +236,7 @@ Status CudaProgram::Prepare(int threads) {
       profile_->Relabel(
           i, "device cudnn " + exe.steps[i].attrs.GetString("library").value() + " " +
                  std::string(DTypeName(exe.buffers[exe.steps[i].outputs[0]].type.dtype)));
-  KILN_ASSIGN_OR_RETURN(Tensor host_arena, Tensor::Create(u8, Shape{exe.arena_bytes}));
-  host_arena_ = std::shared_ptr<uint8_t[]>(host_arena.data<uint8_t>(), [host_arena](uint8_t*) {});
+  KILN_ASSIGN_OR_RETURN(host_arena_, AllocateArena(exe.arena_bytes));
   return OkStatus();
 }
 

@@ -51,6 +51,9 @@ struct ProgramOptions {
   // The host memory budget (runtime/memory_budget.h; 0: what the process can get). The device's
   // budget is its free memory.
   int64_t memory_limit = 0;
+  // The variables' values on the host (the session's or module's store), which the host budget
+  // counts as allocated already; null: none are.
+  const VariableStore* stored_variables = nullptr;
   static ProgramOptions FromEnvironment();
 };
 

@@ -77,24 +77,26 @@ class SimulatedDevice : public Device {
   Result<DevicePtr> Allocate(int64_t bytes) override {
     KILN_RETURN_IF_ERROR(NotWhileCapturing("an allocation"));
     if (bytes < 0) return MakeError(ErrorCode::kInternal, "allocation of ", bytes, " bytes");
-    const int64_t size =
-        std::max<int64_t>(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
-    {
+    {  // reserve the bytes first, so that allocations racing for the last of them cannot both win
       std::lock_guard<std::mutex> lock(mutex_);
-      if (size > bytes_ - allocated_)
+      if (bytes > bytes_ - allocated_ - kAlignment)
         return MakeError(ErrorCode::kResourceExhausted,
-                         "out of memory on the simulated device: ", FormatBytes(size),
+                         "out of memory on the simulated device: ", FormatBytes(bytes),
                          " requested, ", FormatBytes(bytes_ - allocated_), " free of ",
                          FormatBytes(bytes_));
+      allocated_ += RoundedSize(bytes);
     }
+    const int64_t size = RoundedSize(bytes);
     void* p = std::aligned_alloc(kAlignment, size);
-    if (!p)
+    if (!p) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      allocated_ -= size;
       return MakeError(ErrorCode::kResourceExhausted, "the simulated device cannot allocate ",
                        bytes, " bytes");
+    }
     std::memset(p, kPoison, size);
     std::lock_guard<std::mutex> lock(mutex_);
     allocations_[reinterpret_cast<DevicePtr>(p)] = bytes;
-    allocated_ += size;
     return reinterpret_cast<DevicePtr>(p);
   }
 
@@ -110,8 +112,7 @@ class SimulatedDevice : public Device {
     auto it = allocations_.find(address);
     if (it == allocations_.end()) return;
     std::free(reinterpret_cast<void*>(address));
-    allocated_ -=
-        std::max<int64_t>(kAlignment, (it->second + kAlignment - 1) / kAlignment * kAlignment);
+    allocated_ -= RoundedSize(it->second);
     allocations_.erase(it);
   }
 
@@ -149,14 +150,6 @@ class SimulatedDevice : public Device {
     if (bytes < 0) return MakeError(ErrorCode::kInternal, "pinned allocation of ", bytes, " bytes");
     const int64_t size =
         std::max<int64_t>(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (size > bytes_ - allocated_)
-        return MakeError(ErrorCode::kResourceExhausted,
-                         "out of memory on the simulated device: ", FormatBytes(size),
-                         " requested, ", FormatBytes(bytes_ - allocated_), " free of ",
-                         FormatBytes(bytes_));
-    }
     void* p = std::aligned_alloc(kAlignment, size);
     if (!p)
       return MakeError(ErrorCode::kResourceExhausted, "the simulated device cannot pin ", bytes,
@@ -462,6 +455,10 @@ class SimulatedDevice : public Device {
            address + static_cast<uint64_t>(bytes) <= it->first + it->second;
   }
   // Whether [address, address + bytes) lies inside one live device allocation.
+  // The bytes an allocation of `bytes` takes: a whole number of aligned units, at least one.
+  static int64_t RoundedSize(int64_t bytes) {
+    return std::max<int64_t>(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
+  }
   bool InRange(DevicePtr address, int64_t bytes) { return Inside(allocations_, address, bytes); }
   static Error OutOfRange(DevicePtr address, int64_t bytes, const std::string& what) {
     return MakeError(ErrorCode::kInternal, what, ": ", bytes, " bytes at 0x", std::hex, address,

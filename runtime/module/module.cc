@@ -87,6 +87,7 @@ Result<std::unique_ptr<Module>> Module::LoadFromBytes(const std::string& bytes,
   } else {
     cuda::ProgramOptions program_options = cuda::ProgramOptions::FromEnvironment();
     program_options.memory_limit = backend == "cuda-sim" ? 0 : options.memory_limit;
+    program_options.stored_variables = &module->variables_;
     Result<std::unique_ptr<cuda::CudaProgram>> program = cuda::CudaProgram::Load(
         std::move(plan), *module->device_, threads, nullptr, program_options);
     if (!program.ok() && with_ptx) {

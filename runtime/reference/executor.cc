@@ -1,6 +1,7 @@
 #include "runtime/reference/executor.h"
 
 #include <algorithm>
+#include <limits>
 #include <set>
 
 #include "ir/op_registry.h"
@@ -38,14 +39,21 @@ double DenseBytes(const TensorType& type) {
 Result<std::vector<Tensor>> ReferenceExecutor::Execute(const RunPlan& plan,
                                                        VariableStore& variables) {
   VariableStore before = variables;  // values are replaced, never changed in place: cheap
+  std::map<std::string, uint64_t> counters = counters_;
   Result<std::vector<Tensor>> fetched = Run(plan, variables);
-  if (!fetched.ok()) variables = std::move(before);
+  if (!fetched.ok()) {
+    variables = std::move(before);
+    counters_ = std::move(counters);
+  }
   return fetched;
 }
 
 Result<std::vector<Tensor>> ReferenceExecutor::Run(const RunPlan& plan, VariableStore& variables) {
-  const MemoryBudget budget = HostBudget(memory_limit_);
-  int64_t live = 0;  // bytes of the tensors this run allocated and still holds
+  const MemoryBudget budget = memory_limit_ < 0
+                                  ? MemoryBudget{std::numeric_limits<int64_t>::max(), true, "none"}
+                                  : HostBudget(memory_limit_);
+  int64_t live = 0;                    // bytes of the tensors this run allocated and still holds
+  std::map<TensorRef, int64_t> owned;  // of them, each value's
   std::map<TensorRef, Tensor> values = plan.feeds;
   std::map<TensorRef, int> uses;  // remaining reads of each tensor by the nodes to run
   for (const Node* node : plan.nodes)
@@ -73,15 +81,17 @@ Result<std::vector<Tensor>> ReferenceExecutor::Run(const RunPlan& plan, Variable
     KILN_ASSIGN_OR_RETURN(std::vector<TensorType> out_types, InferNode(*node, types, ptrs));
     AttrMap attrs = def->WithDefaults(node->attrs);
     KernelContext ctx(*node, attrs, std::move(inputs), out_types, RunState{&variables, &counters_});
+    double outputs_bytes = 0;  // of this node's outputs allocated so far
     for (size_t i = 0; i < out_types.size(); ++i)
       if (out_types[i].shape.IsFullyKnown()) {
         const double bytes = DenseBytes(out_types[i]);
-        if (static_cast<double>(live) + bytes > static_cast<double>(budget.bytes))
+        outputs_bytes += bytes;
+        if (static_cast<double>(live) + outputs_bytes > static_cast<double>(budget.bytes))
           return node->MakeNodeError(
               ErrorCode::kResourceExhausted, "output ", i, " ", out_types[i].ToString(), " needs ",
               FormatBytes(static_cast<int64_t>(std::min(bytes, 9e18))), "; with ",
-              FormatBytes(live), " held by the run it would exceed the memory budget of ",
-              budget.ToString());
+              FormatBytes(live + static_cast<int64_t>(outputs_bytes - bytes)),
+              " held by the run it would exceed the memory budget of ", budget.ToString());
         Result<Tensor> t = Tensor::Create(out_types[i].dtype, out_types[i].shape);
         if (!t.ok())
           return node->MakeNodeError(t.error().code(), "output ", i, ": ", t.error().message());
@@ -89,16 +99,25 @@ Result<std::vector<Tensor>> ReferenceExecutor::Run(const RunPlan& plan, Variable
       }
     KILN_RETURN_IF_ERROR((*kernel)(ctx));
     KILN_RETURN_IF_ERROR(CheckOutputs(*node, out_types, ctx.outputs()));
+    const Tensor* stored = variables.Find(node->name);
     for (size_t i = 0; i < ctx.outputs().size(); ++i) {
-      live += ctx.outputs()[i].byte_size();
-      values[TensorRef{node->name, static_cast<int>(i)}] = std::move(ctx.outputs()[i]);
+      const Tensor& out = ctx.outputs()[i];
+      // An output on an input's bytes or a variable's stored value (Identity, Variable, Assign's
+      // new value once stored) holds no bytes of its own.
+      bool aliases = stored && stored->raw_data() == out.raw_data();
+      for (int k = 0; k < ctx.num_inputs(); ++k)
+        aliases = aliases || ctx.input(k).raw_data() == out.raw_data();
+      const TensorRef ref{node->name, static_cast<int>(i)};
+      if (!aliases && out.byte_size() > 0) live += owned[ref] = out.byte_size();
+      values[ref] = std::move(ctx.outputs()[i]);
     }
     for (const TensorRef& in : node->inputs)
       if (--uses[in] == 0 && !keep.count(in)) {
-        auto it = values.find(in);
-        if (it == values.end()) continue;
-        if (!plan.feeds.count(in)) live -= it->second.byte_size();
-        values.erase(it);
+        values.erase(in);
+        if (auto it = owned.find(in); it != owned.end()) {
+          live -= it->second;
+          owned.erase(it);
+        }
       }
   }
   std::vector<Tensor> fetched;
@@ -121,7 +140,7 @@ Result<std::vector<Tensor>> EvaluateNode(const Node& node, const std::vector<Ten
   for (size_t i = 0; i < node.output_types.size(); ++i)
     single.fetches.push_back(TensorRef{node.name, static_cast<int>(i)});
   VariableStore no_variables;
-  return ReferenceExecutor().Execute(single, no_variables);
+  return ReferenceExecutor(ReferenceExecutor::kUnbudgeted).Execute(single, no_variables);
 }
 
 }  // namespace kiln::reference

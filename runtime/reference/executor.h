@@ -5,7 +5,8 @@
 // Memory: the tensors a run allocates are counted against the host budget of `memory_limit`
 // (runtime/memory_budget.h; 0 is what the process can get when the run starts); an output that
 // would exceed it fails the run before it is allocated, naming the node, its op and shape. A run
-// that fails leaves the variables as they were before it (Assigns it made are undone).
+// that fails leaves the variables and the random streams as they were before it (Assigns it made
+// are undone).
 #pragma once
 
 #include <map>
@@ -17,6 +18,8 @@ namespace kiln::reference {
 
 class ReferenceExecutor : public Executor {
  public:
+  // A memory_limit of kUnbudgeted counts nothing (EvaluateNode: compile-time evaluation).
+  static constexpr int64_t kUnbudgeted = -1;
   explicit ReferenceExecutor(int64_t memory_limit = 0) : memory_limit_(memory_limit) {}
   Result<std::vector<Tensor>> Execute(const RunPlan& plan, VariableStore& variables) override;
 

@@ -54,7 +54,8 @@ void CheckLowered(const std::string& routine, const Tensor& x,
   CHECK(routines == static_cast<int>(fetches.size()));
   Result<std::vector<Tensor>> expected = reference.Run(feeds, fetches);
   REQUIRE(expected.ok());
-  Session cpu(*graph, SessionOptions{.backend = "cpu"});
+  // Four threads, so that a few long runs are split over threads even on a machine of two cores.
+  Session cpu(*graph, SessionOptions{.backend = "cpu", .threads = 4});
   Result<std::vector<Tensor>> got = cpu.Run(feeds, fetches);
   REQUIRE(got.ok());
   for (size_t i = 0; i < fetches.size(); ++i) {

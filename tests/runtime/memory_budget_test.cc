@@ -81,6 +81,28 @@ TEST_CASE("memory budget: a plan is measured and refused naming its largest buff
   stored.Set("w", Tensor(f32, Shape{256, 1024}));
   CHECK(MeasurePlan(exe, &stored).resident == 4096 + (1 << 20));
 
+  // A training step's assign writes the variable's next value: still one variable, named as such.
+  Executable step = exe;
+  BufferDesc assigned = weights;
+  assigned.tensor = "update_w:0";
+  step.buffers.push_back(assigned);
+  Step read, assign;
+  read.kind = assign.kind = Step::Kind::kLibrary;
+  read.callee = "variable_read";
+  read.node.name = "w";
+  read.outputs = {1};
+  assign.callee = "assign";
+  assign.node.name = "update_w";
+  assign.node.inputs = {TensorRef{"w", 0}};
+  assign.inputs = {1, 0};
+  assign.outputs = {4};
+  step.steps = {read, assign};
+  const PlanMemory trained = MeasurePlan(step, &stored);
+  CHECK(trained.variables == 1 << 20);
+  CHECK(trained.resident == 4096 + (1 << 20));
+  for (const PlanMemory::Buffer& b : trained.largest)
+    CHECK(b.what.find("update_w") == std::string::npos);
+
   CHECK(CheckFits(fresh, HostBudget(18 << 20), "the plan").ok());
   Status refused = CheckFits(fresh, HostBudget(16 << 20), "the plan");
   REQUIRE_FALSE(refused.ok());
