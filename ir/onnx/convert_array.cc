@@ -119,7 +119,8 @@ Status ConvertTranspose(OnnxNode& n) {
 Status ConvertConcat(OnnxNode& n) {
   std::vector<Value> xs;
   for (int i = 0; i < n.num_inputs(); ++i) {
-    if (!n.has_input(i)) continue;
+    if (!n.has_input(i))
+      return n.Fail("input ", i, " is empty (''), but every input of Concat is required");
     KILN_ASSIGN_OR_RETURN(Value x, n.input(i));
     xs.push_back(x);
   }

@@ -26,7 +26,13 @@ Result<Window> ReadWindow(const OnnxNode& n, const Shape& x, std::vector<int64_t
     return n.Unsupported("only 1-D and 2-D windows are supported, got an input of shape ",
                          x.ToString());
   if (n.has_attr("kernel_shape")) {
-    KILN_ASSIGN_OR_RETURN(kernel, n.Ints("kernel_shape"));
+    KILN_ASSIGN_OR_RETURN(std::vector<int64_t> attr, n.Ints("kernel_shape"));
+    // `kernel` holds the weights' spatial dims, where there are weights: the attribute must agree.
+    for (size_t i = 0; i < kernel.size() && i < attr.size(); ++i)
+      if (kernel[i] >= 0 && attr[i] != kernel[i])
+        return n.Fail("kernel_shape ", Shape(attr).ToString(), " contradicts the weights, whose ",
+                      "spatial dims are ", Shape(kernel).ToString());
+    kernel = attr;
   }
   if (static_cast<int>(kernel.size()) != k)
     return n.Fail("kernel_shape must have ", k, " entries, got ", kernel.size());

@@ -117,12 +117,17 @@ Status ConvertRange(OnnxNode& n) {
   if (AllInputsKnownSmallInts(n)) {
     int64_t s = n.known(0)->GetInt(0), l = n.known(1)->GetInt(0), d = n.known(2)->GetInt(0);
     if (d == 0) return n.Fail("delta must not be 0");
-    std::vector<int64_t> v;
-    for (int64_t x = s; (d > 0 ? x < l : x > l) && v.size() < 4096; x += d) v.push_back(x);
-    Tensor t(start.dtype(), Shape{static_cast<int64_t>(v.size())});
-    for (size_t i = 0; i < v.size(); ++i) t.SetInt(static_cast<int64_t>(i), v[i]);
-    n.SetKnown(0, t);
-    return OkStatus();
+    // max(ceil((limit - start) / delta), 0) elements, in 128-bit arithmetic (no overflow).
+    const __int128 span = static_cast<__int128>(l) - s;
+    const __int128 count =
+        span == 0 || (span > 0) != (d > 0) ? 0 : (span + d - (d > 0 ? 1 : -1)) / d;
+    // A short range is a known value (shapes read it); a long one is computed when the graph runs.
+    if (count <= 4096) {
+      Tensor t(start.dtype(), Shape{static_cast<int64_t>(count)});
+      for (int64_t i = 0; i < static_cast<int64_t>(count); ++i) t.SetInt(i, s + i * d);
+      n.SetKnown(0, t);
+      return OkStatus();
+    }
   }
   n.SetOutput(0, Range(start, limit, delta));
   return OkStatus();

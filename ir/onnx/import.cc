@@ -120,6 +120,7 @@ class Importer {
       if (it == values_.end())
         return MakeError(ErrorCode::kInvalidArgument, origin_, ": graph output '", out.name(),
                          "' is not produced by any node, input or initializer");
+      KILN_RETURN_IF_ERROR(CheckDeclaredOutput(out, it->second.value));
       g_.Output(out.name(), it->second.value);
     }
     Result<Graph> built = g_.Build();
@@ -128,6 +129,30 @@ class Importer {
   }
 
  private:
+  // A graph output's declared element type and shape (where given: symbolic or missing dims say
+  // nothing) must be what the graph computes.
+  Status CheckDeclaredOutput(const onnx::ValueInfoProto& out, const Value& v) const {
+    if (!out.type().has_tensor_type()) return OkStatus();
+    const auto& tt = out.type().tensor_type();
+    auto contradiction = [&](const std::string& what) {
+      return MakeError(ErrorCode::kInvalidArgument, origin_, ": graph output '", out.name(),
+                       "' is declared ", what, " but the graph computes ", DTypeName(v.dtype()),
+                       v.shape().ToString());
+    };
+    if (tt.elem_type() != 0) {
+      std::optional<DType> declared = DTypeOfOnnx(tt.elem_type());
+      if (!declared || *declared != v.dtype())
+        return contradiction(std::string("of element type ") + OnnxTypeName(tt.elem_type()));
+    }
+    if (!tt.has_shape()) return OkStatus();
+    std::vector<int64_t> dims;
+    for (const auto& d : tt.shape().dim()) dims.push_back(d.has_dim_value() ? d.dim_value() : -1);
+    bool agrees = static_cast<int>(dims.size()) == v.rank();
+    for (int i = 0; agrees && i < v.rank(); ++i)
+      agrees = dims[i] < 0 || v.shape()[i] < 0 || dims[i] == v.shape()[i];
+    return agrees ? OkStatus() : contradiction("of shape " + Shape(dims).ToString());
+  }
+
   Status CheckOpset() {
     bool found = false;
     for (const onnx::OperatorSetIdProto& o : model_.opset_import()) {

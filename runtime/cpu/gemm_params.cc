@@ -1,5 +1,7 @@
 #include "runtime/cpu/gemm_params.h"
 
+#include <initializer_list>
+
 namespace kiln::cpu {
 
 Result<GemmParams> ReadGemmParams(const Step& step, const Executable& exe) {
@@ -12,6 +14,9 @@ Result<GemmParams> ReadGemmParams(const Step& step, const Executable& exe) {
   KILN_ASSIGN_OR_RETURN(p.stride_b, step.attrs.GetInt("stride_b"));
   KILN_ASSIGN_OR_RETURN(int64_t ta, step.attrs.GetInt("trans_a"));
   KILN_ASSIGN_OR_RETURN(int64_t tb, step.attrs.GetInt("trans_b"));
+  if ((ta != 0 && ta != 1) || (tb != 0 && tb != 1))
+    return MakeError(ErrorCode::kInternal, "gemm: trans_a and trans_b must be 0 or 1, got ", ta,
+                     " and ", tb);
   p.trans_a = ta != 0;
   p.trans_b = tb != 0;
   if (step.attrs.Has("post_ops")) {
@@ -41,12 +46,21 @@ Result<GemmParams> ReadGemmParams(const Step& step, const Executable& exe) {
   if (p.bias && !(exe.buffers[step.inputs[2]].type == TensorType{p.out_dtype, Shape{p.n}}))
     return MakeError(ErrorCode::kInternal, "gemm: the bias must be ", DTypeName(p.out_dtype), "[",
                      p.n, "], got ", exe.buffers[step.inputs[2]].type.ToString());
-  // Every matrix the loop touches must lie inside its buffer.
-  auto last = [&](int64_t stride, int64_t size) { return (p.batch - 1) * stride + size; };
+  // Every matrix the loop touches must lie inside its buffer (in arithmetic that cannot overflow:
+  // the parameters may come from a module file).
+  auto product = [](std::initializer_list<int64_t> factors) {
+    __int128 p = 1;
+    for (int64_t f : factors) p *= f;
+    return p;
+  };
+  auto last = [&](int64_t stride, __int128 size) { return product({p.batch - 1, stride}) + size; };
   if (p.m < 1 || p.n < 1 || p.k < 0 || p.batch < 1 || p.stride_a < 0 || p.stride_b < 0 ||
-      last(p.stride_a, p.m * p.k) > a.type.shape.NumElements() ||
-      last(p.stride_b, p.k * p.n) > b.type.shape.NumElements() ||
-      p.batch * p.m * p.n != c.type.shape.NumElements())
+      p.m > (int64_t{1} << 40) || p.n > (int64_t{1} << 40) || p.k > (int64_t{1} << 40) ||
+      p.batch > (int64_t{1} << 40) || p.stride_a > (int64_t{1} << 40) ||
+      p.stride_b > (int64_t{1} << 40) ||
+      last(p.stride_a, product({p.m, p.k})) > a.type.shape.NumElements() ||
+      last(p.stride_b, product({p.k, p.n})) > b.type.shape.NumElements() ||
+      product({p.batch, p.m, p.n}) != c.type.shape.NumElements())
     return MakeError(ErrorCode::kInternal,
                      "gemm parameters do not fit its buffers: ", a.type.ToString(), " x ",
                      b.type.ToString(), " -> ", c.type.ToString());

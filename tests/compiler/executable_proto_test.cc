@@ -82,6 +82,25 @@ TEST_CASE("a damaged executable is refused at load", "[cpu]") {
       if (s.kind == Step::Kind::kKernel) s.callee = "no_such_kernel";
     CHECK_FALSE(Run(c.plan, c.run_plan.feeds.begin()->second).ok());
   }
+  SECTION("a gemm whose parameters are out of range or do not fit its buffers") {
+    Step* gemm = nullptr;
+    for (Step& s : c.plan.executable.steps)
+      if (s.callee == "gemm") gemm = &s;
+    REQUIRE(gemm != nullptr);
+    const AttrMap good = gemm->attrs;
+    const std::vector<std::pair<const char*, int64_t>> bad = {
+        {"trans_a", -1}, {"trans_b", 2},          {"k", 5},
+        {"m", -3},       {"m", int64_t{1} << 62}, {"stride_a", int64_t{1} << 62},
+        {"batch", 0}};
+    for (const auto& [attr, value] : bad) {
+      INFO(attr << " = " << value);
+      gemm->attrs = good;
+      gemm->attrs.Set(attr, value);
+      Result<std::vector<Tensor>> r = Run(c.plan, c.run_plan.feeds.begin()->second);
+      REQUIRE_FALSE(r.ok());
+      CHECK_THAT(r.error().message(), Catch::Contains("gemm"));
+    }
+  }
   SECTION("a feed of the wrong shape") {
     Tensor wrong(f32, Shape{2, 4});
     CHECK_THAT(Run(c.plan, wrong).error().message(),

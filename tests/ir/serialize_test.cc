@@ -9,6 +9,7 @@
 #include "ir/file_util.h"
 #include "ir/ops/math.h"
 #include "ir/ops/state.h"
+#include "tests/testing/temp_path.h"
 
 using namespace kiln;
 
@@ -29,7 +30,7 @@ Graph SampleGraph() {
   return *graph;
 }
 
-std::string TempPath(const std::string& name) { return "/tmp/kiln_serialize_test_" + name; }
+std::string TempPath(const std::string& name) { return testing::TempPath("serialize_" + name); }
 
 }  // namespace
 

@@ -2,7 +2,12 @@
 // were.
 #include "runtime/checkpoint.h"
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -13,6 +18,7 @@
 #include "ir/ops/state.h"
 #include "proto/kiln.pb.h"
 #include "runtime/session.h"
+#include "tests/testing/temp_path.h"
 
 using namespace kiln;
 
@@ -26,7 +32,7 @@ Graph Model(Shape w_shape = {2, 3}) {
   Group({AssignAdd(w, OnesLike(w))}, "step");
   return *g.Build();
 }
-std::string Path(const std::string& name) { return "/tmp/kiln_checkpoint_test_" + name; }
+std::string Path(const std::string& name) { return testing::TempPath("checkpoint_" + name); }
 std::string ReadAll(const std::string& path) { return *ReadFileToString(path, 1 << 20); }
 Tensor X() { return Tensor::FromVector<float>({2, 3}, {1, 2, 3, 4, 5, 6}); }
 }  // namespace
@@ -95,4 +101,27 @@ TEST_CASE("checkpoint: a corrupt tensor is caught by its own checksum", "[checkp
   REQUIRE(WriteFileAtomically(Path("t2.kckpt"), SerializeWithChecksum(ckpt)).ok());
   CHECK_THAT(ReadCheckpoint(Path("t2.kckpt")).error().message(),
              Catch::Contains("variable 'w' fails its checksum"));
+}
+
+TEST_CASE("checkpoint: a save removes what killed saves of the same file left behind",
+          "[checkpoint][bad-input]") {
+  const std::string path = Path("stale.kckpt");
+  // A process that is gone (a save killed before its rename), one that is alive, another pattern.
+  const pid_t child = fork();
+  if (child == 0) _exit(0);
+  REQUIRE(child > 0);
+  REQUIRE(waitpid(child, nullptr, 0) == child);
+  const std::string dead = path + ".tmp." + std::to_string(child);
+  const std::string alive = path + ".tmp." + std::to_string(getppid());
+  const std::string other = path + ".tmp.notapid";
+  const std::string neighbour = Path("other.kckpt") + ".tmp." + std::to_string(child);
+  for (const std::string& f : {dead, alive, other, neighbour}) std::ofstream(f) << "partial";
+  Session s(Model());
+  REQUIRE(s.SaveCheckpoint(path).ok());
+  CHECK_FALSE(std::filesystem::exists(dead));
+  CHECK(std::filesystem::exists(alive));
+  CHECK(std::filesystem::exists(other));
+  CHECK(std::filesystem::exists(neighbour));
+  CHECK(std::filesystem::exists(path));
+  CHECK_FALSE(std::filesystem::exists(path + ".tmp." + std::to_string(getpid())));
 }
