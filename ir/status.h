@@ -62,7 +62,11 @@ class [[nodiscard]] Result {
  public:
   Result(T value) : v_(std::move(value)) {}      // NOLINT: implicit by design
   Result(Error error) : v_(std::move(error)) {}  // NOLINT
-  Result(Status status) : v_(status.error()) {}  // NOLINT: must not be ok
+  // From a failed Status (KILN_RETURN_IF_ERROR); an OK one is a bug in the caller, and gives a
+  // Result holding an internal error rather than undefined behaviour.
+  Result(Status status)  // NOLINT: implicit by design
+      : v_(status.ok() ? Error(ErrorCode::kInternal, "a Result was made from an OK status")
+                       : status.error()) {}
   bool ok() const { return v_.index() == 0; }
   const Error& error() const { return std::get<1>(v_); }
   Status status() const { return ok() ? Status() : Status(error()); }

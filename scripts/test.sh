@@ -22,7 +22,7 @@ scripts/setup.sh
 jobs=$(nproc)
 
 echo "== build (g++)"
-scripts/build.sh build
+scripts/build.sh build -DKILN_WERROR=ON
 echo "== tests"
 ctest --test-dir build --output-on-failure -j "$jobs" -LE slow
 if ((slow)); then

@@ -116,7 +116,7 @@ TEST_CASE(
     REQUIRE(got.ok());
     REQUIRE(want.ok());
     CHECK((*got)[0].BitwiseEquals((*want)[0]));
-    for (const std::string& name : {"w1", "b1", "w2"}) {
+    for (const std::string name : {"w1", "b1", "w2"}) {
       INFO(name);
       REQUIRE(graphs.variables.Find(name));
       CHECK(graphs.variables.Find(name)->BitwiseEquals(*stepwise.variables.Find(name)));

@@ -599,7 +599,7 @@ TEST_CASE("cuda-sim: Assign and AssignSub run on the device, the store gets the 
     CHECK(device.uploads - before == (run == 0 ? 1 : 0));  // w only the first time
   }
   // Fetching the Assign's own output keeps it on the host, where the fetch reads it.
-  for (const std::string& backend : {"reference", "cuda-sim"}) {
+  for (const std::string backend : {"reference", "cuda-sim"}) {
     Session s(graph, SessionOptions{.backend = backend});
     Result<std::vector<Tensor>> out = s.Run(feeds, {"update"});
     INFO(backend << ": " << out.status().ToString());

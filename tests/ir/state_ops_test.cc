@@ -11,9 +11,9 @@ TEST_CASE("state: Assign ops update the variable and output the new value", "[st
   GraphBuilder g;
   Value v = Variable(g, "v", i32, {3}, Initializer::Constant(10));
   Value delta = g.Constant(Tensor::FromVector<int32_t>({3}, {1, -2, 3}));
-  Value add = AssignAdd(v, delta).Named("add");
-  Value sub = AssignSub(v, delta).Named("sub");
-  Value set = Assign(v, g.Constant(Tensor::FromVector<int32_t>({3}, {7, 8, 9}))).Named("set");
+  AssignAdd(v, delta).Named("add");
+  AssignSub(v, delta).Named("sub");
+  Assign(v, g.Constant(Tensor::FromVector<int32_t>({3}, {7, 8, 9}))).Named("set");
   Session s(*g.Build());
   auto out = s.Run({}, {"add"});
   REQUIRE(out.ok());
@@ -27,8 +27,8 @@ TEST_CASE("state: Assign ops update the variable and output the new value", "[st
 TEST_CASE("state: a value read earlier in a Run keeps its value after an Assign", "[state]") {
   GraphBuilder g;
   Value v = Variable(g, "v", f32, {}, Initializer::Constant(1));
-  Value before = Identity(v).Named("before");
-  Value assign = Assign(v, v + 1.0).Named("assign");
+  Identity(v).Named("before");
+  Assign(v, v + 1.0).Named("assign");
   Session s(*g.Build());
   auto out = s.Run({}, {"before", "assign"});
   REQUIRE(out.ok());

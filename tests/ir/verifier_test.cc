@@ -151,7 +151,7 @@ TEST_CASE("builder: scopes, unique names, Named, Group", "[verifier]") {
   CHECK(a.node_name() == "block/Relu");
   CHECK(b.node_name() == "block/Relu_1");
   CHECK(c.node_name() == "final");
-  Value taken = Relu(x).Named("final");
+  Relu(x).Named("final");
   CHECK(g.Build().error().message().find("the name is taken") != std::string::npos);
   GraphBuilder g2;
   Value v = Variable(g2, "v", f32, {2});

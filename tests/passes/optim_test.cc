@@ -124,8 +124,8 @@ TEST_CASE("optim: gradient clipping by global norm", "[optim]") {
 
 TEST_CASE("optim: schedules are graph values of the global step", "[optim]") {
   GraphBuilder g;
-  Value step_lr = optim::StepDecay(g, 1.0, 2, 0.5).Named("step_lr");
-  Value cos_lr = optim::CosineDecay(g, 1.0, 4).Named("cos_lr");
+  optim::StepDecay(g, 1.0, 2, 0.5).Named("step_lr");
+  optim::CosineDecay(g, 1.0, 4).Named("cos_lr");
   Value tick = AssignAdd(optim::GlobalStep(g), g.Scalar(1, i64)).Named("tick");
   Session s(*g.Build());
   std::vector<double> step_values, cos_values;

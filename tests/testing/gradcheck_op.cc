@@ -35,7 +35,7 @@ void CheckOpGradient(const std::vector<Tensor>& inputs, const MakeOpFn& make, do
   REQUIRE(y.valid());
   REQUIRE(y.shape().IsFullyKnown());
   Value weights = g.Constant(RandomTensor(y.shape(), 99));
-  Value loss = Sum(Cast(y, f64) * weights).Named("loss");
+  Sum(Cast(y, f64) * weights).Named("loss");
   Result<Graph> graph = g.Build();
   INFO((graph.ok() ? "" : graph.error().ToString()));
   REQUIRE(graph.ok());
