@@ -47,6 +47,10 @@ int RunInspect(const Command& cmd, const std::vector<std::string>& args) {
   flags.Switch("train").Option("loss").Option("optimizer").Option("lr");
   flags.Positional(1, 1);
   if (int code = ParseOrExit(cmd, flags, args); code >= 0) return code;
+  if (flags.Has("memory-limit") && !flags.On("memory"))
+    return UsageError(cmd,
+                      "--memory-limit is the budget --memory prints the plan against: add "
+                      "--memory");
   Result<std::optional<optim::Optimizer>> optimizer = OptimizerFromFlags(flags);
   if (!optimizer.ok()) return UsageError(cmd, optimizer.error().message());
   Result<Graph> graph = LoadModel(flags.positional()[0]);

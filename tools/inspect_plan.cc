@@ -114,10 +114,6 @@ int PrintPlanReport(const Command& cmd, const Graph& graph, const Flags& flags,
   const bool cuda = backend == "cuda" || backend == "cuda-sim";
   if (!cuda && backend != "cpu")
     return UsageError(cmd, "--backend " + backend + ": plans are shown for cpu, cuda and cuda-sim");
-  if (flags.Has("memory-limit") && !flags.On("memory"))
-    return UsageError(cmd,
-                      "--memory-limit is the budget --memory prints the plan against: add "
-                      "--memory");
   if (flags.On("placement") && !cuda)
     return UsageError(cmd, "--placement shows a CUDA plan: add --backend cuda");
   if (flags.Has("cost") && !cuda && flags.Has("backend"))

@@ -58,6 +58,13 @@ class PoolStep : public StepRunner {
         y_scratch_(std::move(y_scratch)),
         nan_fallback_(std::move(nan_fallback)) {}
 
+  int64_t kept_bytes() const override {
+    int64_t bytes = 0;
+    for (const memory* m : {&workspace_, &y_scratch_})
+      if (m->get(true)) bytes += static_cast<int64_t>(m->get_desc().get_size());
+    return bytes;
+  }
+
   Status Run(StepEnv& env) const override {
     if (nan_fallback_) {
       const BufferDesc& x = env.executable->buffers[step_.inputs[0]];

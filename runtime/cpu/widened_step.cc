@@ -54,6 +54,13 @@ class WidenedStep : public StepRunner {
     return OkStatus();
   }
 
+  int64_t kept_bytes() const override {
+    int64_t bytes = inner_ ? inner_->kept_bytes() : 0;
+    for (const std::vector<float>& s : scratch_)
+      bytes += static_cast<int64_t>(s.size() * sizeof(float));
+    return bytes;
+  }
+
   Status Run(StepEnv& env) const override {
     const std::vector<BufferDesc>& buffers = env.executable->buffers;
     std::vector<std::vector<float>>& scratch = scratch_;

@@ -10,7 +10,7 @@
 #include "ir/ops/array.h"
 #include "ir/ops/reduce.h"
 #include "runtime/session.h"
-#include "tests/testing/differential.h"
+#include "tests/compiler/lowering_decisions.h"
 
 namespace kiln {
 namespace {
@@ -31,17 +31,10 @@ Tensor IntegerTensor(DType dtype, Shape shape, uint64_t seed) {
 // and no reference step, and that it computes bitwise what the reference does.
 void CheckLowered(const std::string& routine, const Tensor& x,
                   const std::function<std::vector<Value>(Value)>& make) {
-  GraphBuilder g;
   std::vector<TensorName> fetches;
-  for (const Value& y : make(g.Placeholder("x", x.dtype(), x.shape()))) {
-    fetches.emplace_back("y" + std::to_string(fetches.size()));
-    g.Output(fetches.back().str(), y);
-  }
-  Result<Graph> graph = g.Build();
-  INFO((graph.ok() ? "" : graph.error().ToString()));
-  REQUIRE(graph.ok());
+  const Graph graph = testing::OutputsOfPlaceholder(x, make, fetches);
   const FeedList feeds = {{"x", x}};
-  Session reference(*graph, SessionOptions{.backend = "reference"});
+  Session reference(graph, SessionOptions{.backend = "reference"});
   Result<RunPlan> plan = reference.Plan(feeds, fetches);
   REQUIRE(plan.ok());
   Result<compiler::PlannedExecutable> planned =
@@ -55,7 +48,7 @@ void CheckLowered(const std::string& routine, const Tensor& x,
   Result<std::vector<Tensor>> expected = reference.Run(feeds, fetches);
   REQUIRE(expected.ok());
   // Four threads, so that a few long runs are split over threads even on a machine of two cores.
-  Session cpu(*graph, SessionOptions{.backend = "cpu", .threads = 4});
+  Session cpu(graph, SessionOptions{.backend = "cpu", .threads = 4});
   Result<std::vector<Tensor>> got = cpu.Run(feeds, fetches);
   REQUIRE(got.ok());
   for (size_t i = 0; i < fetches.size(); ++i) {

@@ -126,6 +126,8 @@ TEST_CASE("memory budget: kiln run and inspect refuse, and name, a plan that doe
       RunCommand(KILN_BINARY, {"inspect", model, "--memory", "--input", "x=2x3x64x64"});
   CheckOk(host);
   CHECK_THAT(host.out, Catch::Contains(": fits"));
+  CheckFails(RunCommand(KILN_BINARY, {"inspect", model, "--memory-limit", "1G"}),
+             "--memory-limit is the budget --memory prints the plan against", 2);
 }
 
 TEST_CASE("memory budget: kiln compile, kilnrt and the C API refuse a module that does not fit",

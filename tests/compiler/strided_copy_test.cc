@@ -25,27 +25,20 @@ constexpr int64_t kEnd = std::numeric_limits<int64_t>::max();
 // reference.
 void CheckRoutine(const std::string& routine, const Tensor& x,
                   const std::function<std::vector<Value>(Value)>& make) {
-  GraphBuilder g;
   std::vector<TensorName> fetches;
-  for (const Value& y : make(g.Placeholder("x", x.dtype(), x.shape()))) {
-    fetches.emplace_back("y" + std::to_string(fetches.size()));
-    g.Output(fetches.back().str(), y);
-  }
-  Result<Graph> graph = g.Build();
-  INFO((graph.ok() ? "" : graph.error().ToString()));
-  REQUIRE(graph.ok());
+  const Graph graph = testing::OutputsOfPlaceholder(x, make, fetches);
   FeedList feeds = {{"x", x}};
   bool found = false;
-  for (const std::string& d : testing::LoweringDecisions(*graph, feeds, fetches)) {
+  for (const std::string& d : testing::LoweringDecisions(graph, feeds, fetches)) {
     INFO(d);
     CHECK(d.find("reference kernel") == std::string::npos);
     found = found || d.find("library call " + routine) != std::string::npos;
   }
   CHECK(found);
-  Session reference(*graph, SessionOptions{.backend = "reference"});
+  Session reference(graph, SessionOptions{.backend = "reference"});
   Result<std::vector<Tensor>> expected = reference.Run(feeds, fetches);
   REQUIRE(expected.ok());
-  testing::CheckCompiledMatchesReference(*graph, feeds, fetches, *expected);
+  testing::CheckCompiledMatchesReference(graph, feeds, fetches, *expected);
 }
 
 void CheckCopies(const Tensor& x, const std::function<Value(Value)>& make) {

@@ -30,6 +30,11 @@ class OnnxModel {
     vi->mutable_type()->mutable_tensor_type()->set_elem_type(elem);
     return *this;
   }
+  // A graph output with a declared shape; dims < 0 are symbolic.
+  OnnxModel& Output(const std::string& name, int elem, const std::vector<int64_t>& dims) {
+    ValueInfo(graph()->add_output(), name, elem, dims);
+    return *this;
+  }
   OnnxModel& Initializer(const std::string& name, const Tensor& t) {
     OnnxTensorToProto(t, name, graph()->add_initializer());
     return *this;
