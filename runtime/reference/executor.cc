@@ -102,8 +102,8 @@ Result<std::vector<Tensor>> ReferenceExecutor::Run(const RunPlan& plan, Variable
     const Tensor* stored = variables.Find(node->name);
     for (size_t i = 0; i < ctx.outputs().size(); ++i) {
       const Tensor& out = ctx.outputs()[i];
-      // An output on an input's bytes or a variable's stored value (Identity, Variable, Assign's
-      // new value once stored) holds no bytes of its own.
+      // An output on an input's bytes (Identity) or on its variable's stored value (a
+      // Variable's read) holds no bytes of its own; an Assign's new value is new bytes.
       bool aliases = stored && stored->raw_data() == out.raw_data();
       for (int k = 0; k < ctx.num_inputs(); ++k)
         aliases = aliases || ctx.input(k).raw_data() == out.raw_data();
