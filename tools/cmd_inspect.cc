@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "ir/graph_stats.h"
+#include "runtime/memory_budget.h"
 #include "tools/command.h"
 #include "tools/inspect_plan.h"
 #include "tools/inspect_precision.h"
@@ -11,18 +12,6 @@
 
 namespace kiln::cli {
 namespace {
-
-std::string HumanBytes(double bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (bytes >= 1024 && u < 4) {
-    bytes /= 1024;
-    ++u;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, u ? "%.1f %s" : "%.0f %s", bytes, units[u]);
-  return buf;
-}
 
 std::string HumanCount(double n) {
   const char* units[] = {"", "K", "M", "G", "T", "P"};
@@ -89,8 +78,8 @@ int RunInspect(const Command& cmd, const std::vector<std::string>& args) {
   for (auto& [op, count] : ops) std::printf("  %-24s %d\n", op.c_str(), count);
 
   std::printf("\nparameters: %lld (%s)\n", static_cast<long long>(stats.parameter_count),
-              HumanBytes(static_cast<double>(stats.parameter_bytes)).c_str());
-  std::printf("constants: %s\n", HumanBytes(static_cast<double>(stats.constant_bytes)).c_str());
+              FormatBytes(stats.parameter_bytes).c_str());
+  std::printf("constants: %s\n", FormatBytes(stats.constant_bytes).c_str());
   std::printf("FLOPs (estimate): %s%s\n", HumanCount(stats.flops).c_str(),
               stats.has_unknown_dims ? " (unknown dims counted as 1, e.g. per example)" : "");
   if (flags.On("precision"))

@@ -101,7 +101,8 @@ const std::vector<Command>& Commands() {
        RunDot},
       {"grad", "write gradients computed by symbolic differentiation",
        "usage: kiln grad MODEL --of NAME --wrt NAME[,NAME]... [--input NAME=FILE]... --out DIR\n"
-       "                 [--grad-of-sum] [--checkpoint CKPT] [--backend B] [--memory-limit SIZE]\n\n"
+       "                 [--grad-of-sum] [--checkpoint CKPT] [--backend B] [--memory-limit "
+       "SIZE]\n\n"
        "Writes d(NAME)/d(each --wrt) to DIR/grad_<NAME>.npy (same name rule as kiln run). --wrt "
        "may\n"
        "name a variable, a placeholder or any node output. --of must be a scalar unless "

@@ -43,8 +43,7 @@ TEST_CASE("JIT benchmark: compile time and a 1M-element add+relu", "[.jit-bench]
       },
       50);
   WARN("1M add+relu (" << jit->cpu() << "): JIT " << s * 1e6 << " us = "
-                       << 12.0 * (1 << 20) / s / 1e9 << " GB/s, a C++ loop " << cpp * 1e6
-                       << " us");
+                       << 12.0 * (1 << 20) / s / 1e9 << " GB/s, a C++ loop " << cpp * 1e6 << " us");
 }
 
 // Distance in float32 units in the last place.
