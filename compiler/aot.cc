@@ -112,6 +112,7 @@ Result<ModuleFile> CompileModule(const Graph& graph, const AotOptions& options) 
     KILN_RETURN_IF_ERROR(session.RestoreCheckpoint(options.checkpoint));
   if (options.variables) {
     KILN_RETURN_IF_ERROR(session.InitializeVariables());
+    KILN_RETURN_IF_ERROR(session.variables().MaterializeAll());
     for (const Node* node : plan.nodes)
       if (node->op == "Variable")
         if (const Tensor* value = session.variables().Find(node->name))

@@ -227,7 +227,8 @@ PlanMemory MeasurePlan(const Executable& exe, const VariableStore* stored) {
   for (const auto& [id, name] : variables)
     if (counted.insert(name).second) {  // a variable and its assigned value: one value at a time
       m.variables += exe.buffers[id].bytes();
-      if (stored && stored->Find(name)) m.resident += exe.buffers[id].bytes();
+      if (stored && stored->Has(name) && !stored->HolderOf(name))
+        m.resident += exe.buffers[id].bytes();
     }
   for (int id : exe.fetches) m.outputs += exe.buffers[id].bytes();
   m.largest = LargestBuffers(exe, variables, [&](int id) {

@@ -136,6 +136,7 @@ Status Session::InitializeVariables() {
 
 Status Session::SaveCheckpoint(const std::string& path) {
   KILN_RETURN_IF_ERROR(InitializeVariables());
+  KILN_RETURN_IF_ERROR(variables_.MaterializeAll());
   return WriteCheckpoint(path, variables_.values());
 }
 

@@ -45,6 +45,27 @@ std::string EmitReduceSumKernel(const std::string& name, const ReduceSumKernelPa
   std::string base = k.Index(0);
   for (size_t d = 0, j = 0; d < p.sizes.size(); ++d)
     if (!p.reduced[d]) base = k.Add(base, k.Mul(at[j++], k.Index(strides[d])));
+  // f32 summed over the last dim and others before it (a bias gradient over N, H and W): one
+  // column loop over the summed positions in row-major order, folded in f32, which the GPU
+  // lowering gives one block per kept element whose threads read neighbouring positions.
+  if (p.dtype == DType::kF32 && p.reduced.back()) {
+    std::vector<int64_t> summed, summed_strides;
+    for (size_t d = 0; d < p.sizes.size(); ++d)
+      if (p.reduced[d]) {
+        summed.push_back(p.sizes[d]);
+        summed_strides.push_back(strides[d]);
+      }
+    const std::string sum = k.For(
+        k.Index(0), k.Index(Product(summed)), w.FloatConst(0, "f32"), "f32", [&](auto j, auto acc) {
+          const std::vector<std::string> c = k.Split(j, summed);
+          std::string offset = base;
+          for (size_t r = 0; r < c.size(); ++r)
+            offset = k.Add(offset, k.Mul(c[r], k.Index(summed_strides[r])));
+          return w.Binary("arith.addf", acc, k.Load(x, xt, offset, p.dtype), "f32");
+        });
+    k.Store(w.Binary("arith.mulf", sum, w.FloatConst(p.scale, "f32"), "f32"), y, yt, i, p.dtype);
+    return k.Text();
+  }
   std::function<std::string(size_t, const std::string&, const std::string&)> sum_from =
       [&](size_t d, const std::string& offset, const std::string& acc) -> std::string {
     while (d < p.sizes.size() && !p.reduced[d]) ++d;

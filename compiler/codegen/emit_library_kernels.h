@@ -40,6 +40,8 @@
 //   agree to the last bit or two). f32 summed over trailing dims (GlobalAvgPool, a mean over the
 //   last axes, a whole-tensor loss) is a row kernel folding in f32 instead, one GPU block per row
 //   when the rows have 32 or more elements: within f32's rounding of the reference, not its order.
+//   So is f32 summed over the last dim and others before it (a bias gradient over N, H, W): each
+//   kept element's row is the summed positions in row-major order.
 // - bias_add: y = x + bias[c] over [outer, C, inner], added in the compute type (f32 for 16-bit
 //   data, rounded once: the cpu step's widened path) or in f64.
 // - concat / split: a whole of `outer` rows, each the pieces' blocks one after another; bytes are

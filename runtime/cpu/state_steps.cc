@@ -65,6 +65,7 @@ class AssignStep : public StepRunner {
     const TensorType& type = exe.buffers[step_.outputs[0]].type;
     // The base is the variable's current value (an Assign earlier in the plan may have replaced
     // what input 0 was bound to), as the reference kernel does.
+    KILN_RETURN_IF_ERROR(env.variables->Materialize(name));
     const Tensor* current = env.variables->Find(name);
     const void* base = current ? current->raw_data() : env.data[step_.inputs[0]];
     if (current && (current->dtype() != type.dtype || current->shape() != type.shape))

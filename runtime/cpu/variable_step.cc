@@ -17,6 +17,7 @@ class VariableReadStep : public StepRunner {
 
   Status Run(StepEnv& env) const override {
     const std::string& name = step_.node.name;
+    KILN_RETURN_IF_ERROR(env.variables->Materialize(name));
     const Tensor* value = env.variables->Find(name);
     if (!value) {
       Result<Tensor> init = MakeInitialValue(attrs_);

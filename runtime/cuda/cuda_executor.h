@@ -5,7 +5,8 @@
 // later Runs reuse it. A plan the compiler cannot make static runs on the reference executor, as
 // on the cpu backend. Variables live in the session's store on the host and, once a device step
 // has read them, in device copies shared by the executor's programs (DeviceVariables), uploaded
-// again only when the store's value changed.
+// again only when the store's value changed. A value a device assign writes stays in the device
+// copy until the host asks for it (VariableStore::SetElsewhere).
 #pragma once
 
 #include <map>

@@ -114,6 +114,15 @@ Status CudaProgram::Prepare(int threads) {
   std::set<int> assign_outputs;  // buffers device assigns write: their host twins are bound then
   for (const Step& step : exe.steps)
     if (step.on_device && step.callee == "assign") assign_outputs.insert(step.outputs[0]);
+  // What the host reads: the inputs of host steps and of copies to the host, and the fetches.
+  std::set<int> read_on_host(exe.fetches.begin(), exe.fetches.end());
+  for (const Step& step : exe.steps)
+    if (!step.on_device && !(cpu::IsCopyAcross(step) && step.callee == "to_device"))
+      read_on_host.insert(step.inputs.begin(), step.inputs.end());
+  std::map<std::string, size_t> last_read;  // each variable's last variable_read step
+  for (size_t i = 0; i < exe.steps.size(); ++i)
+    if (exe.steps[i].kind == Step::Kind::kLibrary && exe.steps[i].callee == "variable_read")
+      last_read[exe.steps[i].node.name] = i;
   for (size_t i = 0; i < exe.buffers.size(); ++i) {
     const BufferDesc& b = exe.buffers[i];
     auto variable = variable_of_.find(static_cast<int>(i));
@@ -163,7 +172,14 @@ Status CudaProgram::Prepare(int threads) {
       action.buffer = step.outputs[0];
       if (assign) {
         action.variable = step.node.inputs[0].node;
-        action.staged = stage(exe.buffers[action.buffer].bytes());  // the new value's read-back
+        // The new value can stay on the device when no host step or fetch reads it and every read
+        // of the variable comes before (none sees the device copy change under it).
+        auto read = last_read.find(action.variable);
+        const size_t index = static_cast<size_t>(&step - exe.steps.data());
+        action.deferred =
+            !read_on_host.count(action.buffer) && (read == last_read.end() || read->second < index);
+        if (!action.deferred)
+          action.staged = stage(exe.buffers[action.buffer].bytes());  // the new value's read-back
       }
       if (assign && step.attrs.Has("kernel")) {  // AssignAdd, AssignSub: old +/- value, in place
         KILN_ASSIGN_OR_RETURN(std::string kernel, step.attrs.GetString("kernel"));
@@ -217,6 +233,9 @@ Status CudaProgram::Prepare(int threads) {
       KILN_RETURN_IF_ERROR(runner.status());
       action.runner = std::move(*runner);
       action.variable_read = step.kind == Step::Kind::kLibrary && step.callee == "variable_read";
+      if (action.variable_read && variable_of_.count(step.outputs[0]) &&
+          !read_on_host.count(step.outputs[0]))
+        action.variable = step.node.name;
     }
     actions_.push_back(std::move(action));
   }

@@ -13,7 +13,10 @@
 // backend's routines), launches and matmuls on the device, and the plan's to_device/to_host copies
 // between them, staged through pinned host memory of the program's own and issued without waiting
 // (the host waits for the device only before a host step reads a copied result, and at the end);
-// fetches are read on the host after the device is done.
+// fetches are read on the host after the device is done. A device assign's new value stays in the
+// variable's device copy (the store reads it back when the host asks, VariableStore::SetElsewhere)
+// unless a host step or a fetch of the same run reads it; a variable_read whose device copy holds
+// the store's version binds nothing and uploads nothing.
 // Convolution steps on the device run through cuDNN (conv_call.h) where the device can prepare
 // them at load, else as the generated kernels their steps carry (one warning on stderr says why).
 // CUDA graphs: when the plan is capturable (graph_capture.h) and graphs are on (the default;
@@ -88,8 +91,13 @@ class CudaProgram {
     Kind kind = Kind::kHost;
     int buffer = -1;  // copies; kCopyOnDevice, kAssign: the output
     int source = -1;  // kCopyOnDevice, kAssign: the buffer copied
-    // kToDevice of a variable's value, kAssign: the variable (DeviceVariables)
+    // kToDevice of a variable's value, kAssign: the variable (DeviceVariables); kHost: the variable
+    // a variable_read binds for no reader but its copy to the device (skipped while the device
+    // copy holds the store's version)
     std::string variable;
+    // kAssign: the new value stays in the device copy (the store reads it back when the host asks:
+    // nothing on the host reads it in this run).
+    bool deferred = false;
     std::unique_ptr<cpu::StepRunner> runner;  // kHost
     const DeviceKernel* kernel = nullptr;     // kLaunch; kAssign of AssignAdd/AssignSub
     std::vector<LaunchOperand> operands;      // kLaunch, kAssign: the kernel's operands
@@ -131,9 +139,15 @@ class CudaProgram {
   // host buffers.
   Status ReadStagedCopies(cpu::StepEnv& env);
   uint8_t* Staged(const Action& action) const { return pinned_ + action.staged; }
-  // After the device is done: reads the values device assigns wrote back into the store, then
-  // copies out the fetches.
+  // After the device is done: gives the store the values device assigns wrote (read back, or left
+  // on the device where deferred), then copies out the fetches.
   Result<std::vector<Tensor>> Finish(cpu::StepEnv& env, VariableStore& variables);
+  // Makes `store`'s value of the variable the assign wrote the one in its device copy.
+  void KeepOnDevice(const Action& assign, VariableStore& store);
+  // Whether the device copy of `name` holds the store's current value.
+  bool DeviceHolds(const std::string& name, const VariableStore& store) const {
+    return variables_->HoldsVersion(name, store.Version(name));
+  }
 
   Device& device_;
   std::shared_ptr<DeviceVariables> variables_;
@@ -145,7 +159,8 @@ class CudaProgram {
   std::shared_ptr<DeviceCode> code_;
   std::vector<Action> actions_;             // one per step of the plan
   std::map<int, std::string> variable_of_;  // buffers that are variables' device copies
-  // This run's device assigns and their new values (read back into these tensors by Finish).
+  // This run's device assigns and their new values (read back into these tensors by Finish; none
+  // for a deferred one).
   std::vector<std::pair<const Action*, Tensor>> assigned_;
   std::unique_ptr<cpu::StepProfile> profile_;  // KILN_PROFILE (runtime/cpu/step_profile.h)
   bool skipped_upload_ = false;  // the last Perform found a variable on the device already

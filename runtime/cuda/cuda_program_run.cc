@@ -31,9 +31,17 @@ Status CudaProgram::HostHalf(const Action& action, cpu::StepEnv& env) {
   const Executable& exe = plan_.executable;
   switch (action.kind) {
     case Action::Kind::kHost:
+      // A variable whose device copy holds the store's value needs no host value (it may live on
+      // the device only).
+      if (!action.variable.empty() && DeviceHolds(action.variable, *env.variables))
+        return OkStatus();
       return action.runner->Run(env);
     case Action::Kind::kToDevice: {
       const BufferDesc& b = exe.buffers[action.buffer];
+      if (!action.variable.empty() && DeviceHolds(action.variable, *env.variables)) {
+        skipped_upload_ = true;
+        return OkStatus();
+      }
       if (!env.data[action.buffer])
         return MakeError(ErrorCode::kInternal, "to_device of ", b.tensor,
                          " before anything bound it on the host");
@@ -45,7 +53,9 @@ Status CudaProgram::HostHalf(const Action& action, cpu::StepEnv& env) {
       if (!value)
         return MakeError(ErrorCode::kInternal, "to_device of variable '", action.variable,
                          "': its buffer is not bound to a value of the store");
-      KILN_ASSIGN_OR_RETURN(bool uploaded, variables_->Upload(action.variable, *value));
+      KILN_ASSIGN_OR_RETURN(
+          bool uploaded,
+          variables_->Upload(action.variable, env.variables->Version(action.variable), *value));
       skipped_upload_ = !uploaded;
       return OkStatus();
     }
@@ -54,6 +64,10 @@ Status CudaProgram::HostHalf(const Action& action, cpu::StepEnv& env) {
       // now for any reader on the host, is read back when the device is done (Finish).
       const BufferDesc& out = exe.buffers[action.buffer];
       variables_->Invalidate(action.variable);
+      if (action.deferred) {
+        assigned_.push_back({&action, Tensor()});
+        return OkStatus();
+      }
       KILN_ASSIGN_OR_RETURN(Tensor value, Tensor::Create(out.type.dtype, out.type.shape));
       env.pinned.push_back(value);
       env.data[action.buffer] = value.raw_data();
@@ -87,11 +101,13 @@ Status CudaProgram::DeviceHalf(const Action& action) {
       return device_.CopyOnDevice(address_[action.buffer], address_[action.source],
                                   exe.buffers[action.buffer].bytes());
     case Action::Kind::kAssign: {
-      // The new value, then its copy for the store (read out of staging by Finish).
+      // The new value, then (unless it stays on the device) its copy for the store, read out of
+      // staging by Finish.
       const int64_t bytes = exe.buffers[action.buffer].bytes();
       KILN_RETURN_IF_ERROR(action.kernel ? LaunchAll(action)
                                          : device_.CopyOnDevice(address_[action.buffer],
                                                                 address_[action.source], bytes));
+      if (action.deferred) return OkStatus();
       return device_.ToHostAsync(Staged(action), address_[action.buffer], bytes);
     }
   }
@@ -180,21 +196,45 @@ Result<std::vector<Tensor>> CudaProgram::Finish(cpu::StepEnv& env, VariableStore
   KILN_RETURN_IF_ERROR(device_.Synchronize());
   const Executable& exe = plan_.executable;
   for (auto& [action, value] : assigned_) {
+    if (action->deferred) {
+      KeepOnDevice(*action, variables);
+      continue;
+    }
     std::memcpy(value.raw_data(), Staged(*action), value.byte_size());
     variables.Set(action->variable, value);
-    variables_->Holds(action->variable, value);
+    variables_->Holds(action->variable, variables.Version(action->variable));
   }
   assigned_.clear();
   return cpu::CopyFetches(exe, env);
+}
+
+void CudaProgram::KeepOnDevice(const Action& assign, VariableStore& store) {
+  const std::string& name = assign.variable;
+  const TensorType type = plan_.executable.buffers[assign.buffer].type;
+  std::weak_ptr<DeviceVariables> copies = variables_;
+  store.SetElsewhere(name, variables_.get(), [copies, name, type]() -> Result<Tensor> {
+    std::shared_ptr<DeviceVariables> device_copies = copies.lock();
+    if (!device_copies)
+      return MakeError(ErrorCode::kFailedPrecondition,
+                       "its newest value was on a device the session or module has closed");
+    return device_copies->ReadBack(name, type);
+  });
+  variables_->Holds(name, store.Version(name));
 }
 
 Result<std::vector<Tensor>> CudaProgram::Run(const std::vector<Tensor>& feeds,
                                              VariableStore& variables,
                                              std::map<std::string, uint64_t>& counters) {
   Result<std::vector<Tensor>> out = RunSteps(feeds, variables, counters);
+  if (out.ok()) return out;
   // A failed run may leave work on the stream: wait for it, so that nothing it reads or writes is
-  // reused (or freed) under it.
-  if (!out.ok()) (void)device_.Synchronize();
+  // reused (or freed) under it. A variable whose value lived only on the device and that a device
+  // assign of this run may have overwritten keeps what its device copy now holds.
+  (void)device_.Synchronize();
+  for (auto& [action, value] : assigned_)
+    if (action->deferred && variables.HolderOf(action->variable) == variables_.get())
+      KeepOnDevice(*action, variables);
+  assigned_.clear();
   return out;
 }
 

@@ -42,33 +42,42 @@ Result<DevicePtr> DeviceVariables::Address(const std::string& name, int64_t byte
   return *address;
 }
 
-void DeviceVariables::Invalidate(const std::string& name) {
+void DeviceVariables::Invalidate(const std::string& name) { Holds(name, 0); }
+
+void DeviceVariables::Holds(const std::string& name, uint64_t version) {
   auto it = entries_.find(name);
-  if (it == entries_.end()) return;
-  it->second.held = Tensor();
-  it->second.valid = false;
+  if (it != entries_.end()) it->second.version = version;
 }
 
-void DeviceVariables::Holds(const std::string& name, const Tensor& value) {
+bool DeviceVariables::HoldsVersion(const std::string& name, uint64_t version) const {
   auto it = entries_.find(name);
-  if (it == entries_.end()) return;
-  it->second.held = value;
-  it->second.valid = true;
+  return version != 0 && it != entries_.end() && it->second.version == version;
 }
 
-Result<bool> DeviceVariables::Upload(const std::string& name, const Tensor& value) {
+Result<bool> DeviceVariables::Upload(const std::string& name, uint64_t version,
+                                     const Tensor& value) {
   auto it = entries_.find(name);
   if (it == entries_.end() || it->second.bytes != value.byte_size())
     return MakeError(ErrorCode::kInternal, "variable '", name, "' (", value.byte_size(),
                      " bytes) has no device copy of that size");
   Entry& entry = it->second;
-  if (entry.valid && entry.held.raw_data() == value.raw_data()) return false;
-  entry.valid = false;
+  if (HoldsVersion(name, version)) return false;
+  entry.version = 0;
   Status copied = device_.ToDevice(entry.address, value.raw_data(), entry.bytes);
   if (!copied.ok()) return copied.error().WithContext("uploading variable '" + name + "'");
-  entry.held = value;
-  entry.valid = true;
+  entry.version = version;
   return true;
+}
+
+Result<Tensor> DeviceVariables::ReadBack(const std::string& name, const TensorType& type) const {
+  auto it = entries_.find(name);
+  KILN_ASSIGN_OR_RETURN(Tensor value, Tensor::Create(type.dtype, type.shape));
+  if (it == entries_.end() || it->second.bytes != value.byte_size())
+    return MakeError(ErrorCode::kInternal, "variable '", name, "' (", value.byte_size(),
+                     " bytes) has no device copy of that size");
+  Status copied = device_.ToHost(value.raw_data(), it->second.address, it->second.bytes);
+  if (!copied.ok()) return copied.error().WithContext("reading back variable '" + name + "'");
+  return value;
 }
 
 }  // namespace kiln::cuda

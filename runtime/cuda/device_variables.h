@@ -2,12 +2,13 @@
 // shared by every plan loaded on one device, so that a variable is uploaded when its value changed,
 // not on every run (weights of an inference model: once).
 //
-// Contract: each variable has one device allocation of its type's bytes, made on first use. The
-// store's values are replaced, never mutated where anyone else holds them (runtime/
-// variable_store.h, the "assign" step), so a value is identified by its storage: Upload(name,
-// value) copies only when the device copy does not already hold `value`'s storage (it keeps that
-// storage alive, which also keeps an in-place assign from changing it behind the device's back).
-// Used by one run at a time (the program's contract); errors name the variable.
+// Contract: each variable has one device allocation of its type's bytes, made on first use. A value
+// of the store is identified by its version (runtime/variable_store.h: new whenever the value may
+// have changed): Upload(name, version, value) copies only when the device copy does not hold that
+// version already. A device assign writes the device copy; the store then keeps the new value as
+// one that lives here (VariableStore::SetElsewhere, this object as its holder), read back by
+// ReadBack when the host asks for it. Used by one run at a time (the program's contract); errors
+// name the variable.
 #pragma once
 
 #include <map>
@@ -37,22 +38,25 @@ class DeviceVariables {
   Result<DevicePtr> Address(const std::string& name, int64_t bytes);
   // Whether `name` has its device allocation already.
   bool Allocated(const std::string& name) const { return entries_.count(name) > 0; }
-  // Makes the device copy of `name` hold `value` (whose storage the caller bound the variable's
-  // buffer to); uploads unless it already does. Returns whether it uploaded.
-  Result<bool> Upload(const std::string& name, const Tensor& value);
+  // Makes the device copy of `name` hold version `version` of the variable, whose host value is
+  // `value`; uploads unless it holds that version already. Returns whether it uploaded.
+  Result<bool> Upload(const std::string& name, uint64_t version, const Tensor& value);
+  // Whether the device copy of `name` holds version `version` (never for version 0).
+  bool HoldsVersion(const std::string& name, uint64_t version) const;
   // Forgets what the device copy of `name` holds (a device assign is about to overwrite it: a run
   // that fails before the new value reaches the store must not leave the next upload skipped).
   void Invalidate(const std::string& name);
-  // Records that the device copy of `name` holds `value` (a device assign wrote it, and `value`
-  // was read back from it).
-  void Holds(const std::string& name, const Tensor& value);
+  // Records that the device copy of `name` holds version `version` (a device assign wrote it).
+  void Holds(const std::string& name, uint64_t version);
+  // A host copy of what the device copy of `name` holds once the work issued so far is done, as a
+  // tensor of `type`.
+  Result<Tensor> ReadBack(const std::string& name, const TensorType& type) const;
 
  private:
   struct Entry {
     DevicePtr address = 0;
     int64_t bytes = 0;
-    Tensor held;  // the value the device copy holds (none: unknown)
-    bool valid = false;
+    uint64_t version = 0;  // the version of the value the device copy holds (0: unknown)
   };
   Device& device_;
   std::map<std::string, Entry> entries_;

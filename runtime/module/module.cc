@@ -138,11 +138,13 @@ Result<std::vector<Tensor>> Module::Run(const std::vector<std::pair<std::string,
 }
 
 Status Module::SaveCheckpoint(const std::string& path) const {
+  KILN_RETURN_IF_ERROR(variables_.MaterializeAll());
   return WriteCheckpoint(path, variables_.values());
 }
 
 Status Module::RestoreCheckpoint(const std::string& path) {
   std::map<std::string, TensorType> expected;
+  KILN_RETURN_IF_ERROR(variables_.MaterializeAll());
   for (const auto& [name, value] : variables_.values())
     expected[name] = TensorType{value.dtype(), value.shape()};
   KILN_ASSIGN_OR_RETURN(auto restored, ReadCheckpointFor(path, expected));

@@ -10,6 +10,7 @@ namespace {
 
 Status ReadVariable(KernelContext& ctx) {
   VariableStore& vars = *ctx.state().variables;
+  KILN_RETURN_IF_ERROR(vars.Materialize(ctx.node().name));
   const Tensor* value = vars.Find(ctx.node().name);
   if (!value) {
     Result<Tensor> init = MakeInitialValue(ctx.attrs());
@@ -34,6 +35,7 @@ KernelFn AssignKernel(int sign) {
     if (sign == 0) {
       result = value.Clone();
     } else {
+      KILN_RETURN_IF_ERROR(vars.Materialize(var));
       const Tensor* current = vars.Find(var);
       const Tensor& base = current ? *current : ctx.input(0);
       result = base.Clone();

@@ -9,7 +9,9 @@
 #   ./run.sh                    on the GPU (backend cuda)
 #   KILN_BUNDLE_BACKEND=cuda-sim ./run.sh   the same checks on the simulated device (no GPU needed)
 # Environment: KILN_BUNDLE_PYTHON (default /opt/torch/.venv/bin/python3, else python3),
-# KILN_BUNDLE_RUNS (timed runs per model, default 20).
+# KILN_BUNDLE_RUNS (timed runs per model, default 20), KILN_BUNDLE_STEP_TIMEOUT (seconds any one
+# kilnrt or PyTorch command may take before it counts as failed, default 120),
+# KILN_BUNDLE_TORCH_COMPILE=0 (leave out torch.compile, whose compiling takes minutes).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 backend=${KILN_BUNDLE_BACKEND:-cuda}
@@ -37,7 +39,15 @@ for library in libcublasLt.so.13 libcudnn.so.9; do
   found=$([[ -n $wheels ]] && find "$wheels" -name "$library" 2>/dev/null | head -n 1)
   [[ -n $found ]] && export LD_LIBRARY_PATH="$(dirname "$found"):$LD_LIBRARY_PATH"
 done
-kilnrt="$here/bin/kilnrt"
+step_timeout=${KILN_BUNDLE_STEP_TIMEOUT:-120}
+export KILN_BUNDLE_TORCH_COMPILE=${KILN_BUNDLE_TORCH_COMPILE:-1}
+# kilnrt and PyTorch run under a time limit each, so that a hang fails one check, not the bundle.
+kilnrt="$work/kilnrt"
+printf '#!/bin/sh\nexec timeout %s "%s" "$@"\n' "$step_timeout" "$here/bin/kilnrt" >"$kilnrt"
+chmod +x "$kilnrt"
+torch_python="$work/python"
+printf '#!/bin/sh\nexec timeout %s "%s" "$@"\n' "$step_timeout" "$python" >"$torch_python"
+chmod +x "$torch_python"
 echo "kiln GPU bundle $(cat "$here/VERSION") on $(hostname), backend $backend, $(date -u +%FT%TZ)"
 command -v nvidia-smi >/dev/null &&
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
@@ -103,8 +113,9 @@ sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanit
 if [[ $backend == cuda && -n $sanitizer ]]; then
   for model in transformer gpt_block gemm; do
     [[ -f $here/models/$model.kmod ]] || continue
-    check "$model: compute-sanitizer memcheck finds no error" "$sanitizer" --tool memcheck \
-      --error-exitcode 1 --print-limit 10 "$kilnrt" "$here/models/$model.kmod" --backend cuda \
+    check "$model: compute-sanitizer memcheck finds no error" timeout "$step_timeout" \
+      "$sanitizer" --tool memcheck --error-exitcode 1 --print-limit 10 "$here/bin/kilnrt" \
+      "$here/models/$model.kmod" --backend cuda \
       --input "x=$here/models/$model/inputs/x.npy"
   done
 fi
@@ -134,7 +145,7 @@ for entry in $(cat "$here/models/BENCH"); do
     --repeat "$runs" 2>&1 >/dev/null | sed -n 's/.*median_ms: \([0-9.]*\).*/\1/p')
   no_graph_ms=$(KILN_CUDA_GRAPHS=0 "$kilnrt" "$here/models/$model.kmod" --backend "$backend" \
     --input "x=$input" --repeat "$runs" 2>&1 >/dev/null | sed -n 's/.*median_ms: \([0-9.]*\).*/\1/p')
-  torch_line=$("$python" "$here/bench_torch.py" "${model%_bench}" "$shape" --runs "$runs" 2>/dev/null)
+  torch_line=$("$torch_python" "$here/bench_torch.py" "${model%_bench}" "$shape" --runs "$runs" 2>/dev/null)
   eager=$(sed -n 's/^eager_ms \([0-9.]*\).*/\1/p' <<<"$torch_line")
   compiled=$(sed -n 's/.*compile_ms \([0-9.-]*\).*/\1/p' <<<"$torch_line")
   ratio=-
@@ -161,10 +172,12 @@ for entry in $(cat "$here/models/TRAIN"); do
     sed -n 's/.*median_ms: \([0-9.]*\).*/\1/p')
   no_graph_ms=$(KILN_CUDA_GRAPHS=0 "$kilnrt" "$here/models/$name.kmod" "${args[@]}" 2>&1 >/dev/null |
     sed -n 's/.*median_ms: \([0-9.]*\).*/\1/p')
-  torch=("$python" "$here/bench_shi2016_torch.py" "$network" --batch "$n" --iters "$runs"
+  torch=("$torch_python" "$here/bench_shi2016_torch.py" "$network" --batch "$n" --iters "$runs"
     --device cuda --precision "$precision")
   eager=$("${torch[@]}" 2>/dev/null | sed -n 's/^median_ms: //p')
-  compiled=$("${torch[@]}" --compile 2>/dev/null | sed -n 's/^median_ms: //p')
+  compiled=
+  [[ $KILN_BUNDLE_TORCH_COMPILE == 0 ]] ||
+    compiled=$("${torch[@]}" --compile 2>/dev/null | sed -n 's/^median_ms: //p')
   ratio=-
   [[ -n $kiln_ms && -n $eager ]] && ratio=$("$python" -c "print('%.2f' % ($kiln_ms / $eager))")
   printf '%-24s %-9s %6s %12s %12s %12s %12s %9s\n' "$name" "$precision" "$n" "${kiln_ms:--}" \
@@ -184,7 +197,7 @@ ew_gbs=$(profiled elementwise_bench "$work/ew_x.npy" "device kernel")
 gemm_tf=$(profiled gemm_bench "$work/gemm_x.npy" "device library gemm")
 gemm_tf32_tf=$(profiled gemm_tf32_bench "$work/gemm_x.npy" "device library gemm")
 gemm_bf16_tf=$(profiled gemm_bf16_bench "$work/gemm_x.npy" "device library gemm")
-peers=$("$python" "$here/bench_torch.py" rates "$elements" "$gemm" --runs "$runs" 2>/dev/null)
+peers=$("$torch_python" "$here/bench_torch.py" rates "$elements" "$gemm" --runs "$runs" 2>/dev/null)
 copy_gbs=$(sed -n 's/.*copy_gbs \([0-9.]*\).*/\1/p' <<<"$peers")
 torch_tf=$(sed -n 's/.*gemm_tflops \([0-9.]*\).*/\1/p' <<<"$peers")
 torch_tf32_tf=$(sed -n 's/.*gemm_tf32_tflops \([0-9.]*\).*/\1/p' <<<"$peers")

@@ -19,6 +19,7 @@
 #include "ir/ops/reduce.h"
 #include "ir/ops/state.h"
 #include "passes/autodiff.h"
+#include "runtime/checkpoint.h"
 #include "runtime/cuda/cuda_program.h"
 #include "runtime/cuda/driver_api.h"
 #include "runtime/cuda/matmul_call.h"
@@ -28,6 +29,7 @@
 #include "tests/testing/differential.h"
 #include "tests/testing/forwarding_device.h"
 #include "tests/testing/gradcheck_op.h"
+#include "tests/testing/temp_path.h"
 
 namespace kiln {
 namespace {
@@ -606,6 +608,100 @@ TEST_CASE("cuda-sim: Assign and AssignSub run on the device, the store gets the 
     REQUIRE(out.ok());
     for (int64_t i = 0; i < 4; ++i) CHECK((*out)[0].GetDouble(i) == 1 - 0.5 * (i + 1));
   }
+}
+
+// Counts the copies from the device: synchronous ones (a variable read back for the host) and the
+// bytes of asynchronous ones (the run's to_host copies and read-backs of assigned values).
+class DownloadCountingDevice : public testing::ForwardingDevice {
+ public:
+  Status ToHost(void* dst, cuda::DevicePtr src, int64_t bytes) override {
+    ++read_backs;
+    return ForwardingDevice::ToHost(dst, src, bytes);
+  }
+  Status ToHostAsync(void* pinned_dst, cuda::DevicePtr src, int64_t bytes) override {
+    async_bytes += bytes;
+    return ForwardingDevice::ToHostAsync(pinned_dst, src, bytes);
+  }
+  int read_backs = 0;
+  int64_t async_bytes = 0;
+};
+
+TEST_CASE("cuda-sim: a value a device assign wrote stays on the device until the host reads it",
+          "[cuda]") {
+  // A training-like step: y = sum(w * x) reads w, then w -= x / 2 on the device.
+  GraphBuilder g;
+  Value x = g.Placeholder("x", f32, {64});
+  Value w = Variable(g, "w", f32, {64}, Initializer::Constant(1));
+  g.Output("y", Sum(Mul(w, x), {0}));
+  AssignSub(w, Mul(x, g.Scalar(0.5))).Named("update");
+  Graph graph = *g.Build();
+  std::vector<float> ones(64, 1.0f);
+  FeedList feeds = {{"x", Tensor::FromVector<float>({64}, ones)}};
+  Session planner(graph, SessionOptions{.backend = "reference"});
+  Result<RunPlan> plan = planner.Plan(feeds, {"y"}, {"update"});
+  REQUIRE(plan.ok());
+  DownloadCountingDevice device;
+  VariableStore variables;
+  std::map<std::string, uint64_t> counters;
+  auto shared = std::make_shared<cuda::DeviceVariables>(device);
+  Result<std::unique_ptr<cuda::CudaProgram>> program =
+      cuda::CudaProgram::Load(CompileSim(*plan), device, 1, shared);
+  REQUIRE(program.ok());
+  auto run = [&](double w_before) {
+    const int64_t before = device.async_bytes;
+    Result<std::vector<Tensor>> out =
+        (*program)->Run(Feeds((*program)->executable(), *plan), variables, counters);
+    INFO(out.status().ToString());
+    REQUIRE(out.ok());
+    CHECK((*out)[0].GetDouble(0) == 64 * w_before);
+    CHECK(device.async_bytes - before < 256);  // at most y: w's 256 bytes stay on the device
+    CHECK(variables.HolderOf("w") == shared.get());
+  };
+  run(1.0);
+  run(0.5);
+  CHECK(device.read_backs == 0);
+  // The host asks: one read-back, and the store holds w on the host again, at the same version
+  // (so the next run uploads nothing).
+  const uint64_t version = variables.Version("w");
+  const Tensor* stored = variables.Find("w");
+  REQUIRE(stored);
+  CHECK(device.read_backs == 1);
+  CHECK(stored->GetDouble(0) == 0.0);
+  CHECK(variables.HolderOf("w") == nullptr);
+  CHECK(variables.Version("w") == version);
+  run(0.0);
+  CHECK(device.read_backs == 1);
+  // Once the device copies are gone, the value cannot be read back: an error naming the variable.
+  program->reset();
+  shared.reset();
+  Status lost = variables.Materialize("w");
+  REQUIRE_FALSE(lost.ok());
+  CHECK_THAT(lost.error().message(), Catch::Contains("'w'") && Catch::Contains("closed"));
+  CHECK(variables.Find("w") == nullptr);
+}
+
+TEST_CASE("cuda-sim: a session trained on the device saves the values a reference session has",
+          "[cuda]") {
+  GraphBuilder g;
+  Value x = g.Placeholder("x", f32, {8});
+  Value w = Variable(g, "w", f32, {8}, Initializer::Constant(2));
+  g.Output("y", Sum(Mul(w, x), {0}));
+  AssignSub(w, Mul(x, g.Scalar(0.25))).Named("update");
+  Graph graph = *g.Build();
+  const FeedList feeds = {{"x", Random(Shape{8}, 3)}};
+  std::vector<std::map<std::string, Tensor>> saved;
+  for (const std::string backend : {"reference", "cuda-sim"}) {
+    Session session(graph, SessionOptions{.backend = backend});
+    for (int step = 0; step < 3; ++step) REQUIRE(session.Run(feeds, {"y"}, {"update"}).ok());
+    const std::string path = testing::TempPath("device_trained_" + backend + ".ckpt");
+    REQUIRE(session.SaveCheckpoint(path).ok());
+    Result<std::map<std::string, Tensor>> read = ReadCheckpoint(path);
+    REQUIRE(read.ok());
+    saved.push_back(std::move(*read));
+  }
+  REQUIRE(saved[1].count("w"));
+  std::string why;
+  CHECK(testing::CloseForDType(saved[0].at("w"), saved[1].at("w"), &why));
 }
 
 TEST_CASE("cuda-sim: cross-entropy and its gradient run on the device, labels checked first",
