@@ -7,6 +7,7 @@
 
 #include "ir/graph_stats.h"
 #include "runtime/cuda/device_copies.h"
+#include "runtime/cuda/graph_capture.h"
 #include "runtime/cuda/matmul_call.h"
 
 namespace kiln::compiler {
@@ -26,6 +27,7 @@ std::vector<std::string> NodeNames(const std::string& joined) {
 struct Rate {
   double tflops = 0;
   double efficiency = 1;
+  bool convolution = false;  // costs at least CostAssumptions::conv_floor_us
 };
 
 class Estimator {
@@ -36,10 +38,13 @@ class Estimator {
     // The unfused estimate's MatMuls use TF32 where the plan's gemms do.
     for (const Step& step : planned_.lowered.executable.steps)
       tf32_ = tf32_ || step.attrs.Has("tf32");
+    graph_ = cuda::AnalyzeGraphCapture(planned_.lowered.executable).capturable;
+    launch_us_ = graph_ ? assume_.graph_launch_us : assume_.launch_us;
   }
 
   PlanCost Run() const {
     PlanCost cost;
+    cost.graph = graph_;
     const Executable& exe = planned_.lowered.executable;
     std::set<std::string> host_nodes;
     double copy_us = 0;
@@ -59,7 +64,8 @@ class Estimator {
           s.bound = "first run";
         } else {
           s.bound = "pcie";
-          s.us = assume_.copy_latency_us + s.bytes / (assume_.pcie_gbps * 1e3);
+          s.us = assume_.copy_latency_us + s.bytes / (assume_.pcie_gbps * 1e3) +
+                 s.bytes / (assume_.staging_gbps * 1e3);
           copy_us += s.us;
         }
       } else if (!step.on_device) {
@@ -90,19 +96,22 @@ class Estimator {
       cost.unfused_us += s.us;
       ++cost.unfused_launches;
     }
+    cost.no_graph_us = cost.total_us + cost.launches * (assume_.launch_us - launch_us_);
     return cost;
   }
 
  private:
-  // Roofline plus the launch.
+  // Roofline plus the launch (a convolution: at least its floor).
   void Device(StepCost& s, Rate rate) const {
     const double compute_us = s.flops / (rate.tflops * rate.efficiency * 1e6);
     const double memory_us = s.bytes / (chip_.hbm_tbps * assume_.memory_efficiency * 1e6);
     const double work_us = std::max(compute_us, memory_us);
-    s.bound = work_us < assume_.launch_us ? "launch"
-              : compute_us > memory_us    ? "compute"
-                                          : "memory";
-    s.us = work_us + assume_.launch_us;
+    s.bound = work_us < launch_us_ ? "launch" : compute_us > memory_us ? "compute" : "memory";
+    s.us = work_us + launch_us_;
+    if (rate.convolution && s.us < assume_.conv_floor_us) {
+      s.bound = "conv latency";
+      s.us = assume_.conv_floor_us;
+    }
   }
 
   Rate Fp32() const { return {chip_.fp32_tflops, 1.0}; }
@@ -112,7 +121,7 @@ class Estimator {
                                                             : chip_.fp32_tflops;
     return {peak, assume_.gemm_efficiency};
   }
-  Rate DirectConv() const { return {chip_.fp32_tflops, assume_.direct_conv_efficiency}; }
+  Rate DirectConv() const { return {chip_.fp32_tflops, assume_.direct_conv_efficiency, true}; }
 
   Rate StepRate(const Step& step, const Executable& exe) const {
     if (cuda::IsDeviceGemm(step, exe))
@@ -179,6 +188,8 @@ class Estimator {
   const CostAssumptions& assume_;
   std::map<std::string, const Node*> nodes_;
   bool tf32_ = false;
+  bool graph_ = false;    // the plan is captured as a CUDA graph
+  double launch_us_ = 0;  // a launch's overhead: a replayed graph's kernel, or one issued alone
 };
 
 }  // namespace

@@ -8,9 +8,15 @@
 //   - the peak is the chip's dense tensor-core rate for gemm steps of f16/bf16 operands (TF32's
 //     for f32 gemms marked "tf32"), its f32 CUDA-core rate for f32 gemms and every generated
 //     kernel (which compute in f32 whatever they store);
-//   - efficiencies are assumptions (kCostAssumptions below) until a GPU run calibrates them: the
-//     GPU bundle prints these estimates beside measured times.
-// A copy between host and device costs its bytes over PCIe plus a fixed latency; a variable's
+//   - efficiencies are assumptions (kCostAssumptions below); the launch and copy overheads were
+//     calibrated on an H100 by the GPU bundle (docs/gpu_measurements.md), which prints these
+//     estimates beside measured times.
+// A plan that can be captured as a CUDA graph (runtime/cuda/graph_capture.h; the runtime's
+// default) pays a replayed kernel's overhead per launch, else a launch issued on its own; both
+// totals are given.
+// A copy between host and device costs its bytes over PCIe and through the host's staging copy,
+// plus a fixed latency; a convolution step costs at least a floor (small ones are latency-bound);
+// a variable's
 // upload (first run only: device variables persist) and constants (uploaded at load) cost
 // nothing; a host step is listed but not estimated (it runs on the CPU, between device work).
 // One kernel per op (the same plan without fusion) costs every computing node of the plan as a
@@ -39,9 +45,21 @@ struct CostAssumptions {
   double gemm_efficiency = 0.7;         // of the tensor (or f32) peak, cuBLASLt on large shapes
   double memory_efficiency = 0.8;       // of HBM bandwidth, streaming kernels and copies
   double direct_conv_efficiency = 0.1;  // of the f32 peak: generated convolutions (no tiling)
-  double launch_us = 3.0;               // per launch, without CUDA graphs
-  double pcie_gbps = 25.0;              // host<->device through pinned staging
-  double copy_latency_us = 10.0;        // per host<->device copy
+  // Measured on an H100, host input to host output of small models (transformer: 32 launches,
+  // LSTM: 168): 4.2-4.4 us per step issued on its own, 1.0-1.3 us per kernel of a replayed graph.
+  double launch_us = 4.3;        // per launch, issued on its own (KILN_CUDA_GRAPHS=0)
+  double graph_launch_us = 1.1;  // per kernel of a replayed CUDA graph
+  // Host<->device through pinned staging: 5-6.5 GB/s measured for 0.4-1.5 MB copies on the lent
+  // H100 machine (a VM; PCIe 5 on bare metal reaches several times that).
+  double pcie_gbps = 6.5;
+  double copy_latency_us = 10.0;  // per host<->device copy
+  // The host's copy of a feed into the pinned staging, or of a fetch out of it: 4 GB/s from the
+  // large host-to-host runs on that machine (2^26 floats, 4096x4096), less their transfers.
+  double staging_gbps = 4.0;
+  // The least a convolution step takes, however small: at batch 2 (ResNet, 64x64) cuDNN's calls
+  // took 10.3 us each on the H100 and generated convolution kernels 13.6 us (one thread per output
+  // adds its products in sequence), where the roofline said 1-2 us.
+  double conv_floor_us = 9.0;
 };
 inline constexpr CostAssumptions kCostAssumptions{};
 
@@ -52,13 +70,16 @@ struct StepCost {
   std::string nodes;  // the nodes it implements
   double flops = 0;
   double bytes = 0;
-  std::string bound;  // "compute", "memory", "launch", "pcie", "first run", "not estimated"
+  // "compute", "memory", "launch", "conv latency", "pcie", "first run", "not estimated"
+  std::string bound;
   double us = 0;
 };
 
 struct PlanCost {
   std::vector<StepCost> steps;  // variable bindings left out
+  bool graph = false;           // the plan is captured as a CUDA graph: launches cost its overhead
   double total_us = 0;
+  double no_graph_us = 0;  // the same plan with every launch issued on its own
   int launches = 0;
   int host_steps = 0;     // not estimated
   double unfused_us = 0;  // one kernel per op

@@ -44,18 +44,24 @@ int PrintCostReport(const Command& cmd, const Graph& graph, const FeedList& feed
   std::printf(
       "\ncost on %s (peaks %g TFLOP/s f16/bf16 tensor, %g tf32, %g fp32 CUDA cores, %g TB/s HBM; "
       "assumed: gemm %.0f%% of peak, generated convolutions %.0f%% of fp32, streaming %.0f%% of "
-      "HBM, %g us a launch, PCIe %g GB/s + %g us a copy):\n",
+      "HBM, %g us a launch in a CUDA graph or %g us on its own, a convolution at least %g us, "
+      "PCIe %g GB/s + staging %g GB/s + %g us a copy):\n",
       chip->name.c_str(), chip->tensor16_tflops, chip->tf32_tflops, chip->fp32_tflops,
       chip->hbm_tbps, 100 * a.gemm_efficiency, 100 * a.direct_conv_efficiency,
-      100 * a.memory_efficiency, a.launch_us, a.pcie_gbps, a.copy_latency_us);
+      100 * a.memory_efficiency, a.graph_launch_us, a.launch_us, a.conv_floor_us, a.pcie_gbps,
+      a.staging_gbps, a.copy_latency_us);
   std::printf("  %5s %-6s %-24s %10s %10s %-13s %10s  %s\n", "step", "side", "what", "MFLOP", "KB",
               "bound", "us", "nodes");
   for (const compiler::StepCost& s : cost->steps)
     std::printf("  %5d %-6s %-24s %10.3f %10.1f %-13s %10.2f  %s\n", s.step, s.side.c_str(),
                 s.what.c_str(), s.flops / 1e6, s.bytes / 1e3, s.bound.c_str(), s.us,
                 s.nodes.c_str());
-  std::printf("launches: %d, host steps (not estimated): %d\n", cost->launches, cost->host_steps);
+  std::printf("launches: %d (%s), host steps (not estimated): %d\n", cost->launches,
+              cost->graph ? "replayed as a CUDA graph" : "issued one by one: not capturable",
+              cost->host_steps);
   std::printf("estimated_ms: %.4f\n", cost->total_us / 1e3);
+  if (cost->graph)
+    std::printf("estimated_ms_without_graph: %.4f (KILN_CUDA_GRAPHS=0)\n", cost->no_graph_us / 1e3);
   std::printf("\n%-9s %10s %24s %10s %12s\n", "precision", "fused_ms", "one_kernel_per_op_ms",
               "launches", "host_steps");
   struct Row {

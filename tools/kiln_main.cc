@@ -83,9 +83,10 @@ const std::vector<Command>& Commands() {
        "has it, else their generated kernels. KILN_CUDA_GRAPHS=0 turns CUDA graphs off,\n"
        "KILN_CUDNN=0 cuDNN.\n"
        "--cost CHIP estimates the CUDA plan's time on that GPU from each step's FLOPs and bytes\n"
-       "against the chip's peaks (a roofline plus launch and copy overheads; the assumptions are\n"
-       "printed): a table per step, `estimated_ms: X`, then fused against one kernel per op in\n"
-       "fp32, tf32, bf16 and fp16. No GPU is needed.\n"
+       "against the chip's peaks (a roofline plus launch and copy overheads, calibrated on an\n"
+       "H100; the assumptions are printed): a table per step, `estimated_ms: X` (and, for a\n"
+       "plan replayed as a CUDA graph, `estimated_ms_without_graph: Y`), then fused against one\n"
+       "kernel per op in fp32, tf32, bf16 and fp16. No GPU is needed.\n"
        "--train --loss NAME plans one training step instead (the loss's gradient and the\n"
        "optimizer's update, as kiln bench --train runs it) for --fusion, --memory,\n"
        "--placement and --cost.\n",

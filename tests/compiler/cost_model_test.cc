@@ -1,7 +1,8 @@
 // The GPU cost model (compiler/cost_model.h) on plans whose time is known on paper: a large bf16
 // MatMul is compute-bound at the tensor-core peak, a large elementwise kernel memory-bound at HBM
 // bandwidth (so H200 is faster by the bandwidth ratio alone), tiny work costs a launch, copies
-// cost PCIe time, and fusion saves launches and bytes against one kernel per op.
+// cost PCIe time, fusion saves launches and bytes against one kernel per op, and a plan captured as
+// a CUDA graph pays a replayed kernel's overhead per launch.
 #include "compiler/cost_model.h"
 
 #include <catch2/catch.hpp>
@@ -26,6 +27,11 @@ PlanCost Cost(const Graph& graph, const FeedList& feeds, const std::string& fetc
   Result<Chip> c = ChipByName(chip);
   REQUIRE(c.ok());
   return EstimatePlanCost(*cuda, *c);
+}
+
+// The overhead each launch of `cost`'s plan pays.
+double LaunchUs(const PlanCost& cost) {
+  return cost.graph ? kCostAssumptions.graph_launch_us : kCostAssumptions.launch_us;
 }
 
 const StepCost& OnlyDeviceStep(const PlanCost& cost) {
@@ -53,14 +59,16 @@ TEST_CASE("cost model: a large bf16 MatMul is compute-bound at the tensor-core p
   CHECK(gemm.flops == flops);
   CHECK(gemm.bound == "compute");
   const CostAssumptions& a_ = kCostAssumptions;
-  CHECK(gemm.us == Approx(flops / (989e12 * a_.gemm_efficiency) * 1e6 + a_.launch_us));
+  CHECK(gemm.us == Approx(flops / (989e12 * a_.gemm_efficiency) * 1e6 + LaunchUs(cost)));
   // Two uploads and one download of 32 MiB each over PCIe.
   int copies = 0;
   for (const StepCost& s : cost.steps)
     if (s.side == "copy") {
       ++copies;
       CHECK(s.bound == "pcie");
-      CHECK(s.us == Approx(a_.copy_latency_us + 4096.0 * 4096 * 2 / (a_.pcie_gbps * 1e3)));
+      const double bytes = 4096.0 * 4096 * 2;
+      CHECK(s.us == Approx(a_.copy_latency_us + bytes / (a_.pcie_gbps * 1e3) +
+                           bytes / (a_.staging_gbps * 1e3)));
     }
   CHECK(copies == 3);
 }
@@ -79,8 +87,9 @@ TEST_CASE("cost model: a large elementwise chain is memory-bound, one launch fus
   CHECK(k100.bytes == bytes);
   CHECK(k100.bound == "memory");
   const CostAssumptions& a = kCostAssumptions;
-  CHECK(k100.us - a.launch_us == Approx(bytes / (3.35e12 * a.memory_efficiency) * 1e6));
-  CHECK((k100.us - a.launch_us) / (k200.us - a.launch_us) == Approx(4.8 / 3.35));
+  const double launch = LaunchUs(h100);
+  CHECK(k100.us - launch == Approx(bytes / (3.35e12 * a.memory_efficiency) * 1e6));
+  CHECK((k100.us - launch) / (k200.us - launch) == Approx(4.8 / 3.35));
   // One kernel per op: three launches, each reading and writing the whole tensor.
   CHECK(h100.launches == 1);
   CHECK(h100.unfused_launches == 3);
@@ -94,9 +103,56 @@ TEST_CASE("cost model: tiny work costs its launch, unknown chips are refused", "
   Graph graph = *g.Build();
   const PlanCost cost = Cost(graph, {{"x", *Tensor::Create(f32, Shape{4})}}, "y", "a100");
   CHECK(OnlyDeviceStep(cost).bound == "launch");
+  // Device work alone: captured as a CUDA graph, each launch a replayed kernel's overhead, and the
+  // same plan issued one launch at a time costs the difference per launch.
+  const CostAssumptions& a = kCostAssumptions;
+  CHECK(cost.graph);
+  CHECK(OnlyDeviceStep(cost).us > a.graph_launch_us);
+  CHECK(OnlyDeviceStep(cost).us < a.graph_launch_us + 0.01);
+  CHECK(cost.no_graph_us - cost.total_us == Approx(a.launch_us - a.graph_launch_us));
   Result<Chip> v100 = ChipByName("v100");
   REQUIRE_FALSE(v100.ok());
   CHECK_THAT(v100.error().message(), Catch::Contains("h100, h200 and a100"));
+}
+
+TEST_CASE("cost model: a small convolution costs its floor, a large one its roofline", "[cost]") {
+  const CostAssumptions& a = kCostAssumptions;
+  for (int64_t batch : {1, 256}) {
+    INFO("batch " << batch);
+    GraphBuilder g;
+    Value x = g.Placeholder("x", f32, {batch, 16, 32, 32});
+    Value w = g.Placeholder("w", f32, {16, 16, 3, 3});
+    g.Output("y", Conv2D(x, w));
+    Graph graph = *g.Build();
+    const PlanCost cost = Cost(graph,
+                               {{"x", *Tensor::Create(f32, Shape{batch, 16, 32, 32})},
+                                {"w", *Tensor::Create(f32, Shape{16, 16, 3, 3})}},
+                               "y", "h100");
+    const StepCost& conv = OnlyDeviceStep(cost);
+    if (batch == 1) {
+      CHECK(conv.bound == "conv latency");
+      CHECK(conv.us == a.conv_floor_us);
+    } else {
+      CHECK(conv.bound == "compute");
+      CHECK(conv.us ==
+            Approx(conv.flops / (67e12 * a.direct_conv_efficiency) * 1e6 + LaunchUs(cost)));
+    }
+  }
+}
+
+TEST_CASE("cost model: a plan with host work between device steps pays a launch issued alone",
+          "[cost]") {
+  // The f64 MatMul is a host library call between two device kernels: no CUDA graph.
+  GraphBuilder g;
+  Value x = g.Placeholder("x", f64, {8, 8});
+  g.Output("y", Exp(MatMul(Exp(x), x)));
+  Graph graph = *g.Build();
+  const PlanCost cost = Cost(graph, {{"x", *Tensor::Create(f64, Shape{8, 8})}}, "y", "h100");
+  REQUIRE(cost.host_steps > 0);
+  CHECK_FALSE(cost.graph);
+  CHECK(cost.no_graph_us == cost.total_us);
+  for (const StepCost& s : cost.steps)
+    if (s.side == "device") CHECK(s.us >= kCostAssumptions.launch_us);
 }
 
 }  // namespace

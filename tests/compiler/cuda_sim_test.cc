@@ -626,15 +626,20 @@ class DownloadCountingDevice : public testing::ForwardingDevice {
   int64_t async_bytes = 0;
 };
 
+// A training-like step of `n` elements: y = sum(w * x) reads w (initially `initial`), then the
+// target "update" makes w -= x * rate.
+Graph UpdateStepGraph(int64_t n, double initial, double rate) {
+  GraphBuilder g;
+  Value x = g.Placeholder("x", f32, {n});
+  Value w = Variable(g, "w", f32, {n}, Initializer::Constant(initial));
+  g.Output("y", Sum(Mul(w, x), {0}));
+  AssignSub(w, Mul(x, g.Scalar(rate))).Named("update");
+  return *g.Build();
+}
+
 TEST_CASE("cuda-sim: a value a device assign wrote stays on the device until the host reads it",
           "[cuda]") {
-  // A training-like step: y = sum(w * x) reads w, then w -= x / 2 on the device.
-  GraphBuilder g;
-  Value x = g.Placeholder("x", f32, {64});
-  Value w = Variable(g, "w", f32, {64}, Initializer::Constant(1));
-  g.Output("y", Sum(Mul(w, x), {0}));
-  AssignSub(w, Mul(x, g.Scalar(0.5))).Named("update");
-  Graph graph = *g.Build();
+  const Graph graph = UpdateStepGraph(64, 1.0, 0.5);
   std::vector<float> ones(64, 1.0f);
   FeedList feeds = {{"x", Tensor::FromVector<float>({64}, ones)}};
   Session planner(graph, SessionOptions{.backend = "reference"});
@@ -682,12 +687,7 @@ TEST_CASE("cuda-sim: a value a device assign wrote stays on the device until the
 
 TEST_CASE("cuda-sim: a session trained on the device saves the values a reference session has",
           "[cuda]") {
-  GraphBuilder g;
-  Value x = g.Placeholder("x", f32, {8});
-  Value w = Variable(g, "w", f32, {8}, Initializer::Constant(2));
-  g.Output("y", Sum(Mul(w, x), {0}));
-  AssignSub(w, Mul(x, g.Scalar(0.25))).Named("update");
-  Graph graph = *g.Build();
+  const Graph graph = UpdateStepGraph(8, 2.0, 0.25);
   const FeedList feeds = {{"x", Random(Shape{8}, 3)}};
   std::vector<std::map<std::string, Tensor>> saved;
   for (const std::string backend : {"reference", "cuda-sim"}) {
