@@ -8,6 +8,7 @@
 #include "compiler/link.h"
 #include "compiler/mlir/object.h"
 #include "compiler/plan_executable.h"
+#include "runtime/cpu/kernel_signature.h"
 #include "runtime/module/cpu_features.h"
 #include "runtime/session.h"
 
@@ -139,8 +140,10 @@ Result<ModuleFile> CompileModule(const Graph& graph, const AotOptions& options) 
       }
       host_code = std::move(gpu.host_translation);
     } else {
-      KILN_ASSIGN_OR_RETURN(host_code,
-                            EmitKernelModule(exe.lowered.kernels, {.host_vectors = true}));
+      KILN_ASSIGN_OR_RETURN(
+          host_code, EmitKernelModule(exe.lowered.kernels,
+                                      {.host_vectors = true,
+                                       .markers = cpu::KernelStepSignatures(module.executable)}));
     }
     KILN_ASSIGN_OR_RETURN(HostObject object,
                           CompileHostObject(host_code, JitOptions{.name = "module"}));

@@ -9,6 +9,7 @@
 #include "compiler/mlir/jit.h"
 #include "compiler/plan_executable.h"
 #include "ir/file_util.h"
+#include "runtime/cpu/kernel_signature.h"
 
 namespace kiln::compiler {
 namespace {
@@ -45,8 +46,11 @@ Result<CompiledPlan> CpuCompiler::Compile(const RunPlan& plan, const CompileOpti
     KILN_RETURN_IF_ERROR(WriteFileAtomically(std::string(dir) + "/" + name + ".executable.txt",
                                              planned.lowered.executable.ToString()));
   if (!planned.lowered.kernels.empty()) {
-    KILN_ASSIGN_OR_RETURN(std::string mlir,
-                          EmitKernelModule(planned.lowered.kernels, {.host_vectors = true}));
+    KILN_ASSIGN_OR_RETURN(
+        std::string mlir,
+        EmitKernelModule(planned.lowered.kernels,
+                         {.host_vectors = true,
+                          .markers = cpu::KernelStepSignatures(planned.lowered.executable)}));
     JitOptions jit;
     jit.name = name;
     KILN_ASSIGN_OR_RETURN(std::unique_ptr<JitModule> module, JitModule::Compile(mlir, jit));

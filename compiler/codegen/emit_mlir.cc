@@ -237,6 +237,11 @@ Result<std::string> EmitKernelModule(const std::vector<KernelSpec>& specs,
     if (!k.ok()) return k.error().WithContext("kernel '" + spec.name + "'");
     body += *k;
   }
+  for (const std::string& marker : options.markers) {
+    if (names.count(marker))
+      return MakeError(ErrorCode::kInvalidArgument, "marker '", marker, "' is also a kernel");
+    body += "  func.func @" + marker + "() {\n    return\n  }\n";
+  }
   return "module {\n" + body + "}\n";
 }
 

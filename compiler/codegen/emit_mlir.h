@@ -22,6 +22,7 @@
 // vectorizer so that an in-place kernel still vectorizes.
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,9 @@ struct EmitOptions {
   // an f32 input row folds 16 columns at a time with vector ops (emit_reduction.h), which LLVM 16
   // does not vectorize by itself.
   bool host_vectors = false;
+  // Names of empty functions to define beside the kernels: the plan's kernel-step signatures
+  // (runtime/cpu/kernel_signature.h), which the runtime looks for before it runs a step.
+  std::set<std::string> markers;
 };
 
 // The MLIR text of one module holding every spec's kernel. Errors (kInvalidArgument for a

@@ -2,6 +2,7 @@
 // iteration space over the session's threads when the work is large enough to pay for it.
 #include <algorithm>
 
+#include "runtime/cpu/kernel_signature.h"
 #include "runtime/cpu/parallel_ranges.h"
 #include "runtime/cpu/step.h"
 
@@ -42,6 +43,12 @@ Result<std::unique_ptr<StepRunner>> MakeKernelStep(const Step& step, const Execu
   if (step.rows < 1 || step.outputs.empty())
     return MakeError(ErrorCode::kInternal, "kernel step ", step.callee, " has ", step.rows,
                      " rows and ", step.outputs.size(), " outputs");
+  const std::string signature = KernelStepSignature(step, exe);
+  if (!kernels->Find(signature).ok())
+    return MakeError(ErrorCode::kInvalidArgument, "kernel step ", step.callee, " of '",
+                     step.node.name, "' does not match the code compiled for it: ", step.rows,
+                     " rows over its operands' types and sizes (", signature,
+                     ") is not a way the kernel was compiled to be called");
   // The work: the largest buffer (a row reduction reads [rows, cols] and may write only rows).
   int64_t elements = 0;
   for (const std::vector<int>* ids : {&step.inputs, &step.outputs})

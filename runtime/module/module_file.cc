@@ -117,6 +117,12 @@ Result<ModuleFile> ParseModule(const std::string& bytes, const std::string& orig
   Result<Executable> exe = ExecutableFromProto(p.executable());
   if (!exe.ok()) return exe.error().WithContext(origin + ": its plan");
   m.executable = std::move(*exe);
+  if (m.format_version < kFirstSignedModuleFormat && m.target != "cuda" &&
+      m.executable.CountSteps(Step::Kind::kKernel) > 0)
+    return MakeError(ErrorCode::kFailedPrecondition, origin, ": module format version ",
+                     m.format_version,
+                     " predates the kernel-step signatures this runtime checks; recompile it with "
+                     "`kiln compile`");
   for (const auto& v : p.variables()) {
     Result<Tensor> value = TensorFromProto(v.value());
     if (!value.ok()) return value.error().WithContext(origin + ": variable '" + v.name() + "'");

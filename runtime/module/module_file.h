@@ -25,7 +25,12 @@ namespace kiln {
 // 2: conv2d and gemm steps may carry fused epilogues (attributes "bias", "post_ops"), which a
 // version-1 runtime would ignore; it refuses version-2 modules instead.
 // 3: buffers may have a blocked layout (BufferProto.layout), which older runtimes would ignore.
-inline constexpr int kModuleFormatVersion = 3;
+// 4: a cpu module's kernel code defines each kernel step's signature (runtime/cpu/
+// kernel_signature.h), which runtimes check at load; a cpu module with kernel steps from before
+// is refused (recompile it).
+inline constexpr int kModuleFormatVersion = 4;
+// The first format whose cpu kernel code defines the kernel-step signatures.
+inline constexpr int kFirstSignedModuleFormat = 4;
 inline constexpr int64_t kMaxModuleBytes = int64_t{16} << 30;
 
 struct ModuleTensorSpec {

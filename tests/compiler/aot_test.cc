@@ -7,6 +7,9 @@
 #include <cstring>
 
 #include "ir/io/npy.h"
+#include "ir/ops/array.h"
+#include "ir/ops/math.h"
+#include "ir/ops/reduce.h"
 #include "ir/onnx/import.h"
 #include "models/digits_cnn.h"
 #include "passes/optim.h"
@@ -235,6 +238,56 @@ TEST_CASE("AOT: damaged, foreign or newer modules are refused with a clear error
   ModuleFile bad_signature = file;
   bad_signature.outputs[0].type.shape = Shape{3, 10};
   refused(SerializeModule(bad_signature), "in the signature but");
+}
+
+TEST_CASE("AOT: a kernel step changed after compilation is refused at load, naming it", "[aot]") {
+  GraphBuilder g;  // one fused kernel over dense buffers, beside a smaller and a larger buffer
+  Value x = g.Placeholder("x", f32, {64, 32});
+  g.Output("y", Relu(Add(Mul(x, g.Scalar(2.0)), g.Scalar(1.0))));
+  g.Output("s", Sum(x, {1}));
+  g.Output("t", Concat({x, x}, 0));
+  Graph graph = *g.Build();
+  const ModuleFile file = Compile(graph, {.input_shapes = {{"x", {64, 32}}}});
+  Load(file);  // as compiled: accepted
+  int kernel = -1;
+  for (size_t i = 0; i < file.executable.steps.size() && kernel < 0; ++i) {
+    const Step& s = file.executable.steps[i];
+    bool dense = s.kind == Step::Kind::kKernel;
+    for (const std::vector<int>* ids : {&s.inputs, &s.outputs})
+      for (int id : *ids) dense = dense && file.executable.buffers[id].layout.empty();
+    if (dense) kernel = static_cast<int>(i);
+  }
+  REQUIRE(kernel >= 0);
+  const Step& step = file.executable.steps[kernel];
+  auto refused = [&](const ModuleFile& changed, const std::string& what) {
+    INFO(what);
+    Result<std::unique_ptr<Module>> m = Module::LoadFromBytes(SerializeModule(changed), "m.kmod");
+    REQUIRE_FALSE(m.ok());
+    CHECK_THAT(m.error().message(), Catch::Contains("m.kmod") && Catch::Contains(step.callee) &&
+                                        Catch::Contains(step.node.name) &&
+                                        Catch::Contains("does not match the code compiled"));
+  };
+  ModuleFile more_rows = file;
+  more_rows.executable.steps[kernel].rows *= 4;  // the kernel would run past its buffers
+  refused(more_rows, "rows x4");
+  // An operand rewired to a buffer of another size (the largest buffer of another type).
+  ModuleFile rewired = file;
+  const int operand = step.inputs.empty() ? step.outputs[0] : step.inputs[0];
+  int other = -1;
+  for (size_t b = 0; b < file.executable.buffers.size(); ++b)
+    if (file.executable.buffers[b].bytes() != file.executable.buffers[operand].bytes() &&
+        (other < 0 || file.executable.buffers[b].bytes() > file.executable.buffers[other].bytes()))
+      other = static_cast<int>(b);
+  REQUIRE(other >= 0);
+  (step.inputs.empty() ? rewired.executable.steps[kernel].outputs[0]
+                       : rewired.executable.steps[kernel].inputs[0]) = other;
+  refused(rewired, "rewired");
+  // A module of the format before signatures: refused with what to do.
+  ModuleFile old = file;
+  old.format_version = kFirstSignedModuleFormat - 1;
+  Result<std::unique_ptr<Module>> m = Module::LoadFromBytes(SerializeModule(old), "m.kmod");
+  REQUIRE_FALSE(m.ok());
+  CHECK_THAT(m.error().message(), Catch::Contains("predates") && Catch::Contains("kiln compile"));
 }
 
 TEST_CASE("AOT: feeds that do not match the signature are refused", "[aot]") {
