@@ -20,10 +20,14 @@ std::string SerializeWithChecksum(const google::protobuf::MessageLite& message) 
     coded.SetSerializationDeterministic(true);
     message.SerializeToCodedStream(&coded);
   }
-  uint32_t crc = Crc32c(bytes);
-  bytes.push_back(static_cast<char>(kChecksumTag));
-  for (int i = 0; i < 4; ++i) bytes.push_back(static_cast<char>((crc >> (8 * i)) & 0xff));
-  return bytes;
+  return AppendChecksumTrailer(std::move(bytes));
+}
+
+std::string AppendChecksumTrailer(std::string payload) {
+  const uint32_t crc = Crc32c(payload);
+  payload.push_back(static_cast<char>(kChecksumTag));
+  for (int i = 0; i < 4; ++i) payload.push_back(static_cast<char>((crc >> (8 * i)) & 0xff));
+  return payload;
 }
 
 Status ParseWithChecksum(const std::string& bytes, const std::string& origin,

@@ -14,6 +14,8 @@ namespace kiln {
 // Deterministic serialization (map entries in key order) plus the checksum trailer. The message
 // must not set field 15 itself.
 std::string SerializeWithChecksum(const google::protobuf::MessageLite& message);
+// `payload` followed by its checksum trailer (what SerializeWithChecksum appends).
+std::string AppendChecksumTrailer(std::string payload);
 // Verifies the trailer and parses. Errors name `origin` and `what` ("kiln graph", "checkpoint").
 Status ParseWithChecksum(const std::string& bytes, const std::string& origin,
                          const std::string& what, google::protobuf::MessageLite* message);

@@ -21,6 +21,11 @@ Status WriteCheckpoint(const std::string& path, const std::map<std::string, Tens
 
 Result<std::map<std::string, Tensor>> ReadCheckpoint(const std::string& path) {
   KILN_ASSIGN_OR_RETURN(std::string bytes, ReadFileToString(path, kMaxCheckpointBytes));
+  return ParseCheckpoint(bytes, path);
+}
+
+Result<std::map<std::string, Tensor>> ParseCheckpoint(const std::string& bytes,
+                                                      const std::string& path) {
   proto::CheckpointProto ckpt;
   KILN_RETURN_IF_ERROR(ParseWithChecksum(bytes, path, "kiln checkpoint", &ckpt));
   if (ckpt.format_version() > kCheckpointFormatVersion)

@@ -19,6 +19,9 @@ Status WriteCheckpoint(const std::string& path, const std::map<std::string, Tens
 // Refuses empty, truncated, corrupt (file or any tensor checksum), newer-version or malformed
 // files.
 Result<std::map<std::string, Tensor>> ReadCheckpoint(const std::string& path);
+// The same for a checkpoint's bytes, read from `path` (which names it in errors).
+Result<std::map<std::string, Tensor>> ParseCheckpoint(const std::string& bytes,
+                                                      const std::string& path);
 // Reads a checkpoint for the variables `expected` (name -> type): every one must be in the file
 // with exactly its dtype and shape, or nothing is returned; entries for other names are ignored
 // (e.g. optimizer slots when restoring an inference graph).
