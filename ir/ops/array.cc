@@ -132,16 +132,21 @@ void RegisterArrayOps(OpRegistry& r) {
   RegisterArrayLikeOps(r);
   RegisterArrayElementsOps(r);
   using namespace internal;  // NOLINT: the Infer* functions
-  // Ops missing from the gradient table (Shape, OneHot, Range, the backward ops) are registered
-  // as not differentiable.
+  // Each op has its gradient in the table or is marked not differentiable (Shape, OneHot, Range,
+  // the backward ops).
   auto reg = [&](OpDefBuilder& b) { RegisterWithGradient(r, b.Build(), ArrayGradients()); };
   const std::vector<DType>& any = AllDTypes();
   auto one_input = [&](const char* op) {
     return OpDefBuilder(op, "array").Input("x", "T").Output("y").Types("T", any);
   };
-  // Backward ops: dy, then the forward input(s) whose run-time shape they follow.
+  // Backward ops: dy, then the forward input(s) whose run-time shape they follow; not
+  // differentiable (no second derivatives).
   auto backward = [&](const char* op) {
-    return OpDefBuilder(op, "array").Input("dy", "T").Output("dx").Types("T", FloatTypes());
+    return OpDefBuilder(op, "array")
+        .Input("dy", "T")
+        .Output("dx")
+        .Types("T", FloatTypes())
+        .NotDifferentiable();
   };
   const Ints none;
   reg(one_input("Reshape").RequiredAttr("shape", AttrType::kInts).Infer(InferReshape));
@@ -168,7 +173,8 @@ void RegisterArrayOps(OpRegistry& r) {
           .Input("x", "T")
           .Output("shape")
           .Types("T", any)
-          .Infer(InferShape));
+          .Infer(InferShape)
+          .NotDifferentiable());
   reg(OpDefBuilder("Concat", "array")
           .VariadicInput("values", "T")
           .Output("y")
@@ -200,14 +206,16 @@ void RegisterArrayOps(OpRegistry& r) {
           .Attr("off_value", AttrType::kFloat, 0.0)
           .Attr("axis", AttrType::kInt, -1)
           .Attr("dtype", AttrType::kDType, f32)
-          .Infer(InferOneHot));
+          .Infer(InferOneHot)
+          .NotDifferentiable());
   reg(OpDefBuilder("Range", "array")
           .Input("start", "T")
           .Input("limit", "T")
           .Input("delta", "T")
           .Output("y")
           .Types("T", NumericTypes())
-          .Infer(InferRange));
+          .Infer(InferRange)
+          .NotDifferentiable());
   reg(backward("TileGrad")
           .Input("x_like", "L")
           .RequiredAttr("multiples", AttrType::kInts)
@@ -226,7 +234,8 @@ void RegisterArrayOps(OpRegistry& r) {
           .VariadicOutput("dx")
           .Types("T", any)
           .RequiredAttr("axis", AttrType::kInt)
-          .Infer(InferConcatGrad));
+          .Infer(InferConcatGrad)
+          .NotDifferentiable());
 }
 
 }  // namespace kiln

@@ -273,10 +273,12 @@ void RegisterLinalgOps(OpRegistry& registry) {
                  .Infer(InferBiasAdd)
                  .Build());
   // Conv2D and its backward passes share the attributes.
+  // The backward convolutions are not differentiable (no second derivatives).
   auto conv = [&r](const char* op, std::vector<const char*> inputs, const char* output,
-                   InferFn infer) {
+                   InferFn infer, bool differentiable) {
     OpDefBuilder def(op, "linalg");
     for (const char* input : inputs) def.Input(input, "T");
+    if (!differentiable) def.NotDifferentiable();
     r.Register(def.Output(output)
                    .Types("T", FloatTypes())
                    .Attr("strides", AttrType::kInts, std::vector<int64_t>{1, 1})
@@ -286,9 +288,9 @@ void RegisterLinalgOps(OpRegistry& registry) {
                    .Infer(std::move(infer))
                    .Build());
   };
-  conv("Conv2D", {"x", "w"}, "y", InferConv2D);
-  conv("Conv2DBackpropInput", {"dy", "w", "x_like"}, "dx", InferConv2DBackpropInput);
-  conv("Conv2DBackpropFilter", {"x", "dy", "w_like"}, "dw", InferConv2DBackpropFilter);
+  conv("Conv2D", {"x", "w"}, "y", InferConv2D, true);
+  conv("Conv2DBackpropInput", {"dy", "w", "x_like"}, "dx", InferConv2DBackpropInput, false);
+  conv("Conv2DBackpropFilter", {"x", "dy", "w_like"}, "dw", InferConv2DBackpropFilter, false);
 }
 
 }  // namespace kiln

@@ -116,21 +116,21 @@ Status InferSelect(InferContext& ctx) {
 }  // namespace
 
 void RegisterMathOps(OpRegistry& registry) {
-  // Ops without an entry in MathGradients() are not differentiable (comparisons, logic, rounding,
-  // sign: their gradient is zero or undefined wherever it exists).
+  // Each op has its gradient in MathGradients() or is marked not differentiable (comparisons,
+  // logic, rounding, sign: their gradient is zero or undefined wherever it exists).
   internal::RegistryWithGradients r(registry, internal::MathGradients());
-  auto unary = [&r](const char* op, const std::vector<DType>& types) {
-    r.Register(OpDefBuilder(op, "math")
-                   .Input("x", "T")
-                   .Output("y")
-                   .Types("T", types)
-                   .Infer(SameAsInput(0))
-                   .Build());
+  auto unary = [&r](const char* op, const std::vector<DType>& types, bool differentiable = true) {
+    OpDefBuilder b(op, "math");
+    b.Input("x", "T").Output("y").Types("T", types).Infer(SameAsInput(0));
+    if (!differentiable) b.NotDifferentiable();
+    r.Register(b.Build());
   };
   for (const char* op : {"Exp", "Log", "Sqrt", "Rsqrt", "Reciprocal", "Sigmoid", "Tanh", "Erf",
-                         "Sin", "Cos", "Asin", "Acos", "Atan", "Floor", "Ceil", "Round"})
+                         "Sin", "Cos", "Asin", "Acos", "Atan"})
     unary(op, FloatTypes());
-  for (const char* op : {"Neg", "Abs", "Square", "Sign", "Relu"}) unary(op, NumericTypes());
+  for (const char* op : {"Floor", "Ceil", "Round"}) unary(op, FloatTypes(), false);
+  for (const char* op : {"Neg", "Abs", "Square", "Relu"}) unary(op, NumericTypes());
+  unary("Sign", NumericTypes(), false);
   r.Register(OpDefBuilder("Elu", "math")
                  .Input("x", "T")
                  .Output("y")
@@ -172,6 +172,7 @@ void RegisterMathOps(OpRegistry& registry) {
                  .Output("y")
                  .Types("T", BoolTypes())
                  .Infer(SameAsInput(0))
+                 .NotDifferentiable()
                  .Build());
   for (const char* op : {"ZerosLike", "OnesLike"})
     r.Register(OpDefBuilder(op, "math")
@@ -182,14 +183,12 @@ void RegisterMathOps(OpRegistry& registry) {
                    .NotDifferentiable()
                    .Build());
 
+  // A binary op with a boolean result (a comparison, logic) is not differentiable.
   auto binary = [&r](const char* op, const std::vector<DType>& types, std::optional<DType> out) {
-    r.Register(OpDefBuilder(op, "math")
-                   .Input("a", "T")
-                   .Input("b", "T")
-                   .Output("y")
-                   .Types("T", types)
-                   .Infer(BroadcastInputs(out))
-                   .Build());
+    OpDefBuilder b(op, "math");
+    b.Input("a", "T").Input("b", "T").Output("y").Types("T", types).Infer(BroadcastInputs(out));
+    if (out == boolean) b.NotDifferentiable();
+    r.Register(b.Build());
   };
   for (const char* op : {"Add", "Sub", "Mul", "Div", "Pow", "Maximum", "Minimum"})
     binary(op, NumericTypes(), std::nullopt);

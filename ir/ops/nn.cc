@@ -332,7 +332,8 @@ Status InferDropout(InferContext& ctx) {
 }  // namespace
 
 void RegisterNnOps(OpRegistry& registry) {
-  // Ops without an entry in NnGradients() are not differentiable (the pooling backward ops).
+  // Each op has its gradient in NnGradients() or is marked not differentiable (the backward ops:
+  // no second derivatives).
   internal::RegistryWithGradients r(registry, internal::NnGradients());
   // Pooling and its backward ops share the attributes.
   auto pool = [&r](const char* op, bool avg, std::vector<const char*> inputs, InferFn infer) {
@@ -346,6 +347,7 @@ void RegisterNnOps(OpRegistry& registry) {
         .Attr("ceil_mode", AttrType::kBool, false)
         .Infer(std::move(infer));
     if (avg) b.Attr("count_include_pad", AttrType::kBool, false);
+    if (inputs.size() > 1) b.NotDifferentiable();  // a backward op
     r.Register(b.Build());
   };
   pool("MaxPool2D", false, {"x"}, InferPool2D);
@@ -386,6 +388,7 @@ void RegisterNnOps(OpRegistry& registry) {
                  .Types("T", FloatTypes())
                  .Attr("epsilon", AttrType::kFloat, 1e-5)
                  .Infer(InferBatchNormGrad)
+                 .NotDifferentiable()
                  .Build());
   r.Register(OpDefBuilder("LayerNorm", "nn")
                  .Input("x", "T")
@@ -421,6 +424,7 @@ void RegisterNnOps(OpRegistry& registry) {
                  .Types("T", FloatTypes())
                  .Types("I", IndexTypes())
                  .Infer(InferSoftmaxCrossEntropyGrad)
+                 .NotDifferentiable()
                  .Build());
   r.Register(OpDefBuilder("Dropout", "nn")
                  .Input("x", "T")

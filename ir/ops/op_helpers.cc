@@ -59,10 +59,7 @@ Value CountOverAxes(Value x, const std::vector<int64_t>& axes) {
 
 void RegisterWithGradient(OpRegistry& r, OpDef def, const std::map<std::string, GradFn>& grads) {
   auto it = grads.find(def.name);
-  if (it != grads.end())
-    def.grad = it->second;
-  else
-    def.not_differentiable = true;
+  if (it != grads.end()) def.grad = it->second;
   r.Register(std::move(def));
 }
 

@@ -30,8 +30,10 @@ Value MaskLike(Value cond, Value like);
 // dims are known, else computed from x's run-time shape.
 Value CountOverAxes(Value x, const std::vector<int64_t>& axes);
 
-// Registers `def` with its gradient from `grads` (by op name), or marks it not differentiable
-// when the table has none: a family lists every differentiable op's gradient in one table.
+// Registers `def` with its gradient from `grads` (by op name): a family lists every
+// differentiable op's gradient in one table, and marks each other op NotDifferentiable() where it
+// defines it. An op with neither (a gradient left out by mistake) fails the registry test
+// (tests/runtime/registry_test.cc), as does one with both.
 void RegisterWithGradient(OpRegistry& r, OpDef def, const std::map<std::string, GradFn>& grads);
 
 // A registry front for one family: Register(def) attaches the family's gradient table.

@@ -154,7 +154,8 @@ Status InferSumLike(InferContext& ctx) {
 }  // namespace
 
 void RegisterReduceOps(OpRegistry& registry) {
-  // Ops without an entry in ReduceGradients() (ArgMax, ArgMin) are not differentiable.
+  // Each op has its gradient in ReduceGradients() or is marked not differentiable (ArgMax,
+  // ArgMin).
   internal::RegistryWithGradients r(registry, internal::ReduceGradients());
   r.Register(OpDefBuilder("SumLike", "reduce")
                  .Input("x", "T")
@@ -187,6 +188,7 @@ void RegisterReduceOps(OpRegistry& registry) {
                    .Attr("keepdims", AttrType::kBool, true)
                    .Attr("select_last_index", AttrType::kBool, false)
                    .Infer(InferArg)
+                   .NotDifferentiable()
                    .Build());
 }
 
