@@ -3,9 +3,10 @@
 # machine: no build, no network. Prints one line per check, then "N passed, M failed", then a table
 # of kiln's time (beside the cost model's estimate for this GPU, kiln inspect --cost) against
 # PyTorch CUDA (eager and torch.compile) for the same models, then the same for training steps
-# of two Shi et al. networks, then the device rates of kiln's elementwise kernel and GEMMs (KILN_PROFILE: CUDA events around each step) against
-# the GPU's device-to-device copy bandwidth and torch.matmul's rate for the same shape, then where
-# the time goes in three models. On a GPU, compute-sanitizer's memcheck runs over three models too.
+# of four Shi et al. networks, then the device rates of kiln's elementwise kernel and GEMMs
+# (KILN_PROFILE: CUDA events around each step) against the GPU's device-to-device copy bandwidth
+# and torch.matmul's rate for the same shape, then where the time goes in three models and two
+# training steps. On a GPU, compute-sanitizer's memcheck runs over three models too.
 #   ./run.sh                    on the GPU (backend cuda)
 #   KILN_BUNDLE_BACKEND=cuda-sim ./run.sh   the same checks on the simulated device (no GPU needed)
 # Environment: KILN_BUNDLE_PYTHON (default /opt/torch/.venv/bin/python3, else python3),
@@ -220,10 +221,12 @@ printf '%-34s %14s %14s %8s  %s\n' "gemm bf16 ${gemm}^3" "${gemm_bf16_tf:--} TF/
 
 echo
 echo "where the time goes (KILN_PROFILE, per kind of step)"
-for model in resnet transformer gpt_block; do
+for model in resnet transformer gpt_block train_resnet_56_bf16 train_alexnet_r_fp32; do
+  [[ -f $here/models/$model.kmod ]] || continue
   echo "$model:"
-  KILN_PROFILE=1 "$kilnrt" "$here/models/$model.kmod" --backend "$backend" \
-    --input "x=$here/models/$model/inputs/x.npy" --repeat "$runs" 2>&1 >/dev/null |
-    sed -n '/^KILN_PROFILE/,$p' | head -n 12
+  inputs=()
+  for f in "$here/models/$model"/inputs/*.npy; do inputs+=(--input "$(basename "$f" .npy)=$f"); done
+  KILN_PROFILE=1 "$kilnrt" "$here/models/$model.kmod" --backend "$backend" "${inputs[@]}" \
+    --repeat "$runs" 2>&1 >/dev/null | sed -n '/^KILN_PROFILE/,$p' | head -n 12
 done
 [[ $failed -eq 0 ]]
