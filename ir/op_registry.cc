@@ -89,6 +89,16 @@ OpDefBuilder& OpDefBuilder::NotDifferentiable() {
   return *this;
 }
 
+OpDefBuilder& OpDefBuilder::Precision(PrecisionList list) {
+  def_.precision = list;
+  return *this;
+}
+
+OpDefBuilder& OpDefBuilder::NoPrecisionList() {
+  def_.no_precision_list = true;
+  return *this;
+}
+
 Value GradContext::grad_or_zeros(int i) {
   if (grads_[i].valid()) return grads_[i];
   return g_.AddOp1("ZerosLike", {outputs_[i]}, {}, SourceLocation::current());

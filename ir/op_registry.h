@@ -16,6 +16,7 @@
 #include "ir/attr.h"
 #include "ir/builder.h"
 #include "ir/graph.h"
+#include "ir/precision.h"
 #include "ir/status.h"
 
 namespace kiln {
@@ -126,6 +127,10 @@ struct OpDef {
   bool stateful = false;  // reads or writes state (variables, RNG): never folded or merged
   GradFn grad;            // how to differentiate it (see passes/autodiff.h)
   bool not_differentiable = false;  // explicitly has no gradient (comparisons, ArgMax, Shape, ...)
+  // Its default list in mixed precision (ir/precision.h), or explicitly none (no_precision_list:
+  // state, constants, casts, logic and integer work, and math left to float32): one of the two.
+  std::optional<PrecisionList> precision;
+  bool no_precision_list = false;
 
   const AttrSpec* FindAttr(const std::string& name) const;
   // The node's attributes with defaults filled in.
@@ -147,6 +152,8 @@ class OpDefBuilder {
   OpDefBuilder& Stateful();
   OpDefBuilder& Grad(GradFn fn);
   OpDefBuilder& NotDifferentiable();
+  OpDefBuilder& Precision(PrecisionList list);
+  OpDefBuilder& NoPrecisionList();
   OpDef Build() { return std::move(def_); }
 
  private:

@@ -1,5 +1,7 @@
 #include "ir/precision.h"
 
+#include "ir/op_registry.h"
+
 namespace kiln {
 
 std::string_view PrecisionListName(PrecisionList list) {
@@ -23,58 +25,17 @@ std::optional<PrecisionList> PrecisionListFromName(std::string_view name) {
   return std::nullopt;
 }
 
-const std::map<std::string, PrecisionList>& DefaultPrecisionLists() {
-  static const std::map<std::string, PrecisionList> lists = [] {
-    std::map<std::string, PrecisionList> m;
-    auto put = [&m](PrecisionList list, std::initializer_list<const char*> ops) {
-      for (const char* op : ops) m[op] = list;
-    };
-    put(PrecisionList::kAlways16,
-        {"MatMul", "Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter"});
-    put(PrecisionList::kFollow,
-        {"Add",       "Sub",           "Mul",           "Div",       "Neg",       "Abs",
-         "Maximum",   "Minimum",       "Clip",          "Relu",      "LeakyRelu", "Elu",
-         "Gelu",      "Sigmoid",       "Tanh",          "BiasAdd",   "MaxPool2D", "MaxPool2DGrad",
-         "AvgPool2D", "AvgPool2DGrad", "GlobalAvgPool", "BatchNorm", "Dropout",   "Select"});
-    put(PrecisionList::kKeep32, {"Exp",
-                                 "Log",
-                                 "Pow",
-                                 "Sqrt",
-                                 "Rsqrt",
-                                 "Reciprocal",
-                                 "Square",
-                                 "Erf",
-                                 "Softmax",
-                                 "LogSoftmax",
-                                 "SoftmaxCrossEntropy",
-                                 "SoftmaxCrossEntropyGrad",
-                                 "BatchNormGrad",
-                                 "LayerNorm",
-                                 "Sum",
-                                 "Mean",
-                                 "Prod",
-                                 "SumLike",
-                                 "TileGrad",
-                                 "Max",
-                                 "Min"});
-    put(PrecisionList::kNeutral,
-        {"Reshape",   "ReshapeLike", "Flatten",       "Squeeze",      "Unsqueeze",
-         "Transpose", "Concat",      "ConcatGrad",    "Split",        "Slice",
-         "SliceGrad", "Pad",         "PadGrad",       "Gather",       "GatherElements",
-         "Tile",      "BroadcastTo", "BroadcastLike", "Identity",     "StopGradient",
-         "ZerosLike", "OnesLike",    "ArgMax",        "ArgMin",       "Equal",
-         "Less",      "LessEqual",   "Greater",       "GreaterEqual", "Floor",
-         "Ceil",      "Round",       "Sign"});
-    return m;
-  }();
+std::map<std::string, PrecisionList> DefaultPrecisionLists() {
+  std::map<std::string, PrecisionList> lists;
+  for (const OpDef* def : OpRegistry::Global().All())
+    if (def->precision) lists[def->name] = *def->precision;
   return lists;
 }
 
 std::optional<PrecisionList> PrecisionListOf(const PrecisionPolicy& policy, const std::string& op) {
   if (auto it = policy.op_lists.find(op); it != policy.op_lists.end()) return it->second;
-  const auto& defaults = DefaultPrecisionLists();
-  if (auto it = defaults.find(op); it != defaults.end()) return it->second;
-  return std::nullopt;
+  const OpDef* def = OpRegistry::Global().Find(op);
+  return def ? def->precision : std::nullopt;
 }
 
 Result<DType> ParsePrecision(std::string_view name) {

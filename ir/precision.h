@@ -8,7 +8,8 @@
 //             Sum/Mean, normalization statistics, losses);
 //   neutral   data movement that is exact in any type (Reshape, Transpose, Concat, Slice, ...),
 //             painted like `follow`.
-// An op in no list stays float32 (so an op added later is safe until someone lists it).
+// Each op names its list where it is defined (OpDefBuilder::Precision), or says it has none
+// (NoPrecisionList); an op in no list stays float32.
 // Accumulation inside 16-bit matrix math is float32; variables stay float32 (master weights).
 // passes/ mixed_precision.h applies a policy to a graph; SessionOptions and `kiln --precision`
 // choose one; `kiln inspect --precision` prints the lists.
@@ -46,8 +47,8 @@ struct PrecisionPolicy {
 std::string_view PrecisionListName(PrecisionList list);  // "always16", "follow", ...
 std::optional<PrecisionList> PrecisionListFromName(std::string_view name);
 
-// The default lists: op name -> list.
-const std::map<std::string, PrecisionList>& DefaultPrecisionLists();
+// The default lists, op name -> list: each op's own (OpDef::precision, ir/op_registry.h).
+std::map<std::string, PrecisionList> DefaultPrecisionLists();
 
 // The list `op` is in under `policy` (its changes first); nullopt when unlisted.
 std::optional<PrecisionList> PrecisionListOf(const PrecisionPolicy& policy, const std::string& op);

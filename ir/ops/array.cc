@@ -133,11 +133,15 @@ void RegisterArrayOps(OpRegistry& r) {
   RegisterArrayElementsOps(r);
   using namespace internal;  // NOLINT: the Infer* functions
   // Each op has its gradient in the table or is marked not differentiable (Shape, OneHot, Range,
-  // the backward ops).
+  // the backward ops). Data movement is exact in any type: neutral in mixed precision.
   auto reg = [&](OpDefBuilder& b) { RegisterWithGradient(r, b.Build(), ArrayGradients()); };
   const std::vector<DType>& any = AllDTypes();
   auto one_input = [&](const char* op) {
-    return OpDefBuilder(op, "array").Input("x", "T").Output("y").Types("T", any);
+    return OpDefBuilder(op, "array")
+        .Input("x", "T")
+        .Output("y")
+        .Types("T", any)
+        .Precision(PrecisionList::kNeutral);
   };
   // Backward ops: dy, then the forward input(s) whose run-time shape they follow; not
   // differentiable (no second derivatives).
@@ -174,13 +178,15 @@ void RegisterArrayOps(OpRegistry& r) {
           .Output("shape")
           .Types("T", any)
           .Infer(InferShape)
-          .NotDifferentiable());
+          .NotDifferentiable()
+          .NoPrecisionList());
   reg(OpDefBuilder("Concat", "array")
           .VariadicInput("values", "T")
           .Output("y")
           .Types("T", any)
           .RequiredAttr("axis", AttrType::kInt)
-          .Infer(InferConcat));
+          .Infer(InferConcat)
+          .Precision(PrecisionList::kNeutral));
   reg(OpDefBuilder("Split", "array")
           .Input("x", "T")
           .VariadicOutput("y")
@@ -188,7 +194,8 @@ void RegisterArrayOps(OpRegistry& r) {
           .Attr("axis", AttrType::kInt, 0)
           .Attr("sizes", AttrType::kInts, none)
           .Attr("num_outputs", AttrType::kInt, 0)
-          .Infer(InferSplit));
+          .Infer(InferSplit)
+          .Precision(PrecisionList::kNeutral));
   reg(OpDefBuilder("Gather", "array")
           .Input("data", "T")
           .Input("indices", "I")
@@ -196,7 +203,8 @@ void RegisterArrayOps(OpRegistry& r) {
           .Types("T", any)
           .Types("I", IndexTypes())
           .Attr("axis", AttrType::kInt, 0)
-          .Infer(InferGather));
+          .Infer(InferGather)
+          .Precision(PrecisionList::kNeutral));
   reg(OpDefBuilder("OneHot", "array")
           .Input("indices", "I")
           .Output("y")
@@ -207,7 +215,8 @@ void RegisterArrayOps(OpRegistry& r) {
           .Attr("axis", AttrType::kInt, -1)
           .Attr("dtype", AttrType::kDType, f32)
           .Infer(InferOneHot)
-          .NotDifferentiable());
+          .NotDifferentiable()
+          .NoPrecisionList());
   reg(OpDefBuilder("Range", "array")
           .Input("start", "T")
           .Input("limit", "T")
@@ -215,19 +224,26 @@ void RegisterArrayOps(OpRegistry& r) {
           .Output("y")
           .Types("T", NumericTypes())
           .Infer(InferRange)
-          .NotDifferentiable());
+          .NotDifferentiable()
+          .NoPrecisionList());
   reg(backward("TileGrad")
           .Input("x_like", "L")
           .RequiredAttr("multiples", AttrType::kInts)
-          .Infer(InferTileGrad));
-  reg(slice_attrs(backward("SliceGrad").Input("x_like", "L")).Infer(InferSliceGrad));
-  reg(pad_attrs(backward("PadGrad").Input("x_like", "L")).Infer(InferPadGrad));
+          .Infer(InferTileGrad)
+          .Precision(PrecisionList::kKeep32));  // a sum
+  reg(slice_attrs(backward("SliceGrad").Input("x_like", "L"))
+          .Infer(InferSliceGrad)
+          .Precision(PrecisionList::kNeutral));
+  reg(pad_attrs(backward("PadGrad").Input("x_like", "L"))
+          .Infer(InferPadGrad)
+          .Precision(PrecisionList::kNeutral));
   reg(backward("GatherGrad")
           .Input("indices", "I")
           .Input("data_like", "L")
           .Types("I", IndexTypes())
           .Attr("axis", AttrType::kInt, 0)
-          .Infer(InferGatherGrad));
+          .Infer(InferGatherGrad)
+          .NoPrecisionList());
   reg(OpDefBuilder("ConcatGrad", "array")
           .Input("dy", "T")
           .VariadicInput("values_like", "T")
@@ -235,7 +251,8 @@ void RegisterArrayOps(OpRegistry& r) {
           .Types("T", any)
           .RequiredAttr("axis", AttrType::kInt)
           .Infer(InferConcatGrad)
-          .NotDifferentiable());
+          .NotDifferentiable()
+          .Precision(PrecisionList::kNeutral));
 }
 
 }  // namespace kiln

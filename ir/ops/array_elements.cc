@@ -97,6 +97,7 @@ void RegisterArrayElementsOps(OpRegistry& r) {
                  .Attr("axis", AttrType::kInt, int64_t{0})
                  .Infer(InferGatherElements)
                  .Grad(GatherElementsGrad)
+                 .Precision(PrecisionList::kNeutral)
                  .Build());
   r.Register(OpDefBuilder("ScatterElements", "array")
                  .Input("data", "T")
@@ -109,6 +110,7 @@ void RegisterArrayElementsOps(OpRegistry& r) {
                  .Attr("reduction", AttrType::kString, "none")
                  .Infer(InferScatterElements)
                  .Grad(ScatterElementsGrad)
+                 .NoPrecisionList()
                  .Build());
 }
 

@@ -45,6 +45,7 @@ void RegisterArrayLikeOps(OpRegistry& r) {
                    ctx.SetInputGrad(0, internal::SumToShapeOf(ctx.grad(0), ctx.input(0)));
                    return OkStatus();
                  })
+                 .Precision(PrecisionList::kNeutral)
                  .Build());
   r.Register(OpDefBuilder("ReshapeLike", "array")
                  .Input("x", "T")
@@ -56,6 +57,7 @@ void RegisterArrayLikeOps(OpRegistry& r) {
                    ctx.SetInputGrad(0, ReshapeLike(ctx.grad(0), ctx.input(0)));
                    return OkStatus();
                  })
+                 .Precision(PrecisionList::kNeutral)
                  .Build());
 }
 

@@ -252,7 +252,8 @@ std::vector<DType> MatMulTypes() {
 }  // namespace
 
 void RegisterLinalgOps(OpRegistry& registry) {
-  // Ops without an entry in LinalgGradients() are not differentiable (the backward ops).
+  // Each op has its gradient in LinalgGradients() or is marked not differentiable (the backward
+  // ops). Matrix math is worth 16 bits wherever it is (mixed precision's always16 list).
   internal::RegistryWithGradients r(registry, internal::LinalgGradients());
   r.Register(OpDefBuilder("MatMul", "linalg")
                  .Input("a", "T")
@@ -263,6 +264,7 @@ void RegisterLinalgOps(OpRegistry& registry) {
                  .Attr("transpose_b", AttrType::kBool, false)
                  .Attr("out_dtype", AttrType::kDType, DType::kInvalid)
                  .Infer(InferMatMul)
+                 .Precision(PrecisionList::kAlways16)
                  .Build());
   r.Register(OpDefBuilder("BiasAdd", "linalg")
                  .Input("x", "T")
@@ -271,6 +273,7 @@ void RegisterLinalgOps(OpRegistry& registry) {
                  .Types("T", FloatTypes())
                  .Attr("axis", AttrType::kInt, int64_t{1})
                  .Infer(InferBiasAdd)
+                 .Precision(PrecisionList::kFollow)
                  .Build());
   // Conv2D and its backward passes share the attributes.
   // The backward convolutions are not differentiable (no second derivatives).
@@ -286,6 +289,7 @@ void RegisterLinalgOps(OpRegistry& registry) {
                    .Attr("dilations", AttrType::kInts, std::vector<int64_t>{1, 1})
                    .Attr("groups", AttrType::kInt, int64_t{1})
                    .Infer(std::move(infer))
+                   .Precision(PrecisionList::kAlways16)
                    .Build());
   };
   conv("Conv2D", {"x", "w"}, "y", InferConv2D, true);

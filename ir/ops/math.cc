@@ -118,25 +118,38 @@ Status InferSelect(InferContext& ctx) {
 void RegisterMathOps(OpRegistry& registry) {
   // Each op has its gradient in MathGradients() or is marked not differentiable (comparisons,
   // logic, rounding, sign: their gradient is zero or undefined wherever it exists).
+  // Mixed precision (ir/precision.h): activations and arithmetic follow their inputs, functions
+  // that lose accuracy in 16 bits keep float32, comparisons and rounding are neutral, and
+  // trigonometry, casts and logic are in no list.
   internal::RegistryWithGradients r(registry, internal::MathGradients());
-  auto unary = [&r](const char* op, const std::vector<DType>& types, bool differentiable = true) {
+  using P = PrecisionList;
+  auto unary = [&r](const char* op, const std::vector<DType>& types, std::optional<P> list,
+                    bool differentiable = true) {
     OpDefBuilder b(op, "math");
     b.Input("x", "T").Output("y").Types("T", types).Infer(SameAsInput(0));
+    if (list)
+      b.Precision(*list);
+    else
+      b.NoPrecisionList();
     if (!differentiable) b.NotDifferentiable();
     r.Register(b.Build());
   };
-  for (const char* op : {"Exp", "Log", "Sqrt", "Rsqrt", "Reciprocal", "Sigmoid", "Tanh", "Erf",
-                         "Sin", "Cos", "Asin", "Acos", "Atan"})
-    unary(op, FloatTypes());
-  for (const char* op : {"Floor", "Ceil", "Round"}) unary(op, FloatTypes(), false);
-  for (const char* op : {"Neg", "Abs", "Square", "Relu"}) unary(op, NumericTypes());
-  unary("Sign", NumericTypes(), false);
+  for (const char* op : {"Exp", "Log", "Sqrt", "Rsqrt", "Reciprocal", "Erf"})
+    unary(op, FloatTypes(), P::kKeep32);
+  for (const char* op : {"Sigmoid", "Tanh"}) unary(op, FloatTypes(), P::kFollow);
+  for (const char* op : {"Sin", "Cos", "Asin", "Acos", "Atan"})
+    unary(op, FloatTypes(), std::nullopt);
+  for (const char* op : {"Floor", "Ceil", "Round"}) unary(op, FloatTypes(), P::kNeutral, false);
+  for (const char* op : {"Neg", "Abs", "Relu"}) unary(op, NumericTypes(), P::kFollow);
+  unary("Square", NumericTypes(), P::kKeep32);
+  unary("Sign", NumericTypes(), P::kNeutral, false);
   r.Register(OpDefBuilder("Elu", "math")
                  .Input("x", "T")
                  .Output("y")
                  .Types("T", FloatTypes())
                  .Attr("alpha", AttrType::kFloat, 1.0)
                  .Infer(SameAsInput(0))
+                 .Precision(P::kFollow)
                  .Build());
   r.Register(OpDefBuilder("LeakyRelu", "math")
                  .Input("x", "T")
@@ -144,6 +157,7 @@ void RegisterMathOps(OpRegistry& registry) {
                  .Types("T", FloatTypes())
                  .Attr("alpha", AttrType::kFloat, 0.01)
                  .Infer(SameAsInput(0))
+                 .Precision(P::kFollow)
                  .Build());
   r.Register(OpDefBuilder("Gelu", "math")
                  .Input("x", "T")
@@ -151,6 +165,7 @@ void RegisterMathOps(OpRegistry& registry) {
                  .Types("T", FloatTypes())
                  .Attr("approximate", AttrType::kString, "none")
                  .Infer(InferGelu)
+                 .Precision(P::kFollow)
                  .Build());
   r.Register(OpDefBuilder("Clip", "math")
                  .Input("x", "T")
@@ -159,6 +174,7 @@ void RegisterMathOps(OpRegistry& registry) {
                  .RequiredAttr("min", AttrType::kFloat)
                  .RequiredAttr("max", AttrType::kFloat)
                  .Infer(InferClip)
+                 .Precision(P::kFollow)
                  .Build());
   r.Register(OpDefBuilder("Cast", "math")
                  .Input("x", "T")
@@ -166,6 +182,7 @@ void RegisterMathOps(OpRegistry& registry) {
                  .Types("T", AllDTypes())
                  .RequiredAttr("to", AttrType::kDType)
                  .Infer(InferCast)
+                 .NoPrecisionList()
                  .Build());
   r.Register(OpDefBuilder("Not", "math")
                  .Input("x", "T")
@@ -173,6 +190,7 @@ void RegisterMathOps(OpRegistry& registry) {
                  .Types("T", BoolTypes())
                  .Infer(SameAsInput(0))
                  .NotDifferentiable()
+                 .NoPrecisionList()
                  .Build());
   for (const char* op : {"ZerosLike", "OnesLike"})
     r.Register(OpDefBuilder(op, "math")
@@ -181,21 +199,28 @@ void RegisterMathOps(OpRegistry& registry) {
                    .Types("T", AllDTypes())
                    .Infer(SameAsInput(0))
                    .NotDifferentiable()
+                   .Precision(P::kNeutral)
                    .Build());
 
   // A binary op with a boolean result (a comparison, logic) is not differentiable.
-  auto binary = [&r](const char* op, const std::vector<DType>& types, std::optional<DType> out) {
+  auto binary = [&r](const char* op, const std::vector<DType>& types, std::optional<DType> out,
+                     std::optional<P> list) {
     OpDefBuilder b(op, "math");
     b.Input("a", "T").Input("b", "T").Output("y").Types("T", types).Infer(BroadcastInputs(out));
     if (out == boolean) b.NotDifferentiable();
+    if (list)
+      b.Precision(*list);
+    else
+      b.NoPrecisionList();
     r.Register(b.Build());
   };
-  for (const char* op : {"Add", "Sub", "Mul", "Div", "Pow", "Maximum", "Minimum"})
-    binary(op, NumericTypes(), std::nullopt);
-  binary("Equal", AllDTypes(), boolean);
+  for (const char* op : {"Add", "Sub", "Mul", "Div", "Maximum", "Minimum"})
+    binary(op, NumericTypes(), std::nullopt, P::kFollow);
+  binary("Pow", NumericTypes(), std::nullopt, P::kKeep32);
+  binary("Equal", AllDTypes(), boolean, P::kNeutral);
   for (const char* op : {"Less", "LessEqual", "Greater", "GreaterEqual"})
-    binary(op, NumericTypes(), boolean);
-  for (const char* op : {"And", "Or"}) binary(op, BoolTypes(), boolean);
+    binary(op, NumericTypes(), boolean, P::kNeutral);
+  for (const char* op : {"And", "Or"}) binary(op, BoolTypes(), boolean, std::nullopt);
   r.Register(OpDefBuilder("Select", "math")
                  .Input("cond", "C")
                  .Input("x", "T")
@@ -204,6 +229,7 @@ void RegisterMathOps(OpRegistry& registry) {
                  .Types("C", BoolTypes())
                  .Types("T", AllDTypes())
                  .Infer(InferSelect)
+                 .Precision(P::kFollow)
                  .Build());
 }
 

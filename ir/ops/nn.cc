@@ -348,7 +348,7 @@ void RegisterNnOps(OpRegistry& registry) {
         .Infer(std::move(infer));
     if (avg) b.Attr("count_include_pad", AttrType::kBool, false);
     if (inputs.size() > 1) b.NotDifferentiable();  // a backward op
-    r.Register(b.Build());
+    r.Register(b.Precision(PrecisionList::kFollow).Build());
   };
   pool("MaxPool2D", false, {"x"}, InferPool2D);
   pool("AvgPool2D", true, {"x"}, InferPool2D);
@@ -361,6 +361,7 @@ void RegisterNnOps(OpRegistry& registry) {
                  .Output("y")
                  .Types("T", FloatTypes())
                  .Infer(InferGlobalAvgPool)
+                 .Precision(PrecisionList::kFollow)
                  .Build());
   r.Register(OpDefBuilder("BatchNorm", "nn")
                  .Input("x", "T")
@@ -375,6 +376,7 @@ void RegisterNnOps(OpRegistry& registry) {
                  .Attr("epsilon", AttrType::kFloat, 1e-5)
                  .Attr("training", AttrType::kBool, false)
                  .Infer(InferBatchNorm)
+                 .Precision(PrecisionList::kFollow)  // the statistics are float32 inside
                  .Build());
   r.Register(OpDefBuilder("BatchNormGrad", "nn")
                  .Input("dy", "T")
@@ -389,6 +391,7 @@ void RegisterNnOps(OpRegistry& registry) {
                  .Attr("epsilon", AttrType::kFloat, 1e-5)
                  .Infer(InferBatchNormGrad)
                  .NotDifferentiable()
+                 .Precision(PrecisionList::kKeep32)
                  .Build());
   r.Register(OpDefBuilder("LayerNorm", "nn")
                  .Input("x", "T")
@@ -399,6 +402,7 @@ void RegisterNnOps(OpRegistry& registry) {
                  .Attr("axis", AttrType::kInt, -1)
                  .Attr("epsilon", AttrType::kFloat, 1e-5)
                  .Infer(InferLayerNorm)
+                 .Precision(PrecisionList::kKeep32)
                  .Build());
   for (const char* op : {"Softmax", "LogSoftmax"})
     r.Register(OpDefBuilder(op, "nn")
@@ -407,6 +411,7 @@ void RegisterNnOps(OpRegistry& registry) {
                    .Types("T", FloatTypes())
                    .Attr("axis", AttrType::kInt, -1)
                    .Infer(InferSoftmax)
+                   .Precision(PrecisionList::kKeep32)
                    .Build());
   r.Register(OpDefBuilder("SoftmaxCrossEntropy", "nn")
                  .Input("logits", "T")
@@ -415,6 +420,7 @@ void RegisterNnOps(OpRegistry& registry) {
                  .Types("T", FloatTypes())
                  .Types("I", IndexTypes())
                  .Infer(InferSoftmaxCrossEntropy)
+                 .Precision(PrecisionList::kKeep32)
                  .Build());
   r.Register(OpDefBuilder("SoftmaxCrossEntropyGrad", "nn")
                  .Input("logits", "T")
@@ -425,6 +431,7 @@ void RegisterNnOps(OpRegistry& registry) {
                  .Types("I", IndexTypes())
                  .Infer(InferSoftmaxCrossEntropyGrad)
                  .NotDifferentiable()
+                 .Precision(PrecisionList::kKeep32)
                  .Build());
   r.Register(OpDefBuilder("Dropout", "nn")
                  .Input("x", "T")
@@ -436,6 +443,7 @@ void RegisterNnOps(OpRegistry& registry) {
                  .Attr("training", AttrType::kBool, false)
                  .Infer(InferDropout)
                  .Stateful()
+                 .Precision(PrecisionList::kFollow)
                  .Build());
 }
 

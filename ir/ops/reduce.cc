@@ -163,6 +163,7 @@ void RegisterReduceOps(OpRegistry& registry) {
                  .Output("y")
                  .Types("T", NumericTypes())
                  .Infer(InferSumLike)
+                 .Precision(PrecisionList::kKeep32)
                  .Build());
   auto reduce = [&r](const char* op, EmptyRule rule) {
     r.Register(OpDefBuilder(op, "reduce")
@@ -172,6 +173,7 @@ void RegisterReduceOps(OpRegistry& registry) {
                    .Attr("axes", AttrType::kInts, std::vector<int64_t>{})
                    .Attr("keepdims", AttrType::kBool, false)
                    .Infer(InferReduce(rule))
+                   .Precision(PrecisionList::kKeep32)  // sums in 16 bits lose too much
                    .Build());
   };
   reduce("Sum", EmptyRule::kAllowed);
@@ -189,6 +191,7 @@ void RegisterReduceOps(OpRegistry& registry) {
                    .Attr("select_last_index", AttrType::kBool, false)
                    .Infer(InferArg)
                    .NotDifferentiable()
+                   .Precision(PrecisionList::kNeutral)
                    .Build());
 }
 

@@ -119,12 +119,14 @@ void RegisterStateOps(OpRegistry& r) {
                  .RequiredAttr("shape", AttrType::kShape)
                  .Infer(InferPlaceholder)
                  .NotDifferentiable()
+                 .NoPrecisionList()
                  .Build());
   r.Register(OpDefBuilder("Constant", "state")
                  .Output("y")
                  .RequiredAttr("value", AttrType::kTensor)
                  .Infer(InferConstant)
                  .NotDifferentiable()
+                 .NoPrecisionList()
                  .Build());
   r.Register(OpDefBuilder("Variable", "state")
                  .Output("y")
@@ -142,6 +144,7 @@ void RegisterStateOps(OpRegistry& r) {
                  .Infer(InferVariable)
                  .Stateful()
                  .NotDifferentiable()
+                 .NoPrecisionList()
                  .Build());
   r.Register(OpDefBuilder("Assign", "state")
                  .Input("variable", "T")
@@ -151,6 +154,7 @@ void RegisterStateOps(OpRegistry& r) {
                  .Infer(InferAssign)
                  .Stateful()
                  .NotDifferentiable()
+                 .NoPrecisionList()
                  .Build());
   for (const char* op : {"AssignAdd", "AssignSub"})
     r.Register(OpDefBuilder(op, "state")
@@ -161,6 +165,7 @@ void RegisterStateOps(OpRegistry& r) {
                    .Infer(InferAssign)
                    .Stateful()
                    .NotDifferentiable()
+                   .NoPrecisionList()
                    .Build());
   r.Register(OpDefBuilder("Identity", "state")
                  .Input("x", "T")
@@ -171,6 +176,7 @@ void RegisterStateOps(OpRegistry& r) {
                    ctx.SetInputGrad(0, ctx.grad(0));
                    return OkStatus();
                  })
+                 .Precision(PrecisionList::kNeutral)
                  .Build());
   r.Register(OpDefBuilder("CheckNumerics", "state")
                  .Input("x", "T")
@@ -182,6 +188,7 @@ void RegisterStateOps(OpRegistry& r) {
                    ctx.SetInputGrad(0, ctx.grad(0));
                    return OkStatus();
                  })
+                 .NoPrecisionList()
                  .Build());
   r.Register(OpDefBuilder("StopGradient", "state")
                  .Input("x", "T")
@@ -189,10 +196,12 @@ void RegisterStateOps(OpRegistry& r) {
                  .Types("T", all)
                  .Infer(SameAsInput(0))
                  .NotDifferentiable()
+                 .Precision(PrecisionList::kNeutral)
                  .Build());
   r.Register(OpDefBuilder("NoOp", "state")
                  .Infer([](InferContext&) { return OkStatus(); })
                  .NotDifferentiable()
+                 .NoPrecisionList()
                  .Build());
 }
 

@@ -1,6 +1,6 @@
-// Completeness: every op in the registry has a reference kernel, a known family and either a
-// gradient or an explicit "not differentiable" mark, and every reference kernel belongs to a
-// registered op. (Lowerings join this list when the compiler lands.)
+// Completeness: every op in the registry has a reference kernel, a known family, either a
+// gradient or an explicit "not differentiable" mark, and either a mixed-precision list or an
+// explicit "none", and every reference kernel belongs to a registered op.
 #include <catch2/catch.hpp>
 #include <set>
 
@@ -23,6 +23,8 @@ TEST_CASE("registry: every op has a reference kernel and a family", "[registry]"
     CHECK(def->infer != nullptr);
     // Differentiable (a gradient is registered) or explicitly not, never neither.
     CHECK((def->grad != nullptr) != def->not_differentiable);
+    // In a mixed-precision list (ir/precision.h) or explicitly in none, never neither.
+    CHECK(def->precision.has_value() != def->no_precision_list);
   }
   for (const std::string& k : kernels) {
     INFO("kernel " << k);
