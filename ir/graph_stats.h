@@ -1,8 +1,9 @@
 // Static facts about a verified graph, reported by `kiln inspect`: ops by count, parameters
 // (Variables) and their bytes, constant bytes, and a FLOP estimate.
 //
-// FLOPs count one multiply-add as two; elementwise ops count one per output element; unknown
-// (-1) dimensions count as 1, so a graph with a dynamic batch reports FLOPs per example.
+// FLOPs count one multiply-add as two; each op's count is its own (OpDef::flops, set where the op
+// is defined: elementwise ops one per output element); unknown (-1) dimensions count as 1, so a
+// graph with a dynamic batch reports FLOPs per example.
 #pragma once
 
 #include <cstdint>

@@ -99,6 +99,32 @@ OpDefBuilder& OpDefBuilder::NoPrecisionList() {
   return *this;
 }
 
+OpDefBuilder& OpDefBuilder::Flops(FlopsFn fn) {
+  def_.flops = std::move(fn);
+  return *this;
+}
+
+double KnownElements(const Shape& shape) {
+  double n = 1;
+  for (int64_t d : shape.dims()) n *= d < 0 ? 1.0 : static_cast<double>(d);
+  return n;
+}
+
+FlopsFn NoFlops() {
+  return [](const FlopsContext&) { return 0.0; };
+}
+
+FlopsFn FlopsPerOutputElement(double k) {
+  return [k](const FlopsContext& c) { return k * KnownElements(c.output); };
+}
+
+FlopsFn FlopsPerInputElement(int i, double k) {
+  return [i, k](const FlopsContext& c) {
+    const Shape* x = c.input_shape(i);
+    return x ? k * KnownElements(*x) : 0.0;
+  };
+}
+
 Value GradContext::grad_or_zeros(int i) {
   if (grads_[i].valid()) return grads_[i];
   return g_.AddOp1("ZerosLike", {outputs_[i]}, {}, SourceLocation::current());

@@ -115,6 +115,16 @@ class GradContext {
 
 using GradFn = std::function<Status(GradContext&)>;
 
+// What a node computes, for its FLOP count (ir/graph_stats.h): its attributes, the shape of each
+// input (null when unknown) and of output 0. Unknown (-1) dims count as 1.
+struct FlopsContext {
+  const Node& node;
+  const std::function<const Shape*(int)>& input_shape;
+  const Shape& output;
+};
+// FLOPs of one node; one multiply-add counts two.
+using FlopsFn = std::function<double(const FlopsContext&)>;
+
 struct OpDef {
   std::string name;
   std::string family;  // math, linalg, nn, array, reduce, state, control
@@ -131,6 +141,7 @@ struct OpDef {
   // state, constants, casts, logic and integer work, and math left to float32): one of the two.
   std::optional<PrecisionList> precision;
   bool no_precision_list = false;
+  FlopsFn flops;  // its FLOP count (NoFlops() for data movement and state)
 
   const AttrSpec* FindAttr(const std::string& name) const;
   // The node's attributes with defaults filled in.
@@ -154,6 +165,7 @@ class OpDefBuilder {
   OpDefBuilder& NotDifferentiable();
   OpDefBuilder& Precision(PrecisionList list);
   OpDefBuilder& NoPrecisionList();
+  OpDefBuilder& Flops(FlopsFn fn);
   OpDef Build() { return std::move(def_); }
 
  private:
@@ -172,6 +184,14 @@ class OpRegistry {
  private:
   std::map<std::string, OpDef> ops_;
 };
+
+// Common FLOP counts: none (data movement, state); `k` per element of output 0 (elementwise
+// math); `k` per element of input `i` (reductions, normalizations).
+FlopsFn NoFlops();
+FlopsFn FlopsPerOutputElement(double k = 1);
+FlopsFn FlopsPerInputElement(int i, double k = 1);
+// The elements of `shape`, unknown dims counted as 1.
+double KnownElements(const Shape& shape);
 
 // Common inference functions.
 // Output 0 has the type of input `i`.

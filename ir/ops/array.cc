@@ -134,7 +134,10 @@ void RegisterArrayOps(OpRegistry& r) {
   using namespace internal;  // NOLINT: the Infer* functions
   // Each op has its gradient in the table or is marked not differentiable (Shape, OneHot, Range,
   // the backward ops). Data movement is exact in any type: neutral in mixed precision.
-  auto reg = [&](OpDefBuilder& b) { RegisterWithGradient(r, b.Build(), ArrayGradients()); };
+  // Every op here moves data: no FLOPs.
+  auto reg = [&](OpDefBuilder& b) {
+    RegisterWithGradient(r, b.Flops(NoFlops()).Build(), ArrayGradients());
+  };
   const std::vector<DType>& any = AllDTypes();
   auto one_input = [&](const char* op) {
     return OpDefBuilder(op, "array")

@@ -98,6 +98,7 @@ void RegisterArrayElementsOps(OpRegistry& r) {
                  .Infer(InferGatherElements)
                  .Grad(GatherElementsGrad)
                  .Precision(PrecisionList::kNeutral)
+                 .Flops(NoFlops())
                  .Build());
   r.Register(OpDefBuilder("ScatterElements", "array")
                  .Input("data", "T")
@@ -111,6 +112,7 @@ void RegisterArrayElementsOps(OpRegistry& r) {
                  .Infer(InferScatterElements)
                  .Grad(ScatterElementsGrad)
                  .NoPrecisionList()
+                 .Flops(NoFlops())
                  .Build());
 }
 

@@ -46,6 +46,7 @@ void RegisterArrayLikeOps(OpRegistry& r) {
                    return OkStatus();
                  })
                  .Precision(PrecisionList::kNeutral)
+                 .Flops(NoFlops())
                  .Build());
   r.Register(OpDefBuilder("ReshapeLike", "array")
                  .Input("x", "T")
@@ -58,6 +59,7 @@ void RegisterArrayLikeOps(OpRegistry& r) {
                    return OkStatus();
                  })
                  .Precision(PrecisionList::kNeutral)
+                 .Flops(NoFlops())
                  .Build());
 }
 

@@ -249,6 +249,37 @@ std::vector<DType> MatMulTypes() {
   return types;
 }
 
+// FLOPs: 2 * |y| * k for a product reducing over k (the last dim of a, or the one before it when
+// transposed).
+double MatMulFlops(const FlopsContext& c) {
+  const Shape* a = c.input_shape(0);
+  if (!a || a->rank() == 0) return 0;
+  const AttrValue* ta = c.node.attrs.Find("transpose_a");
+  const bool transpose_a = ta && ta->type() == AttrType::kBool && ta->get<bool>() && a->rank() >= 2;
+  const int64_t k = transpose_a ? (*a)[a->rank() - 2] : (*a)[a->rank() - 1];
+  return 2.0 * KnownElements(c.output) * static_cast<double>(k < 0 ? 1 : k);
+}
+
+// A convolution's FLOPs: 2 * |y| * (C/groups * KH * KW) forward, and the same for each backward
+// convolution (2 * |dy| * the filter's per-output volume).
+double Conv2DFlops(const FlopsContext& c) {
+  const Shape* w = c.input_shape(1);
+  if (!w || w->rank() != 4) return 0;
+  return 2.0 * KnownElements(c.output) * KnownElements(Shape({(*w)[1], (*w)[2], (*w)[3]}));
+}
+
+double Conv2DBackpropInputFlops(const FlopsContext& c) {  // (dy, w, ...) -> dx
+  const Shape *dy = c.input_shape(0), *w = c.input_shape(1);
+  if (!dy || !w || w->rank() != 4) return 0;
+  return 2.0 * KnownElements(*dy) * KnownElements(Shape({(*w)[1], (*w)[2], (*w)[3]}));
+}
+
+double Conv2DBackpropFilterFlops(const FlopsContext& c) {  // (x, dy, ...) -> dw
+  const Shape* dy = c.input_shape(1);
+  if (!dy || c.output.rank() != 4) return 0;
+  return 2.0 * KnownElements(*dy) * KnownElements(Shape({c.output[1], c.output[2], c.output[3]}));
+}
+
 }  // namespace
 
 void RegisterLinalgOps(OpRegistry& registry) {
@@ -265,6 +296,7 @@ void RegisterLinalgOps(OpRegistry& registry) {
                  .Attr("out_dtype", AttrType::kDType, DType::kInvalid)
                  .Infer(InferMatMul)
                  .Precision(PrecisionList::kAlways16)
+                 .Flops(MatMulFlops)
                  .Build());
   r.Register(OpDefBuilder("BiasAdd", "linalg")
                  .Input("x", "T")
@@ -274,11 +306,12 @@ void RegisterLinalgOps(OpRegistry& registry) {
                  .Attr("axis", AttrType::kInt, int64_t{1})
                  .Infer(InferBiasAdd)
                  .Precision(PrecisionList::kFollow)
+                 .Flops(FlopsPerOutputElement())
                  .Build());
   // Conv2D and its backward passes share the attributes.
   // The backward convolutions are not differentiable (no second derivatives).
   auto conv = [&r](const char* op, std::vector<const char*> inputs, const char* output,
-                   InferFn infer, bool differentiable) {
+                   InferFn infer, FlopsFn flops, bool differentiable) {
     OpDefBuilder def(op, "linalg");
     for (const char* input : inputs) def.Input(input, "T");
     if (!differentiable) def.NotDifferentiable();
@@ -290,11 +323,14 @@ void RegisterLinalgOps(OpRegistry& registry) {
                    .Attr("groups", AttrType::kInt, int64_t{1})
                    .Infer(std::move(infer))
                    .Precision(PrecisionList::kAlways16)
+                   .Flops(std::move(flops))
                    .Build());
   };
-  conv("Conv2D", {"x", "w"}, "y", InferConv2D, true);
-  conv("Conv2DBackpropInput", {"dy", "w", "x_like"}, "dx", InferConv2DBackpropInput, false);
-  conv("Conv2DBackpropFilter", {"x", "dy", "w_like"}, "dw", InferConv2DBackpropFilter, false);
+  conv("Conv2D", {"x", "w"}, "y", InferConv2D, Conv2DFlops, true);
+  conv("Conv2DBackpropInput", {"dy", "w", "x_like"}, "dx", InferConv2DBackpropInput,
+       Conv2DBackpropInputFlops, false);
+  conv("Conv2DBackpropFilter", {"x", "dy", "w_like"}, "dw", InferConv2DBackpropFilter,
+       Conv2DBackpropFilterFlops, false);
 }
 
 }  // namespace kiln

@@ -127,6 +127,7 @@ void RegisterMathOps(OpRegistry& registry) {
                     bool differentiable = true) {
     OpDefBuilder b(op, "math");
     b.Input("x", "T").Output("y").Types("T", types).Infer(SameAsInput(0));
+    b.Flops(FlopsPerOutputElement());
     if (list)
       b.Precision(*list);
     else
@@ -150,6 +151,7 @@ void RegisterMathOps(OpRegistry& registry) {
                  .Attr("alpha", AttrType::kFloat, 1.0)
                  .Infer(SameAsInput(0))
                  .Precision(P::kFollow)
+                 .Flops(FlopsPerOutputElement())
                  .Build());
   r.Register(OpDefBuilder("LeakyRelu", "math")
                  .Input("x", "T")
@@ -158,6 +160,7 @@ void RegisterMathOps(OpRegistry& registry) {
                  .Attr("alpha", AttrType::kFloat, 0.01)
                  .Infer(SameAsInput(0))
                  .Precision(P::kFollow)
+                 .Flops(FlopsPerOutputElement())
                  .Build());
   r.Register(OpDefBuilder("Gelu", "math")
                  .Input("x", "T")
@@ -166,6 +169,7 @@ void RegisterMathOps(OpRegistry& registry) {
                  .Attr("approximate", AttrType::kString, "none")
                  .Infer(InferGelu)
                  .Precision(P::kFollow)
+                 .Flops(FlopsPerOutputElement())
                  .Build());
   r.Register(OpDefBuilder("Clip", "math")
                  .Input("x", "T")
@@ -175,6 +179,7 @@ void RegisterMathOps(OpRegistry& registry) {
                  .RequiredAttr("max", AttrType::kFloat)
                  .Infer(InferClip)
                  .Precision(P::kFollow)
+                 .Flops(FlopsPerOutputElement())
                  .Build());
   r.Register(OpDefBuilder("Cast", "math")
                  .Input("x", "T")
@@ -183,6 +188,7 @@ void RegisterMathOps(OpRegistry& registry) {
                  .RequiredAttr("to", AttrType::kDType)
                  .Infer(InferCast)
                  .NoPrecisionList()
+                 .Flops(NoFlops())
                  .Build());
   r.Register(OpDefBuilder("Not", "math")
                  .Input("x", "T")
@@ -191,6 +197,7 @@ void RegisterMathOps(OpRegistry& registry) {
                  .Infer(SameAsInput(0))
                  .NotDifferentiable()
                  .NoPrecisionList()
+                 .Flops(FlopsPerOutputElement())
                  .Build());
   for (const char* op : {"ZerosLike", "OnesLike"})
     r.Register(OpDefBuilder(op, "math")
@@ -200,6 +207,7 @@ void RegisterMathOps(OpRegistry& registry) {
                    .Infer(SameAsInput(0))
                    .NotDifferentiable()
                    .Precision(P::kNeutral)
+                   .Flops(FlopsPerOutputElement())
                    .Build());
 
   // A binary op with a boolean result (a comparison, logic) is not differentiable.
@@ -207,6 +215,7 @@ void RegisterMathOps(OpRegistry& registry) {
                      std::optional<P> list) {
     OpDefBuilder b(op, "math");
     b.Input("a", "T").Input("b", "T").Output("y").Types("T", types).Infer(BroadcastInputs(out));
+    b.Flops(FlopsPerOutputElement());
     if (out == boolean) b.NotDifferentiable();
     if (list)
       b.Precision(*list);
@@ -230,6 +239,7 @@ void RegisterMathOps(OpRegistry& registry) {
                  .Types("T", AllDTypes())
                  .Infer(InferSelect)
                  .Precision(P::kFollow)
+                 .Flops(FlopsPerOutputElement())
                  .Build());
 }
 

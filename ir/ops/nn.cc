@@ -329,6 +329,15 @@ Status InferDropout(InferContext& ctx) {
   return OkStatus();
 }
 
+// A pooling window's FLOPs: one per window element per output.
+double Pool2DFlops(const FlopsContext& c) {
+  const AttrValue* k = c.node.attrs.Find("kernel");
+  double window = 1;
+  if (k && k->type() == AttrType::kInts)
+    for (int64_t d : k->get<std::vector<int64_t>>()) window *= static_cast<double>(d);
+  return KnownElements(c.output) * window;
+}
+
 }  // namespace
 
 void RegisterNnOps(OpRegistry& registry) {
@@ -348,6 +357,7 @@ void RegisterNnOps(OpRegistry& registry) {
         .Infer(std::move(infer));
     if (avg) b.Attr("count_include_pad", AttrType::kBool, false);
     if (inputs.size() > 1) b.NotDifferentiable();  // a backward op
+    b.Flops(inputs.size() == 1 ? FlopsFn(Pool2DFlops) : NoFlops());
     r.Register(b.Precision(PrecisionList::kFollow).Build());
   };
   pool("MaxPool2D", false, {"x"}, InferPool2D);
@@ -362,6 +372,7 @@ void RegisterNnOps(OpRegistry& registry) {
                  .Types("T", FloatTypes())
                  .Infer(InferGlobalAvgPool)
                  .Precision(PrecisionList::kFollow)
+                 .Flops(FlopsPerInputElement(0))
                  .Build());
   r.Register(OpDefBuilder("BatchNorm", "nn")
                  .Input("x", "T")
@@ -377,6 +388,7 @@ void RegisterNnOps(OpRegistry& registry) {
                  .Attr("training", AttrType::kBool, false)
                  .Infer(InferBatchNorm)
                  .Precision(PrecisionList::kFollow)  // the statistics are float32 inside
+                 .Flops(FlopsPerInputElement(0, 8))
                  .Build());
   r.Register(OpDefBuilder("BatchNormGrad", "nn")
                  .Input("dy", "T")
@@ -392,6 +404,7 @@ void RegisterNnOps(OpRegistry& registry) {
                  .Infer(InferBatchNormGrad)
                  .NotDifferentiable()
                  .Precision(PrecisionList::kKeep32)
+                 .Flops(FlopsPerInputElement(0, 8))
                  .Build());
   r.Register(OpDefBuilder("LayerNorm", "nn")
                  .Input("x", "T")
@@ -403,6 +416,7 @@ void RegisterNnOps(OpRegistry& registry) {
                  .Attr("epsilon", AttrType::kFloat, 1e-5)
                  .Infer(InferLayerNorm)
                  .Precision(PrecisionList::kKeep32)
+                 .Flops(FlopsPerInputElement(0, 8))
                  .Build());
   for (const char* op : {"Softmax", "LogSoftmax"})
     r.Register(OpDefBuilder(op, "nn")
@@ -412,6 +426,7 @@ void RegisterNnOps(OpRegistry& registry) {
                    .Attr("axis", AttrType::kInt, -1)
                    .Infer(InferSoftmax)
                    .Precision(PrecisionList::kKeep32)
+                   .Flops(FlopsPerInputElement(0, 5))
                    .Build());
   r.Register(OpDefBuilder("SoftmaxCrossEntropy", "nn")
                  .Input("logits", "T")
@@ -421,6 +436,7 @@ void RegisterNnOps(OpRegistry& registry) {
                  .Types("I", IndexTypes())
                  .Infer(InferSoftmaxCrossEntropy)
                  .Precision(PrecisionList::kKeep32)
+                 .Flops(FlopsPerInputElement(0, 5))
                  .Build());
   r.Register(OpDefBuilder("SoftmaxCrossEntropyGrad", "nn")
                  .Input("logits", "T")
@@ -432,6 +448,7 @@ void RegisterNnOps(OpRegistry& registry) {
                  .Infer(InferSoftmaxCrossEntropyGrad)
                  .NotDifferentiable()
                  .Precision(PrecisionList::kKeep32)
+                 .Flops(FlopsPerInputElement(0, 5))
                  .Build());
   r.Register(OpDefBuilder("Dropout", "nn")
                  .Input("x", "T")
@@ -444,6 +461,7 @@ void RegisterNnOps(OpRegistry& registry) {
                  .Infer(InferDropout)
                  .Stateful()
                  .Precision(PrecisionList::kFollow)
+                 .Flops(FlopsPerOutputElement())
                  .Build());
 }
 

@@ -164,6 +164,7 @@ void RegisterReduceOps(OpRegistry& registry) {
                  .Types("T", NumericTypes())
                  .Infer(InferSumLike)
                  .Precision(PrecisionList::kKeep32)
+                 .Flops(FlopsPerInputElement(0))
                  .Build());
   auto reduce = [&r](const char* op, EmptyRule rule) {
     r.Register(OpDefBuilder(op, "reduce")
@@ -174,6 +175,7 @@ void RegisterReduceOps(OpRegistry& registry) {
                    .Attr("keepdims", AttrType::kBool, false)
                    .Infer(InferReduce(rule))
                    .Precision(PrecisionList::kKeep32)  // sums in 16 bits lose too much
+                   .Flops(FlopsPerInputElement(0))
                    .Build());
   };
   reduce("Sum", EmptyRule::kAllowed);
@@ -192,6 +194,7 @@ void RegisterReduceOps(OpRegistry& registry) {
                    .Infer(InferArg)
                    .NotDifferentiable()
                    .Precision(PrecisionList::kNeutral)
+                   .Flops(FlopsPerInputElement(0))
                    .Build());
 }
 

@@ -120,6 +120,7 @@ void RegisterStateOps(OpRegistry& r) {
                  .Infer(InferPlaceholder)
                  .NotDifferentiable()
                  .NoPrecisionList()
+                 .Flops(NoFlops())
                  .Build());
   r.Register(OpDefBuilder("Constant", "state")
                  .Output("y")
@@ -127,6 +128,7 @@ void RegisterStateOps(OpRegistry& r) {
                  .Infer(InferConstant)
                  .NotDifferentiable()
                  .NoPrecisionList()
+                 .Flops(NoFlops())
                  .Build());
   r.Register(OpDefBuilder("Variable", "state")
                  .Output("y")
@@ -145,6 +147,7 @@ void RegisterStateOps(OpRegistry& r) {
                  .Stateful()
                  .NotDifferentiable()
                  .NoPrecisionList()
+                 .Flops(NoFlops())
                  .Build());
   r.Register(OpDefBuilder("Assign", "state")
                  .Input("variable", "T")
@@ -155,6 +158,7 @@ void RegisterStateOps(OpRegistry& r) {
                  .Stateful()
                  .NotDifferentiable()
                  .NoPrecisionList()
+                 .Flops(NoFlops())
                  .Build());
   for (const char* op : {"AssignAdd", "AssignSub"})
     r.Register(OpDefBuilder(op, "state")
@@ -166,6 +170,7 @@ void RegisterStateOps(OpRegistry& r) {
                    .Stateful()
                    .NotDifferentiable()
                    .NoPrecisionList()
+                   .Flops(FlopsPerOutputElement())
                    .Build());
   r.Register(OpDefBuilder("Identity", "state")
                  .Input("x", "T")
@@ -177,6 +182,7 @@ void RegisterStateOps(OpRegistry& r) {
                    return OkStatus();
                  })
                  .Precision(PrecisionList::kNeutral)
+                 .Flops(NoFlops())
                  .Build());
   r.Register(OpDefBuilder("CheckNumerics", "state")
                  .Input("x", "T")
@@ -189,6 +195,7 @@ void RegisterStateOps(OpRegistry& r) {
                    return OkStatus();
                  })
                  .NoPrecisionList()
+                 .Flops(NoFlops())
                  .Build());
   r.Register(OpDefBuilder("StopGradient", "state")
                  .Input("x", "T")
@@ -197,11 +204,13 @@ void RegisterStateOps(OpRegistry& r) {
                  .Infer(SameAsInput(0))
                  .NotDifferentiable()
                  .Precision(PrecisionList::kNeutral)
+                 .Flops(NoFlops())
                  .Build());
   r.Register(OpDefBuilder("NoOp", "state")
                  .Infer([](InferContext&) { return OkStatus(); })
                  .NotDifferentiable()
                  .NoPrecisionList()
+                 .Flops(NoFlops())
                  .Build());
 }
 

@@ -1,6 +1,6 @@
 // Completeness: every op in the registry has a reference kernel, a known family, either a
 // gradient or an explicit "not differentiable" mark, and either a mixed-precision list or an
-// explicit "none", and every reference kernel belongs to a registered op.
+// explicit "none", and a FLOP count, and every reference kernel belongs to a registered op.
 #include <catch2/catch.hpp>
 #include <set>
 
@@ -25,6 +25,8 @@ TEST_CASE("registry: every op has a reference kernel and a family", "[registry]"
     CHECK((def->grad != nullptr) != def->not_differentiable);
     // In a mixed-precision list (ir/precision.h) or explicitly in none, never neither.
     CHECK(def->precision.has_value() != def->no_precision_list);
+    // Its FLOP count (ir/graph_stats.h), NoFlops() for data movement and state.
+    CHECK(def->flops != nullptr);
   }
   for (const std::string& k : kernels) {
     INFO("kernel " << k);
