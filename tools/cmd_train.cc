@@ -1,6 +1,8 @@
 // kiln train: adds an optimizer to a model and trains it on arrays sliced into shuffled
 // mini-batches; prints each epoch's mean loss and examples per second; checkpoints after every
-// epoch (atomically, so an interrupted run leaves the last good checkpoint).
+// epoch (atomically, so an interrupted run leaves the last good checkpoint). A model whose fed
+// inputs fix their batch dimension (an ONNX export with batch 32) trains on full batches of that
+// size only: the last partial batch of each epoch is dropped, as --drop-last does for any model.
 #include <unistd.h>
 
 #include <chrono>
@@ -29,6 +31,25 @@ Tensor GatherRows(const Tensor& t, const std::vector<int64_t>& order, int64_t be
     std::memcpy(static_cast<uint8_t*>(out.raw_data()) + (i - begin) * row_bytes,
                 static_cast<const uint8_t*>(t.raw_data()) + order[i] * row_bytes, row_bytes);
   return out;
+}
+
+// The batch the model's placeholders for `fed` fix (their first dim), or -1 when it is free.
+// Placeholders that fix different batches are an error naming both.
+Result<int64_t> FixedBatch(const Graph& graph, const std::vector<std::string>& fed) {
+  int64_t fixed = -1;
+  std::string by;
+  for (const std::string& name : fed) {
+    const Node* node = graph.FindNode(name);
+    if (!node || node->op != "Placeholder" || node->output_types.empty()) continue;
+    const Shape& shape = node->output_types[0].shape;
+    if (shape.rank() == 0 || shape[0] < 0) continue;
+    if (fixed >= 0 && shape[0] != fixed)
+      return MakeError(ErrorCode::kInvalidArgument, "placeholder '", name, "' fixes a batch of ",
+                       shape[0], ", placeholder '", by, "' one of ", fixed);
+    fixed = shape[0];
+    by = name;
+  }
+  return fixed;
 }
 
 Result<double> ParsePositive(const std::string& flag, const std::string& text) {
@@ -62,6 +83,7 @@ int RunTrain(const Command& cmd, const std::vector<std::string>& args) {
       .Option("checkpoint")
       .Option("seed")
       .Switch("resume")
+      .Switch("drop-last")
       .Positional(1, 1);
   DeclareSessionFlags(flags);
   if (int code = ParseOrExit(cmd, flags, args); code >= 0) return code;
@@ -109,6 +131,24 @@ int RunTrain(const Command& cmd, const std::vector<std::string>& args) {
   }
 
   int64_t batch_size = static_cast<int64_t>(*batch);
+  std::vector<std::string> fed;
+  for (const auto& [name, t] : *data) fed.push_back(name);
+  Result<int64_t> fixed = FixedBatch(session.graph(), fed);
+  if (!fixed.ok()) return Fail(cmd, fixed.error());
+  if (*fixed >= 0 && *fixed != batch_size)
+    return UsageError(cmd, "the model fixes a batch of " + std::to_string(*fixed) +
+                               " examples (its placeholders' first dim); --batch is " +
+                               std::to_string(batch_size));
+  // Full batches only where the model fixes its batch, or --drop-last asks.
+  const bool drop_last = flags.On("drop-last") || *fixed >= 0;
+  const int64_t trained = drop_last ? examples - examples % batch_size : examples;
+  if (trained == 0)
+    return Fail(cmd, MakeError(ErrorCode::kInvalidArgument, "the data has ", examples,
+                               " examples, fewer than one batch of ", batch_size));
+  if (trained < examples)
+    std::printf("each epoch drops its last %lld examples (a partial batch): %s\n",
+                static_cast<long long>(examples - trained),
+                flags.On("drop-last") ? "--drop-last" : "the model fixes a batch of that size");
   uint64_t seed = static_cast<uint64_t>(std::strtoull(flags.Get("seed", "1").c_str(), nullptr, 10));
   std::vector<int64_t> order(examples);
   for (int epoch = 1; epoch <= static_cast<int>(*epochs); ++epoch) {
@@ -117,8 +157,8 @@ int RunTrain(const Command& cmd, const std::vector<std::string>& args) {
       std::swap(order[i], order[RandomBits(seed, epoch, i) % static_cast<uint64_t>(i + 1)]);
     auto start = std::chrono::steady_clock::now();
     double loss_sum = 0;
-    for (int64_t begin = 0; begin < examples; begin += batch_size) {
-      int64_t end = std::min(examples, begin + batch_size);
+    for (int64_t begin = 0; begin < trained; begin += batch_size) {
+      int64_t end = std::min(trained, begin + batch_size);
       FeedList feeds;
       for (const auto& [name, t] : *data)
         feeds.emplace_back(name, GatherRows(t, order, begin, end));
@@ -129,12 +169,12 @@ int RunTrain(const Command& cmd, const std::vector<std::string>& args) {
         return Fail(cmd, MakeError(ErrorCode::kInvalidArgument, "epoch ", epoch,
                                    ": the loss became ", value, "; try a smaller --lr"));
       loss_sum += value * static_cast<double>(end - begin);
-      Progress(epoch, end, examples, value);
+      Progress(epoch, end, trained, value);
     }
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::printf("epoch %d: mean loss %.5f, %.0f examples/s\n", epoch,
-                loss_sum / static_cast<double>(examples), static_cast<double>(examples) / seconds);
+                loss_sum / static_cast<double>(trained), static_cast<double>(trained) / seconds);
     std::fflush(stdout);
     if (!checkpoint.empty())
       if (Status s = session.SaveCheckpoint(checkpoint); !s.ok()) return Fail(cmd, s.error());

@@ -123,13 +123,16 @@ const std::vector<Command>& Commands() {
        "usage: kiln train MODEL --loss NAME --data NAME=FILE... [--optimizer "
        "sgd|momentum|adam|adamw]\n"
        "                  [--lr 0.001] [--batch 32] [--epochs 1] [--checkpoint FILE] [--resume]\n"
-       "                  [--seed 1] [--backend B] [--threads N] [--precision P]\n"
+       "                  [--seed 1] [--drop-last] [--backend B] [--threads N] [--precision P]\n"
        "                  [--check-numerics] [--memory-limit SIZE]\n\n"
        "Adds the optimizer's update to MODEL, slices every --data array along its first axis into\n"
        "shuffled mini-batches (seeded), runs one training step per batch, prints each epoch's "
        "mean\n"
        "loss and examples per second, and writes --checkpoint after every epoch (atomically).\n"
-       "--resume starts from the checkpoint's variables. With --precision bf16|fp16 the step\n"
+       "--resume starts from the checkpoint's variables. A model whose fed placeholders fix\n"
+       "their batch (an ONNX export with batch 32) needs --batch to match and drops each\n"
+       "epoch's last partial batch, saying so once; --drop-last does that for any model.\n"
+       "With --precision bf16|fp16 the step\n"
        "computes in 16 bits where the lists allow and the variables stay float32 (kiln run\n"
        "--help has the precision flags).\n",
        RunTrain},

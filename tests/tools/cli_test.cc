@@ -220,15 +220,16 @@ TEST_CASE("cli: grad, gradcheck and freeze", "[cli]") {
 }
 
 namespace {
-// loss = mean((x * w - t)^2) with w starting at 0 and t = 3 x: w should approach 3.
-std::string RegressionModel() {
+// loss = mean((x * w - t)^2) with w starting at 0 and t = 3 x: w should approach 3. With `batch`
+// the placeholders fix their batch dimension (as an ONNX export does), else it is free.
+std::string RegressionModel(int64_t batch = -1) {
   GraphBuilder g;
-  Value x = g.Placeholder("x", f32, {-1, 1});
-  Value t = g.Placeholder("t", f32, {-1, 1});
+  Value x = g.Placeholder("x", f32, {batch, 1});
+  Value t = g.Placeholder("t", f32, {batch, 1});
   Value w = Variable(g, "w", f32, {1});
   Value err = x * w - t;
   g.Output("loss", Mean(err * err));
-  std::string path = Dir() + "/regression.kgraph";
+  std::string path = Dir() + "/regression" + std::to_string(batch) + ".kgraph";
   REQUIRE(SaveGraph(*g.Build(), path).ok());
   std::vector<float> xs, ts;
   for (int i = 0; i < 64; ++i) {
@@ -289,6 +290,44 @@ TEST_CASE("cli: train lowers the loss, checkpoints, resumes", "[cli][train]") {
   CheckFails(Kiln({"train", model, "--loss", "loss", "--data", "x=" + Dir() + "/rx.npy",
                    "--optimizer", "lbfgs"}),
              "unknown optimizer 'lbfgs'", 2);
+}
+
+TEST_CASE("cli: train drops the last partial batch where the model fixes its batch",
+          "[cli][train]") {
+  // 64 examples in batches of 24: two full batches and 16 left over.
+  auto train = [](const std::string& model, std::vector<std::string> extra) {
+    std::vector<std::string> args = {"train",       model,
+                                     "--loss",      "loss",
+                                     "--data",      "x=" + Dir() + "/rx.npy",
+                                     "--data",      "t=" + Dir() + "/rt.npy",
+                                     "--batch",     "24",
+                                     "--optimizer", "sgd"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return Kiln(args);
+  };
+  const std::string fixed = RegressionModel(24);
+  CommandResult r = train(fixed, {"--epochs", "2"});
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(EpochLosses(r.out).size() == 2);
+  const std::string note = "each epoch drops its last 16 examples";
+  CHECK_THAT(r.out, Catch::Contains(note + " (a partial batch): the model fixes"));
+  CHECK(r.out.find(note) == r.out.rfind(note));  // said once
+  // A free batch trains every example, unless --drop-last.
+  const std::string free = RegressionModel();
+  CommandResult all = train(free, {});
+  REQUIRE(all.exit_code == 0);
+  CHECK_THAT(all.out, !Catch::Contains("drops"));
+  CommandResult dropped = train(free, {"--drop-last"});
+  REQUIRE(dropped.exit_code == 0);
+  CHECK_THAT(dropped.out, Catch::Contains(note + " (a partial batch): --drop-last"));
+  // A --batch the model cannot take is a usage error, before any step.
+  CommandResult mismatch =
+      Kiln({"train", fixed, "--loss", "loss", "--data", "x=" + Dir() + "/rx.npy", "--data",
+            "t=" + Dir() + "/rt.npy", "--batch", "8"});
+  CHECK(mismatch.exit_code == 2);
+  CHECK_THAT(mismatch.err,
+             Catch::Contains("fixes a batch of 24") && Catch::Contains("--batch is 8"));
 }
 
 TEST_CASE("cli: a killed kiln train leaves the last good checkpoint intact", "[cli][train]") {
