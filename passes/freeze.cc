@@ -5,6 +5,29 @@
 #include "ir/verifier.h"
 
 namespace kiln {
+namespace {
+
+// BatchNorm and Dropout as they evaluate.
+void SetInferenceAttrs(Node& node) {
+  if (const AttrValue* t = node.attrs.Find("training"); t && t->type() == AttrType::kBool)
+    node.attrs.Set("training", false);
+}
+
+}  // namespace
+
+Result<Graph> ForInference(const Graph& graph) {
+  Graph inference;
+  for (const Node& original : graph.nodes()) {
+    Node node = original;
+    node.output_types.clear();
+    SetInferenceAttrs(node);
+    KILN_RETURN_IF_ERROR(inference.AddNode(std::move(node)).status());
+  }
+  inference.mutable_inputs() = graph.inputs();
+  inference.mutable_outputs() = graph.outputs();
+  KILN_RETURN_IF_ERROR(Verify(inference));
+  return inference;
+}
 
 Result<Graph> Freeze(const Graph& graph, const std::map<std::string, Tensor>& variables,
                      const std::vector<std::string>& fetches) {
@@ -49,8 +72,7 @@ Result<Graph> Freeze(const Graph& graph, const std::map<std::string, Tensor>& va
       node.attrs = AttrMap();
       node.attrs.Set("value", it->second);
     }
-    if (const AttrValue* t = node.attrs.Find("training"); t && t->type() == AttrType::kBool)
-      node.attrs.Set("training", false);
+    SetInferenceAttrs(node);
     KILN_RETURN_IF_ERROR(frozen.AddNode(std::move(node)).status());
   }
   for (const std::string& in : graph.inputs())

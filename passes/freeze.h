@@ -17,4 +17,8 @@ namespace kiln {
 Result<Graph> Freeze(const Graph& graph, const std::map<std::string, Tensor>& variables,
                      const std::vector<std::string>& fetches);
 
+// The same graph as it evaluates: every `training` attribute (BatchNorm, Dropout) false; the
+// variables stay variables (e.g. for a validation session that takes a training session's values).
+Result<Graph> ForInference(const Graph& graph);
+
 }  // namespace kiln

@@ -3,6 +3,9 @@
 // epoch (atomically, so an interrupted run leaves the last good checkpoint). A model whose fed
 // inputs fix their batch dimension (an ONNX export with batch 32) trains on full batches of that
 // size only: the last partial batch of each epoch is dropped, as --drop-last does for any model.
+// With --val the model as it evaluates (tools/lib/validation.h) runs a held-out set after every
+// epoch: its loss, with --accuracy LOGITS[=LABELS] its top-1 accuracy; --early-stop N stops after
+// N epochs without a better val loss, and --checkpoint then holds the best epoch's variables.
 #include <unistd.h>
 
 #include <chrono>
@@ -17,6 +20,7 @@
 #include "tools/command.h"
 #include "tools/lib/session_flags.h"
 #include "tools/lib/training_graph.h"
+#include "tools/lib/validation.h"
 
 namespace kiln::cli {
 namespace {
@@ -84,6 +88,9 @@ int RunTrain(const Command& cmd, const std::vector<std::string>& args) {
       .Option("seed")
       .Switch("resume")
       .Switch("drop-last")
+      .Repeated("val")
+      .Option("accuracy")
+      .Option("early-stop")
       .Positional(1, 1);
   DeclareSessionFlags(flags);
   if (int code = ParseOrExit(cmd, flags, args); code >= 0) return code;
@@ -98,6 +105,14 @@ int RunTrain(const Command& cmd, const std::vector<std::string>& args) {
     if (!r->ok()) return UsageError(cmd, r->error().message());
   if (flags.On("resume") && !flags.Has("checkpoint"))
     return UsageError(cmd, "--resume needs --checkpoint");
+  if ((flags.Has("accuracy") || flags.Has("early-stop")) && !flags.Has("val"))
+    return UsageError(cmd, "--accuracy and --early-stop need --val NAME=FILE");
+  int64_t patience = 0;
+  if (flags.Has("early-stop")) {
+    Result<double> n = ParsePositive("early-stop", flags.Get("early-stop"));
+    if (!n.ok()) return UsageError(cmd, n.error().message());
+    patience = static_cast<int64_t>(*n);
+  }
 
   Result<Graph> graph = LoadModel(flags.positional()[0]);
   if (!graph.ok()) return Fail(cmd, graph.error());
@@ -114,6 +129,7 @@ int RunTrain(const Command& cmd, const std::vector<std::string>& args) {
     examples = t.shape()[0];
   }
 
+  const Graph model = *graph;  // the validation evaluates the model without the optimizer
   optim::Options optimizer_options;
   optimizer_options.lr = *lr;
   optimizer_options.loss_scaling = options->precision.compute == f16;  // fp16 needs it, bf16 not
@@ -149,6 +165,34 @@ int RunTrain(const Command& cmd, const std::vector<std::string>& args) {
     std::printf("each epoch drops its last %lld examples (a partial batch): %s\n",
                 static_cast<long long>(examples - trained),
                 flags.On("drop-last") ? "--drop-last" : "the model fixes a batch of that size");
+  std::unique_ptr<Validation> validation;
+  if (flags.Has("val")) {
+    Result<std::vector<std::pair<std::string, Tensor>>> val = LoadInputs(flags.GetAll("val"));
+    if (!val.ok()) return Fail(cmd, val.error());
+    std::vector<std::string> names;
+    for (const auto& [name, t] : *val) names.push_back(name);
+    if (names != fed)
+      return UsageError(cmd, "--val must name the same arrays as --data, in the same order");
+    ValidationOptions v;
+    v.loss = flags.Get("loss");
+    v.batch = batch_size;
+    v.full_batches_only = drop_last;
+    if (flags.Has("accuracy")) {
+      const std::string spec = flags.Get("accuracy");
+      const size_t eq = spec.find('=');
+      v.logits = spec.substr(0, eq);
+      Result<std::string> labels =
+          LabelsForAccuracy(*val, eq == std::string::npos ? "" : spec.substr(eq + 1));
+      if (!labels.ok()) return UsageError(cmd, labels.error().message());
+      v.labels = *labels;
+    }
+    Result<std::unique_ptr<Validation>> made =
+        Validation::Create(model, *options, std::move(*val), std::move(v));
+    if (!made.ok()) return Fail(cmd, made.error());
+    validation = std::move(*made);
+  }
+  double best_val = INFINITY;
+  int64_t epochs_without_better = 0;
   uint64_t seed = static_cast<uint64_t>(std::strtoull(flags.Get("seed", "1").c_str(), nullptr, 10));
   std::vector<int64_t> order(examples);
   for (int epoch = 1; epoch <= static_cast<int>(*epochs); ++epoch) {
@@ -173,11 +217,28 @@ int RunTrain(const Command& cmd, const std::vector<std::string>& args) {
     }
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::printf("epoch %d: mean loss %.5f, %.0f examples/s\n", epoch,
+    std::printf("epoch %d: mean loss %.5f, %.0f examples/s", epoch,
                 loss_sum / static_cast<double>(trained), static_cast<double>(trained) / seconds);
+    bool better = true;  // without --val every epoch is kept
+    if (validation) {
+      Result<ValidationResult> v = validation->Evaluate(session.variables());
+      if (!v.ok())
+        return Fail(cmd, v.error().WithContext("validation after epoch " + std::to_string(epoch)));
+      std::printf("; val loss %.5f", v->loss);
+      if (v->accuracy) std::printf(", val accuracy %.4f", *v->accuracy);
+      better = v->loss < best_val;
+      if (better) best_val = v->loss;
+      epochs_without_better = better ? 0 : epochs_without_better + 1;
+    }
+    std::printf("\n");
     std::fflush(stdout);
-    if (!checkpoint.empty())
+    if (!checkpoint.empty() && (better || patience == 0))
       if (Status s = session.SaveCheckpoint(checkpoint); !s.ok()) return Fail(cmd, s.error());
+    if (patience > 0 && epochs_without_better >= patience) {
+      std::printf("early stop: %lld epoch%s without a better val loss (best %.5f)\n",
+                  static_cast<long long>(patience), patience == 1 ? "" : "s", best_val);
+      break;
+    }
   }
   if (!checkpoint.empty()) std::printf("wrote %s\n", checkpoint.c_str());
   return 0;

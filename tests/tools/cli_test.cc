@@ -11,7 +11,9 @@
 #include <sstream>
 
 #include "ir/io/npy.h"
+#include "ir/ops/linalg.h"
 #include "ir/ops/math.h"
+#include "ir/ops/nn.h"
 #include "ir/ops/reduce.h"
 #include "ir/ops/state.h"
 #include "ir/serialize.h"
@@ -328,6 +330,83 @@ TEST_CASE("cli: train drops the last partial batch where the model fixes its bat
   CHECK(mismatch.exit_code == 2);
   CHECK_THAT(mismatch.err,
              Catch::Contains("fixes a batch of 24") && Catch::Contains("--batch is 8"));
+}
+
+namespace {
+// A softmax regression of 4 features into 3 classes (logits = x w, loss = cross-entropy), and
+// 90 examples where class k has feature k large (separable), written as cx.npy and cy.npy; with
+// `flipped` the labels are shifted by one class (a held-out set the training makes worse).
+std::string ClassifierModel() {
+  GraphBuilder g;
+  Value x = g.Placeholder("x", f32, {-1, 4});
+  Value labels = g.Placeholder("labels", i64, {-1});
+  Value w = Variable(g, "w", f32, {4, 3});
+  Value logits = MatMul(x, w).Named("logits");
+  g.Output("loss", SoftmaxCrossEntropy(logits, labels));
+  std::string path = Dir() + "/classifier.kgraph";
+  REQUIRE(SaveGraph(*g.Build(), path).ok());
+  for (bool flipped : {false, true}) {
+    std::vector<float> xs;
+    std::vector<int64_t> ys;
+    for (int i = 0; i < 90; ++i) {
+      const int k = i % 3;
+      for (int f = 0; f < 4; ++f) xs.push_back(f == k ? 2.0f : 0.1f * static_cast<float>(i % 5));
+      ys.push_back(flipped ? (k + 1) % 3 : k);
+    }
+    const std::string suffix = flipped ? "_flipped" : "";
+    REQUIRE(WriteNpy(Dir() + "/cx" + suffix + ".npy", Tensor::FromVector<float>({90, 4}, xs)).ok());
+    REQUIRE(WriteNpy(Dir() + "/cy" + suffix + ".npy", Tensor::FromVector<int64_t>({90}, ys)).ok());
+  }
+  return path;
+}
+}  // namespace
+
+TEST_CASE("cli: train validates after every epoch: loss, accuracy, early stop", "[cli][train]") {
+  const std::string model = ClassifierModel(), ckpt = Dir() + "/classifier.kckpt";
+  auto train = [&](const std::string& val_suffix, std::vector<std::string> extra) {
+    std::vector<std::string> args = {
+        "train",        model,
+        "--loss",       "loss",
+        "--data",       "x=" + Dir() + "/cx.npy",
+        "--data",       "labels=" + Dir() + "/cy.npy",
+        "--val",        "x=" + Dir() + "/cx" + val_suffix + ".npy",
+        "--val",        "labels=" + Dir() + "/cy" + val_suffix + ".npy",
+        "--optimizer",  "sgd",
+        "--lr",         "0.5",
+        "--batch",      "16",
+        "--checkpoint", ckpt};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return Kiln(args);
+  };
+  CommandResult r = train("", {"--epochs", "4", "--accuracy", "logits"});
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  std::vector<double> val_losses, accuracies;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) {
+    if (auto at = line.find("val loss "); at != std::string::npos)
+      val_losses.push_back(std::stod(line.substr(at + 9)));
+    if (auto at = line.find("val accuracy "); at != std::string::npos)
+      accuracies.push_back(std::stod(line.substr(at + 13)));
+  }
+  REQUIRE(val_losses.size() == 4);
+  REQUIRE(accuracies.size() == 4);
+  CHECK(val_losses.back() < val_losses.front());
+  CHECK(accuracies.back() == 1.0);
+  // A held-out set the training makes worse: the second epoch is not better, and the checkpoint
+  // keeps the first epoch's variables.
+  CommandResult stopped = train("_flipped", {"--epochs", "10", "--early-stop", "1"});
+  INFO(stopped.out << stopped.err);
+  REQUIRE(stopped.exit_code == 0);
+  CHECK_THAT(stopped.out, Catch::Contains("early stop: 1 epoch without a better val loss"));
+  CHECK(EpochLosses(stopped.out).size() == 2);
+  // Usage errors.
+  CheckFails(Kiln({"train", model, "--loss", "loss", "--data", "x=" + Dir() + "/cx.npy", "--data",
+                   "labels=" + Dir() + "/cy.npy", "--accuracy", "logits"}),
+             "need --val", 2);
+  CheckFails(Kiln({"train", model, "--loss", "loss", "--data", "x=" + Dir() + "/cx.npy", "--data",
+                   "labels=" + Dir() + "/cy.npy", "--val", "x=" + Dir() + "/cx.npy"}),
+             "same arrays as --data", 2);
 }
 
 TEST_CASE("cli: a killed kiln train leaves the last good checkpoint intact", "[cli][train]") {
