@@ -2,8 +2,9 @@
 # kiln's main job, end to end on a fresh machine: set up, build, then
 #   1. the C++ API: build the digits CNN, save it, load it back, run it (kiln_example);
 #   2. the CLI on that model: inspect, run, draw;
-#   3. train the digits CNN (training graph + seeded 80/20 split, Adam, checkpoint every epoch),
-#      freeze it with the checkpoint, and evaluate the frozen graph on the held-out 20%;
+#   3. train the digits CNN (training graph + seeded 80/20 split, Adam, checkpoint every epoch,
+#      the held-out 20%'s loss and accuracy after every epoch), freeze it with the checkpoint, and
+#      evaluate the frozen graph on the held-out 20% (the same accuracy as the last epoch's);
 #   3b. the same training in mixed precision (--precision bf16), evaluated in bf16 (README,
 #      "Mixed precision": within half a point of step 3 is the goal);
 #   3c. the same training on the simulated CUDA device (--backend cuda-sim), evaluated;
@@ -33,7 +34,8 @@ step "3. train, checkpoint, freeze, evaluate"
 build/models/kiln_digits prepare out data/digits.csv.gz
 $kiln train out/digits_train.kgraph --loss loss --data images=out/train_images.npy \
   --data labels=out/train_labels.npy --optimizer adam --lr 0.003 --batch 32 --epochs 10 \
-  --checkpoint out/digits.kckpt
+  --checkpoint out/digits.kckpt --val images=out/test_images.npy --val labels=out/test_labels.npy \
+  --accuracy logits
 $kiln freeze out/digits_train.kgraph --checkpoint out/digits.kckpt --fetch logits -o out/digits_infer.kgraph
 build/models/kiln_digits evaluate out/digits_infer.kgraph out/test_images.npy out/test_labels.npy
 
