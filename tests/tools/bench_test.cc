@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -12,6 +13,7 @@
 #include "ir/ops/state.h"
 #include "ir/serialize.h"
 #include "tests/testing/run_command.h"
+#include "tests/testing/temp_path.h"
 
 using namespace kiln;
 
@@ -22,8 +24,10 @@ using testing::CommandResult;
 
 std::string Dir() {
   static std::string dir = [] {
-    char tmpl[] = "/tmp/kiln_bench_test_XXXXXX";
-    return std::string(mkdtemp(tmpl));
+    // Inside the per-process temporary folder, removed when the tests exit.
+    const std::string path = testing::TempPath("bench");
+    std::filesystem::create_directories(path);
+    return path;
   }();
   return dir;
 }

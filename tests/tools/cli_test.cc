@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -19,6 +20,7 @@
 #include "ir/serialize.h"
 #include "runtime/checkpoint.h"
 #include "tests/testing/run_command.h"
+#include "tests/testing/temp_path.h"
 
 using namespace kiln;
 
@@ -36,8 +38,10 @@ std::string ReadAll(const std::string& path) {
 
 std::string Dir() {
   static std::string dir = [] {
-    char tmpl[] = "/tmp/kiln_cli_test_XXXXXX";
-    return std::string(mkdtemp(tmpl));
+    // Inside the per-process temporary folder, removed when the tests exit.
+    const std::string path = testing::TempPath("cli");
+    std::filesystem::create_directories(path);
+    return path;
   }();
   return dir;
 }
