@@ -188,9 +188,16 @@ int RunBench(const Command& cmd, const std::vector<std::string>& args) {
       .Option("warmup")
       .Option("classes")
       .Option("seed")
+      .Option("trace")
+      .Switch("profile")
       .Positional(1, 1);
   DeclareSessionFlags(flags);
   if (int code = ParseOrExit(cmd, flags, args); code >= 0) return code;
+  // The compiled programs' step profile (runtime/cpu/step_profile.h) reads the environment when
+  // they load: --trace writes a Chrome trace of every step of every run, --profile prints each
+  // step's time, slowest first, when the session ends.
+  if (flags.Has("trace")) setenv("KILN_TRACE", flags.Get("trace").c_str(), 1);
+  if (flags.On("profile")) setenv("KILN_PROFILE", "steps", 1);
   Result<SessionOptions> options = SessionOptionsFromFlags(flags);
   if (!options.ok()) return UsageError(cmd, options.error().message());
   Result<int64_t> iters = ParseCount("iters", flags.Get("iters", "10"), 1);

@@ -91,9 +91,12 @@ int RunTrain(const Command& cmd, const std::vector<std::string>& args) {
       .Repeated("val")
       .Option("accuracy")
       .Option("early-stop")
+      .Option("trace")
       .Positional(1, 1);
   DeclareSessionFlags(flags);
   if (int code = ParseOrExit(cmd, flags, args); code >= 0) return code;
+  // A Chrome trace of every step of every training step (runtime/cpu/step_profile.h).
+  if (flags.Has("trace")) setenv("KILN_TRACE", flags.Get("trace").c_str(), 1);
   Result<SessionOptions> options = SessionOptionsFromFlags(flags);
   if (!options.ok()) return UsageError(cmd, options.error().message());
   if (!flags.Has("loss") || !flags.Has("data"))

@@ -125,7 +125,8 @@ const std::vector<Command>& Commands() {
        "                  [--lr 0.001] [--batch 32] [--epochs 1] [--checkpoint FILE] [--resume]\n"
        "                  [--seed 1] [--drop-last] [--val NAME=FILE]... [--accuracy "
        "LOGITS[=LABELS]]\n"
-       "                  [--early-stop N] [--backend B] [--threads N] [--precision P]\n"
+       "                  [--early-stop N] [--trace FILE.json] [--backend B] [--threads N]\n"
+       "                  [--precision P]\n"
        "                  [--check-numerics] [--memory-limit SIZE]\n\n"
        "Adds the optimizer's update to MODEL, slices every --data array along its first axis into\n"
        "shuffled mini-batches (seeded), runs one training step per batch, prints each epoch's "
@@ -138,7 +139,8 @@ const std::vector<Command>& Commands() {
        "model as it evaluates (BatchNorm and Dropout in inference) and prints its loss;\n"
        "--accuracy LOGITS adds top-1 accuracy against the labels (the integer --data array, or\n"
        "=LABELS); --early-stop N stops after N epochs without a better val loss, and\n"
-       "--checkpoint then holds the best epoch's variables.\n"
+       "--checkpoint then holds the best epoch's variables. --trace writes a Chrome trace of\n"
+       "every plan step of every training step (as kiln bench --trace).\n"
        "With --precision bf16|fp16 the step\n"
        "computes in 16 bits where the lists allow and the variables stay float32 (kiln run\n"
        "--help has the precision flags).\n",
@@ -162,7 +164,8 @@ const std::vector<Command>& Commands() {
        "usage: kiln bench MODEL [--input NAME=FILE|NAME=SHAPE]... [--fetch NAME]...\n"
        "                  [--train --loss NAME [--optimizer sgd] [--lr 0.01]] [--iters 10]\n"
        "                  [--warmup 1] [--backend B] [--threads N] [--classes K] [--seed 1]\n"
-       "                  [--precision P] [--check-numerics] [--memory-limit SIZE]\n\n"
+       "                  [--precision P] [--check-numerics] [--memory-limit SIZE]\n"
+       "                  [--trace FILE.json] [--profile]\n\n"
        "Runs MODEL once (timed as compile_ms: on the cpu backend it compiles the plan), --warmup\n"
        "more times, then --iters timed times, and prints median_ms, min_ms and max_ms. Fetches\n"
        "default to the model's outputs. --train adds the optimizer's update (as kiln train does)\n"
@@ -173,7 +176,11 @@ const std::vector<Command>& Commands() {
        "Gather's rows for its indices, a OneHot's depth; 2 if nothing bounds them). Inputs not\n"
        "given are random of their own shape, which must then be fully known. On the cpu backend\n"
        "the plan's steps are counted: generated kernels, library calls, reference steps (ops\n"
-       "not lowered yet, by op). --threads 0 (the default) uses every core this process may use.\n",
+       "not lowered yet, by op). --threads 0 (the default) uses every core this process may use.\n"
+       "--trace FILE.json writes a Chrome trace (chrome://tracing, Perfetto) of a compiled plan:\n"
+       "one complete event per step per run, with its nodes, bytes and FLOPs; --profile prints\n"
+       "each step's time per run, slowest first (KILN_TRACE and KILN_PROFILE=steps do the same\n"
+       "for any command).\n",
        RunBench},
       {"compile", "compile a model ahead of time into a module (.kmod)",
        "usage: kiln compile MODEL -o OUT.kmod [--target cpu|cuda] [--fetch NAME]...\n"

@@ -6,14 +6,21 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <set>
 
 namespace kiln::cpu {
 
 std::unique_ptr<StepProfile> StepProfile::FromEnvironment(const Executable& exe) {
   const char* env = std::getenv("KILN_PROFILE");
-  if (!env || !*env || std::strcmp(env, "0") == 0) return nullptr;
-  return std::unique_ptr<StepProfile>(new StepProfile(exe, std::strcmp(env, "steps") == 0));
+  const char* trace = std::getenv("KILN_TRACE");
+  const bool report = env && *env && std::strcmp(env, "0") != 0;
+  if (!report && !(trace && *trace)) return nullptr;
+  std::unique_ptr<StepProfile> profile(
+      new StepProfile(exe, report && std::strcmp(env, "steps") == 0));
+  profile->report_ = report;
+  if (trace) profile->trace_path_ = trace;
+  return profile;
 }
 
 namespace {
@@ -60,14 +67,88 @@ StepProfile::StepProfile(const Executable& exe, bool each_step) : seconds_(exe.s
         break;
     }
     if (each_step) labels_.back() += " '" + step.node.name + "' #" + std::to_string(labels_.size());
+    nodes_.push_back(step.node.name);
     flops_.push_back(GemmFlops(step));
     bytes_.push_back(step.kind == Step::Kind::kKernel || copy ? OperandBytes(step, exe) : 0.0);
   }
   moved_.assign(bytes_.size(), 0.0);
 }
 
+namespace {
+
+// `s` as a JSON string's contents.
+std::string JsonEscaped(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char code[8];
+      std::snprintf(code, sizeof code, "\\u%04x", static_cast<unsigned>(c));
+      out += code;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+// The trace of every traced program of this process: each program's events are added when it
+// ends, and the file is rewritten then, so that it holds every plan that ran (a trace process
+// row per plan), on one clock.
+struct TraceSink {
+  std::mutex mutex;
+  std::string events;  // JSON objects, each after ",\n"
+  int programs = 0;
+  const std::chrono::steady_clock::time_point origin = std::chrono::steady_clock::now();
+};
+
+TraceSink& Sink() {
+  static TraceSink* sink = new TraceSink();  // never destroyed: programs may end at exit
+  return *sink;
+}
+
+}  // namespace
+
 StepProfile::~StepProfile() {
-  if (runs_ > 0) std::fputs(Report().c_str(), stderr);
+  if (runs_ > 0 && report_) std::fputs(Report().c_str(), stderr);
+  if (trace_path_.empty()) return;
+  TraceSink& sink = Sink();
+  std::lock_guard<std::mutex> lock(sink.mutex);
+  sink.events += TraceEvents(++sink.programs, sink.origin);
+  const std::string json =
+      "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [" + sink.events.substr(1) + "\n]}\n";
+  std::FILE* f = std::fopen(trace_path_.c_str(), "w");
+  bool written = f && std::fwrite(json.data(), 1, json.size(), f) == json.size();
+  if (f && std::fclose(f) != 0) written = false;
+  if (!written)
+    std::fprintf(stderr, "kiln: warning: the trace could not be written to %s\n",
+                 trace_path_.c_str());
+}
+
+std::string StepProfile::TraceEvents(int pid, std::chrono::steady_clock::time_point origin) const {
+  const std::string process = "\"pid\": " + std::to_string(pid);
+  std::string out = ",\n  {\"name\": \"process_name\", \"ph\": \"M\", " + process +
+                    ", \"args\": {\"name\": \"plan " + std::to_string(pid) + " (" +
+                    std::to_string(labels_.size()) + " steps)\"}}";
+  for (const char* row : {"host", "device"})
+    out += ",\n  {\"name\": \"thread_name\", \"ph\": \"M\", " + process +
+           ", \"tid\": " + (row[0] == 'h' ? "1" : "2") + ", \"args\": {\"name\": \"" + row + "\"}}";
+  char numbers[256];
+  for (const Event& e : events_) {
+    const double ts = std::chrono::duration<double, std::micro>(e.start - origin).count();
+    const double dur = std::chrono::duration<double, std::micro>(e.elapsed).count();
+    std::snprintf(numbers, sizeof numbers,
+                  "\"ts\": %.3f, \"dur\": %.3f, \"tid\": %d, \"args\": {\"step\": %zu, \"run\": "
+                  "%lld, \"bytes\": %.0f, \"flops\": %.0f, ",
+                  ts, dur, e.device ? 2 : 1, e.step, static_cast<long long>(e.run), bytes_[e.step],
+                  flops_[e.step]);
+    out += ",\n  {\"name\": \"" + JsonEscaped(labels_[e.step]) + "\", \"cat\": \"step\", " +
+           "\"ph\": \"X\", " + process + ", " + numbers + "\"nodes\": \"" +
+           JsonEscaped(nodes_[e.step]) + "\"}}";
+  }
+  return out;
 }
 
 std::string StepProfile::Report() const {

@@ -265,6 +265,7 @@ Result<std::vector<Tensor>> CudaProgram::RunProfiled(cpu::StepEnv& env, Variable
     bool moved;
   };
   std::vector<Marked> marked;
+  std::chrono::steady_clock::time_point first_mark_host;  // the host's clock at the first mark
   for (size_t i = 0; i < actions_.size(); ++i) {
     const Action& action = actions_[i];
     if (action.kind == Action::Kind::kHost) {
@@ -275,6 +276,7 @@ Result<std::vector<Tensor>> CudaProgram::RunProfiled(cpu::StepEnv& env, Variable
       profile_->Add(i, std::chrono::steady_clock::now() - start);
       continue;
     }
+    if (marked.empty()) first_mark_host = std::chrono::steady_clock::now();
     KILN_ASSIGN_OR_RETURN(int from, device_.Mark());
     skipped_upload_ = false;
     KILN_RETURN_IF_ERROR(Perform(action, env));
@@ -282,12 +284,14 @@ Result<std::vector<Tensor>> CudaProgram::RunProfiled(cpu::StepEnv& env, Variable
     marked.push_back({i, from, to, !skipped_upload_});
   }
   KILN_RETURN_IF_ERROR(device_.Synchronize());
+  auto as_duration = [](double ms) {
+    return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+        std::chrono::duration<double, std::milli>(ms));
+  };
   for (const Marked& m : marked) {
     KILN_ASSIGN_OR_RETURN(double ms, device_.Milliseconds(m.from, m.to));
-    profile_->Add(m.step,
-                  std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                      std::chrono::duration<double, std::milli>(ms)),
-                  m.moved);
+    KILN_ASSIGN_OR_RETURN(double since_first, device_.Milliseconds(marked.front().from, m.from));
+    profile_->Add(m.step, as_duration(ms), m.moved, first_mark_host + as_duration(since_first));
   }
   return Finish(env, variables);
 }

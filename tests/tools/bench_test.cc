@@ -5,6 +5,9 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <map>
+#include <set>
 #include <sstream>
 
 #include "ir/io/npy.h"
@@ -99,6 +102,43 @@ TEST_CASE("bench: training steps, inputs from files, --classes", "[cli][bench]")
   CheckOk(
       Bench({model, "--train", "--loss", "loss", "--optimizer", "adam", "--fetch", "logits",
              "--input", "x=2x3", "--input", "labels=2", "--iters", "1", "--backend", "reference"}));
+}
+
+TEST_CASE("bench: --trace writes a complete event for every step of every run", "[cli][bench]") {
+  const std::string model = TinyClassifier(), trace = Dir() + "/trace.json";
+  CommandResult r = Bench({model, "--input", "x=5x3", "--input", "labels=5", "--iters", "3",
+                           "--backend", "cpu", "--trace", trace});
+  CheckOk(r);
+  std::ifstream in(trace);
+  REQUIRE(in.good());
+  const std::string json((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(json.rfind("{\"displayTimeUnit\": \"ms\", \"traceEvents\": [", 0) == 0);
+  CHECK(json.find("\n]}") != std::string::npos);
+  // The benchmarked plan (the one that ran 5 times: compiling, warm-up, 3 timed) has every
+  // (step, run) pair once; other plans (the variables' initialization) are rows of their own.
+  std::map<int, std::set<std::pair<int, int>>> seen;  // by plan (trace pid)
+  std::map<int, int> events, steps;
+  std::istringstream lines(json);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find("\"ph\": \"X\"") == std::string::npos) continue;
+    const size_t pid = line.find("\"pid\": "), step = line.find("\"step\": "),
+                 run = line.find("\"run\": ");
+    REQUIRE(pid != std::string::npos);
+    REQUIRE(step != std::string::npos);
+    REQUIRE(run != std::string::npos);
+    CHECK(line.find("\"dur\": ") != std::string::npos);
+    const int p = std::stoi(line.substr(pid + 7)), s = std::stoi(line.substr(step + 8)),
+              n = std::stoi(line.substr(run + 7));
+    seen[p].insert({s, n});
+    ++events[p];
+    steps[p] = std::max(steps[p], s + 1);
+  }
+  int benchmarked = 0;
+  for (const auto& [p, pairs] : seen) {
+    CHECK(static_cast<int>(pairs.size()) == events[p]);  // no pair twice
+    if (events[p] == steps[p] * 5 && pairs.count({0, 5})) ++benchmarked;
+  }
+  CHECK(benchmarked == 1);
 }
 
 TEST_CASE("bench: usage errors and failures", "[cli][bench]") {
