@@ -11,31 +11,19 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <numeric>
 
 #include "ir/random.h"
 #include "passes/optim.h"
 #include "runtime/session.h"
 #include "tools/command.h"
+#include "tools/lib/batch_rows.h"
 #include "tools/lib/session_flags.h"
 #include "tools/lib/training_graph.h"
 #include "tools/lib/validation.h"
 
 namespace kiln::cli {
 namespace {
-
-// Rows `order[begin, end)` of `t` (along axis 0) as a new tensor.
-Tensor GatherRows(const Tensor& t, const std::vector<int64_t>& order, int64_t begin, int64_t end) {
-  Shape shape = t.shape();
-  shape.set_dim(0, end - begin);
-  Tensor out(t.dtype(), shape);
-  int64_t row_bytes = t.shape()[0] ? t.byte_size() / t.shape()[0] : 0;
-  for (int64_t i = begin; i < end; ++i)
-    std::memcpy(static_cast<uint8_t*>(out.raw_data()) + (i - begin) * row_bytes,
-                static_cast<const uint8_t*>(t.raw_data()) + order[i] * row_bytes, row_bytes);
-  return out;
-}
 
 // The batch the model's placeholders for `fed` fix (their first dim), or -1 when it is free.
 // Placeholders that fix different batches are an error naming both.
@@ -208,7 +196,7 @@ int RunTrain(const Command& cmd, const std::vector<std::string>& args) {
       int64_t end = std::min(trained, begin + batch_size);
       FeedList feeds;
       for (const auto& [name, t] : *data)
-        feeds.emplace_back(name, GatherRows(t, order, begin, end));
+        feeds.emplace_back(name, BatchRows(t, &order, begin, end));
       Result<std::vector<Tensor>> out = session.Run(feeds, {loss}, {update});
       if (!out.ok()) return Fail(cmd, out.error().WithContext("epoch " + std::to_string(epoch)));
       double value = (*out)[0].GetDouble(0);

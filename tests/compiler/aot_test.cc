@@ -7,10 +7,10 @@
 #include <cstring>
 
 #include "ir/io/npy.h"
+#include "ir/onnx/import.h"
 #include "ir/ops/array.h"
 #include "ir/ops/math.h"
 #include "ir/ops/reduce.h"
-#include "ir/onnx/import.h"
 #include "models/digits_cnn.h"
 #include "passes/optim.h"
 #include "runtime/checkpoint.h"

@@ -3,20 +3,10 @@
 #include <algorithm>
 
 #include "passes/freeze.h"
+#include "tools/lib/batch_rows.h"
 
 namespace kiln::cli {
 namespace {
-
-// Rows [begin, end) of `t` along axis 0.
-Tensor Rows(const Tensor& t, int64_t begin, int64_t end) {
-  Shape shape = t.shape();
-  shape.set_dim(0, end - begin);
-  Tensor out(t.dtype(), shape);
-  const int64_t row_bytes = t.shape()[0] ? t.byte_size() / t.shape()[0] : 0;
-  std::copy_n(static_cast<const uint8_t*>(t.raw_data()) + begin * row_bytes,
-              (end - begin) * row_bytes, static_cast<uint8_t*>(out.raw_data()));
-  return out;
-}
 
 // The index of the largest value of row `r` of a [rows, n] tensor (the first one on ties).
 int64_t ArgMaxOfRow(const Tensor& t, int64_t r, int64_t n) {
@@ -85,7 +75,7 @@ Result<ValidationResult> Validation::Evaluate(const VariableStore& trained) {
   for (int64_t begin = 0; begin < examples_; begin += options_.batch) {
     const int64_t end = std::min(examples_, begin + options_.batch), n = end - begin;
     FeedList feeds;
-    for (const auto& [name, t] : data_) feeds.emplace_back(name, Rows(t, begin, end));
+    for (const auto& [name, t] : data_) feeds.emplace_back(name, BatchRows(t, nullptr, begin, end));
     KILN_ASSIGN_OR_RETURN(std::vector<Tensor> out, session_.Run(feeds, fetches));
     loss_sum += out[0].GetDouble(0) * static_cast<double>(n);
     if (options_.logits.empty() || !labels) continue;
