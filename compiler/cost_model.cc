@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "ir/graph_stats.h"
+#include "runtime/cuda/cuda_program.h"
 #include "runtime/cuda/device_copies.h"
 #include "runtime/cuda/graph_capture.h"
 #include "runtime/cuda/matmul_call.h"
@@ -40,6 +41,7 @@ class Estimator {
       tf32_ = tf32_ || step.attrs.Has("tf32");
     graph_ = cuda::AnalyzeGraphCapture(planned_.lowered.executable).capturable;
     launch_us_ = graph_ ? assume_.graph_launch_us : assume_.launch_us;
+    cudnn_ = cuda::ProgramOptions::FromEnvironment().cudnn;
   }
 
   PlanCost Run() const {
@@ -121,19 +123,26 @@ class Estimator {
                                                             : chip_.fp32_tflops;
     return {peak, assume_.gemm_efficiency};
   }
-  Rate DirectConv() const { return {chip_.fp32_tflops, assume_.direct_conv_efficiency, true}; }
+  // A convolution of `operands`: cuDNN's where the runtime calls it, else a generated kernel.
+  Rate Conv(DType operands) const {
+    if (!cudnn_) return {chip_.fp32_tflops, assume_.direct_conv_efficiency, true};
+    const bool tensor_cores = operands == f16 || operands == bf16;
+    return {tensor_cores ? chip_.tensor16_tflops : chip_.fp32_tflops,
+            assume_.cudnn_conv_efficiency, true};
+  }
 
   Rate StepRate(const Step& step, const Executable& exe) const {
     if (cuda::IsDeviceGemm(step, exe))
       return Gemm(exe.buffers[step.inputs[0]].type.dtype, step.attrs.Has("tf32"));
     Result<std::string> library = step.attrs.GetString("library");
-    if (library.ok() && library->rfind("conv2d", 0) == 0) return DirectConv();
+    if (library.ok() && library->rfind("conv2d", 0) == 0)
+      return Conv(exe.buffers[step.inputs[0]].type.dtype);
     return Fp32();
   }
 
   Rate NodeRate(const Node& node) const {
     if (node.op == "MatMul") return Gemm(Type(TensorRef{node.name, 0}).dtype, tf32_);
-    if (node.op.rfind("Conv2D", 0) == 0) return DirectConv();
+    if (node.op.rfind("Conv2D", 0) == 0) return Conv(Type(node.inputs[0]).dtype);
     return Fp32();
   }
 
@@ -189,6 +198,7 @@ class Estimator {
   std::map<std::string, const Node*> nodes_;
   bool tf32_ = false;
   bool graph_ = false;    // the plan is captured as a CUDA graph
+  bool cudnn_ = true;     // convolutions run as cuDNN's (KILN_CUDNN), else generated kernels
   double launch_us_ = 0;  // a launch's overhead: a replayed graph's kernel, or one issued alone
 };
 

@@ -5,9 +5,9 @@
 // * memory efficiency)) plus a launch's overhead, where
 //   - FLOPs are the sum over the nodes the step implements (ir/graph_stats.h, on the plan's
 //     resolved shapes), bytes the step's distinct operands, read or written once each;
-//   - the peak is the chip's dense tensor-core rate for gemm steps of f16/bf16 operands (TF32's
-//     for f32 gemms marked "tf32"), its f32 CUDA-core rate for f32 gemms and every generated
-//     kernel (which compute in f32 whatever they store);
+//   - the peak is the chip's dense tensor-core rate for gemm steps and cuDNN convolutions of
+//     f16/bf16 operands (TF32's for f32 gemms marked "tf32"), its f32 CUDA-core rate for f32 gemms
+//     and convolutions and every generated kernel (which compute in f32 whatever they store);
 //   - efficiencies are assumptions (kCostAssumptions below); the launch and copy overheads were
 //     calibrated on an H100 by the GPU bundle (docs/gpu_measurements.md), which prints these
 //     estimates beside measured times.
@@ -45,6 +45,11 @@ struct CostAssumptions {
   double gemm_efficiency = 0.7;         // of the tensor (or f32) peak, cuBLASLt on large shapes
   double memory_efficiency = 0.8;       // of HBM bandwidth, streaming kernels and copies
   double direct_conv_efficiency = 0.1;  // of the f32 peak: generated convolutions (no tiling)
+  // cuDNN's convolutions (the runtime's default where the GPU has cuDNN; KILN_CUDNN=0 leaves them
+  // to the generated kernels): of the tensor-core peak for 16-bit operands, of the f32 peak for
+  // f32 ones (kiln's f32 convolutions do not use TF32). Not yet measured on large convolutions:
+  // the bundle's ResNet-50 inference prints the estimate beside the time.
+  double cudnn_conv_efficiency = 0.5;
   // Measured on an H100, host input to host output of small models (transformer: 32 launches,
   // LSTM: 168): 4.2-4.4 us per step issued on its own, 1.0-1.3 us per kernel of a replayed graph.
   double launch_us = 4.3;        // per launch, issued on its own (KILN_CUDA_GRAPHS=0)

@@ -5,13 +5,15 @@
 # OUT holds kilnrt (the runtime alone, built without oneDNN and OpenBLAS: every library step of
 # the bundled models runs on the device; stripped), the shared libraries it needs beyond the C/C++
 # runtime (xz-compressed: protobuf and its friends), the test models compiled with `kiln compile
-# --target cuda` (PTX and cubins for sm_80 and sm_90) with their inputs, the reference executor's
-# outputs and, for PyTorch exports, PyTorch's outputs, training-step modules of two Shi et al.
-# 2016 networks, and the scripts run.sh uses. KILN_BUNDLE_ELEMENTS sets the elementwise
-# benchmark's input size (default 2^26 floats), KILN_BUNDLE_GEMM the GEMM benchmarks' N (N x N
-# times N x N, default 4096); their inputs are generated on the GPU machine;
-# KILN_BUNDLE_TRAIN_DIV divides the training steps' batch of 128 (the simulator's runs want small
-# ones). At most 48 MiB.
+# --target cuda` (PTX and cubins for sm_80 and sm_90; xz-compressed) with their inputs, the
+# reference executor's outputs and, for PyTorch exports, PyTorch's outputs, training-step modules
+# of the seven Shi et al. 2016 networks, ResNet-50 inference in bf16, and the scripts run.sh uses.
+# Inputs too large to ship are generated there (models/NAME/GENERATE). KILN_BUNDLE_ELEMENTS sets
+# the elementwise benchmark's input size (default 2^26 floats), KILN_BUNDLE_GEMM the GEMM
+# benchmarks' N (N x N times N x N, default 4096); KILN_BUNDLE_TRAIN_DIV divides the training
+# steps' batches, KILN_BUNDLE_CHECK_BATCH (default 2) is the batch at which the large networks are
+# checked against the reference executor, KILN_BUNDLE_INFER_BATCH (default 64) ResNet-50's
+# inference batch (the simulator's runs want small ones). At most 48 MiB.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: scripts/gpu_bundle.sh OUT}
@@ -102,61 +104,132 @@ too_big_graph() {
 too_big_graph >"$staging/too_big.kgraph.txt"
 $kiln compile "$staging/too_big.kgraph.txt" --target cuda -o "$out/models/too_big.kmod" >/dev/null
 
-# Training steps (one SGD step per run of the module, which keeps the weights) of Shi et al.
-# networks at batch 128: ResNet-56 in bf16, AlexNet-R and FCN-R in fp32 and bf16, the LSTM in
-# bf16. The modules hold no weights (--no-variables: each starts from its seeded initializers on
-# the GPU machine); AlexNet-S, FCN-S and ResNet-50 are left out for their 224x224 or 26752-wide
-# inputs (over 10 MB a batch) and, for ResNet-50, its code. Each is checked by its first step's
-# loss against the reference executor's, and run.sh times it against the same network in PyTorch
-# CUDA.
-train_div=${KILN_BUNDLE_TRAIN_DIV:-1}
-mkdir -p "$staging/shi"
-build/models/kiln_write_models "$staging/shi" resnet-56 alexnet-r fcn-r lstm >/dev/null
-# train_model NETWORK PRECISION INPUT DTYPE DIMS LABEL_DIMS CLASSES (dims after the batch's)
-train_model() {
-  local network=$1 precision=$2 input=$3 dtype=$4 dims=$5 label_dims=$6 classes=$7
-  local n=$((128 / train_div)) name="train_${1//-/_}_$2"
-  ((n >= 1)) || n=1
-  local dir="$out/models/$name" graph="$staging/shi/$network.kgraph"
+# Inputs too large to ship are generated on the GPU machine: models/NAME/GENERATE lists, one per
+# line, "INPUT DTYPE DIMS MAX SHA256" for scripts/write_npy.py (seeded, pure Python, the same bytes
+# everywhere), and run.sh checks each file's SHA-256 against the one written here.
+# generated_input DIR INPUT DTYPE DIMS MAX: writes DIR/inputs/INPUT.npy here (for the reference
+# executor) and its line in DIR/GENERATE.
+generated_input() {
+  local dir=$1 input=$2 dtype=$3 dims=$4 max=$5
   mkdir -p "$dir/inputs"
-  python3 scripts/write_npy.py "$dir/inputs/$input.npy" "$dtype" "$n$dims" --max "$classes" \
-    >/dev/null
-  python3 scripts/write_npy.py "$dir/inputs/labels.npy" i64 "$n$label_dims" --max "$classes" \
-    >/dev/null
-  $kiln compile "$graph" --train --loss loss --optimizer sgd --lr 0.01 --precision "$precision" \
-    --target cuda --no-variables --input "$input=$n$dims" --input "labels=$n$label_dims" \
-    -o "$out/models/$name.kmod" >/dev/null
-  $kiln run "$graph" --backend reference --precision "$precision" --fetch loss:0 \
-    --input "$input=$dir/inputs/$input.npy" --input "labels=$dir/inputs/labels.npy" \
-    --out "$dir/expected" >/dev/null
-  if [[ $precision == bf16 ]]; then echo 2e-2 >"$dir/RTOL"; fi  # bf16 rounds per op differently
-  echo "$name" >>"$out/models/LIST"
-  echo "$name:$network:$precision:$n" >>"$out/models/TRAIN"
+  python3 scripts/write_npy.py "$dir/inputs/$input.npy" "$dtype" "$dims" --max "$max" >/dev/null
+  echo "$input $dtype $dims $max $(sha256sum "$dir/inputs/$input.npy" | cut -d' ' -f1)" \
+    >>"$dir/GENERATE"
 }
-train_model resnet-56 bf16 x f32 x3x32x32 "" 10
-train_model alexnet-r fp32 x f32 x3x32x32 "" 10
-train_model alexnet-r bf16 x f32 x3x32x32 "" 10
-train_model fcn-r fp32 x f32 x784 "" 10
-train_model fcn-r bf16 x f32 x784 "" 10
-train_model lstm bf16 tokens i64 x32 x32 10000
+# The expected outputs of a bundled model: the reference executor's (bf16 rounds per op
+# differently from the device: rtol 2e-2).
+expect() {  # expect DIR PRECISION MODEL_FILE KILN_RUN_FLAGS...
+  local dir=$1 precision=$2 file=$3 f inputs=()
+  shift 3
+  for f in "$dir"/inputs/*.npy; do inputs+=(--input "$(basename "$f" .npy)=$f"); done
+  $kiln run "$file" --backend reference --precision "$precision" "${inputs[@]}" \
+    --out "$dir/expected" "$@" >/dev/null
+  if [[ $precision == bf16 ]]; then echo 2e-2 >"$dir/RTOL"; fi
+}
+# Files the bundle does not ship once GENERATE describes them.
+drop_generated() { if [[ -f $1/GENERATE ]]; then rm -rf "$1/inputs"; fi; }
+
+# The seven Shi et al. 2016 networks as models/shi2016*.cc define them (scripts/shi2016_networks.sh:
+# shapes and class counts); each module starts from its seeded initializers on the GPU machine
+# (--no-variables: no weights in the bundle).
+source scripts/shi2016_networks.sh
+train_div=${KILN_BUNDLE_TRAIN_DIV:-1}
+check_batch=${KILN_BUNDLE_CHECK_BATCH:-2}
+mkdir -p "$staging/shi"
+build/models/kiln_write_models "$staging/shi" "${shi_networks[@]}" >/dev/null
+
+# Training steps (one SGD step per run of the module, which keeps the weights): the four small
+# networks at batch 128 (ResNet-56 in bf16, AlexNet-R and FCN-R in fp32 and bf16, the LSTM in
+# bf16), FCN-S, AlexNet-S and ResNet-50 at the paper's batch sizes in bf16; KILN_BUNDLE_TRAIN_DIV
+# divides every batch. A module is checked by its first step's loss against the reference
+# executor's; where its batch is over CHECK (the reference executor takes minutes on a ResNet-50
+# batch), a module of the same step at batch CHECK (KILN_BUNDLE_CHECK_BATCH, default 2) is checked
+# instead. run.sh times each against the same network in PyTorch CUDA.
+# train_model NETWORK PRECISION BATCH [CHECK]
+train_model() {
+  local network=$1 precision=$2 n=$(($3 / train_div)) check=${4:-}
+  if ((n < 1)); then n=1; fi
+  if [[ -z $check ]] || ((check > n)); then check=$n; fi
+  local name="train_${network//-/_}_$precision" graph="$staging/shi/$network.kgraph"
+  local input_spec=${shi_input[$network]} input_dtype=f32
+  local input=${input_spec%%=*}
+  if [[ $network == lstm ]]; then input_dtype=i64; fi
+  local batch module dir dims label_dims
+  for batch in "$n" "$check"; do
+    module=$name
+    if ((batch != n)); then module=${name}_check; fi
+    dir="$out/models/$module"
+    dims=$(shi_input_flags "$network" "$batch" | sed -n 2p)  # x=16x3x224x224
+    label_dims=$(shi_input_flags "$network" "$batch" | sed -n 4p)
+    dims=${dims#*=} label_dims=${label_dims#*=}
+    generated_input "$dir" "$input" "$input_dtype" "$dims" "${shi_classes[$network]}"
+    generated_input "$dir" labels i64 "$label_dims" "${shi_classes[$network]}"
+    $kiln compile "$graph" --train --loss loss --optimizer sgd --lr 0.01 --precision "$precision" \
+      --target cuda --no-variables --input "$input=$dims" --input "labels=$label_dims" \
+      -o "$out/models/$module.kmod" >/dev/null
+    if ((batch == check)); then
+      expect "$dir" "$precision" "$graph" --fetch loss:0
+      echo "$module" >>"$out/models/LIST"
+    fi
+    drop_generated "$dir"
+    if ((batch == n)); then echo "$name:$network:$precision:$n" >>"$out/models/TRAIN"; fi
+    if ((check == n)); then break; fi
+  done
+}
+train_model resnet-56 bf16 128
+train_model alexnet-r fp32 128
+train_model alexnet-r bf16 128
+train_model fcn-r fp32 128
+train_model fcn-r bf16 128
+train_model lstm bf16 128
+train_model fcn-s bf16 "${shi_batch[fcn-s]}" "$check_batch"
+train_model alexnet-s bf16 "${shi_batch[alexnet-s]}" "$check_batch"
+train_model resnet-50 bf16 "${shi_batch[resnet-50]}" "$check_batch"
+
+# ResNet-50 inference in bf16 (BatchNorm in inference mode: kiln compile --inference) at batch
+# KILN_BUNDLE_INFER_BATCH (default 64), timed; the same at batch CHECK is checked against the
+# reference executor. run.sh compares its rate with what cuDNN alone reaches on its convolutions.
+infer_batch=${KILN_BUNDLE_INFER_BATCH:-64}
+resnet50="$staging/shi/resnet-50.kgraph"
+infer_check="$out/models/resnet_50_bf16"
+generated_input "$infer_check" x f32 "${check_batch}x3x224x224" 2
+$kiln compile "$resnet50" --inference --fetch logits --precision bf16 --target cuda --no-variables \
+  --input "x=${check_batch}x3x224x224" -o "$out/models/resnet_50_bf16.kmod" >/dev/null
+expect "$infer_check" bf16 "$resnet50" --inference --fetch logits
+drop_generated "$infer_check"
+echo resnet_50_bf16 >>"$out/models/LIST"
+$kiln compile "$resnet50" --inference --fetch logits --precision bf16 --target cuda --no-variables \
+  --input "x=${infer_batch}x3x224x224" -o "$out/models/resnet_50_bf16_bench.kmod" >/dev/null
+
 printf '%s\n' "elementwise_bench:$elements" "gemm_bench:${gemm}x$gemm" \
   "gemm_bf16_bench:${gemm}x$gemm" resnet:2x3x64x64 transformer:2x5x32 lstm:2x7x6 \
-  >"$out/models/BENCH"
-# The cost model's estimate of each benchmark on an H100 and an H200 (kiln inspect --cost), which
-# run.sh prints beside the measured time.
-estimate() {  # estimate NAME MODEL_FILE INPUT_SPEC [--tf32]
-  local line=$1
+  "resnet_50_bf16_bench:${infer_batch}x3x224x224" >"$out/models/BENCH"
+# The cost model's estimate of each benchmark on an H100 and an H200 (kiln inspect --cost; a bf16
+# plan's from the table's bf16 row), which run.sh prints beside the measured time.
+estimate() {  # estimate NAME PRECISION MODEL_FILE KILN_INSPECT_FLAGS...
+  local line=$1 precision=$2 file=$3
+  shift 3
   for chip in h100 h200; do
-    line+=" $($kiln inspect "$2" --input "$3" --cost $chip ${4:-} | sed -n 's/^estimated_ms: //p')"
+    line+=" $($kiln inspect "$file" --cost $chip "$@" | awk -v p="$precision" '
+      p == "fp32" && $1 == "estimated_ms:" { print $2 } p == "bf16" && $1 == "bf16" { print $2 }')"
   done
   echo "$line" >>"$out/models/ESTIMATES"
 }
-estimate elementwise_bench scripts/gpu_bundle/elementwise.kgraph.txt "x=$elements"
-estimate gemm_bench scripts/gpu_bundle/gemm.kgraph.txt "x=${gemm}x$gemm"
-estimate gemm_bf16_bench scripts/gpu_bundle/gemm_bf16.kgraph.txt "x=${gemm}x$gemm"
-estimate resnet $data/resnet/model.onnx x=2x3x64x64
-estimate transformer $data/transformer/model.onnx x=2x5x32
-estimate lstm $data/lstm/model.onnx x=2x7x6
+estimate elementwise_bench fp32 scripts/gpu_bundle/elementwise.kgraph.txt --input "x=$elements"
+estimate gemm_bench fp32 scripts/gpu_bundle/gemm.kgraph.txt --input "x=${gemm}x$gemm"
+estimate gemm_bf16_bench fp32 scripts/gpu_bundle/gemm_bf16.kgraph.txt --input "x=${gemm}x$gemm"
+estimate resnet fp32 $data/resnet/model.onnx --input x=2x3x64x64
+estimate transformer fp32 $data/transformer/model.onnx --input x=2x5x32
+estimate lstm fp32 $data/lstm/model.onnx --input x=2x7x6
+estimate resnet_50_bf16_bench bf16 "$resnet50" --inference --fetch logits \
+  --input "x=${infer_batch}x3x224x224"
+
+# The modules travel xz-compressed (their PTX and host code shrink about 30-fold); run.sh unpacks
+# them.
+modules=$(cd "$out/models" && ls ./*.kmod)
+# shellcheck disable=SC2086  # module names are plain words
+tar -C "$out/models" -cf - $modules | xz -T2 >"$out/modules.tar.xz"
+rm "$out"/models/*.kmod
 
 size=$(du -sb "$out" | cut -f1)
 echo "wrote $out: $((size / 1024)) KiB (limit 48 MiB); run it with $out/run.sh"

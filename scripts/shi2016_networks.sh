@@ -11,6 +11,9 @@ declare -A shi_input=([fcn-s]=x=N:26752 [alexnet-s]=x=N:3x224x224 [resnet-50]=x=
                       [fcn-r]=x=N:784 [alexnet-r]=x=N:3x32x32 [resnet-56]=x=N:3x32x32
                       [lstm]=tokens=N:32)
 declare -A shi_labels=([lstm]=labels=N:32)
+# The class count of each network's labels (and the LSTM's vocabulary: its tokens' bound).
+declare -A shi_classes=([fcn-s]=26752 [alexnet-s]=1000 [resnet-50]=1000 [fcn-r]=10 [alexnet-r]=10
+                        [resnet-56]=10 [lstm]=10000)
 
 # "x=N:3x32x32" with N=16 -> "x=16x3x32x32"
 shi_shape_flag() { local spec=$1 n=$2; echo "${spec%%=*}=${n}x${spec#*:}"; }

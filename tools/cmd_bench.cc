@@ -25,6 +25,7 @@
 #include "runtime/memory_budget.h"
 #include "runtime/session.h"
 #include "tools/command.h"
+#include "tools/lib/model_flags.h"
 #include "tools/lib/session_flags.h"
 #include "tools/lib/training_graph.h"
 #ifdef KILN_HAS_COMPILER
@@ -192,6 +193,7 @@ int RunBench(const Command& cmd, const std::vector<std::string>& args) {
       .Switch("profile")
       .Positional(1, 1);
   DeclareSessionFlags(flags);
+  DeclareModelFlags(flags);
   if (int code = ParseOrExit(cmd, flags, args); code >= 0) return code;
   // The compiled programs' step profile (runtime/cpu/step_profile.h) reads the environment when
   // they load: --trace writes a Chrome trace of every step of every run, --profile prints each
@@ -210,9 +212,12 @@ int RunBench(const Command& cmd, const std::vector<std::string>& args) {
   Result<std::optional<optim::Optimizer>> optimizer = OptimizerFromFlags(flags);
   if (!optimizer.ok()) return UsageError(cmd, optimizer.error().message());
   const bool train = optimizer->has_value();
+  if (train && flags.On("inference"))
+    return UsageError(
+        cmd, "--inference and --train: a benchmark times either training steps or inference");
 
   std::string model_path = flags.positional()[0];
-  Result<Graph> graph = LoadModel(model_path);
+  Result<Graph> graph = LoadModelAsFlagsSay(flags, model_path);
   if (!graph.ok()) return Fail(cmd, graph.error());
 
   // The tensors to feed: every --input, then every placeholder not given one (random data of its

@@ -10,6 +10,7 @@
 #include "runtime/memory_budget.h"
 #include "runtime/module/module_file.h"
 #include "tools/command.h"
+#include "tools/lib/model_flags.h"
 #include "tools/lib/module_header.h"
 #include "tools/lib/session_flags.h"
 #include "tools/lib/training_graph.h"
@@ -31,6 +32,7 @@ int RunCompile(const Command& cmd, const std::vector<std::string>& args) {
   flags.Switch("train").Option("loss").Option("optimizer").Option("lr").Positional(1, 1);
   flags.Option("header").Option("class").Option("memory-limit");
   DeclarePrecisionFlags(flags);
+  DeclareModelFlags(flags);
   if (int code = ParseOrExit(cmd, flags, args); code >= 0) return code;
   Result<PrecisionPolicy> precision = PrecisionFromFlags(flags);
   if (!precision.ok()) return UsageError(cmd, precision.error().message());
@@ -53,12 +55,15 @@ int RunCompile(const Command& cmd, const std::vector<std::string>& args) {
   Result<std::optional<optim::Optimizer>> optimizer = OptimizerFromFlags(flags);
   if (!optimizer.ok()) return UsageError(cmd, optimizer.error().message());
   const bool train = optimizer->has_value();
+  if (train && flags.On("inference"))
+    return UsageError(cmd,
+                      "--inference and --train: a module runs either a training step or inference");
 #ifndef KILN_HAS_COMPILER
   return Fail(cmd, MakeError(ErrorCode::kUnimplemented,
                              "this kiln was built without the compiler (KILN_BUILD_COMPILER=OFF)"));
 #else
   const std::string model_path = flags.positional()[0];
-  Result<Graph> graph = LoadModel(model_path);
+  Result<Graph> graph = LoadModelAsFlagsSay(flags, model_path);
   if (!graph.ok()) return Fail(cmd, graph.error());
   compiler::AotOptions options;
   options.source = model_path;

@@ -8,6 +8,7 @@
 #include "tools/command.h"
 #include "tools/inspect_plan.h"
 #include "tools/inspect_precision.h"
+#include "tools/lib/model_flags.h"
 #include "tools/lib/training_graph.h"
 
 namespace kiln::cli {
@@ -35,6 +36,7 @@ int RunInspect(const Command& cmd, const std::vector<std::string>& args) {
   flags.Switch("precision").Repeated("precision-op").Repeated("precision-node").Switch("tf32");
   flags.Switch("train").Option("loss").Option("optimizer").Option("lr");
   flags.Positional(1, 1);
+  DeclareModelFlags(flags);
   if (int code = ParseOrExit(cmd, flags, args); code >= 0) return code;
   if (flags.Has("memory-limit") && !flags.On("memory"))
     return UsageError(cmd,
@@ -42,9 +44,12 @@ int RunInspect(const Command& cmd, const std::vector<std::string>& args) {
                       "--memory");
   Result<std::optional<optim::Optimizer>> optimizer = OptimizerFromFlags(flags);
   if (!optimizer.ok()) return UsageError(cmd, optimizer.error().message());
-  Result<Graph> graph = LoadModel(flags.positional()[0]);
+  Result<Graph> graph = LoadModelAsFlagsSay(flags, flags.positional()[0]);
   if (!graph.ok()) return Fail(cmd, graph.error());
   if (optimizer->has_value()) {
+    if (flags.On("inference"))
+      return UsageError(cmd,
+                        "--inference and --train: a plan is either a training step or inference");
     if (!flags.On("fusion") && !flags.On("memory") && !flags.On("placement") && !flags.Has("cost"))
       return UsageError(cmd,
                         "--train describes a training step's plan: add --fusion, --memory, "

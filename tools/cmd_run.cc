@@ -4,6 +4,7 @@
 #include "ir/file_util.h"
 #include "runtime/session.h"
 #include "tools/command.h"
+#include "tools/lib/model_flags.h"
 #include "tools/lib/session_flags.h"
 #include "tools/run_module.h"
 
@@ -13,6 +14,7 @@ int RunRun(const Command& cmd, const std::vector<std::string>& args) {
   Flags flags;
   flags.Repeated("input").Repeated("fetch").Option("out").Positional(1, 1);
   DeclareSessionFlags(flags);
+  DeclareModelFlags(flags);
   if (int code = ParseOrExit(cmd, flags, args); code >= 0) return code;
   if (EndsWith(flags.positional()[0], ".kmod")) {
     for (const char* flag : {"precision", "precision-op", "precision-node"})
@@ -20,17 +22,19 @@ int RunRun(const Command& cmd, const std::vector<std::string>& args) {
         return UsageError(cmd, std::string("--") + flag +
                                    " does not apply to a compiled module (.kmod): its plan and "
                                    "precision were fixed by kiln compile");
-    for (const char* flag : {"check-numerics", "tf32"})
+    for (const char* flag : {"check-numerics", "tf32", "inference"})
       if (flags.On(flag))
         return UsageError(
             cmd, std::string("--") + flag + " does not apply to a compiled module (.kmod)" +
-                     (flag == std::string("tf32") ? " (kiln compile --tf32 sets it)" : ""));
+                     (flag == std::string("tf32")        ? " (kiln compile --tf32 sets it)"
+                      : flag == std::string("inference") ? " (kiln compile --inference sets it)"
+                                                         : ""));
     return RunModuleFile(cmd, flags, flags.positional()[0]);
   }
   Result<SessionOptions> options = SessionOptionsFromFlags(flags);
   if (!options.ok()) return UsageError(cmd, options.error().message());
 
-  Result<Graph> graph = LoadModel(flags.positional()[0]);
+  Result<Graph> graph = LoadModelAsFlagsSay(flags, flags.positional()[0]);
   if (!graph.ok()) return Fail(cmd, graph.error());
   Result<std::vector<std::pair<std::string, Tensor>>> inputs = LoadInputs(flags.GetAll("input"));
   if (!inputs.ok()) return Fail(cmd, inputs.error());

@@ -29,7 +29,7 @@ const std::vector<Command>& Commands() {
        "usage: kiln run MODEL [--input NAME=FILE]... [--fetch NAME]... [--out DIR] [--backend "
        "B]\n"
        "                [--threads N] [--precision P] [--tf32] [--check-numerics]\n"
-       "                [--memory-limit SIZE]\n\n"
+       "                [--memory-limit SIZE] [--inference]\n\n"
        "Runs MODEL (.kgraph, .kgraph.txt, .onnx, or a module .kmod from kiln compile, which runs\n"
        "as kilnrt runs it). Inputs are .npy or ONNX TensorProto .pb files.\n"
        "Fetches default to the model's outputs; NAME may be an output name, \"node\" or "
@@ -55,7 +55,9 @@ const std::vector<Command>& Commands() {
        "may use; by default what the process can get (the smaller of MemAvailable and the\n"
        "cgroup's limit). A compiled plan whose peak does not fit is refused before anything of\n"
        "it is allocated, naming the peak, the budget and its largest buffers; the reference\n"
-       "backend stops at the node whose output would exceed it. Variables keep their values.\n",
+       "backend stops at the node whose output would exceed it. Variables keep their values.\n"
+       "--inference runs the model as it evaluates: every BatchNorm and Dropout in inference\n"
+       "mode (running statistics, no dropping), the variables as they are.\n",
        RunRun},
       {"inspect", "ops, inputs, outputs, parameters and FLOPs of a model",
        "usage: kiln inspect MODEL [--fusion] [--memory] [--placement] [--backend B]\n"
@@ -63,7 +65,7 @@ const std::vector<Command>& Commands() {
        "                    [--input NAME=SHAPE]... [--fetch NAME]...\n"
        "                    [--target NAME]... [--precision [--precision-op OP=LIST]...] [--tf32]\n"
        "                    [--memory-limit SIZE]\n"
-       "                    [--train --loss NAME [--optimizer sgd] [--lr 0.01]]\n\n"
+       "                    [--train --loss NAME [--optimizer sgd] [--lr 0.01] | --inference]\n\n"
        "Prints the model's inputs and outputs with dtypes and shapes, its ops by count, the "
        "number\n"
        "and bytes of its parameters (Variables), constant bytes and an estimate of FLOPs.\n"
@@ -89,7 +91,8 @@ const std::vector<Command>& Commands() {
        "kernel per op in fp32, tf32, bf16 and fp16. No GPU is needed.\n"
        "--train --loss NAME plans one training step instead (the loss's gradient and the\n"
        "optimizer's update, as kiln bench --train runs it) for --fusion, --memory,\n"
-       "--placement and --cost.\n",
+       "--placement and --cost; --inference describes the model as it evaluates (BatchNorm and\n"
+       "Dropout in inference mode, as kiln run --inference).\n",
        RunInspect},
       {"convert", "convert a model between binary and text forms",
        "usage: kiln convert IN OUT\n\n"
@@ -165,7 +168,7 @@ const std::vector<Command>& Commands() {
        "                  [--train --loss NAME [--optimizer sgd] [--lr 0.01]] [--iters 10]\n"
        "                  [--warmup 1] [--backend B] [--threads N] [--classes K] [--seed 1]\n"
        "                  [--precision P] [--check-numerics] [--memory-limit SIZE]\n"
-       "                  [--trace FILE.json] [--profile]\n\n"
+       "                  [--trace FILE.json] [--profile] [--inference]\n\n"
        "Runs MODEL once (timed as compile_ms: on the cpu backend it compiles the plan), --warmup\n"
        "more times, then --iters timed times, and prints median_ms, min_ms and max_ms. Fetches\n"
        "default to the model's outputs. --train adds the optimizer's update (as kiln train does)\n"
@@ -180,14 +183,15 @@ const std::vector<Command>& Commands() {
        "--trace FILE.json writes a Chrome trace (chrome://tracing, Perfetto) of a compiled plan:\n"
        "one complete event per step per run, with its nodes, bytes and FLOPs; --profile prints\n"
        "each step's time per run, slowest first (KILN_TRACE and KILN_PROFILE=steps do the same\n"
-       "for any command).\n",
+       "for any command). --inference times the model as it evaluates (BatchNorm and Dropout in\n"
+       "inference mode, as kiln run --inference).\n",
        RunBench},
       {"compile", "compile a model ahead of time into a module (.kmod)",
        "usage: kiln compile MODEL -o OUT.kmod [--target cpu|cuda] [--fetch NAME]...\n"
        "                    [--input NAME=SHAPE]... [--checkpoint FILE | --no-variables]\n"
        "                    [--train --loss NAME [--optimizer sgd] [--lr 0.01]]\n"
        "                    [--header OUT.h [--class [NS::]NAME]] [--precision P] [--tf32]\n"
-       "                    [--memory-limit SIZE]\n\n"
+       "                    [--memory-limit SIZE] [--inference]\n\n"
        "Compiles MODEL (.kgraph, .kgraph.txt or .onnx) through the same pipeline as the cpu\n"
        "backend and writes one file holding the plan, its constants, the variables' values (their\n"
        "initializers, or --checkpoint's) and the kernels' machine code for this CPU, with a\n"
@@ -210,7 +214,9 @@ const std::vector<Command>& Commands() {
        "values out: each takes its (seeded) initializer's value when the module first reads it,\n"
        "as here, so a fresh training module ships without its weights' bytes.\n"
        "--memory-limit SIZE refuses a module whose plan would not fit that budget where it is\n"
-       "deployed (kilnrt --memory-limit checks it again at load).\n",
+       "deployed (kilnrt --memory-limit checks it again at load). --inference compiles the model\n"
+       "as it evaluates (BatchNorm and Dropout in inference mode, as kiln run --inference): a\n"
+       "training graph's inference module, its variables still variables.\n",
        RunCompile},
       {"help", "show help for kiln or one command", "usage: kiln help [COMMAND]\n", RunHelp},
   };

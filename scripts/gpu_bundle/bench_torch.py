@@ -5,8 +5,15 @@ eager mode and with torch.compile. The architectures match the bundle's models (
 only the time is compared; correctness is checked against kiln's reference executor).
 
 usage: bench_torch.py MODEL SHAPE [--runs N]
-  (MODEL: elementwise, gemm, gemm_bf16, transformer, lstm, resnet)
+  (MODEL: elementwise, gemm, gemm_bf16, transformer, lstm, resnet, resnet_50_bf16: the Shi et al.
+  ResNet-50 of bench_shi2016_torch.py in eval mode under bf16 autocast, channels-last)
 Prints one line "eager_ms X compile_ms Y" ("-" where that mode is unavailable), or "skip: why".
+
+usage: bench_torch.py conv_rate SHAPE [--runs N]
+cuDNN alone on the convolutions of that ResNet-50 for an input of SHAPE: each convolution run by
+itself (F.conv2d, bf16, channels-last, cudnn.benchmark), timed with CUDA events (mean of N runs
+after a warm-up). Prints "conv_gflop G conv_ms T conv_tflops R" (the FLOPs of all of them, the
+sum of their times, and the rate), or "skip: why".
 
 usage: bench_torch.py rates ELEMENTS N [--runs R]
 The peers of kiln's device rates, timed on the device with CUDA events as KILN_PROFILE times kiln's
@@ -72,6 +79,18 @@ def build(name, torch):
                 self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
                 self.fc = nn.Linear(width * 8, 10)
         return NarrowResNet()
+    if name == "resnet_50_bf16":
+        from bench_shi2016_torch import resnet_50
+
+        class Bf16ResNet50(nn.Module):  # as PyTorch runs mixed precision on tensor cores
+            def __init__(self):
+                super().__init__()
+                self.net = resnet_50().to(memory_format=torch.channels_last)
+
+            def forward(self, x):
+                with torch.autocast("cuda", dtype=torch.bfloat16):
+                    return self.net(x.contiguous(memory_format=torch.channels_last)).float()
+        return Bf16ResNet50()
     raise SystemExit("unknown model " + name)
 
 
@@ -134,6 +153,34 @@ def rates(elements, n, runs, torch):
            flops / bf16_ms / 1e9))
 
 
+def conv_rate(shape, runs, torch):
+    from bench_shi2016_torch import resnet_50
+    nn, F = torch.nn, torch.nn.functional
+    torch.backends.cudnn.benchmark = True
+    model = resnet_50().cuda().eval()
+    convs = []
+    hooks = [m.register_forward_hook(
+        lambda m, inputs, output: convs.append((m, tuple(inputs[0].shape), tuple(output.shape))))
+        for m in model.modules() if isinstance(m, nn.Conv2d)]
+    with torch.no_grad():
+        model(torch.randn(*shape, device="cuda"))
+    for hook in hooks:
+        hook.remove()
+    flops = total_ms = 0.0
+    for m, in_shape, out_shape in convs:
+        x = torch.randn(in_shape, device="cuda", dtype=torch.bfloat16)
+        x = x.contiguous(memory_format=torch.channels_last)
+        w = m.weight.detach().bfloat16().contiguous(memory_format=torch.channels_last)
+        with torch.no_grad():
+            total_ms += device_ms(
+                lambda: F.conv2d(x, w, None, m.stride, m.padding, m.dilation, m.groups), runs, torch)
+        n, cout, ho, wo = out_shape
+        flops += 2.0 * n * cout * ho * wo * (in_shape[1] // m.groups) * m.kernel_size[0] * \
+            m.kernel_size[1]
+    print("conv_gflop %.2f conv_ms %.4f conv_tflops %.1f" %
+          (flops / 1e9, total_ms, flops / total_ms / 1e9))
+
+
 def main(argv):
     if len(argv) < 3 or (argv[1] == "rates" and len(argv) < 4):
         sys.exit(__doc__)
@@ -147,6 +194,9 @@ def main(argv):
         rates(int(argv[2]), int(argv[3]), runs, torch)
         return 0
     name, shape = argv[1], [int(d) for d in argv[2].split("x")]
+    if name == "conv_rate":
+        conv_rate(shape, runs, torch)
+        return 0
     try:
         model = build(name, torch).cuda().eval()
     except ImportError as e:

@@ -117,27 +117,46 @@ TEST_CASE("cost model: tiny work costs its launch, unknown chips are refused", "
 
 TEST_CASE("cost model: a small convolution costs its floor, a large one its roofline", "[cost]") {
   const CostAssumptions& a = kCostAssumptions;
-  for (int64_t batch : {1, 256}) {
-    INFO("batch " << batch);
-    GraphBuilder g;
-    Value x = g.Placeholder("x", f32, {batch, 16, 32, 32});
-    Value w = g.Placeholder("w", f32, {16, 16, 3, 3});
-    g.Output("y", Conv2D(x, w));
-    Graph graph = *g.Build();
-    const PlanCost cost = Cost(graph,
-                               {{"x", *Tensor::Create(f32, Shape{batch, 16, 32, 32})},
-                                {"w", *Tensor::Create(f32, Shape{16, 16, 3, 3})}},
-                               "y", "h100");
-    const StepCost& conv = OnlyDeviceStep(cost);
-    if (batch == 1) {
-      CHECK(conv.bound == "conv latency");
-      CHECK(conv.us == a.conv_floor_us);
-    } else {
-      CHECK(conv.bound == "compute");
-      CHECK(conv.us ==
-            Approx(conv.flops / (67e12 * a.direct_conv_efficiency) * 1e6 + LaunchUs(cost)));
+  // cuDNN's rate (the runtime's default), or a generated kernel's with KILN_CUDNN=0; 16-bit
+  // operands on cuDNN run at the tensor-core peak.
+  struct Case {
+    DType dtype;
+    bool cudnn;
+    double peak_tflops;
+    double efficiency;
+  };
+  for (const Case& c : {Case{f32, true, 67, a.cudnn_conv_efficiency},
+                        Case{bf16, true, 989, a.cudnn_conv_efficiency},
+                        Case{f32, false, 67, a.direct_conv_efficiency}}) {
+    if (c.cudnn)
+      unsetenv("KILN_CUDNN");
+    else
+      setenv("KILN_CUDNN", "0", 1);
+    for (int64_t batch : {1, 256}) {
+      INFO("batch " << batch << ", " << DTypeName(c.dtype) << (c.cudnn ? ", cuDNN" : ""));
+      const int64_t channels = batch == 1 ? 16 : 64;
+      const Shape x_shape{batch, channels, 32, 32}, w_shape{channels, channels, 3, 3};
+      GraphBuilder g;
+      Value x = g.Placeholder("x", c.dtype, x_shape);
+      Value w = g.Placeholder("w", c.dtype, w_shape);
+      g.Output("y", Conv2D(x, w));
+      Graph graph = *g.Build();
+      const PlanCost cost = Cost(graph,
+                                 {{"x", *Tensor::Create(c.dtype, x_shape)},
+                                  {"w", *Tensor::Create(c.dtype, w_shape)}},
+                                 "y", "h100");
+      const StepCost& conv = OnlyDeviceStep(cost);
+      if (batch == 1) {
+        CHECK(conv.bound == "conv latency");
+        CHECK(conv.us == a.conv_floor_us);
+      } else {
+        CHECK(conv.bound == "compute");
+        CHECK(conv.us ==
+              Approx(conv.flops / (c.peak_tflops * 1e12 * c.efficiency) * 1e6 + LaunchUs(cost)));
+      }
     }
   }
+  unsetenv("KILN_CUDNN");
 }
 
 TEST_CASE("cost model: a plan with host work between device steps pays a launch issued alone",

@@ -19,6 +19,7 @@
 #include "ir/ops/state.h"
 #include "ir/serialize.h"
 #include "runtime/checkpoint.h"
+#include "tests/testing/differential.h"
 #include "tests/testing/run_command.h"
 #include "tests/testing/temp_path.h"
 
@@ -223,6 +224,57 @@ TEST_CASE("cli: grad, gradcheck and freeze", "[cli]") {
              "has no value in the checkpoint");
   CheckFails(Kiln({"freeze", model, "--checkpoint", Write("bad.kckpt", "junk"), "-o", frozen}),
              "not a kiln checkpoint");
+}
+
+TEST_CASE("cli: --inference runs, inspects, times and compiles a model as it evaluates", "[cli]") {
+  // y = BatchNorm(x) in training mode, with running statistics mean 1 and variance 4: trained, a
+  // batch is normalized by its own statistics; as it evaluates, by the running ones.
+  GraphBuilder g;
+  Value x = g.Placeholder("x", f32, {2, 1, 1, 2});
+  auto constant = [&](const char* name, float v) {
+    return Variable(g, name, f32, {1}, Initializer::Constant(v));
+  };
+  Value y = BatchNorm(x, constant("scale", 1), constant("bias", 0), constant("mean", 1),
+                      constant("var", 4), 0.0, /*training=*/true)[0];
+  g.Output("y", y);
+  const std::string model = Dir() + "/bn.kgraph", input = Dir() + "/bn_x.npy";
+  REQUIRE(SaveGraph(*g.Build(), model).ok());
+  REQUIRE(WriteNpy(input, Tensor::FromVector<float>({2, 1, 1, 2}, {1, 3, 5, 7})).ok());
+  // Trained: (x - 4) / sqrt(5); as it evaluates: (x - 1) / 2.
+  CommandResult trained = Kiln({"run", model, "--input", "x=" + input, "--backend", "reference"});
+  INFO(trained.err);
+  CHECK_THAT(trained.out, Catch::Contains("y: f32[2, 1, 1, 2] {-1.34"));
+  std::vector<std::string> backends = testing::CompiledBackends();
+  backends.push_back("reference");
+  for (const std::string& backend : backends) {
+    CommandResult evaluated =
+        Kiln({"run", model, "--inference", "--input", "x=" + input, "--backend", backend});
+    INFO(backend << ": " << evaluated.err);
+    CHECK_THAT(evaluated.out, Catch::Contains("y: f32[2, 1, 1, 2] {0, 1, 2, 3}"));
+  }
+  CommandResult bench = Kiln({"bench", model, "--inference", "--iters", "1"});
+  INFO(bench.err);
+  CHECK(bench.exit_code == 0);
+  CheckFails(Kiln({"bench", model, "--inference", "--train", "--loss", "y"}),
+             "--inference and --train", 2);
+  if (testing::CompiledBackends().empty()) {
+    WARN("a runtime-only build: nothing to inspect or compile");
+    return;
+  }
+  CommandResult inspect =
+      Kiln({"inspect", model, "--inference", "--cost", "h100", "--backend", "cuda-sim"});
+  INFO(inspect.err);
+  CHECK_THAT(inspect.out, Catch::Contains("estimated_ms:"));
+  const std::string module = Dir() + "/bn.kmod";
+  CommandResult compiled = Kiln({"compile", model, "--inference", "-o", module});
+  INFO(compiled.err);
+  REQUIRE(compiled.exit_code == 0);
+  CommandResult deployed = Kiln({"run", module, "--input", "x=" + input});
+  CHECK_THAT(deployed.out, Catch::Contains("y: f32[2, 1, 1, 2] {0, 1, 2, 3}"));
+  CheckFails(Kiln({"run", module, "--inference", "--input", "x=" + input}),
+             "does not apply to a compiled module", 2);
+  CheckFails(Kiln({"compile", model, "--inference", "--train", "--loss", "y", "-o", module}),
+             "--inference and --train", 2);
 }
 
 namespace {
