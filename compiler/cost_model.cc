@@ -127,8 +127,8 @@ class Estimator {
   Rate Conv(DType operands) const {
     if (!cudnn_) return {chip_.fp32_tflops, assume_.direct_conv_efficiency, true};
     const bool tensor_cores = operands == f16 || operands == bf16;
-    return {tensor_cores ? chip_.tensor16_tflops : chip_.fp32_tflops,
-            assume_.cudnn_conv_efficiency, true};
+    return {tensor_cores ? chip_.tensor16_tflops : chip_.fp32_tflops, assume_.cudnn_conv_efficiency,
+            true};
   }
 
   Rate StepRate(const Step& step, const Executable& exe) const {
