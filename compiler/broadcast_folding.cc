@@ -6,14 +6,16 @@
 #include <string>
 #include <vector>
 
+#include "compiler/op_lowerings.h"
 #include "compiler/plan_pruning.h"
 
 namespace kiln::compiler {
 namespace {
 
 bool IsBroadcast(const Node& node) {
-  return (node.op == "BroadcastLike" || node.op == "BroadcastTo") && !node.inputs.empty() &&
-         node.control_inputs.empty() && node.output_types.size() == 1;
+  const OpLowering* lowering = OpLowerings::Global().Find(node.op);
+  return lowering && lowering->broadcast && !node.inputs.empty() && node.control_inputs.empty() &&
+         node.output_types.size() == 1;
 }
 
 // The numpy broadcast of `shapes`, or nullopt when they do not broadcast.

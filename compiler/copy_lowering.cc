@@ -1,7 +1,9 @@
 #include "compiler/copy_lowering.h"
 
 #include <algorithm>
+#include <map>
 
+#include "compiler/op_lowerings.h"
 #include "ir/op_registry.h"
 #include "ir/ops/array_internal.h"
 
@@ -48,20 +50,18 @@ void SetCopy(Step& step, const std::vector<int64_t>& dims, int64_t src_offset,
 
 }  // namespace
 
-bool HasCopyLowering(const std::string& op) {
-  return op == "Slice" || op == "SliceGrad" || op == "Pad" || op == "Concat" || op == "Split" ||
-         op == "ConcatGrad" || op == "BroadcastTo" || op == "BroadcastLike" || op == "Transpose" ||
-         op == "Tile";
-}
-
 namespace {
+
+// A copy lowering of one op: the node's attributes with their defaults, its input 0's shape and
+// output 0's (both known).
+using CopyLowering = Status (*)(const Node& node, const StaticInfo& info, const AttrMap& attrs,
+                                const Shape& in, const Shape& out, Step& step);
 
 // Concat (pieces = its inputs, whole = its output), Split and ConcatGrad (whole = input 0, pieces
 // = the outputs): "concat" / "split" with outer = the product of the dims before the axis and one
 // block per piece, its elements per outer row.
 Status LowerConcatOrSplit(const Node& node, const StaticInfo& info, const AttrMap& attrs,
-                          Step& step) {
-  const bool concat = node.op == "Concat";
+                          bool concat, Step& step) {
   const Shape& whole =
       concat ? info.types.at(TensorRef{node.name, 0}).shape : info.types.at(node.inputs[0]).shape;
   KILN_ASSIGN_OR_RETURN(int64_t axis_attr, attrs.GetInt("axis"));
@@ -86,86 +86,103 @@ Status LowerConcatOrSplit(const Node& node, const StaticInfo& info, const AttrMa
   return OkStatus();
 }
 
-}  // namespace
+Status LowerConcat(const Node& node, const StaticInfo& info, const AttrMap& attrs, const Shape&,
+                   const Shape&, Step& step) {
+  return LowerConcatOrSplit(node, info, attrs, /*concat=*/true, step);
+}
 
-Status LowerCopy(const Node& node, const StaticInfo& info, Step& step) {
-  const AttrMap attrs = OpRegistry::Global().Find(node.op)->WithDefaults(node.attrs);
-  const Shape& in = info.types.at(node.inputs[0]).shape;
-  const Shape& out = info.types.at(TensorRef{node.name, 0}).shape;
-  if (!in.IsFullyKnown() || !out.IsFullyKnown())
-    return MakeError(ErrorCode::kUnimplemented, "shape not known at compile time");
-  if (node.op == "Concat" || node.op == "Split" || node.op == "ConcatGrad")
-    return LowerConcatOrSplit(node, info, attrs, step);
-  if (node.op == "Slice") {
-    KILN_ASSIGN_OR_RETURN(SliceView src, ViewOfSlice(attrs, in));
-    SetCopy(step, src.dims, src.offset, src.strides, 0, RowMajorStrides(out), false, 0);
-    return OkStatus();
-  }
-  if (node.op == "BroadcastTo" || node.op == "BroadcastLike") {
-    // numpy rules: x's dims align right; a missing or size-1 dim repeats (source stride 0).
-    const std::vector<int64_t> sx = RowMajorStrides(in);
-    std::vector<int64_t> src_strides(out.rank(), 0);
-    const int shift = out.rank() - in.rank();
-    if (shift < 0) return MakeError(ErrorCode::kInternal, node.op, ": x has a higher rank");
-    for (int d = 0; d < in.rank(); ++d) src_strides[d + shift] = in[d] == 1 ? 0 : sx[d];
-    SetCopy(step, out.dims(), 0, src_strides, 0, RowMajorStrides(out), false, 0);
-    return OkStatus();
-  }
-  if (node.op == "Tile") {
-    // Axis d of y is multiples[d] copies of x's: the copy runs over [m0, n0, m1, n1, ...] with x's
-    // strides [0, s0, 0, s1, ...] and y's [n0 * t0, t0, n1 * t1, t1, ...]; copies of one (m = 1)
-    // need no axis of their own. The innermost run stays contiguous on both sides.
-    KILN_ASSIGN_OR_RETURN(std::vector<int64_t> multiples, attrs.GetInts("multiples"));
-    if (static_cast<int>(multiples.size()) != in.rank() || out.rank() != in.rank())
-      return MakeError(ErrorCode::kInternal, "Tile: ", multiples.size(), " multiples for ",
-                       in.ToString());
-    const std::vector<int64_t> sx = RowMajorStrides(in), sy = RowMajorStrides(out);
-    std::vector<int64_t> dims, src_strides, dst_strides;
-    for (int d = 0; d < in.rank(); ++d) {
-      if (out[d] != multiples[d] * in[d])
-        return MakeError(ErrorCode::kInternal, "Tile: ", in.ToString(), " by ", multiples[d],
-                         " along axis ", d, " is not ", out.ToString());
-      if (multiples[d] != 1) {
-        dims.push_back(multiples[d]);
-        src_strides.push_back(0);
-        dst_strides.push_back(in[d] * sy[d]);
-      }
-      dims.push_back(in[d]);
-      src_strides.push_back(sx[d]);
-      dst_strides.push_back(sy[d]);
+Status LowerSplit(const Node& node, const StaticInfo& info, const AttrMap& attrs, const Shape&,
+                  const Shape&, Step& step) {
+  return LowerConcatOrSplit(node, info, attrs, /*concat=*/false, step);
+}
+
+Status LowerSlice(const Node&, const StaticInfo&, const AttrMap& attrs, const Shape& in,
+                  const Shape& out, Step& step) {
+  KILN_ASSIGN_OR_RETURN(SliceView src, ViewOfSlice(attrs, in));
+  SetCopy(step, src.dims, src.offset, src.strides, 0, RowMajorStrides(out), false, 0);
+  return OkStatus();
+}
+
+// BroadcastTo and BroadcastLike, numpy rules: x's dims align right; a missing or size-1 dim
+// repeats (source stride 0).
+Status LowerBroadcast(const Node& node, const StaticInfo&, const AttrMap&, const Shape& in,
+                      const Shape& out, Step& step) {
+  const std::vector<int64_t> sx = RowMajorStrides(in);
+  std::vector<int64_t> src_strides(out.rank(), 0);
+  const int shift = out.rank() - in.rank();
+  if (shift < 0) return MakeError(ErrorCode::kInternal, node.op, ": x has a higher rank");
+  for (int d = 0; d < in.rank(); ++d) src_strides[d + shift] = in[d] == 1 ? 0 : sx[d];
+  SetCopy(step, out.dims(), 0, src_strides, 0, RowMajorStrides(out), false, 0);
+  return OkStatus();
+}
+
+// Axis d of y is multiples[d] copies of x's: the copy runs over [m0, n0, m1, n1, ...] with x's
+// strides [0, s0, 0, s1, ...] and y's [n0 * t0, t0, n1 * t1, t1, ...]; copies of one (m = 1) need
+// no axis of their own. The innermost run stays contiguous on both sides.
+Status LowerTile(const Node&, const StaticInfo&, const AttrMap& attrs, const Shape& in,
+                 const Shape& out, Step& step) {
+  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> multiples, attrs.GetInts("multiples"));
+  if (static_cast<int>(multiples.size()) != in.rank() || out.rank() != in.rank())
+    return MakeError(ErrorCode::kInternal, "Tile: ", multiples.size(), " multiples for ",
+                     in.ToString());
+  const std::vector<int64_t> sx = RowMajorStrides(in), sy = RowMajorStrides(out);
+  std::vector<int64_t> dims, src_strides, dst_strides;
+  for (int d = 0; d < in.rank(); ++d) {
+    if (out[d] != multiples[d] * in[d])
+      return MakeError(ErrorCode::kInternal, "Tile: ", in.ToString(), " by ", multiples[d],
+                       " along axis ", d, " is not ", out.ToString());
+    if (multiples[d] != 1) {
+      dims.push_back(multiples[d]);
+      src_strides.push_back(0);
+      dst_strides.push_back(in[d] * sy[d]);
     }
-    SetCopy(step, dims, 0, src_strides, 0, dst_strides, false, 0);
-    return OkStatus();
+    dims.push_back(in[d]);
+    src_strides.push_back(sx[d]);
+    dst_strides.push_back(sy[d]);
   }
-  if (node.op == "Transpose") {  // y[i] = x[i permuted]: x's strides, permuted
-    std::vector<int64_t> perm;
-    if (attrs.Has("perm")) {
-      KILN_ASSIGN_OR_RETURN(perm, attrs.GetInts("perm"));
-    }
-    if (perm.empty())
-      for (int d = in.rank() - 1; d >= 0; --d) perm.push_back(d);
-    const std::vector<int64_t> sx = RowMajorStrides(in);
-    std::vector<int64_t> src_strides;
-    std::vector<bool> seen(in.rank(), false);
-    if (static_cast<int>(perm.size()) != in.rank() || out.rank() != in.rank())
-      return MakeError(ErrorCode::kInternal, "Transpose: perm of ", perm.size(), " for rank ",
-                       in.rank());
-    for (int d = 0; d < in.rank(); ++d) {
-      const int64_t p = perm[d];
-      if (p < 0 || p >= in.rank() || seen[p] || out[d] != in[p])
-        return MakeError(ErrorCode::kInternal, "Transpose: perm is not a permutation of ",
-                         in.ToString(), " into ", out.ToString());
-      seen[p] = true;
-      src_strides.push_back(sx[p]);
-    }
-    SetCopy(step, out.dims(), 0, src_strides, 0, RowMajorStrides(out), false, 0);
-    return OkStatus();
+  SetCopy(step, dims, 0, src_strides, 0, dst_strides, false, 0);
+  return OkStatus();
+}
+
+// y[i] = x[i permuted]: x's strides, permuted.
+Status LowerTranspose(const Node&, const StaticInfo&, const AttrMap& attrs, const Shape& in,
+                      const Shape& out, Step& step) {
+  std::vector<int64_t> perm;
+  if (attrs.Has("perm")) {
+    KILN_ASSIGN_OR_RETURN(perm, attrs.GetInts("perm"));
   }
-  if (node.op == "SliceGrad") {  // dy (input 0) into the slice of zeros shaped like x
-    KILN_ASSIGN_OR_RETURN(SliceView dst, ViewOfSlice(attrs, out));
-    SetCopy(step, dst.dims, 0, RowMajorStrides(in), dst.offset, dst.strides, true, 0);
-    return OkStatus();
+  if (perm.empty())
+    for (int d = in.rank() - 1; d >= 0; --d) perm.push_back(d);
+  const std::vector<int64_t> sx = RowMajorStrides(in);
+  std::vector<int64_t> src_strides;
+  std::vector<bool> seen(in.rank(), false);
+  if (static_cast<int>(perm.size()) != in.rank() || out.rank() != in.rank())
+    return MakeError(ErrorCode::kInternal, "Transpose: perm of ", perm.size(), " for rank ",
+                     in.rank());
+  for (int d = 0; d < in.rank(); ++d) {
+    const int64_t p = perm[d];
+    if (p < 0 || p >= in.rank() || seen[p] || out[d] != in[p])
+      return MakeError(ErrorCode::kInternal, "Transpose: perm is not a permutation of ",
+                       in.ToString(), " into ", out.ToString());
+    seen[p] = true;
+    src_strides.push_back(sx[p]);
   }
+  SetCopy(step, out.dims(), 0, src_strides, 0, RowMajorStrides(out), false, 0);
+  return OkStatus();
+}
+
+// dy (input 0) into the slice of zeros shaped like x.
+Status LowerSliceGrad(const Node&, const StaticInfo&, const AttrMap& attrs, const Shape& in,
+                      const Shape& out, Step& step) {
+  KILN_ASSIGN_OR_RETURN(SliceView dst, ViewOfSlice(attrs, out));
+  SetCopy(step, dst.dims, 0, RowMajorStrides(in), dst.offset, dst.strides, true, 0);
+  return OkStatus();
+}
+
+// Constant-mode Pad: x index i lands at y index i + pad_begin; the x indices that land inside y
+// are copied, the rest of y filled with the value.
+Status LowerPad(const Node&, const StaticInfo&, const AttrMap& attrs, const Shape& in,
+                const Shape& out, Step& step) {
   KILN_ASSIGN_OR_RETURN(std::string mode, attrs.GetString("mode"));
   if (mode != "constant")
     return MakeError(ErrorCode::kUnimplemented, "Pad mode '", mode, "' (constant only)");
@@ -173,7 +190,6 @@ Status LowerCopy(const Node& node, const StaticInfo& info, Step& step) {
   KILN_ASSIGN_OR_RETURN(double value, attrs.GetFloat("value"));
   const int rank = in.rank();
   const std::vector<int64_t> sx = RowMajorStrides(in), sy = RowMajorStrides(out);
-  // x index i lands at y index i + pad_begin; copy the x indices that land inside y.
   std::vector<int64_t> dims;
   int64_t src_offset = 0, dst_offset = 0;
   bool covers = true;
@@ -189,6 +205,32 @@ Status LowerCopy(const Node& node, const StaticInfo& info, Step& step) {
     if (d == 0) src_offset = dst_offset = 0;  // nothing is copied
   SetCopy(step, dims, src_offset, sx, dst_offset, sy, !covers, value);
   return OkStatus();
+}
+
+}  // namespace
+
+void RegisterCopyLowerings(OpLowerings& lowerings) {
+  const std::map<std::string, CopyLowering> copies = {{"Concat", LowerConcat},
+                                                      {"Split", LowerSplit},
+                                                      {"ConcatGrad", LowerSplit},
+                                                      {"Slice", LowerSlice},
+                                                      {"SliceGrad", LowerSliceGrad},
+                                                      {"Pad", LowerPad},
+                                                      {"BroadcastTo", LowerBroadcast},
+                                                      {"BroadcastLike", LowerBroadcast},
+                                                      {"Tile", LowerTile},
+                                                      {"Transpose", LowerTranspose}};
+  for (const char* op : {"BroadcastTo", "BroadcastLike"}) lowerings.Add(op).broadcast = true;
+  for (const auto& [op, lower] : copies)
+    lowerings.Add(op).copy = [lower = lower](const Node& node, const StaticInfo& info,
+                                             Step& step) -> Status {
+      const AttrMap attrs = OpRegistry::Global().Find(node.op)->WithDefaults(node.attrs);
+      const Shape& in = info.types.at(node.inputs[0]).shape;
+      const Shape& out = info.types.at(TensorRef{node.name, 0}).shape;
+      if (!in.IsFullyKnown() || !out.IsFullyKnown())
+        return MakeError(ErrorCode::kUnimplemented, "shape not known at compile time");
+      return lower(node, info, attrs, in, out, step);
+    };
 }
 
 }  // namespace kiln::compiler

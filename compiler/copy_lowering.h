@@ -16,22 +16,16 @@
 // src_strides, dst_offset, dst_strides (in elements; a slice's negative step gives a negative
 // stride), fill (0/1) and fill_value (float). Input 0 is the source, output 0 the destination.
 //
-// Contract: on success `step` is a kLibrary step whose callee and attrs are set (the caller binds
-// the node's inputs and outputs, in order). Otherwise kUnimplemented says why not in a few words
-// (`kiln inspect --fusion`): Pad in reflect or edge mode, or shapes not known.
+// Contract: each op above gets an OpLowering::copy (compiler/op_lowerings.h): on success `step`
+// is a kLibrary step whose callee and attrs are set (the caller binds the node's inputs and
+// outputs, in order). Otherwise kUnimplemented says why not in a few words (`kiln inspect
+// --fusion`): Pad in reflect or edge mode, or shapes not known.
 #pragma once
 
-#include <string>
-
-#include "compiler/static_types.h"
-#include "ir/graph.h"
-#include "runtime/executable.h"
+#include "compiler/op_lowerings.h"
 
 namespace kiln::compiler {
 
-// Whether `op` is one of the ops above (Pad in any mode).
-bool HasCopyLowering(const std::string& op);
-
-Status LowerCopy(const Node& node, const StaticInfo& info, Step& step);
+void RegisterCopyLowerings(OpLowerings& lowerings);
 
 }  // namespace kiln::compiler

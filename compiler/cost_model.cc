@@ -5,6 +5,7 @@
 #include <set>
 #include <sstream>
 
+#include "compiler/op_lowerings.h"
 #include "ir/graph_stats.h"
 #include "runtime/cuda/cuda_program.h"
 #include "runtime/cuda/device_copies.h"
@@ -141,8 +142,10 @@ class Estimator {
   }
 
   Rate NodeRate(const Node& node) const {
-    if (node.op == "MatMul") return Gemm(Type(TensorRef{node.name, 0}).dtype, tf32_);
-    if (node.op.rfind("Conv2D", 0) == 0) return Conv(Type(node.inputs[0]).dtype);
+    const OpLowering* lowering = OpLowerings::Global().Find(node.op);
+    const OpLowering::Call call = lowering ? lowering->call : OpLowering::Call::kOther;
+    if (call == OpLowering::Call::kGemm) return Gemm(Type(TensorRef{node.name, 0}).dtype, tf32_);
+    if (call == OpLowering::Call::kConvolution) return Conv(Type(node.inputs[0]).dtype);
     return Fp32();
   }
 

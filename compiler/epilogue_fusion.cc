@@ -4,6 +4,7 @@
 #include <cmath>
 #include <set>
 
+#include "compiler/op_lowerings.h"
 #include "ir/op_registry.h"
 
 namespace kiln::compiler {
@@ -36,8 +37,8 @@ class EpiloguePlanner {
       }
       for (size_t i = 0; i < e.absorbed.size(); ++i)
         line += (i ? ", " : "fused ") + Quote(*e.absorbed[i]);
-      out_.decisions.push_back(line +
-                               (node->op == "Conv2D" ? " into its oneDNN call" : " into its gemm") +
+      const bool gemm = OpLowerings::Global().Find(node->op)->call == OpLowering::Call::kGemm;
+      out_.decisions.push_back(line + (gemm ? " into its gemm" : " into its oneDNN call") +
                                "; stopped: " + why);
       for (const Node* n : e.absorbed) out_.absorbed[n->name] = node->name;
       out_.by_producer[node->name] = std::move(e);
@@ -49,9 +50,10 @@ class EpiloguePlanner {
   // A forward f32 or bf16 Conv2D, or a MatMul that lowers to one gemm (both operands rank 2).
   bool HasEpilogue(const Node& node) const {
     const TensorRef out{node.name, 0};
-    if ((node.op != "Conv2D" && node.op != "MatMul") || info_.values.count(out)) return false;
+    const OpLowering* lowering = OpLowerings::Global().Find(node.op);
+    if (!lowering || !lowering->takes_epilogue || info_.values.count(out)) return false;
     const DType dtype = info_.types.at(out).dtype;
-    if (node.op == "Conv2D") return dtype == f32 || dtype == bf16;
+    if (lowering->call == OpLowering::Call::kConvolution) return dtype == f32 || dtype == bf16;
     return kiln::IsFloat(dtype) && info_.types.at(node.inputs[0]).shape.rank() == 2 &&
            info_.types.at(node.inputs[1]).shape.rank() == 2;
   }

@@ -5,6 +5,7 @@
 #include <optional>
 #include <set>
 
+#include "compiler/op_lowerings.h"
 #include "ir/op_registry.h"
 
 namespace kiln::compiler {
@@ -99,20 +100,34 @@ AttrMap WithDefaults(const Node& node) {
   return OpRegistry::Global().Find(node.op)->WithDefaults(node.attrs);
 }
 
-bool IsSum(const std::string& op) {
-  return op == "Sum" || op == "Mean" || op == "SumLike" || op == "GlobalAvgPool";
-}
+// The ops reduce_sum runs: which dims each sums away, and whether it divides by their count.
+enum class SumOver {
+  kAxes,     // its attribute "axes" (none: every dim)
+  kLike,     // the dims its second input broadcasts (SumLike, a broadcast's gradient)
+  kSpatial,  // every dim after N and C
+};
+struct SumKind {
+  SumOver over;
+  bool mean;
+};
+const std::map<std::string, SumKind> kSums = {{"Sum", {SumOver::kAxes, false}},
+                                              {"Mean", {SumOver::kAxes, true}},
+                                              {"SumLike", {SumOver::kLike, false}},
+                                              {"GlobalAvgPool", {SumOver::kSpatial, true}}};
 
-// Which input dims a Sum, Mean, SumLike or GlobalAvgPool sums away (1) or keeps (0).
+// Which input dims a reduction sums away (1) or keeps (0): a reduce_sum op's as kSums says, any
+// other reduction's by its "axes".
 std::optional<std::vector<int64_t>> SummedDims(const Node& node, const Shape& x,
                                                const Shape* like) {
   const int rank = x.rank();
   std::vector<int64_t> reduced(rank, 0);
-  if (node.op == "GlobalAvgPool") {  // the mean over every dim after N and C
+  auto kind = kSums.find(node.op);
+  const SumOver over = kind == kSums.end() ? SumOver::kAxes : kind->second.over;
+  if (over == SumOver::kSpatial) {
     for (int d = 2; d < rank; ++d) reduced[d] = 1;
     return reduced;
   }
-  if (node.op == "SumLike") {
+  if (over == SumOver::kLike) {
     if (!like || like->rank() > rank) return std::nullopt;
     for (int d = 0; d < rank; ++d) {
       const int l = d - (rank - like->rank());
@@ -134,16 +149,16 @@ std::optional<std::vector<int64_t>> SummedDims(const Node& node, const Shape& x,
 }  // namespace
 
 std::optional<AttrMap> ReduceSumAttrs(const Node& node, const Shape& x, const Shape* like) {
-  if (!IsSum(node.op)) return std::nullopt;
+  auto kind = kSums.find(node.op);
+  if (kind == kSums.end()) return std::nullopt;
   std::optional<std::vector<int64_t>> reduced = SummedDims(node, x, like);
   if (!reduced) return std::nullopt;
   int64_t count = 1;
   for (int d = 0; d < x.rank(); ++d)
     if ((*reduced)[d]) count *= x[d];
-  const bool mean = node.op == "Mean" || node.op == "GlobalAvgPool";
   AttrMap attrs;
   attrs.Set("reduced", *reduced);
-  attrs.Set("scale", mean ? 1.0 / static_cast<double>(count) : 1.0);
+  attrs.Set("scale", kind->second.mean ? 1.0 / static_cast<double>(count) : 1.0);
   return attrs;
 }
 
@@ -153,56 +168,9 @@ std::optional<std::string> ConvRoutine(const std::string& op) {
 }
 
 Result<bool> LowerToLibrary(const Node& node, const StaticInfo& info, Step& step) {
-  if (node.op == "MatMul") return LowerMatMul(node, info, step);
-  if (auto conv = kConvRoutines.find(node.op); conv != kConvRoutines.end()) {
-    const DType y = node.output_types[0].dtype;
-    if (y != f32 && y != bf16) return false;
-    SetLibrary(step, conv->second.c_str(), WithDefaults(node));
-    return true;
-  }
-  if (node.op == "BatchNorm" || node.op == "BatchNormGrad") {
-    if (!IsFloatBatchNorm(node, node.op == "BatchNorm" ? 0 : 1, info)) return false;
-    SetLibrary(step, node.op == "BatchNorm" ? "batch_norm" : "batch_norm_grad", WithDefaults(node));
-    return true;
-  }
-  if (node.op == "SoftmaxCrossEntropy" || node.op == "SoftmaxCrossEntropyGrad") {
-    if (info.types.at(node.inputs[0]).dtype != f32) return false;
-    SetLibrary(step, node.op == "SoftmaxCrossEntropy" ? "softmax_cross_entropy"
-                                                      : "softmax_cross_entropy_grad");
-    return true;
-  }
-  if (kCopyOps.count(node.op)) {
-    if (node.inputs.empty() || info.types.at(node.inputs[0]).dtype != node.output_types[0].dtype)
-      return false;
-    SetLibrary(step, "copy");
-    return true;
-  }
-  if (auto assign = kAssignModes.find(node.op); assign != kAssignModes.end()) {
-    if (!IsAssignStepUpdate(node, info)) return false;
-    AttrMap attrs;
-    attrs.Set("mode", assign->second);
-    SetLibrary(step, "assign", std::move(attrs));
-    return true;
-  }
-  if (IsSum(node.op) && !node.inputs.empty()) {
-    const TensorType& x = info.types.at(node.inputs[0]);
-    const Shape* like = node.inputs.size() > 1 ? &info.types.at(node.inputs[1]).shape : nullptr;
-    std::optional<AttrMap> attrs = ReduceSumAttrs(node, x.shape, like);
-    if (IsFloat(x.dtype) && attrs) {  // bf16 and f16 are summed widened to f32
-      SetLibrary(step, "reduce_sum", std::move(*attrs));
-      return true;
-    }
-  }
-  if (node.op == "BiasAdd") {
-    if (!IsFloatBiasAdd(node, info)) return false;
-    SetLibrary(step, "bias_add", WithDefaults(node));
-    return true;
-  }
-  if (node.op == "Variable") {
-    SetLibrary(step, "variable_read");
-    return true;
-  }
-  return false;
+  const OpLowering* lowering = OpLowerings::Global().Find(node.op);
+  if (!lowering || !lowering->library) return false;
+  return lowering->library(node, info, step);
 }
 
 namespace {
@@ -230,8 +198,7 @@ bool LowerOneHot(Step& step, const Executable& exe) {
 }
 
 // Gather (any dtype) and GatherGrad (f32, f64) with i32/i64 indices as "gather", "gather_grad".
-bool LowerGather(Step& step, const Executable& exe) {
-  const bool grad = step.callee == "GatherGrad";
+bool LowerGather(Step& step, const Executable& exe, bool grad) {
   if (step.inputs.size() != (grad ? 3u : 2u) || step.outputs.size() != 1) return false;
   const TensorType& indices = exe.buffers[step.inputs[1]].type;
   const TensorType& data = exe.buffers[grad ? step.outputs[0] : step.inputs[0]].type;
@@ -248,12 +215,9 @@ bool LowerGather(Step& step, const Executable& exe) {
 }
 
 // Sum, Mean, Prod, Max and Min over an integer tensor as "reduce_integer" (attributes
-// reduced, as reduce_sum's, and op).
-bool LowerIntegerReduction(Step& step, const Executable& exe) {
-  static const std::map<std::string, std::string> kFolds = {
-      {"Sum", "sum"}, {"Mean", "mean"}, {"Prod", "prod"}, {"Max", "max"}, {"Min", "min"}};
-  auto fold = kFolds.find(step.callee);
-  if (fold == kFolds.end() || step.inputs.size() != 1 || step.outputs.size() != 1) return false;
+// reduced, as reduce_sum's, and op: the fold, "sum", "mean", "prod", "max" or "min").
+bool LowerIntegerReduction(Step& step, const Executable& exe, const std::string& fold) {
+  if (step.inputs.size() != 1 || step.outputs.size() != 1) return false;
   const TensorType& x = exe.buffers[step.inputs[0]].type;
   if (IsFloat(x.dtype) || !exe.buffers[step.inputs[0]].layout.empty()) return false;
   std::optional<std::vector<int64_t>> reduced = SummedDims(step.node, x.shape, nullptr);
@@ -262,10 +226,10 @@ bool LowerIntegerReduction(Step& step, const Executable& exe) {
   for (int d = 0; d < x.shape.rank(); ++d)
     if ((*reduced)[d]) count *= x.shape[d];
   // Over nothing, max, min and the integer mean are errors the reference kernel reports.
-  if (count == 0 && fold->second != "sum" && fold->second != "prod") return false;
+  if (count == 0 && fold != "sum" && fold != "prod") return false;
   AttrMap attrs;
   attrs.Set("reduced", *reduced);
-  attrs.Set("op", fold->second);
+  attrs.Set("op", fold);
   SetLibrary(step, "reduce_integer", std::move(attrs));
   return true;
 }
@@ -273,15 +237,101 @@ bool LowerIntegerReduction(Step& step, const Executable& exe) {
 }  // namespace
 
 void LowerCpuRoutineSteps(Executable& exe) {
+  const OpLowerings& lowerings = OpLowerings::Global();
   for (Step& step : exe.steps) {
     if (step.kind != Step::Kind::kReference || step.on_device) continue;
-    if (step.callee == "OneHot")
-      LowerOneHot(step, exe);
-    else if (step.callee == "Gather" || step.callee == "GatherGrad")
-      LowerGather(step, exe);
-    else
-      LowerIntegerReduction(step, exe);
+    const OpLowering* lowering = lowerings.Find(step.callee);  // a reference step's op
+    if (lowering && lowering->cpu_routine) lowering->cpu_routine(step, exe);
   }
+}
+
+void RegisterLibraryLowerings(OpLowerings& lowerings) {
+  OpLowering& matmul = lowerings.Add("MatMul");
+  matmul.library = LowerMatMul;
+  matmul.call = OpLowering::Call::kGemm;
+  matmul.takes_epilogue = true;
+  lowerings.Add("Conv2D").takes_epilogue = true;
+  for (const auto& [op, routine] : kConvRoutines)
+    lowerings.Add(op).call = OpLowering::Call::kConvolution;
+  for (const auto& [op, routine] : kConvRoutines)
+    lowerings.Add(op).library = [routine = routine](const Node& node, const StaticInfo&,
+                                                    Step& step) -> Result<bool> {
+      const DType y = node.output_types[0].dtype;
+      if (y != f32 && y != bf16) return false;
+      SetLibrary(step, routine.c_str(), WithDefaults(node));
+      return true;
+    };
+  struct BatchNormRoutine {
+    const char* op;
+    size_t x_input;
+    const char* routine;
+  };
+  for (const BatchNormRoutine& bn :
+       {BatchNormRoutine{"BatchNorm", 0, "batch_norm"}, {"BatchNormGrad", 1, "batch_norm_grad"}})
+    lowerings.Add(bn.op).library = [bn](const Node& node, const StaticInfo& info,
+                                        Step& step) -> Result<bool> {
+      if (!IsFloatBatchNorm(node, bn.x_input, info)) return false;
+      SetLibrary(step, bn.routine, WithDefaults(node));
+      return true;
+    };
+  for (const auto& [op, routine] : std::map<std::string, const char*>{
+           {"SoftmaxCrossEntropy", "softmax_cross_entropy"},
+           {"SoftmaxCrossEntropyGrad", "softmax_cross_entropy_grad"}})
+    lowerings.Add(op).library = [routine = routine](const Node& node, const StaticInfo& info,
+                                                    Step& step) -> Result<bool> {
+      if (info.types.at(node.inputs[0]).dtype != f32) return false;
+      SetLibrary(step, routine);
+      return true;
+    };
+  for (const std::string& op : kCopyOps)
+    lowerings.Add(op).library = [](const Node& node, const StaticInfo& info,
+                                   Step& step) -> Result<bool> {
+      if (node.inputs.empty() || info.types.at(node.inputs[0]).dtype != node.output_types[0].dtype)
+        return false;
+      SetLibrary(step, "copy");
+      return true;
+    };
+  for (const auto& [op, mode] : kAssignModes)
+    lowerings.Add(op).library = [mode = mode](const Node& node, const StaticInfo& info,
+                                              Step& step) -> Result<bool> {
+      if (!IsAssignStepUpdate(node, info)) return false;
+      AttrMap attrs;
+      attrs.Set("mode", mode);
+      SetLibrary(step, "assign", std::move(attrs));
+      return true;
+    };
+  for (const auto& sum : kSums)
+    lowerings.Add(sum.first).library = [](const Node& node, const StaticInfo& info,
+                                          Step& step) -> Result<bool> {
+      if (node.inputs.empty()) return false;
+      const TensorType& x = info.types.at(node.inputs[0]);
+      const Shape* like = node.inputs.size() > 1 ? &info.types.at(node.inputs[1]).shape : nullptr;
+      std::optional<AttrMap> attrs = ReduceSumAttrs(node, x.shape, like);
+      if (!IsFloat(x.dtype) || !attrs) return false;  // bf16 and f16 are summed widened to f32
+      SetLibrary(step, "reduce_sum", std::move(*attrs));
+      return true;
+    };
+  lowerings.Add("BiasAdd").library = [](const Node& node, const StaticInfo& info,
+                                        Step& step) -> Result<bool> {
+    if (!IsFloatBiasAdd(node, info)) return false;
+    SetLibrary(step, "bias_add", WithDefaults(node));
+    return true;
+  };
+  lowerings.Add("Variable").library = [](const Node&, const StaticInfo&,
+                                         Step& step) -> Result<bool> {
+    SetLibrary(step, "variable_read");
+    return true;
+  };
+  // The cpu runtime's routines for host steps (LowerCpuRoutineSteps).
+  lowerings.Add("OneHot").cpu_routine = LowerOneHot;
+  for (bool grad : {false, true})
+    lowerings.Add(grad ? "GatherGrad" : "Gather").cpu_routine =
+        [grad](Step& step, const Executable& exe) { return LowerGather(step, exe, grad); };
+  for (const auto& [op, fold] : std::map<std::string, std::string>{
+           {"Sum", "sum"}, {"Mean", "mean"}, {"Prod", "prod"}, {"Max", "max"}, {"Min", "min"}})
+    lowerings.Add(op).cpu_routine = [fold = fold](Step& step, const Executable& exe) {
+      return LowerIntegerReduction(step, exe, fold);
+    };
 }
 
 }  // namespace kiln::compiler

@@ -10,28 +10,30 @@
 // copy_lowering.h, reduction_fusion.h), as do the epilogues fused into Conv2D/MatMul calls
 // (epilogue_fusion.h), which lower.cc attaches to the step chosen here.
 //
-// Contract: returns true after setting step.kind (kLibrary), step.callee and step.attrs when a
-// routine runs the node; false leaves `step` as it was (the node needs another lowering).
+// Each op above gets an OpLowering::library (compiler/op_lowerings.h). Contract: it returns true
+// after setting step.kind (kLibrary), step.callee and step.attrs when a routine runs the node;
+// false leaves `step` as it was (the node needs another lowering).
 #pragma once
 
 #include <optional>
 #include <string>
 
-#include "compiler/static_types.h"
-#include "ir/graph.h"
-#include "runtime/executable.h"
+#include "compiler/op_lowerings.h"
 
 namespace kiln::compiler {
 
+void RegisterLibraryLowerings(OpLowerings& lowerings);
+
+// The node's library lowering, if its op has one (false otherwise).
 Result<bool> LowerToLibrary(const Node& node, const StaticInfo& info, Step& step);
 
-// Turns reference steps into routines of the cpu runtime, for plans of the cpu backend alone
-// (PlanOptions::cpu_steps): OneHot with i32/i64 indices into an f32/f64 output into "one_hot"
-// (runtime/cpu/one_hot_step.cc; attributes depth, axis normalized, on_value, off_value); Gather
-// (any dtype) and GatherGrad (f32, f64) with i32/i64 indices into "gather" and "gather_grad"
-// (runtime/cpu/gather_step.cc; attribute axis, normalized); Sum, Mean, Prod, Max and Min over
-// integers into "reduce_integer" (runtime/cpu/reduce_integer_step.cc; attributes
-// reduced, as reduce_sum's, and op).
+// Turns reference steps into routines of the cpu runtime (their ops' OpLowering::cpu_routine), for
+// plans of the cpu backend alone (PlanOptions::cpu_steps): OneHot with i32/i64 indices into an
+// f32/f64 output into "one_hot" (runtime/cpu/one_hot_step.cc; attributes depth, axis normalized,
+// on_value, off_value); Gather (any dtype) and GatherGrad (f32, f64) with i32/i64 indices into
+// "gather" and "gather_grad" (runtime/cpu/gather_step.cc; attribute axis, normalized); Sum, Mean,
+// Prod, Max and Min over integers into "reduce_integer" (runtime/cpu/reduce_integer_step.cc;
+// attributes reduced, as reduce_sum's, and op).
 void LowerCpuRoutineSteps(Executable& exe);
 
 // The "reduce_sum" attributes (reduced: per input dim 1 when summed away; scale: 1, or 1/count

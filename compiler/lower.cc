@@ -4,10 +4,7 @@
 #include <queue>
 #include <set>
 
-#include "compiler/copy_lowering.h"
-#include "compiler/library_lowering.h"
-#include "compiler/pool_lowering.h"
-#include "compiler/reduction_fusion.h"
+#include "compiler/op_lowerings.h"
 #include "ir/op_registry.h"
 
 namespace kiln::compiler {
@@ -246,8 +243,8 @@ class Lowering {
 
   // A node as one row-reduction kernel (compiler/reduction_fusion.h); false, with the reason in
   // `why`, when it has none.
-  Result<bool> LowerRowReduction(const Node& node, std::string* why) {
-    Result<KernelSpec> spec = LowerToRowReduction(node, info_);
+  Result<bool> LowerRowReduction(const Node& node, const OpLowering& lowering, std::string* why) {
+    Result<KernelSpec> spec = lowering.row_reduction(node, info_);
     if (!spec.ok()) {
       *why = spec.error().message();
       return false;
@@ -321,30 +318,30 @@ class Lowering {
     step.node = node;
     step.kind = Step::Kind::kReference;
     step.callee = node.op;
-    KILN_ASSIGN_OR_RETURN(bool library, LowerToLibrary(node, info_, step));
+    const OpLowering* lowering = OpLowerings::Global().Find(node.op);
+    bool library = false;
+    if (lowering && lowering->library) {
+      KILN_ASSIGN_OR_RETURN(library, lowering->library(node, info_, step));
+    }
     if (auto e = epilogues_.by_producer.find(node.name); e != epilogues_.by_producer.end()) {
       if (!library)
         return MakeError(ErrorCode::kInternal, node.op, " '", node.name,
                          "': an epilogue was planned but no library call runs it");
       return LowerEpilogue(e->second, step);
     }
-    std::string why = "no lowering yet";
-    if (HasPoolLowering(node.op)) {
-      Status pooled = LowerPool(node, info_, step);
-      if (!pooled.ok()) {
-        if (pooled.error().code() != ErrorCode::kUnimplemented) return pooled;
-        why = pooled.error().message();
+    std::string why =
+        lowering && !lowering->reference.empty() ? lowering->reference : "no lowering yet";
+    for (const auto* lower :
+         {lowering ? &lowering->pool : nullptr, lowering ? &lowering->copy : nullptr}) {
+      if (!lower || !*lower) continue;
+      Status lowered = (*lower)(node, info_, step);
+      if (!lowered.ok()) {
+        if (lowered.error().code() != ErrorCode::kUnimplemented) return lowered;
+        why = lowered.error().message();
       }
     }
-    if (HasCopyLowering(node.op)) {
-      Status copied = LowerCopy(node, info_, step);
-      if (!copied.ok()) {
-        if (copied.error().code() != ErrorCode::kUnimplemented) return copied;
-        why = copied.error().message();
-      }
-    }
-    if (step.kind == Step::Kind::kReference && HasRowReductionLowering(node.op)) {
-      KILN_ASSIGN_OR_RETURN(bool lowered, LowerRowReduction(node, &why));
+    if (step.kind == Step::Kind::kReference && lowering && lowering->row_reduction) {
+      KILN_ASSIGN_OR_RETURN(bool lowered, LowerRowReduction(node, *lowering, &why));
       if (lowered) return OkStatus();
     }
     out_.decisions.push_back(node.op + " '" + node.name + "': " +

@@ -5,6 +5,7 @@
 
 #include "compiler/codegen/emit_mlir.h"
 #include "compiler/library_lowering.h"
+#include "compiler/op_lowerings.h"
 #include "ir/op_registry.h"
 
 namespace kiln::compiler {
@@ -48,9 +49,9 @@ Result<PlannedExecutable> PlanExecutable(const RunPlan& given, const PlanOptions
     const OpDef* def = OpRegistry::Global().Find(node.op);
     TensorRef result{node.name, 0};
     if (!def || def->stateful || info.values.count(result)) return false;
-    // Integer division must report a zero divisor (a generated kernel would trap): it keeps the
-    // reference kernel's check.
-    if (node.op == "Div" && !IsFloat(info.types.at(result).dtype)) return false;
+    const OpLowering* lowering = OpLowerings::Global().Find(node.op);
+    if (lowering && lowering->keeps_reference && lowering->keeps_reference(node, info))
+      return false;
     return emittable(node);
   };
   out.fusion = FuseElementwise(plan, info, fusible);

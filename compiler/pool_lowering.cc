@@ -8,26 +8,20 @@
 namespace kiln::compiler {
 namespace {
 
-const std::map<std::string, std::string> kPoolRoutines = {{"MaxPool2D", "max_pool2d"},
-                                                          {"AvgPool2D", "avg_pool2d"},
-                                                          {"MaxPool2DGrad", "max_pool2d_grad"},
-                                                          {"AvgPool2DGrad", "avg_pool2d_grad"}};
+// A pooling op: its routine, whether it averages, and where its unpooled tensor (x, or x_like)
+// and pooled one (y, or dy) are: an input's index, or -1 for output 0.
+struct PoolOp {
+  const char* routine;
+  bool average;
+  int unpooled, pooled;
+};
 
-}  // namespace
-
-bool HasPoolLowering(const std::string& op) { return kPoolRoutines.count(op) > 0; }
-
-Status LowerPool(const Node& node, const StaticInfo& info, Step& step) {
-  auto routine = kPoolRoutines.find(node.op);
-  if (routine == kPoolRoutines.end())
-    return MakeError(ErrorCode::kUnimplemented, "not a pooling op");
-  const bool avg = node.op == "AvgPool2D" || node.op == "AvgPool2DGrad";
-  // The unpooled tensor (x, or x_like) and the pooled one (y, or dy).
-  const TensorRef x_ref = node.op == "AvgPool2DGrad" ? node.inputs[1] : node.inputs[0];
-  const TensorType& x = info.types.at(x_ref);
-  const TensorType& y = node.op == "MaxPool2DGrad"   ? info.types.at(node.inputs[1])
-                        : node.op == "AvgPool2DGrad" ? info.types.at(node.inputs[0])
-                                                     : info.types.at(TensorRef{node.name, 0});
+Status LowerPool(const Node& node, const StaticInfo& info, const PoolOp& pool, Step& step) {
+  auto type_of = [&](int input) -> const TensorType& {
+    return info.types.at(input < 0 ? TensorRef{node.name, 0} : node.inputs[input]);
+  };
+  const TensorType& x = type_of(pool.unpooled);
+  const TensorType& y = type_of(pool.pooled);
   if (x.dtype != f32 && x.dtype != bf16 && x.dtype != f16)
     return MakeError(ErrorCode::kUnimplemented, "oneDNN pooling takes f32, bf16 and f16, not ",
                      DTypeName(x.dtype));
@@ -49,7 +43,7 @@ Status LowerPool(const Node& node, const StaticInfo& info, Step& step) {
   routine_attrs.Set("kernel", kernel);
   routine_attrs.Set("strides", strides);
   routine_attrs.Set("pads", onednn_pads);
-  if (avg) {
+  if (pool.average) {
     KILN_ASSIGN_OR_RETURN(bool include_pad, attrs.GetBool("count_include_pad"));
     // Windows reaching past the padded input (ceil mode) count only their part inside it.
     if (include_pad && (onednn_pads[2] > pads[2] || onednn_pads[3] > pads[3]))
@@ -58,9 +52,23 @@ Status LowerPool(const Node& node, const StaticInfo& info, Step& step) {
     routine_attrs.Set("include_pad", static_cast<int64_t>(include_pad));
   }
   step.kind = Step::Kind::kLibrary;
-  step.callee = routine->second;
+  step.callee = pool.routine;
   step.attrs = std::move(routine_attrs);
   return OkStatus();
+}
+
+}  // namespace
+
+void RegisterPoolLowerings(OpLowerings& lowerings) {
+  // MaxPool2D(x) -> y; AvgPool2D(x) -> y; MaxPool2DGrad(x, dy) -> dx; AvgPool2DGrad(dy, x_like).
+  const std::map<std::string, PoolOp> pools = {{"MaxPool2D", {"max_pool2d", false, 0, -1}},
+                                               {"AvgPool2D", {"avg_pool2d", true, 0, -1}},
+                                               {"MaxPool2DGrad", {"max_pool2d_grad", false, 0, 1}},
+                                               {"AvgPool2DGrad", {"avg_pool2d_grad", true, 1, 0}}};
+  for (const auto& [op, pool] : pools)
+    lowerings.Add(op).pool = [pool = pool](const Node& node, const StaticInfo& info, Step& step) {
+      return LowerPool(node, info, pool, step);
+    };
 }
 
 }  // namespace kiln::compiler

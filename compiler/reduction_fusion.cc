@@ -1,6 +1,6 @@
 #include "compiler/reduction_fusion.h"
 
-#include <set>
+#include <map>
 #include <vector>
 
 #include "ir/op_registry.h"
@@ -10,6 +10,9 @@ namespace kiln::compiler {
 namespace {
 
 Error Refuse(const std::string& why) { return MakeError(ErrorCode::kUnimplemented, why); }
+
+// What a row reduction computes per row.
+enum class RowOp { kSoftmax, kLogSoftmax, kLayerNorm, kMax, kMin, kSum, kMean };
 
 // Appends the values of one kernel; `compute` is the dtype the arithmetic runs in.
 class SpecBuilder {
@@ -58,12 +61,13 @@ int64_t Product(const Shape& s, int from, int to) {
 }
 
 // The first reduced axis when the node reduces exactly the trailing axes [first, rank).
-Result<int> FirstReducedAxis(const Node& node, const Shape& x) {
+Result<int> FirstReducedAxis(const Node& node, RowOp row_op, const Shape& x) {
   const int rank = x.rank();
-  if (node.op == "Softmax" || node.op == "LogSoftmax" || node.op == "LayerNorm") {
+  const bool softmax = row_op == RowOp::kSoftmax || row_op == RowOp::kLogSoftmax;
+  if (softmax || row_op == RowOp::kLayerNorm) {
     KILN_ASSIGN_OR_RETURN(int64_t attr, node.attrs.GetInt("axis"));
     KILN_ASSIGN_OR_RETURN(int axis, NormalizeAxis(attr, rank));
-    if (node.op != "LayerNorm" && Product(x, axis + 1, rank) != 1)
+    if (softmax && Product(x, axis + 1, rank) != 1)
       return Refuse("axis " + std::to_string(axis) + " of " + x.ToString() +
                     " is not the last one (no transposed row-reduction kernel yet)");
     return axis;
@@ -77,17 +81,8 @@ Result<int> FirstReducedAxis(const Node& node, const Shape& x) {
   return first;
 }
 
-}  // namespace
-
-bool HasRowReductionLowering(const std::string& op) {
-  static const std::set<std::string> ops = {"Softmax", "LogSoftmax", "LayerNorm", "Max",
-                                            "Min",     "Sum",        "Mean"};
-  return ops.count(op) > 0;
-}
-
-Result<KernelSpec> LowerToRowReduction(const Node& node, const StaticInfo& info) {
-  if (!HasRowReductionLowering(node.op) || node.inputs.empty())
-    return Refuse("not a row reduction");
+Result<KernelSpec> LowerToRowReduction(const Node& node, RowOp row_op, const StaticInfo& info) {
+  if (node.inputs.empty()) return Refuse("not a row reduction");
   const TensorType& x = info.types.at(node.inputs[0]);
   if (!IsFloat(x.dtype))
     return Refuse("dtype " + std::string(DTypeName(x.dtype)) + " (floats only)");
@@ -95,20 +90,20 @@ Result<KernelSpec> LowerToRowReduction(const Node& node, const StaticInfo& info)
   const AttrMap attrs = OpRegistry::Global().Find(node.op)->WithDefaults(node.attrs);
   Node with_defaults = node;
   with_defaults.attrs = attrs;
-  Result<int> first = FirstReducedAxis(with_defaults, x.shape);
+  Result<int> first = FirstReducedAxis(with_defaults, row_op, x.shape);
   if (!first.ok()) {
     if (first.error().code() == ErrorCode::kUnimplemented) return first.error();
     return Refuse(first.error().message());
   }
   const int64_t rows = Product(x.shape, 0, *first), cols = Product(x.shape, *first, x.shape.rank());
-  if ((node.op == "Max" || node.op == "Min") && cols == 0 && rows > 0)
+  if ((row_op == RowOp::kMax || row_op == RowOp::kMin) && cols == 0 && rows > 0)
     return Refuse("reduces over zero elements (the reference reports the error)");
 
   KernelSpec spec;
   spec.row_reduction = true;
   spec.shape = Shape{rows, cols};
   SpecBuilder b(spec, node, x.dtype);
-  const bool layer_norm = node.op == "LayerNorm";
+  const bool layer_norm = row_op == RowOp::kLayerNorm;
   if (layer_norm)
     for (int i = 1; i <= 2; ++i)
       if (info.types.at(node.inputs[i]).dtype != x.dtype)
@@ -117,12 +112,12 @@ Result<KernelSpec> LowerToRowReduction(const Node& node, const StaticInfo& info)
       b.Inputs(layer_norm ? std::vector<Shape>{spec.shape, Shape{cols}, Shape{cols}}
                           : std::vector<Shape>{spec.shape});
   const int in = in_values[0];
-  if (node.op == "Softmax" || node.op == "LogSoftmax") {
+  if (row_op == RowOp::kSoftmax || row_op == RowOp::kLogSoftmax) {
     const int shifted = b.Op("Sub", {in, b.Op("ReduceMax", {in})});
     const int exp = b.Op("Exp", {shifted});
     const int sum = b.Op("ReduceSum", {exp});
-    b.Output(node.op == "Softmax" ? b.Op("Div", {exp, sum})
-                                  : b.Op("Sub", {shifted, b.Op("Log", {sum})}));
+    b.Output(row_op == RowOp::kSoftmax ? b.Op("Div", {exp, sum})
+                                       : b.Op("Sub", {shifted, b.Op("Log", {sum})}));
   } else if (layer_norm) {
     KILN_ASSIGN_OR_RETURN(double epsilon, attrs.GetFloat("epsilon"));
     const int scale = in_values[1], bias = in_values[2];
@@ -132,12 +127,31 @@ Result<KernelSpec> LowerToRowReduction(const Node& node, const StaticInfo& info)
     const int rstd =
         b.Op("Div", {b.Const(1.0), b.Op("Sqrt", {b.Op("Add", {var, b.Const(epsilon)})})});
     b.Output(b.Op("Add", {b.Op("Mul", {b.Op("Mul", {centered, rstd}), scale}), bias}));
-  } else if (node.op == "Mean") {
+  } else if (row_op == RowOp::kMean) {
     b.Output(b.Op("Div", {b.Op("ReduceSum", {in}), b.Const(static_cast<double>(cols))}));
   } else {
-    b.Output(b.Op(node.op == "Sum" ? "ReduceSum" : "Reduce" + node.op, {in}));
+    b.Output(b.Op(row_op == RowOp::kSum   ? "ReduceSum"
+                  : row_op == RowOp::kMax ? "ReduceMax"
+                                          : "ReduceMin",
+                  {in}));
   }
   return spec;
+}
+
+}  // namespace
+
+void RegisterRowReductionLowerings(OpLowerings& lowerings) {
+  const std::map<std::string, RowOp> row_ops = {{"Softmax", RowOp::kSoftmax},
+                                                {"LogSoftmax", RowOp::kLogSoftmax},
+                                                {"LayerNorm", RowOp::kLayerNorm},
+                                                {"Max", RowOp::kMax},
+                                                {"Min", RowOp::kMin},
+                                                {"Sum", RowOp::kSum},
+                                                {"Mean", RowOp::kMean}};
+  for (const auto& [op, row_op] : row_ops)
+    lowerings.Add(op).row_reduction = [row_op = row_op](const Node& node, const StaticInfo& info) {
+      return LowerToRowReduction(node, row_op, info);
+    };
 }
 
 }  // namespace kiln::compiler

@@ -12,23 +12,17 @@
 // Float dtypes only: f32 and f64 compute in their dtype, f16 and bf16 in f32 and are rounded once
 // at the end (the reference computes in double and rounds once). Shapes must be fully known.
 //
-// Contract: on success the spec's inputs are the node's inputs, in order (reshaped to [rows, cols]
-// alignment; their buffers are unchanged), and its outputs the node's outputs, in order; the
-// caller names it. Otherwise a kUnimplemented error says in a few words why not (the decision list
-// of `kiln inspect --fusion`).
+// Contract: each op above gets an OpLowering::row_reduction (compiler/op_lowerings.h): on success
+// the spec's inputs are the node's inputs, in order (reshaped to [rows, cols] alignment; their
+// buffers are unchanged), and its outputs the node's outputs, in order; the caller names it.
+// Otherwise a kUnimplemented error says in a few words why not (the decision list of `kiln inspect
+// --fusion`).
 #pragma once
 
-#include <string>
-
-#include "compiler/kernel_spec.h"
-#include "compiler/static_types.h"
-#include "ir/graph.h"
+#include "compiler/op_lowerings.h"
 
 namespace kiln::compiler {
 
-// Whether `op` is one of the ops above (the node may still be refused for its dtype or axes).
-bool HasRowReductionLowering(const std::string& op);
-
-Result<KernelSpec> LowerToRowReduction(const Node& node, const StaticInfo& info);
+void RegisterRowReductionLowerings(OpLowerings& lowerings);
 
 }  // namespace kiln::compiler

@@ -254,4 +254,6 @@ bool CanEmit(const std::string& op, const std::vector<DType>& arg_dtypes, DType 
   return CheckEmittable(op, arg_dtypes, result_dtype).ok();
 }
 
+bool HasScalarBody(const std::string& op) { return internal::HasScalarOp(op); }
+
 }  // namespace kiln::compiler

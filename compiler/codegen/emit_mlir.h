@@ -55,6 +55,9 @@ Result<std::string> EmitKernelModule(const std::vector<KernelSpec>& specs,
 // `arg_dtypes` producing `result_dtype`; CheckEmittable says why not. The fusion planner asks
 // before putting a node into a generated kernel. Attributes are checked at emission time.
 bool CanEmit(const std::string& op, const std::vector<DType>& arg_dtypes, DType result_dtype);
+// Whether `op` has a scalar body at all (for some dtypes): an elementwise op that fuses into
+// generated kernels (compiler/op_lowerings.h).
+bool HasScalarBody(const std::string& op);
 Status CheckEmittable(const std::string& op, const std::vector<DType>& arg_dtypes,
                       DType result_dtype);
 

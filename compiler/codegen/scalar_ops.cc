@@ -193,6 +193,8 @@ Result<std::string> Gelu(ScalarWriter& w, const KernelSpec::Op& op, const std::s
 
 }  // namespace
 
+bool HasScalarOp(const std::string& op) { return Rules().count(op) > 0; }
+
 Status CheckScalarOp(const std::string& op, const std::vector<DType>& args, DType result) {
   auto it = Rules().find(op);
   if (it == Rules().end())

@@ -24,6 +24,9 @@
 
 namespace kiln::compiler::internal {
 
+// Whether `op` has a scalar body (for some dtypes).
+bool HasScalarOp(const std::string& op);
+
 // Checks arity and operand/result dtypes (see emit_mlir.h's CheckEmittable).
 Status CheckScalarOp(const std::string& op, const std::vector<DType>& arg_dtypes, DType result);
 
