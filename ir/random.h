@@ -5,6 +5,8 @@
 
 #include <cstdint>
 
+#include "ir/tensor.h"
+
 namespace kiln {
 
 // 64 random bits for element `index` of stream (seed, counter).
@@ -13,5 +15,10 @@ uint64_t RandomBits(uint64_t seed, uint64_t counter, uint64_t index);
 double RandomUniform(uint64_t seed, uint64_t counter, uint64_t index);
 // Standard normal (Box-Muller on two independent uniforms).
 double RandomNormal(uint64_t seed, uint64_t counter, uint64_t index);
+
+// A tensor of seeded random data from stream (seed, counter): floats standard normal, integers
+// uniform in [0, classes) (at least 1), bools 0 or 1. For benchmarks' and fuzzers' inputs.
+Tensor RandomTensor(DType dtype, const Shape& shape, int64_t classes, uint64_t seed,
+                    uint64_t counter);
 
 }  // namespace kiln

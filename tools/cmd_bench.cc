@@ -113,24 +113,6 @@ int64_t InferClasses(const Graph& graph, const TensorRef& input, std::string& wh
   return best;
 }
 
-// Seeded random data: floats standard normal, integers uniform in [0, classes), bools 0 or 1.
-Tensor RandomTensor(DType dtype, const Shape& shape, int64_t classes, uint64_t seed,
-                    uint64_t stream) {
-  Tensor t(dtype, shape);
-  int64_t n = t.num_elements();
-  if (dtype == f32) {
-    float* p = t.data<float>();
-    for (int64_t i = 0; i < n; ++i) p[i] = static_cast<float>(RandomNormal(seed, stream, i));
-  } else if (IsFloat(dtype)) {
-    for (int64_t i = 0; i < n; ++i) t.SetDouble(i, RandomNormal(seed, stream, i));
-  } else {
-    uint64_t k = dtype == boolean ? 2 : static_cast<uint64_t>(std::max<int64_t>(1, classes));
-    for (int64_t i = 0; i < n; ++i)
-      t.SetInt(i, static_cast<int64_t>(RandomBits(seed, stream, i) % k));
-  }
-  return t;
-}
-
 // The steps of the plan the cpu backend compiles for this run, by kind, and the reference steps
 // and library calls by op/routine. Plans like `kiln inspect --fusion` (no code is generated).
 void PrintStepCounts(const Session& session, const FeedList& feeds,
