@@ -1,8 +1,44 @@
 #include "runtime/executable_proto.h"
 
+#include <cctype>
+
 #include "ir/serialize.h"
 
 namespace kiln {
+namespace {
+
+// A library routine's name <-> its StepProto::Routine value (the value's name in lower case).
+std::string RoutineName(proto::StepProto::Routine routine) {
+  std::string name = proto::StepProto::Routine_Name(routine);
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return name;
+}
+
+bool RoutineFromName(const std::string& name, proto::StepProto::Routine* routine) {
+  std::string upper = name;
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return proto::StepProto::Routine_Parse(upper, routine) &&
+         *routine != proto::StepProto::ROUTINE_UNSPECIFIED && RoutineName(*routine) == name;
+}
+
+// A library step's routine name from its proto: the typed value (format 5 on) or the name
+// earlier formats wrote; either must be a routine this runtime knows.
+Result<std::string> LibraryRoutine(const proto::StepProto& sp, size_t index) {
+  if (sp.routine() != proto::StepProto::ROUTINE_UNSPECIFIED) {
+    if (!proto::StepProto::Routine_IsValid(sp.routine()))
+      return MakeError(ErrorCode::kInvalidArgument, "executable step ", index,
+                       ": unknown library routine number ", static_cast<int>(sp.routine()),
+                       " (a newer kiln's? recompile the module)");
+    return RoutineName(sp.routine());
+  }
+  proto::StepProto::Routine routine;
+  if (!RoutineFromName(sp.callee(), &routine))
+    return MakeError(ErrorCode::kInvalidArgument, "executable step ", index,
+                     ": unknown library routine '", sp.callee(), "'");
+  return sp.callee();
+}
+
+}  // namespace
 
 static_assert(static_cast<int>(BufferDesc::Kind::kFeed) == proto::BufferProto::FEED &&
               static_cast<int>(BufferDesc::Kind::kConstant) == proto::BufferProto::CONSTANT &&
@@ -30,7 +66,11 @@ proto::ExecutableProto ExecutableToProto(const Executable& exe) {
   for (const Step& s : exe.steps) {
     proto::StepProto* sp = p.add_steps();
     sp->set_kind(static_cast<proto::StepProto::Kind>(s.kind));
-    sp->set_callee(s.callee);
+    proto::StepProto::Routine routine;
+    if (s.kind == Step::Kind::kLibrary && RoutineFromName(s.callee, &routine))
+      sp->set_routine(routine);
+    else  // not a library step, or a routine no reader knows (refused when read)
+      sp->set_callee(s.callee);
     for (int id : s.inputs) sp->add_inputs(id);
     for (int id : s.outputs) sp->add_outputs(id);
     for (const auto& [name, value] : s.attrs.items())
@@ -102,7 +142,11 @@ Result<Executable> ExecutableFromProto(const proto::ExecutableProto& p) {
                        "': unknown kind ", static_cast<int>(sp.kind()));
     Step s;
     s.kind = static_cast<Step::Kind>(sp.kind());
-    s.callee = sp.callee();
+    if (s.kind == Step::Kind::kLibrary) {
+      KILN_ASSIGN_OR_RETURN(s.callee, LibraryRoutine(sp, exe.steps.size()));
+    } else {
+      s.callee = sp.callee();
+    }
     s.inputs.assign(sp.inputs().begin(), sp.inputs().end());
     s.outputs.assign(sp.outputs().begin(), sp.outputs().end());
     for (const auto& [name, value] : sp.attrs()) {

@@ -28,7 +28,9 @@ namespace kiln {
 // 4: a cpu module's kernel code defines each kernel step's signature (runtime/cpu/
 // kernel_signature.h), which runtimes check at load; a cpu module with kernel steps from before
 // is refused (recompile it).
-inline constexpr int kModuleFormatVersion = 4;
+// 5: library steps name their routine by a typed value (StepProto.routine), no longer by a string;
+// the reader still accepts the names earlier formats wrote.
+inline constexpr int kModuleFormatVersion = 5;
 // The first format whose cpu kernel code defines the kernel-step signatures.
 inline constexpr int kFirstSignedModuleFormat = 4;
 inline constexpr int64_t kMaxModuleBytes = int64_t{16} << 30;

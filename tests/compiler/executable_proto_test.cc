@@ -64,6 +64,42 @@ TEST_CASE("an executable round-trips through its proto", "[cpu]") {
   CHECK((*actual)[0].BitwiseEquals((*expected)[0]));
 }
 
+TEST_CASE("library steps name their routine by a typed value, unknown routines are refused",
+          "[cpu]") {
+  Compiled c = CompileMlp();
+  proto::ExecutableProto p = ExecutableToProto(c.plan.executable);
+  int gemm = -1;
+  for (int i = 0; i < p.steps_size(); ++i)
+    if (p.steps(i).kind() == proto::StepProto::LIBRARY) {
+      CHECK(p.steps(i).callee().empty());  // the typed value alone
+      if (p.steps(i).routine() == proto::StepProto::GEMM) gemm = i;
+    }
+  REQUIRE(gemm >= 0);
+  REQUIRE(ExecutableFromProto(p).ok());
+  SECTION("a module of an earlier format names it as a string: still read") {
+    p.mutable_steps(gemm)->clear_routine();
+    p.mutable_steps(gemm)->set_callee("gemm");
+    Result<Executable> back = ExecutableFromProto(p);
+    REQUIRE(back.ok());
+    CHECK(back->ToString() == c.plan.executable.ToString());
+  }
+  SECTION("a routine number this runtime does not know") {
+    p.mutable_steps(gemm)->set_routine(static_cast<proto::StepProto::Routine>(999));
+    Result<Executable> back = ExecutableFromProto(p);
+    REQUIRE_FALSE(back.ok());
+    CHECK_THAT(back.error().message(), Catch::Contains("step " + std::to_string(gemm) +
+                                                       ": unknown library routine number 999"));
+  }
+  for (const char* name : {"no_such_routine", "", "routine_unspecified", "GEMM"}) {
+    INFO("callee '" << name << "'");
+    p.mutable_steps(gemm)->clear_routine();
+    p.mutable_steps(gemm)->set_callee(name);
+    Result<Executable> back = ExecutableFromProto(p);
+    REQUIRE_FALSE(back.ok());
+    CHECK_THAT(back.error().message(), Catch::Contains("unknown library routine '"));
+  }
+}
+
 TEST_CASE("a damaged executable is refused at load", "[cpu]") {
   Compiled c = CompileMlp();
   SECTION("a step reading a buffer that does not exist") {
