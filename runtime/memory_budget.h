@@ -51,7 +51,7 @@ struct PlanMemory {
   int64_t variables = 0;
   int64_t feeds = 0;             // copies of the feeds (a device's; the host binds the caller's)
   int64_t outputs = 0;           // the fetches, copied out after the run
-  int64_t workspace = 0;         // kept by the steps: prepacked weights, scratchpads
+  int64_t workspace = 0;         // kept by the steps (prepacked weights, scratchpads) or libraries
   int64_t simulated_device = 0;  // the simulated CUDA device's allocations: host memory too
   int64_t resident = 0;  // of the above, what is allocated already (constants, stored variables)
   struct Buffer {

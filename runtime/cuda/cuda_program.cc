@@ -73,9 +73,16 @@ Result<std::unique_ptr<CudaProgram>> CudaProgram::Load(CompiledPlan plan, Device
 Status CudaProgram::CheckMemory(const std::set<int>& on_device) {
   const Executable& exe = plan_.executable;
   KILN_ASSIGN_OR_RETURN(DeviceMemory device_memory, device_.Memory());
-  const PlanMemory on_the_device =
+  PlanMemory on_the_device =
       MeasureDevicePlan(exe, on_device, SharedVariableBuffers(exe),
                         [&](const std::string& v) { return variables_->Allocated(v); });
+  // The libraries' workspaces, which the device allocates from the first call prepared.
+  bool matmuls = false, convs = false;
+  for (const Step& step : exe.steps) {
+    matmuls = matmuls || (step.on_device && IsDeviceGemm(step, exe));
+    convs = convs || (options_.cudnn && step.on_device && cpu::IsConvStep(step));
+  }
+  on_the_device.workspace += device_.WorkspaceBytesToCome(matmuls, convs);
   const MemoryBudget device_budget{
       device_memory.free, false,
       "free on the " + device_.Describe() + ", of " + FormatBytes(device_memory.total)};

@@ -7,8 +7,8 @@
 // Memory: a plan whose device arena and twins do not fit the device's free memory (the device
 // copies of variables it holds already aside), or whose host side does not fit the host budget, is
 // refused before anything is allocated, naming the peak and the largest buffers
-// (memory_budget.h); the libraries' device workspaces (cuBLASLt, cuDNN: under 100 MiB, once per
-// device) are not counted.
+// (memory_budget.h); the device peak counts the libraries' workspaces the device does not hold yet
+// (cuBLASLt's and cuDNN's, once per device: device.h).
 // Run binds the feeds, then performs the steps in order: host steps on the host arena (the cpu
 // backend's routines), launches and matmuls on the device, and the plan's to_device/to_host copies
 // between them, staged through pinned host memory of the program's own and issued without waiting

@@ -84,6 +84,13 @@ class DeviceGraph {
   virtual ~DeviceGraph() = default;
 };
 
+// The device memory the libraries keep, once per device from the first call prepared: cuBLASLt's
+// workspace (NVIDIA's recommendation for Hopper; Ampere needs less) and cuDNN's, shared by every
+// convolution on the stream. The simulated device reserves the same, so that a budget refuses the
+// same plans there.
+inline constexpr int64_t kMatmulWorkspaceBytes = int64_t{32} << 20;
+inline constexpr int64_t kConvWorkspaceBytes = int64_t{64} << 20;
+
 class Device {
  public:
   virtual ~Device() = default;
@@ -96,6 +103,9 @@ class Device {
   virtual Result<DevicePtr> Allocate(int64_t bytes) = 0;
   virtual void Free(DevicePtr address) = 0;
   virtual Result<DeviceMemory> Memory() = 0;
+  // The library workspaces the device would still allocate for a plan with matmuls and/or
+  // convolutions (kMatmulWorkspaceBytes, kConvWorkspaceBytes; 0 for one it holds already).
+  virtual int64_t WorkspaceBytesToCome(bool matmuls, bool convs) = 0;
   virtual Status ToDevice(DevicePtr dst, const void* src, int64_t bytes) = 0;
   virtual Status ToHost(void* dst, DevicePtr src, int64_t bytes) = 0;
   // dst == src copies nothing; other overlapping ranges are an error.

@@ -23,8 +23,6 @@
 
 namespace kiln::cuda {
 
-// The device memory cuDNN's engines may use, shared by every convolution on the stream.
-inline constexpr int64_t kConvWorkspaceBytes = int64_t{64} << 20;
 inline constexpr size_t kAutotuneCandidates = 4;
 inline constexpr int kAutotuneRuns = 3;
 

@@ -259,6 +259,12 @@ class DriverDevice : public Device {
         ("cuLaunchKernel(" + launch.function + ")").c_str());
   }
 
+  int64_t WorkspaceBytesToCome(bool matmuls, bool convs) override {
+    std::lock_guard<std::mutex> lock(matmul_mutex_);
+    return (matmuls && !matmuls_ ? kMatmulWorkspaceBytes : 0) +
+           (convs && !convs_ ? kConvWorkspaceBytes : 0);
+  }
+
   Result<std::shared_ptr<PreparedMatmul>> PrepareMatmul(const MatmulCall& call,
                                                         const MatmulOperands& operands) override {
     KILN_RETURN_IF_ERROR(Current());

@@ -14,9 +14,6 @@
 
 namespace kiln::cuda {
 
-// NVIDIA's recommended workspace for Hopper; Ampere needs less.
-inline constexpr int64_t kMatmulWorkspaceBytes = int64_t{32} << 20;
-
 class DriverMatmuls {
  public:
   // Loads cuBLASLt and creates its handle; `workspace` is kMatmulWorkspaceBytes of device memory

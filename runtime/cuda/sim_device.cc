@@ -105,6 +105,12 @@ class SimulatedDevice : public Device {
     return DeviceMemory{bytes_ - allocated_, bytes_};
   }
 
+  int64_t WorkspaceBytesToCome(bool matmuls, bool convs) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return (matmuls && !matmul_workspace_ ? kMatmulWorkspaceBytes : 0) +
+           (convs && !conv_workspace_ ? kConvWorkspaceBytes : 0);
+  }
+
   // Frees wait for the stream first, as cuMemFree does.
   void Free(DevicePtr address) override {
     KeepFailure(Drain());
@@ -229,6 +235,7 @@ class SimulatedDevice : public Device {
 
   Result<std::shared_ptr<PreparedMatmul>> PrepareMatmul(const MatmulCall& call,
                                                         const MatmulOperands& operands) override {
+    KILN_RETURN_IF_ERROR(ReserveWorkspace(kMatmulWorkspaceBytes, matmul_workspace_, "cuBLASLt"));
     KILN_ASSIGN_OR_RETURN(MatmulSpans spans, SpansOf(call));
     const int64_t ab = DTypeSize(call.ab_type), d = DTypeSize(call.d_type);
     const std::string what = call.ToString();
@@ -256,6 +263,7 @@ class SimulatedDevice : public Device {
 
   Result<std::shared_ptr<PreparedConv>> PrepareConv(const ConvCall& call,
                                                     const ConvOperands& operands) override {
+    KILN_RETURN_IF_ERROR(ReserveWorkspace(kConvWorkspaceBytes, conv_workspace_, "cuDNN"));
     const ConvSpans spans = SpansOf(call);
     const std::string what = call.ToString();
     KILN_RETURN_IF_ERROR(CheckRange(operands.x, spans.x, ("x of " + what).c_str()));
@@ -470,9 +478,25 @@ class SimulatedDevice : public Device {
     return OutOfRange(address, bytes, what);
   }
 
+  // Counts a library's workspace against the device's size once, as the GPU allocates it from the
+  // first call prepared (the simulated libraries need no memory of their own).
+  Status ReserveWorkspace(int64_t bytes, bool& reserved, const char* library) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (reserved) return OkStatus();
+    if (bytes > bytes_ - allocated_)
+      return MakeError(ErrorCode::kResourceExhausted,
+                       "out of memory on the simulated device: ", library, "'s workspace of ",
+                       FormatBytes(bytes), " does not fit in the ",
+                       FormatBytes(bytes_ - allocated_), " free of ", FormatBytes(bytes_));
+    allocated_ += bytes;
+    reserved = true;
+    return OkStatus();
+  }
+
   int threads_;
   int64_t bytes_;          // the device's size
-  int64_t allocated_ = 0;  // of it, in allocations (each rounded up to kAlignment)
+  int64_t allocated_ = 0;  // of it, in allocations (each rounded up to kAlignment) and workspaces
+  bool matmul_workspace_ = false, conv_workspace_ = false;  // reserved (ReserveWorkspace)
   std::vector<std::optional<std::chrono::steady_clock::time_point>> marks_;
   std::vector<std::function<Status()>> queue_;  // the stream: issued, not yet run
   std::optional<Error> failure_;                // the stream's failure no caller has had yet

@@ -177,6 +177,11 @@ TEST_CASE("memory budget: the simulated device has a size, and a plan over it is
   device->Free(*half);
   CHECK(device->Memory()->free == 1 << 20);
 
+  // The libraries' workspaces count once per device, from the first call prepared, as on a GPU.
+  CHECK(device->WorkspaceBytesToCome(true, true) ==
+        cuda::kMatmulWorkspaceBytes + cuda::kConvWorkspaceBytes);
+  CHECK(device->WorkspaceBytesToCome(false, true) == cuda::kConvWorkspaceBytes);
+
   // A plan over the device's size is refused before anything is allocated on it.
   const std::string model = kResnet + "/model.onnx", input = "x=" + kResnet + "/x.npy";
   CommandResult run = RunCommand(KILN_BINARY, {"run", model, "--input", input, "--backend",
@@ -184,8 +189,14 @@ TEST_CASE("memory budget: the simulated device has a size, and a plan over it is
   CheckFails(run, "the plan's device memory needs ");
   CHECK_THAT(run.err, Catch::Contains("over the memory budget of 256.0 KiB (free on the simulated "
                                       "CUDA device, of 256.0 KiB); largest buffers: "));
+  // Its convolutions and its classifier's gemm run through the simulated cuDNN and cuBLASLt,
+  // whose workspaces (64 + 32 MiB) the device must also hold: 64M is too little, 128M enough.
+  CommandResult no_room = RunCommand(KILN_BINARY, {"run", model, "--input", input, "--backend",
+                                                   "cuda-sim", "--memory-limit", "64M"});
+  CheckFails(no_room, "the plan's device memory needs ");
+  CHECK_THAT(no_room.err, Catch::Contains("workspace 96.0 MiB"));
   CheckOk(RunCommand(KILN_BINARY, {"run", model, "--input", input, "--backend", "cuda-sim",
-                                   "--memory-limit", "64M"}));
+                                   "--memory-limit", "128M"}));
   const std::string module = testing::TempPath("budget_resnet_cuda.kmod");
   CheckOk(RunCommand(
       KILN_BINARY, {"compile", model, "-o", module, "--target", "cuda", "--input", "x=2x3x64x64"}));

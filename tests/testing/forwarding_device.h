@@ -17,6 +17,9 @@ class ForwardingDevice : public cuda::Device {
   Result<cuda::DevicePtr> Allocate(int64_t bytes) override { return sim_->Allocate(bytes); }
   void Free(cuda::DevicePtr p) override { sim_->Free(p); }
   Result<cuda::DeviceMemory> Memory() override { return sim_->Memory(); }
+  int64_t WorkspaceBytesToCome(bool matmuls, bool convs) override {
+    return sim_->WorkspaceBytesToCome(matmuls, convs);
+  }
   Status ToDevice(cuda::DevicePtr dst, const void* src, int64_t bytes) override {
     return sim_->ToDevice(dst, src, bytes);
   }
