@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <set>
 
+#include "ir/checked_math.h"
+
 namespace kiln {
 namespace {
 
@@ -84,6 +86,16 @@ Result<std::vector<TensorType>> InferNode(const Node& node, const std::vector<Te
   if (!def->variadic_outputs && ctx.outputs().size() != def->outputs.size())
     return node.MakeNodeError(ErrorCode::kInternal, "inference produced ", ctx.outputs().size(),
                               " outputs, the schema declares ", def->outputs.size());
+  // No tensor's size may overflow the byte counts every allocation and copy computes with.
+  for (size_t i = 0; i < ctx.outputs().size(); ++i) {
+    const TensorType& out = ctx.outputs()[i];
+    std::optional<int64_t> bytes = DTypeSize(out.dtype);
+    for (int64_t d : out.shape.dims())
+      if (bytes && d >= 0) bytes = CheckedMul(*bytes, d);
+    if (!bytes)
+      return node.MakeNodeError(ErrorCode::kInvalidArgument, "output ", i, " ", out.ToString(),
+                                " would hold more than 2^63 bytes");
+  }
   return std::move(ctx.outputs());
 }
 

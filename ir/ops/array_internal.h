@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ir/attr.h"
+#include "ir/checked_math.h"
 #include "ir/op_registry.h"
 #include "ir/status.h"
 #include "ir/tensor.h"
@@ -52,10 +53,6 @@ Result<Shape> PaddedShape(const InferContext& ctx, const Shape& in);
 
 // "[1, -1, 0]": an int-list attribute for error messages.
 inline std::string IntsToString(const std::vector<int64_t>& v) { return Shape(v).ToString(); }
-
-// Overflow-checked arithmetic on dimensions: nullopt when the result does not fit in int64.
-std::optional<int64_t> CheckedMul(int64_t a, int64_t b);
-std::optional<int64_t> CheckedAdd(int64_t a, int64_t b);
 
 // Transpose's permutation for an input of `rank` (an empty `perm` attribute reverses the dims).
 // The caller has validated it (InferTranspose does).

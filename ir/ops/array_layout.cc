@@ -27,18 +27,6 @@ Result<int64_t> DimProduct(const InferContext& ctx, const Shape& s, int begin, i
 
 }  // namespace
 
-std::optional<int64_t> CheckedMul(int64_t a, int64_t b) {
-  int64_t r;
-  if (__builtin_mul_overflow(a, b, &r)) return std::nullopt;
-  return r;
-}
-
-std::optional<int64_t> CheckedAdd(int64_t a, int64_t b) {
-  int64_t r;
-  if (__builtin_add_overflow(a, b, &r)) return std::nullopt;
-  return r;
-}
-
 Status InferReshape(InferContext& ctx) {
   KILN_ASSIGN_OR_RETURN(std::vector<int64_t> target, ctx.attrs().GetInts("shape"));
   const Shape& in = ctx.shape(0);
