@@ -1,9 +1,13 @@
 // A step that runs one node's reference kernel on the plan's buffers: the compiled backend's way
 // to run ops it does not lower yet (and stateful ones: Variable, Assign*), with exactly the
-// reference semantics. Inputs are copied out of their buffers and outputs copied back.
+// reference semantics. Inputs are copied out of their buffers and outputs copied back. A plan is
+// untrusted input (a module file): the step's node is verified against its buffers at load, as
+// a graph's node is (its op's schema, attributes and type inference), so that the kernel finds
+// what it reads.
 #include <cstring>
 
 #include "ir/op_registry.h"
+#include "ir/verifier.h"
 #include "runtime/cpu/step.h"
 #include "runtime/reference/kernel.h"
 
@@ -61,6 +65,32 @@ Result<std::unique_ptr<StepRunner>> MakeReferenceStep(const Step& step, const Ex
   if (!def || !kernel)
     return step.node.MakeNodeError(ErrorCode::kUnimplemented, "no reference kernel for '",
                                    step.node.op, "'");
+  // The node's inputs are the step's buffers, in order; its outputs must be what it infers.
+  if (step.inputs.size() != step.node.inputs.size())
+    return step.node.MakeNodeError(ErrorCode::kInvalidArgument, "its step reads ",
+                                   step.inputs.size(), " buffers for ", step.node.inputs.size(),
+                                   " inputs");
+  std::vector<TensorType> input_types;
+  std::vector<const Tensor*> input_values;
+  for (int id : step.inputs) {
+    const BufferDesc& b = exe.buffers[id];
+    input_types.push_back(b.type);
+    input_values.push_back(b.kind == BufferDesc::Kind::kConstant ? &exe.constants[b.index]
+                                                                 : nullptr);
+  }
+  KILN_ASSIGN_OR_RETURN(std::vector<TensorType> inferred,
+                        InferNode(step.node, input_types, input_values));
+  if (inferred.size() != step.outputs.size())
+    return step.node.MakeNodeError(ErrorCode::kInvalidArgument, "its step writes ",
+                                   step.outputs.size(), " buffers for ", inferred.size(),
+                                   " outputs");
+  for (size_t i = 0; i < inferred.size(); ++i) {
+    const TensorType& buffer = exe.buffers[step.outputs[i]].type;
+    if (inferred[i].dtype != buffer.dtype || !inferred[i].shape.IsCompatibleWith(buffer.shape))
+      return step.node.MakeNodeError(ErrorCode::kInvalidArgument, "output ", i, " is ",
+                                     inferred[i].ToString(), " but its step writes ",
+                                     buffer.ToString());
+  }
   return std::unique_ptr<StepRunner>(
       new ReferenceStep(step, kernel, def->WithDefaults(step.node.attrs)));
 }

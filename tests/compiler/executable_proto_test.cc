@@ -8,6 +8,7 @@
 #include "ir/builder.h"
 #include "ir/ops/linalg.h"
 #include "ir/ops/math.h"
+#include "ir/ops/reduce.h"
 #include "runtime/cpu/program.h"
 #include "tests/testing/gradcheck_op.h"
 
@@ -136,6 +137,38 @@ TEST_CASE("a damaged executable is refused at load", "[cpu]") {
       REQUIRE_FALSE(r.ok());
       CHECK_THAT(r.error().message(), Catch::Contains("gemm"));
     }
+  }
+  SECTION("a reference step whose node does not verify against its buffers") {
+    // ArgMax runs its reference kernel in compiled plans.
+    GraphBuilder g;
+    Value x = g.Placeholder("x", f32, {2, 3});
+    g.Output("y", ArgMax(x, 1));
+    Graph graph = *g.Build();
+    RunPlan run_plan;
+    const Tensor x_value = testing::RandomTensor(Shape{2, 3}, 4).CastTo(f32);
+    run_plan.feeds[TensorRef{"x", 0}] = x_value;
+    run_plan.fetches = {*graph.ResolveTensor("y")};
+    std::vector<const Node*> order = *graph.TopologicalOrder();
+    for (const Node* n : order)
+      if (n->name != "x") run_plan.nodes.push_back(n);
+    Result<CompiledPlan> plan = compiler::CpuCompiler().Compile(run_plan, CompileOptions{});
+    REQUIRE(plan.ok());
+    Step* argmax = nullptr;
+    for (Step& step : plan->executable.steps)
+      if (step.kind == Step::Kind::kReference && step.node.op == "ArgMax") argmax = &step;
+    REQUIRE(argmax != nullptr);
+    REQUIRE(Run(*plan, x_value).ok());
+    const Step good = *argmax;
+    argmax->node.attrs.Set("axis", std::string("one"));  // an attribute of the wrong type
+    CHECK_THAT(Run(*plan, x_value).error().message(), Catch::Contains("attribute 'axis'"));
+    *argmax = good;
+    argmax->node.attrs.Set("keepdims", false);  // infers [2], the buffer is [2, 1]
+    CHECK_THAT(Run(*plan, x_value).error().message(),
+               Catch::Contains("output 0 is i64[2] but its step writes i64[2, 1]"));
+    *argmax = good;
+    argmax->node.inputs.push_back(argmax->node.inputs[0]);  // two inputs for one buffer
+    CHECK_THAT(Run(*plan, x_value).error().message(),
+               Catch::Contains("its step reads 1 buffers for 2 inputs"));
   }
   SECTION("a feed of the wrong shape") {
     Tensor wrong(f32, Shape{2, 4});
