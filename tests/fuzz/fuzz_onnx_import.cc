@@ -2,29 +2,15 @@
 // kiln graph or an error, never a crash, a hang or a sanitizer report. External data is resolved
 // against an empty temporary folder, so every external-data path is checked (absolute, "..",
 // missing file) but nothing outside it can be read.
-#include <stdlib.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
 #include "ir/onnx/import.h"
-
-namespace {
-
-const std::string& EmptyModelDir() {
-  static const std::string dir = [] {
-    char tmpl[] = "/tmp/kiln_fuzz_onnx_XXXXXX";
-    const char* made = mkdtemp(tmpl);
-    return std::string(made ? made : "/nonexistent-kiln-fuzz-dir");
-  }();
-  return dir;
-}
-
-}  // namespace
+#include "tests/fuzz/empty_model_dir.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string bytes(reinterpret_cast<const char*>(data), size);
-  (void)kiln::ImportOnnxFromBytes(bytes, EmptyModelDir(), "fuzz.onnx");
+  (void)kiln::ImportOnnxFromBytes(bytes, kiln::fuzz::EmptyModelDir(), "fuzz.onnx");
   return 0;
 }

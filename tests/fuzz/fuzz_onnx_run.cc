@@ -4,8 +4,6 @@
 // within a 256 MiB memory budget. Import, verification, shape inference and every reference
 // kernel must give outputs or an error, never a crash, a hang or a sanitizer report. External
 // data is resolved against an empty temporary folder, as in fuzz_onnx_import.
-#include <stdlib.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -14,23 +12,12 @@
 #include "ir/onnx/import.h"
 #include "ir/random.h"
 #include "runtime/session.h"
-
-namespace {
-
-const std::string& EmptyModelDir() {
-  static const std::string dir = [] {
-    char tmpl[] = "/tmp/kiln_fuzz_onnx_run_XXXXXX";
-    const char* made = mkdtemp(tmpl);
-    return std::string(made ? made : "/nonexistent-kiln-fuzz-dir");
-  }();
-  return dir;
-}
-
-}  // namespace
+#include "tests/fuzz/empty_model_dir.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string bytes(reinterpret_cast<const char*>(data), size);
-  kiln::Result<kiln::Graph> graph = kiln::ImportOnnxFromBytes(bytes, EmptyModelDir(), "fuzz.onnx");
+  kiln::Result<kiln::Graph> graph =
+      kiln::ImportOnnxFromBytes(bytes, kiln::fuzz::EmptyModelDir(), "fuzz.onnx");
   if (!graph.ok() || graph->outputs().empty()) return 0;
   kiln::FeedList feeds;
   uint64_t stream = 0;
