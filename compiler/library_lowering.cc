@@ -167,12 +167,6 @@ std::optional<std::string> ConvRoutine(const std::string& op) {
   return it == kConvRoutines.end() ? std::nullopt : std::optional<std::string>(it->second);
 }
 
-Result<bool> LowerToLibrary(const Node& node, const StaticInfo& info, Step& step) {
-  const OpLowering* lowering = OpLowerings::Global().Find(node.op);
-  if (!lowering || !lowering->library) return false;
-  return lowering->library(node, info, step);
-}
-
 namespace {
 
 // OneHot with i32/i64 indices into f32/f64 as "one_hot".

@@ -24,9 +24,6 @@ namespace kiln::compiler {
 
 void RegisterLibraryLowerings(OpLowerings& lowerings);
 
-// The node's library lowering, if its op has one (false otherwise).
-Result<bool> LowerToLibrary(const Node& node, const StaticInfo& info, Step& step);
-
 // Turns reference steps into routines of the cpu runtime (their ops' OpLowering::cpu_routine), for
 // plans of the cpu backend alone (PlanOptions::cpu_steps): OneHot with i32/i64 indices into an
 // f32/f64 output into "one_hot" (runtime/cpu/one_hot_step.cc; attributes depth, axis normalized,
