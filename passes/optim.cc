@@ -1,5 +1,6 @@
 #include "passes/optim.h"
 
+#include <algorithm>
 #include <optional>
 #include <set>
 
@@ -48,8 +49,8 @@ struct LossScale {
   // Multiplies `loss` by the scale.
   static LossScale Begin(GraphBuilder& g, const Options& o, Value& loss) {
     LossScale ls;
-    ls.scale = Variable(g, "loss_scale", f32, {}, Initializer::Constant(o.initial_loss_scale),
-                        false);
+    ls.scale =
+        Variable(g, "loss_scale", f32, {}, Initializer::Constant(o.initial_loss_scale), false);
     loss = loss * Cast(ls.scale, loss.dtype());
     return ls;
   }
@@ -103,6 +104,45 @@ Value CosineDecay(GraphBuilder& g, double lr, int64_t total_steps, double lr_min
   return lr_min + (lr - lr_min) * 0.5 * (1.0 + Cos(3.141592653589793 * progress));
 }
 
+Value LinearWarmupCosine(GraphBuilder& g, double lr, int64_t warmup_steps, int64_t total_steps,
+                         double lr_min) {
+  const double warmup = static_cast<double>(warmup_steps);
+  const double decay = static_cast<double>(std::max<int64_t>(1, total_steps - warmup_steps));
+  Value step = StepAsFloat(g);
+  Value warming = lr * Minimum(step + 1.0, g.Scalar(warmup)) / warmup;
+  Value progress = Minimum(Maximum(step - warmup, g.Scalar(0.0)), g.Scalar(decay)) / decay;
+  Value decaying = lr_min + (lr - lr_min) * 0.5 * (1.0 + Cos(3.141592653589793 * progress));
+  return Select(Less(step, g.Scalar(warmup)), warming, decaying);
+}
+
+Status CheckSchedule(const Schedule& s) {
+  auto need = [&](const char* what) {
+    return MakeError(ErrorCode::kInvalidArgument, "the ", s.kind, " schedule needs ", what);
+  };
+  if (s.kind == "constant") return OkStatus();
+  if (s.kind == "step") {
+    if (s.step_size < 1) return need("a step size >= 1");
+    if (!(s.gamma > 0)) return need("a gamma > 0");
+    return OkStatus();
+  }
+  if (s.kind == "cosine" || s.kind == "linear-warmup-cosine") {
+    if (s.total_steps < 1) return need("the total number of steps (>= 1)");
+    if (s.kind == "linear-warmup-cosine" && (s.warmup_steps < 1 || s.warmup_steps >= s.total_steps))
+      return need("warmup steps >= 1 and fewer than the total steps");
+    return OkStatus();
+  }
+  return MakeError(ErrorCode::kInvalidArgument, "unknown learning-rate schedule '", s.kind,
+                   "' (expected constant, step, cosine or linear-warmup-cosine)");
+}
+
+Value ScheduleValue(GraphBuilder& g, double lr, const Schedule& s) {
+  if (s.kind == "step") return StepDecay(g, lr, s.step_size, s.gamma);
+  if (s.kind == "cosine") return CosineDecay(g, lr, s.total_steps);
+  if (s.kind == "linear-warmup-cosine")
+    return LinearWarmupCosine(g, lr, s.warmup_steps, s.total_steps);
+  return g.Scalar(lr);
+}
+
 Result<Optimizer> ByName(const std::string& name, Options o) {
   if (name == "sgd") return SGD(o);
   if (name == "momentum") return Momentum(o);
@@ -154,11 +194,18 @@ Value Optimizer::Minimize(At loss_at, std::vector<Value> var_list) {
   // This step's number, from 1 (skipped loss-scaled steps do not count).
   Value step = loss_scale ? AssignAdd(GlobalStep(g), Cast(loss_scale->finite, i64))
                           : AssignAdd(GlobalStep(g), g.Scalar(1, i64));
-  Value lr = options_.lr_schedule.valid() ? options_.lr_schedule : g.Scalar(options_.lr);
+  if (Status s = CheckSchedule(options_.schedule); !s.ok()) {
+    g.RecordError(s.error());
+    return Value();
+  }
+  Value lr = options_.lr_schedule.valid() ? options_.lr_schedule
+                                          : ScheduleValue(g, options_.lr, options_.schedule);
   std::vector<Value> updates = {step};
   for (size_t i = 0; i < var_list.size(); ++i) {
     const Value& w = var_list[i];
     Value grad = grads[i];
+    if (kind_ != Kind::kAdamW && options_.weight_decay > 0)
+      grad = grad + options_.weight_decay * w;  // L2, as torch.optim's weight_decay
     Value lr_w = Cast(lr, w.dtype());
     switch (kind_) {
       case Kind::kSGD:

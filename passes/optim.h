@@ -11,7 +11,9 @@
 //   Adam      t += 1; m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
 //             w -= lr * (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps)
 //   AdamW     as Adam, and first w -= lr * weight_decay * w (decoupled decay)
-// With clip_norm > 0, all gradients are first scaled by clip_norm / max(global_norm, clip_norm).
+// With weight_decay > 0, SGD, Momentum and Adam first add weight_decay * w to each gradient (an L2
+// penalty, as torch.optim's weight_decay). With clip_norm > 0, all gradients are first scaled by
+// clip_norm / max(global_norm, clip_norm) (before the weight decay, as clipping before step()).
 // Slots (momentum buffers, Adam moments) are non-trainable variables "<var>/<slot>"; the step count
 // is the i64 variable "global_step", incremented once per Minimize target run. The graph's update
 // ops (GraphBuilder::AddUpdateOp, e.g. BatchNorm running statistics) run with the train target.
@@ -41,17 +43,37 @@ Value StepAsFloat(GraphBuilder& g);
 Value StepDecay(GraphBuilder& g, double lr, int64_t step_size, double gamma);
 // lr_min + (lr - lr_min) * (1 + cos(pi * min(step, total_steps) / total_steps)) / 2.
 Value CosineDecay(GraphBuilder& g, double lr, int64_t total_steps, double lr_min = 0.0);
+// lr * (step + 1) / warmup_steps for the first warmup_steps steps, then cosine decay from lr to
+// lr_min over the remaining total_steps - warmup_steps.
+Value LinearWarmupCosine(GraphBuilder& g, double lr, int64_t warmup_steps, int64_t total_steps,
+                         double lr_min = 0.0);
+
+// A schedule by name, as kiln's tools take it (--lr-schedule): "constant" (lr), "step"
+// (StepDecay(lr, step_size, gamma)), "cosine" (CosineDecay over total_steps) or
+// "linear-warmup-cosine" (LinearWarmupCosine(lr, warmup_steps, total_steps)).
+struct Schedule {
+  std::string kind = "constant";
+  int64_t total_steps = 0;   // cosine, linear-warmup-cosine
+  int64_t warmup_steps = 0;  // linear-warmup-cosine
+  int64_t step_size = 0;     // step
+  double gamma = 0.1;        // step
+};
+// kInvalidArgument naming the parameter a schedule lacks, or an unknown kind.
+Status CheckSchedule(const Schedule& schedule);
+// The schedule's learning rate as a scalar f32 graph value (it reads the global step).
+Value ScheduleValue(GraphBuilder& g, double lr, const Schedule& schedule);
 
 struct Options {
   double lr = 0.01;
   Value lr_schedule;       // if valid, used instead of `lr` (a scalar f32 graph value)
+  Schedule schedule;       // else, unless "constant", the schedule Minimize builds from `lr`
   double clip_norm = 0.0;  // 0: no clipping
   // Momentum
   double momentum = 0.9;
   bool nesterov = false;
   // Adam / AdamW
   double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;
-  double weight_decay = 0.0;  // AdamW only
+  double weight_decay = 0.0;  // AdamW: decoupled; the others: an L2 term in the gradient
   // Dynamic loss scaling (see above)
   bool loss_scaling = false;
   double initial_loss_scale = 32768.0;  // 2^15

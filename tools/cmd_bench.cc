@@ -165,8 +165,6 @@ int RunBench(const Command& cmd, const std::vector<std::string>& args) {
       .Repeated("fetch")
       .Switch("train")
       .Option("loss")
-      .Option("optimizer")
-      .Option("lr")
       .Option("iters")
       .Option("warmup")
       .Option("classes")
@@ -176,6 +174,7 @@ int RunBench(const Command& cmd, const std::vector<std::string>& args) {
       .Positional(1, 1);
   DeclareSessionFlags(flags);
   DeclareModelFlags(flags);
+  DeclareOptimizerFlags(flags);
   if (int code = ParseOrExit(cmd, flags, args); code >= 0) return code;
   // The compiled programs' step profile (runtime/cpu/step_profile.h) reads the environment when
   // they load: --trace writes a Chrome trace of every step of every run, --profile prints each

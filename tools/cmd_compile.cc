@@ -29,7 +29,8 @@ int RunCompile(const Command& cmd, const std::vector<std::string>& args) {
       .Repeated("input")
       .Option("checkpoint")
       .Switch("no-variables");
-  flags.Switch("train").Option("loss").Option("optimizer").Option("lr").Positional(1, 1);
+  flags.Switch("train").Option("loss").Positional(1, 1);
+  DeclareOptimizerFlags(flags);
   flags.Option("header").Option("class").Option("memory-limit");
   DeclarePrecisionFlags(flags);
   DeclareModelFlags(flags);

@@ -34,7 +34,8 @@ int RunInspect(const Command& cmd, const std::vector<std::string>& args) {
   flags.Option("memory-limit");
   flags.Repeated("input").Repeated("fetch").Repeated("target");
   flags.Switch("precision").Repeated("precision-op").Repeated("precision-node").Switch("tf32");
-  flags.Switch("train").Option("loss").Option("optimizer").Option("lr");
+  flags.Switch("train").Option("loss");
+  DeclareOptimizerFlags(flags);
   flags.Positional(1, 1);
   DeclareModelFlags(flags);
   if (int code = ParseOrExit(cmd, flags, args); code >= 0) return code;

@@ -68,8 +68,6 @@ int RunTrain(const Command& cmd, const std::vector<std::string>& args) {
   Flags flags;
   flags.Option("loss")
       .Repeated("data")
-      .Option("optimizer")
-      .Option("lr")
       .Option("batch")
       .Option("epochs")
       .Option("checkpoint")
@@ -82,6 +80,7 @@ int RunTrain(const Command& cmd, const std::vector<std::string>& args) {
       .Option("trace")
       .Positional(1, 1);
   DeclareSessionFlags(flags);
+  DeclareOptimizerFlags(flags);
   if (int code = ParseOrExit(cmd, flags, args); code >= 0) return code;
   // A Chrome trace of every step of every training step (runtime/cpu/step_profile.h).
   if (flags.Has("trace")) setenv("KILN_TRACE", flags.Get("trace").c_str(), 1);
@@ -89,10 +88,9 @@ int RunTrain(const Command& cmd, const std::vector<std::string>& args) {
   if (!options.ok()) return UsageError(cmd, options.error().message());
   if (!flags.Has("loss") || !flags.Has("data"))
     return UsageError(cmd, "needs --loss NAME and --data NAME=FILE");
-  Result<double> lr = ParsePositive("lr", flags.Get("lr", "0.001"));
   Result<double> batch = ParsePositive("batch", flags.Get("batch", "32"));
   Result<double> epochs = ParsePositive("epochs", flags.Get("epochs", "1"));
-  for (const Result<double>* r : {&lr, &batch, &epochs})
+  for (const Result<double>* r : {&batch, &epochs})
     if (!r->ok()) return UsageError(cmd, r->error().message());
   if (flags.On("resume") && !flags.Has("checkpoint"))
     return UsageError(cmd, "--resume needs --checkpoint");
@@ -121,26 +119,10 @@ int RunTrain(const Command& cmd, const std::vector<std::string>& args) {
   }
 
   const Graph model = *graph;  // the validation evaluates the model without the optimizer
-  optim::Options optimizer_options;
-  optimizer_options.lr = *lr;
-  optimizer_options.loss_scaling = options->precision.compute == f16;  // fp16 needs it, bf16 not
-  Result<optim::Optimizer> optimizer =
-      optim::ByName(flags.Get("optimizer", "adam"), optimizer_options);
-  if (!optimizer.ok()) return UsageError(cmd, optimizer.error().message());
-  Result<TrainingGraph> training = AddOptimizer(std::move(*graph), flags.Get("loss"), *optimizer);
-  if (!training.ok()) return Fail(cmd, training.error());
-  const std::string loss = training->loss, update = training->update;
-  Session session(std::move(training->graph), *options);
-  std::string checkpoint = flags.Get("checkpoint");
-  if (flags.On("resume")) {
-    if (Status s = session.RestoreCheckpoint(checkpoint); !s.ok()) return Fail(cmd, s.error());
-    std::printf("resumed from %s\n", checkpoint.c_str());
-  }
-
   int64_t batch_size = static_cast<int64_t>(*batch);
   std::vector<std::string> fed;
   for (const auto& [name, t] : *data) fed.push_back(name);
-  Result<int64_t> fixed = FixedBatch(session.graph(), fed);
+  Result<int64_t> fixed = FixedBatch(model, fed);
   if (!fixed.ok()) return Fail(cmd, fixed.error());
   if (*fixed >= 0 && *fixed != batch_size)
     return UsageError(cmd, "the model fixes a batch of " + std::to_string(*fixed) +
@@ -152,6 +134,20 @@ int RunTrain(const Command& cmd, const std::vector<std::string>& args) {
   if (trained == 0)
     return Fail(cmd, MakeError(ErrorCode::kInvalidArgument, "the data has ", examples,
                                " examples, fewer than one batch of ", batch_size));
+  // The schedules' length, unless --total-steps says otherwise: every step of every epoch.
+  const int64_t steps_per_epoch = (trained + batch_size - 1) / batch_size;
+  Result<optim::Optimizer> optimizer =
+      OptimizerFromFlags(flags, "adam", 0.001, steps_per_epoch * static_cast<int64_t>(*epochs));
+  if (!optimizer.ok()) return UsageError(cmd, optimizer.error().message());
+  Result<TrainingGraph> training = AddOptimizer(std::move(*graph), flags.Get("loss"), *optimizer);
+  if (!training.ok()) return Fail(cmd, training.error());
+  const std::string loss = training->loss, update = training->update;
+  Session session(std::move(training->graph), *options);
+  std::string checkpoint = flags.Get("checkpoint");
+  if (flags.On("resume")) {
+    if (Status s = session.RestoreCheckpoint(checkpoint); !s.ok()) return Fail(cmd, s.error());
+    std::printf("resumed from %s\n", checkpoint.c_str());
+  }
   if (trained < examples)
     std::printf("each epoch drops its last %lld examples (a partial batch): %s\n",
                 static_cast<long long>(examples - trained),

@@ -141,6 +141,64 @@ TEST_CASE("optim: schedules are graph values of the global step", "[optim]") {
   CheckClose(cos_values, expected_cos, 1e-5);
 }
 
+TEST_CASE("optim: weight decay adds an L2 term to the gradient (SGD, momentum, Adam)", "[optim]") {
+  Quadratic q;
+  const double wd = 0.3;
+  // SGD: w -= lr * (g + wd * w), as torch.optim.SGD(weight_decay=wd).
+  auto sgd = Train(optim::SGD({.lr = 0.1, .weight_decay = wd}), 3);
+  std::vector<double> w = q.w0;
+  for (int t = 0; t < 3; ++t) {
+    auto grad = q.Grad(w);
+    for (int i = 0; i < 3; ++i) w[i] -= 0.1 * (grad[i] + wd * w[i]);
+  }
+  CheckClose(sgd[2], w, 1e-12);
+  // Adam: the decayed gradient feeds the moments (torch.optim.Adam), unlike AdamW's decay.
+  auto adam = Train(optim::Adam({.lr = 0.01, .weight_decay = wd}), 2);
+  std::vector<double> wa = q.w0, m(3, 0), v(3, 0);
+  for (int t = 1; t <= 2; ++t) {
+    auto grad = q.Grad(wa);
+    for (int i = 0; i < 3; ++i) {
+      const double gi = grad[i] + wd * wa[i];
+      m[i] = 0.9 * m[i] + 0.1 * gi;
+      v[i] = 0.999 * v[i] + 0.001 * gi * gi;
+      const double m_hat = m[i] / (1 - std::pow(0.9, t)), v_hat = v[i] / (1 - std::pow(0.999, t));
+      wa[i] -= 0.01 * m_hat / (std::sqrt(v_hat) + 1e-8);
+    }
+  }
+  CheckClose(adam[1], wa, 1e-9);
+}
+
+TEST_CASE("optim: a schedule by name drives the learning rate", "[optim]") {
+  GraphBuilder g;
+  optim::LinearWarmupCosine(g, 1.0, 2, 6).Named("warm_lr");
+  Value tick = AssignAdd(optim::GlobalStep(g), g.Scalar(1, i64)).Named("tick");
+  Session s(*g.Build());
+  std::vector<double> values;
+  for (int i = 0; i < 7; ++i) {
+    auto out = s.Run({}, {"warm_lr"});
+    REQUIRE(out.ok());
+    values.push_back(out->at(0).GetDouble(0));
+    REQUIRE(s.Run({}, {}, {tick}).ok());
+  }
+  // Steps 0 and 1 warm up (1/2, 2/2), then cosine over the 4 steps left, then its floor.
+  CheckClose(values, {0.5, 1, 1, 0.853553, 0.5, 0.146447, 0}, 1e-5);
+  // SGD with the "step" schedule by name: lr 0.1 for two steps, then 0.05.
+  Quadratic q;
+  optim::Options options{.lr = 0.1};
+  options.schedule = {.kind = "step", .step_size = 2, .gamma = 0.5};
+  auto got = Train(optim::SGD(options), 3);
+  std::vector<double> w = q.w0;
+  for (double lr : {0.1, 0.1, 0.05}) {
+    auto grad = q.Grad(w);
+    for (int i = 0; i < 3; ++i) w[i] -= lr * grad[i];
+  }
+  CheckClose(got[2], w, 1e-6);  // the schedule computes in f32
+  CHECK_THAT(optim::CheckSchedule({.kind = "cosine"}).error().message(),
+             Catch::Contains("the cosine schedule needs the total number of steps"));
+  CHECK_THAT(optim::CheckSchedule({.kind = "cyclic"}).error().message(),
+             Catch::Contains("unknown learning-rate schedule 'cyclic'"));
+}
+
 TEST_CASE("optim: errors are reported by Build", "[optim]") {
   GraphBuilder g;
   Value x = g.Placeholder("x", f32, {3});

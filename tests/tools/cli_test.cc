@@ -350,6 +350,46 @@ TEST_CASE("cli: train lowers the loss, checkpoints, resumes", "[cli][train]") {
              "unknown optimizer 'lbfgs'", 2);
 }
 
+TEST_CASE("cli: train with a learning-rate schedule, clipping and weight decay", "[cli][train]") {
+  const std::string model = RegressionModel(), ckpt = Dir() + "/sched.kckpt";
+  const std::vector<std::string> common = {"train",        model,
+                                           "--loss",       "loss",
+                                           "--data",       "x=" + Dir() + "/rx.npy",
+                                           "--data",       "t=" + Dir() + "/rt.npy",
+                                           "--batch",      "8",
+                                           "--checkpoint", ckpt};
+  std::vector<std::string> args = common;
+  args.insert(args.end(), {"--optimizer", "momentum", "--lr", "0.3", "--epochs", "3",
+                           "--lr-schedule", "linear-warmup-cosine", "--warmup-steps", "4",
+                           "--clip-norm", "5", "--weight-decay", "0.001"});
+  CommandResult r = Kiln(args);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  std::vector<double> losses = EpochLosses(r.out);
+  REQUIRE(losses.size() == 3);
+  CHECK(losses[2] < losses[0]);
+  // 3 epochs of 8 batches: the cosine schedule ends at step 24, the step count the module keeps.
+  auto values = ReadCheckpoint(ckpt);
+  REQUIRE(values.ok());
+  CHECK(values->at("global_step").GetDouble(0) == 24);
+  auto usage = [&](std::vector<std::string> extra, const std::string& text) {
+    std::vector<std::string> a = common;
+    a.insert(a.end(), extra.begin(), extra.end());
+    CheckFails(Kiln(a), text, 2);
+  };
+  usage({"--warmup-steps", "3"}, "--warmup-steps is for --lr-schedule linear-warmup-cosine");
+  usage({"--lr-schedule", "step"}, "the step schedule needs a step size >= 1 (--lr-step-size)");
+  usage({"--lr-schedule", "linear-warmup-cosine", "--warmup-steps", "99"},
+        "needs warmup steps >= 1 and fewer than the total steps");
+  usage({"--lr-schedule", "cyclic"}, "unknown learning-rate schedule 'cyclic'");
+  usage({"--clip-norm", "0"}, "--clip-norm must be a positive number, got '0'");
+  usage({"--weight-decay", "-1"}, "--weight-decay must be a non-negative number");
+  CheckFails(Kiln({"bench", model, "--clip-norm", "1"}), "--clip-norm needs --train", 2);
+  CheckFails(Kiln({"compile", model, "-o", Dir() + "/x.kmod", "--train", "--loss", "loss",
+                   "--lr-schedule", "cosine"}),
+             "the cosine schedule needs the total number of steps", 2);
+}
+
 TEST_CASE("cli: train drops the last partial batch where the model fixes its batch",
           "[cli][train]") {
   // 64 examples in batches of 24: two full batches and 16 left over.
