@@ -53,13 +53,20 @@ Result<double> ParsePositive(const std::string& flag, const std::string& text) {
   return v;
 }
 
-void Progress(int epoch, int64_t done, int64_t total, double loss) {
+// On a terminal, one line per epoch redrawn after every step: the bar, examples done, the last
+// step's loss, examples per second and the time the epoch has left at that rate.
+void Progress(int epoch, int64_t done, int64_t total, double loss, double seconds) {
   if (!isatty(2)) return;
   int width = 30, filled = total ? static_cast<int>(width * done / total) : width;
-  std::fprintf(stderr, "\repoch %d [%.*s%*s] %lld/%lld loss %.4f", epoch, filled,
-               "##############################", width - filled, "", static_cast<long long>(done),
-               static_cast<long long>(total), loss);
-  if (done == total) std::fprintf(stderr, "\r%*s\r", 80, "");
+  const double rate = seconds > 0 ? static_cast<double>(done) / seconds : 0;
+  const int64_t left =
+      rate > 0 ? static_cast<int64_t>(static_cast<double>(total - done) / rate) : 0;
+  std::fprintf(stderr,
+               "\repoch %d [%.*s%*s] %lld/%lld loss %.4f, %.0f examples/s, ETA %lld:%02lld ", epoch,
+               filled, "##############################", width - filled, "",
+               static_cast<long long>(done), static_cast<long long>(total), loss, rate,
+               static_cast<long long>(left / 60), static_cast<long long>(left % 60));
+  if (done == total) std::fprintf(stderr, "\r%*s\r", 100, "");
 }
 
 }  // namespace
@@ -78,6 +85,7 @@ int RunTrain(const Command& cmd, const std::vector<std::string>& args) {
       .Option("accuracy")
       .Option("early-stop")
       .Option("trace")
+      .Switch("quiet")
       .Positional(1, 1);
   DeclareSessionFlags(flags);
   DeclareOptimizerFlags(flags);
@@ -88,6 +96,8 @@ int RunTrain(const Command& cmd, const std::vector<std::string>& args) {
   if (!options.ok()) return UsageError(cmd, options.error().message());
   if (!flags.Has("loss") || !flags.Has("data"))
     return UsageError(cmd, "needs --loss NAME and --data NAME=FILE");
+  // --quiet: no progress, one line at the end (the last epoch's, and where the checkpoint went).
+  const bool quiet = flags.On("quiet");
   Result<double> batch = ParsePositive("batch", flags.Get("batch", "32"));
   Result<double> epochs = ParsePositive("epochs", flags.Get("epochs", "1"));
   for (const Result<double>* r : {&batch, &epochs})
@@ -146,9 +156,9 @@ int RunTrain(const Command& cmd, const std::vector<std::string>& args) {
   std::string checkpoint = flags.Get("checkpoint");
   if (flags.On("resume")) {
     if (Status s = session.RestoreCheckpoint(checkpoint); !s.ok()) return Fail(cmd, s.error());
-    std::printf("resumed from %s\n", checkpoint.c_str());
+    if (!quiet) std::printf("resumed from %s\n", checkpoint.c_str());
   }
-  if (trained < examples)
+  if (trained < examples && !quiet)
     std::printf("each epoch drops its last %lld examples (a partial batch): %s\n",
                 static_cast<long long>(examples - trained),
                 flags.On("drop-last") ? "--drop-last" : "the model fixes a batch of that size");
@@ -180,6 +190,7 @@ int RunTrain(const Command& cmd, const std::vector<std::string>& args) {
   }
   double best_val = INFINITY;
   int64_t epochs_without_better = 0;
+  std::string epoch_line;  // the last epoch's summary
   uint64_t seed = static_cast<uint64_t>(std::strtoull(flags.Get("seed", "1").c_str(), nullptr, 10));
   std::vector<int64_t> order(examples);
   for (int epoch = 1; epoch <= static_cast<int>(*epochs); ++epoch) {
@@ -200,34 +211,53 @@ int RunTrain(const Command& cmd, const std::vector<std::string>& args) {
         return Fail(cmd, MakeError(ErrorCode::kInvalidArgument, "epoch ", epoch,
                                    ": the loss became ", value, "; try a smaller --lr"));
       loss_sum += value * static_cast<double>(end - begin);
-      Progress(epoch, end, trained, value);
+      if (!quiet)
+        Progress(epoch, end, trained, value,
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     }
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::printf("epoch %d: mean loss %.5f, %.0f examples/s", epoch,
-                loss_sum / static_cast<double>(trained), static_cast<double>(trained) / seconds);
+    char text[160];
+    std::snprintf(text, sizeof text, "epoch %d: mean loss %.5f, %.0f examples/s", epoch,
+                  loss_sum / static_cast<double>(trained), static_cast<double>(trained) / seconds);
+    epoch_line = text;
     bool better = true;  // without --val every epoch is kept
     if (validation) {
       Result<ValidationResult> v = validation->Evaluate(session.variables());
       if (!v.ok())
         return Fail(cmd, v.error().WithContext("validation after epoch " + std::to_string(epoch)));
-      std::printf("; val loss %.5f", v->loss);
-      if (v->accuracy) std::printf(", val accuracy %.4f", *v->accuracy);
+      std::snprintf(text, sizeof text, "; val loss %.5f", v->loss);
+      epoch_line += text;
+      if (v->accuracy) {
+        std::snprintf(text, sizeof text, ", val accuracy %.4f", *v->accuracy);
+        epoch_line += text;
+      }
       better = v->loss < best_val;
       if (better) best_val = v->loss;
       epochs_without_better = better ? 0 : epochs_without_better + 1;
     }
-    std::printf("\n");
-    std::fflush(stdout);
+    if (!quiet) {
+      std::printf("%s\n", epoch_line.c_str());
+      std::fflush(stdout);
+    }
     if (!checkpoint.empty() && (better || patience == 0))
       if (Status s = session.SaveCheckpoint(checkpoint); !s.ok()) return Fail(cmd, s.error());
     if (patience > 0 && epochs_without_better >= patience) {
-      std::printf("early stop: %lld epoch%s without a better val loss (best %.5f)\n",
-                  static_cast<long long>(patience), patience == 1 ? "" : "s", best_val);
+      std::snprintf(text, sizeof text,
+                    "early stop: %lld epoch%s without a better val loss (best %.5f)",
+                    static_cast<long long>(patience), patience == 1 ? "" : "s", best_val);
+      if (quiet)
+        epoch_line += std::string("; ") + text;
+      else
+        std::printf("%s\n", text);
       break;
     }
   }
-  if (!checkpoint.empty()) std::printf("wrote %s\n", checkpoint.c_str());
+  if (quiet)
+    std::printf("%s%s%s\n", epoch_line.c_str(), checkpoint.empty() ? "" : "; wrote ",
+                checkpoint.c_str());
+  else if (!checkpoint.empty())
+    std::printf("wrote %s\n", checkpoint.c_str());
   return 0;
 }
 

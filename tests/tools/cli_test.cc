@@ -368,6 +368,15 @@ TEST_CASE("cli: train with a learning-rate schedule, clipping and weight decay",
   std::vector<double> losses = EpochLosses(r.out);
   REQUIRE(losses.size() == 3);
   CHECK(losses[2] < losses[0]);
+  // --quiet: the last epoch's line alone.
+  std::vector<std::string> quiet = common;
+  quiet.insert(quiet.end(), {"--epochs", "2", "--quiet"});
+  CommandResult q = Kiln(quiet);
+  INFO(q.out << q.err);
+  REQUIRE(q.exit_code == 0);
+  CHECK(std::count(q.out.begin(), q.out.end(), '\n') == 1);
+  CHECK_THAT(q.out, Catch::StartsWith("epoch 2: mean loss ") && Catch::Contains("; wrote "));
+  REQUIRE(Kiln(args).exit_code == 0);  // the checkpoint of the 3 epochs again
   // 3 epochs of 8 batches: the cosine schedule ends at step 24, the step count the module keeps.
   auto values = ReadCheckpoint(ckpt);
   REQUIRE(values.ok());
