@@ -12,7 +12,7 @@
 namespace kiln::optim {
 namespace {
 
-constexpr const char* kGlobalStep = "global_step";
+constexpr const char* kGlobalStep = kGlobalStepName;
 
 Value Slot(GraphBuilder& g, const Value& var, const char* slot) {
   return Variable(g, var.node_name() + "/" + slot, var.dtype(), var.shape(), Initializer::Zeros(),

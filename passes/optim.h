@@ -34,7 +34,8 @@
 
 namespace kiln::optim {
 
-// The global step variable (i64 scalar, created on first use).
+// The global step variable (i64 scalar named kGlobalStepName, created on first use).
+inline constexpr const char* kGlobalStepName = "global_step";
 Value GlobalStep(GraphBuilder& g);
 // The current step as f32 (for schedules): the value before this step's increment.
 Value StepAsFloat(GraphBuilder& g);

@@ -3,7 +3,8 @@
 #   1. the C++ API: build the digits CNN, save it, load it back, run it (kiln_example);
 #   2. the CLI on that model: inspect, run, draw;
 #   3. train the digits CNN (training graph + seeded 80/20 split, Adam, checkpoint every epoch,
-#      the held-out 20%'s loss and accuracy after every epoch), freeze it with the checkpoint, and
+#      the held-out 20%'s loss and accuracy after every epoch, TensorBoard logs in out/logs/digits:
+#      scripts/check_tensorboard.sh reads them with TensorBoard), freeze it with the checkpoint, and
 #      evaluate the frozen graph on the held-out 20% (the same accuracy as the last epoch's);
 #   3b. the same training in mixed precision (--precision bf16), evaluated in bf16 (README,
 #      "Mixed precision": within half a point of step 3 is the goal);
@@ -35,7 +36,7 @@ build/models/kiln_digits prepare out data/digits.csv.gz
 $kiln train out/digits_train.kgraph --loss loss --data images=out/train_images.npy \
   --data labels=out/train_labels.npy --optimizer adam --lr 0.003 --batch 32 --epochs 10 \
   --checkpoint out/digits.kckpt --val images=out/test_images.npy --val labels=out/test_labels.npy \
-  --accuracy logits
+  --accuracy logits --logdir out/logs/digits
 $kiln freeze out/digits_train.kgraph --checkpoint out/digits.kckpt --fetch logits -o out/digits_infer.kgraph
 build/models/kiln_digits evaluate out/digits_infer.kgraph out/test_images.npy out/test_labels.npy
 

@@ -18,6 +18,7 @@
 #include "runtime/session.h"
 #include "tools/command.h"
 #include "tools/lib/batch_rows.h"
+#include "tools/lib/event_writer.h"
 #include "tools/lib/session_flags.h"
 #include "tools/lib/training_graph.h"
 #include "tools/lib/validation.h"
@@ -86,6 +87,7 @@ int RunTrain(const Command& cmd, const std::vector<std::string>& args) {
       .Option("early-stop")
       .Option("trace")
       .Switch("quiet")
+      .Option("logdir")
       .Positional(1, 1);
   DeclareSessionFlags(flags);
   DeclareOptimizerFlags(flags);
@@ -188,6 +190,21 @@ int RunTrain(const Command& cmd, const std::vector<std::string>& args) {
     if (!made.ok()) return Fail(cmd, made.error());
     validation = std::move(*made);
   }
+  // TensorBoard: the model's graph, then scalars (tools/lib/event_writer.h).
+  std::unique_ptr<EventWriter> events;
+  if (flags.Has("logdir")) {
+    Result<std::unique_ptr<EventWriter>> opened = EventWriter::Open(flags.Get("logdir"));
+    if (!opened.ok()) return Fail(cmd, opened.error());
+    events = std::move(*opened);
+    if (Status s = events->Graph(model); !s.ok()) return Fail(cmd, s.error());
+  }
+  auto log = [&](const char* tag, int64_t step, double value) -> Status {
+    return events ? events->Scalar(tag, step, value) : OkStatus();
+  };
+  // The training steps taken so far (a resumed run goes on from its checkpoint's count).
+  int64_t global_step = 0;
+  if (const Tensor* t = session.variables().Find(optim::kGlobalStepName))
+    global_step = static_cast<int64_t>(t->GetDouble(0));
   double best_val = INFINITY;
   int64_t epochs_without_better = 0;
   std::string epoch_line;  // the last epoch's summary
@@ -211,6 +228,8 @@ int RunTrain(const Command& cmd, const std::vector<std::string>& args) {
         return Fail(cmd, MakeError(ErrorCode::kInvalidArgument, "epoch ", epoch,
                                    ": the loss became ", value, "; try a smaller --lr"));
       loss_sum += value * static_cast<double>(end - begin);
+      if (Status s = log("train/step_loss", ++global_step, value); !s.ok())
+        return Fail(cmd, s.error());
       if (!quiet)
         Progress(epoch, end, trained, value,
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
@@ -221,6 +240,9 @@ int RunTrain(const Command& cmd, const std::vector<std::string>& args) {
     std::snprintf(text, sizeof text, "epoch %d: mean loss %.5f, %.0f examples/s", epoch,
                   loss_sum / static_cast<double>(trained), static_cast<double>(trained) / seconds);
     epoch_line = text;
+    for (Status s : {log("train/loss", epoch, loss_sum / static_cast<double>(trained)),
+                     log("examples_per_sec", epoch, static_cast<double>(trained) / seconds)})
+      if (!s.ok()) return Fail(cmd, s.error());
     bool better = true;  // without --val every epoch is kept
     if (validation) {
       Result<ValidationResult> v = validation->Evaluate(session.variables());
@@ -232,6 +254,10 @@ int RunTrain(const Command& cmd, const std::vector<std::string>& args) {
         std::snprintf(text, sizeof text, ", val accuracy %.4f", *v->accuracy);
         epoch_line += text;
       }
+      if (Status s = log("val/loss", epoch, v->loss); !s.ok()) return Fail(cmd, s.error());
+      if (v->accuracy)
+        if (Status s = log("val/accuracy", epoch, *v->accuracy); !s.ok())
+          return Fail(cmd, s.error());
       better = v->loss < best_val;
       if (better) best_val = v->loss;
       epochs_without_better = better ? 0 : epochs_without_better + 1;

@@ -18,10 +18,12 @@
 #include "ir/ops/reduce.h"
 #include "ir/ops/state.h"
 #include "ir/serialize.h"
+#include "proto/tensorboard.pb.h"
 #include "runtime/checkpoint.h"
 #include "tests/testing/differential.h"
 #include "tests/testing/run_command.h"
 #include "tests/testing/temp_path.h"
+#include "tools/lib/event_writer.h"
 
 using namespace kiln;
 
@@ -359,15 +361,55 @@ TEST_CASE("cli: train with a learning-rate schedule, clipping and weight decay",
                                            "--batch",      "8",
                                            "--checkpoint", ckpt};
   std::vector<std::string> args = common;
+  const std::string logdir = Dir() + "/logs";
   args.insert(args.end(), {"--optimizer", "momentum", "--lr", "0.3", "--epochs", "3",
                            "--lr-schedule", "linear-warmup-cosine", "--warmup-steps", "4",
-                           "--clip-norm", "5", "--weight-decay", "0.001"});
+                           "--clip-norm", "5", "--weight-decay", "0.001", "--logdir", logdir});
   CommandResult r = Kiln(args);
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
   std::vector<double> losses = EpochLosses(r.out);
   REQUIRE(losses.size() == 3);
   CHECK(losses[2] < losses[0]);
+  // The TensorBoard event file: records framed and checksummed as TFRecord, the file version
+  // first, the graph, a train/step_loss per step and a train/loss per epoch (the printed means).
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::directory_iterator(logdir)) files.push_back(entry);
+  REQUIRE(files.size() == 1);
+  CHECK(files[0].filename().string().rfind("events.out.tfevents.", 0) == 0);
+  const std::string bytes = ReadAll(files[0].string());
+  std::vector<tensorflow::Event> events;
+  for (size_t at = 0; at < bytes.size();) {
+    REQUIRE(at + 12 <= bytes.size());
+    uint64_t length = 0;
+    for (int i = 0; i < 8; ++i)
+      length |= uint64_t{static_cast<unsigned char>(bytes[at + i])} << (8 * i);
+    auto u32 = [&](size_t p) {
+      uint32_t v = 0;
+      for (int i = 0; i < 4; ++i)
+        v |= uint32_t{static_cast<unsigned char>(bytes[p + i])} << (8 * i);
+      return v;
+    };
+    CHECK(u32(at + 8) == cli::MaskedCrc32c(bytes.data() + at, 8));
+    REQUIRE(at + 12 + length + 4 <= bytes.size());
+    CHECK(u32(at + 12 + length) == cli::MaskedCrc32c(bytes.data() + at + 12, length));
+    REQUIRE(events.emplace_back().ParseFromString(bytes.substr(at + 12, length)));
+    at += 12 + length + 4;
+  }
+  REQUIRE(events.size() > 2);
+  CHECK(events[0].file_version() == "brain.Event:2");
+  CHECK(events[1].has_graph_def());
+  std::map<std::string, std::vector<std::pair<int64_t, float>>> scalars;
+  for (const tensorflow::Event& e : events)
+    for (const auto& v : e.summary().value())
+      scalars[v.tag()].emplace_back(e.step(), v.simple_value());
+  CHECK(scalars["train/step_loss"].size() == 24);
+  REQUIRE(scalars["train/loss"].size() == 3);
+  for (int epoch = 0; epoch < 3; ++epoch) {
+    CHECK(scalars["train/loss"][epoch].first == epoch + 1);
+    CHECK(scalars["train/loss"][epoch].second == Approx(losses[epoch]).epsilon(1e-4));
+  }
+  CHECK(scalars["examples_per_sec"].size() == 3);
   // --quiet: the last epoch's line alone.
   std::vector<std::string> quiet = common;
   quiet.insert(quiet.end(), {"--epochs", "2", "--quiet"});
