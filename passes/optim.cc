@@ -200,6 +200,7 @@ Value Optimizer::Minimize(At loss_at, std::vector<Value> var_list) {
   }
   Value lr = options_.lr_schedule.valid() ? options_.lr_schedule
                                           : ScheduleValue(g, options_.lr, options_.schedule);
+  learning_rate_ = Identity(Cast(lr, f32)).Named(g.UniqueName("learning_rate"));
   std::vector<Value> updates = {step};
   for (size_t i = 0; i < var_list.size(); ++i) {
     const Value& w = var_list[i];

@@ -88,10 +88,14 @@ class Optimizer {
   // The train target. var_list empty: every trainable float variable the loss depends on.
   // Errors (a non-scalar loss, no variables, a missing gradient) are recorded on the builder.
   Value Minimize(At loss, std::vector<Value> var_list = {});
+  // The last Minimize's learning rate, a scalar f32 node named "learning_rate" (made unique) that
+  // nothing reads: fetch it to see the schedule's value for the next step.
+  const Value& learning_rate() const { return learning_rate_; }
 
  private:
   Kind kind_;
   Options options_;
+  Value learning_rate_;
 };
 
 inline Optimizer SGD(Options o = {}) { return Optimizer(Optimizer::Kind::kSGD, o); }

@@ -153,7 +153,8 @@ int RunTrain(const Command& cmd, const std::vector<std::string>& args) {
   if (!optimizer.ok()) return UsageError(cmd, optimizer.error().message());
   Result<TrainingGraph> training = AddOptimizer(std::move(*graph), flags.Get("loss"), *optimizer);
   if (!training.ok()) return Fail(cmd, training.error());
-  const std::string loss = training->loss, update = training->update;
+  const std::string loss = training->loss, update = training->update,
+                    learning_rate = training->learning_rate;
   Session session(std::move(training->graph), *options);
   std::string checkpoint = flags.Get("checkpoint");
   if (flags.On("resume")) {
@@ -214,6 +215,11 @@ int RunTrain(const Command& cmd, const std::vector<std::string>& args) {
     std::iota(order.begin(), order.end(), 0);
     for (int64_t i = examples - 1; i > 0; --i)  // Fisher-Yates with kiln's counter-based RNG
       std::swap(order[i], order[RandomBits(seed, epoch, i) % static_cast<uint64_t>(i + 1)]);
+    if (events) {  // the rate this epoch starts with (the schedule moves it every step)
+      Result<std::vector<Tensor>> lr = session.Run({}, {learning_rate});
+      if (!lr.ok()) return Fail(cmd, lr.error().WithContext("the learning rate"));
+      if (Status s = log("lr", epoch, (*lr)[0].GetDouble(0)); !s.ok()) return Fail(cmd, s.error());
+    }
     auto start = std::chrono::steady_clock::now();
     double loss_sum = 0;
     for (int64_t begin = 0; begin < trained; begin += batch_size) {

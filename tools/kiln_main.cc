@@ -150,7 +150,7 @@ const std::vector<Command>& Commands() {
        "line per epoch shows the examples done, the loss, examples per second and the time left;\n"
        "--quiet prints only one line at the end (the last epoch's, and the checkpoint written).\n"
        "--logdir DIR writes TensorBoard event files: the model's graph, train/step_loss per step,\n"
-       "train/loss, examples_per_sec, val/loss and val/accuracy per epoch (`tensorboard\n"
+       "train/loss, lr, examples_per_sec, val/loss and val/accuracy per epoch (`tensorboard\n"
        "--logdir DIR` shows them).\n"
        "--clip-norm X scales all gradients to a global norm of at most X; --weight-decay X adds\n"
        "X * w to each gradient (sgd, momentum, adam; adamw decays the weights decoupled), as\n"

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -410,6 +411,14 @@ TEST_CASE("cli: train with a learning-rate schedule, clipping and weight decay",
     CHECK(scalars["train/loss"][epoch].second == Approx(losses[epoch]).epsilon(1e-4));
   }
   CHECK(scalars["examples_per_sec"].size() == 3);
+  // The rate each epoch starts with: 0.3 / 4 warming up at step 0, then the cosine over steps
+  // 4..24 at steps 8 and 16.
+  REQUIRE(scalars["lr"].size() == 3);
+  const double pi = 3.141592653589793;
+  const double expected_lr[] = {0.075, 0.15 * (1 + std::cos(pi * 0.2)),
+                                0.15 * (1 + std::cos(pi * 0.6))};
+  for (int epoch = 0; epoch < 3; ++epoch)
+    CHECK(scalars["lr"][epoch].second == Approx(expected_lr[epoch]).epsilon(1e-5));
   // --quiet: the last epoch's line alone.
   std::vector<std::string> quiet = common;
   quiet.insert(quiet.end(), {"--epochs", "2", "--quiet"});

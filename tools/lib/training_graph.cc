@@ -90,6 +90,7 @@ Result<TrainingGraph> AddOptimizer(Graph graph, const std::string& loss,
   TrainingGraph out;
   out.loss = loss_value->name();
   out.update = update.node_name();
+  out.learning_rate = optimizer.learning_rate().name();
   KILN_ASSIGN_OR_RETURN(out.graph, g->Build());
   return out;
 }

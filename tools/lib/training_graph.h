@@ -16,8 +16,9 @@ namespace kiln {
 
 struct TrainingGraph {
   Graph graph;
-  std::string loss;    // the loss tensor, "node:port"
-  std::string update;  // the update's node name (a target)
+  std::string loss;           // the loss tensor, "node:port"
+  std::string update;         // the update's node name (a target)
+  std::string learning_rate;  // the learning rate the next step uses (a scalar f32 to fetch)
 };
 
 // The optimizer's flags, shared by kiln train and by kiln bench, compile and inspect with --train:
