@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "ir/builder.h"
+#include "ir/precision.h"
 
 namespace kiln {
 namespace {
@@ -65,7 +66,8 @@ Result<optim::Optimizer> OptimizerFromFlags(const cli::Flags& flags, const std::
                                             ? ""
                                             : " (--total-steps, --warmup-steps)"));
   // fp16 training scales the loss (bf16 has float32's range and needs no scaling).
-  options.loss_scaling = flags.Get("precision") == "fp16" || flags.Get("precision") == "f16";
+  Result<DType> precision = ParsePrecision(flags.Get("precision", "fp32"));
+  options.loss_scaling = precision.ok() && *precision == f16;
   return optim::ByName(flags.Get("optimizer", optimizer), options);
 }
 
