@@ -6,6 +6,8 @@
 // With --val the model as it evaluates (tools/lib/validation.h) runs a held-out set after every
 // epoch: its loss, with --accuracy LOGITS[=LABELS] its top-1 accuracy; --early-stop N stops after
 // N epochs without a better val loss, and --checkpoint then holds the best epoch's variables.
+// The optimizer's flags (schedules, clipping, weight decay) are tools/lib/training_graph.h's;
+// --logdir writes TensorBoard event files (tools/lib/event_writer.h); --quiet prints one line.
 #include <unistd.h>
 
 #include <chrono>
