@@ -8,6 +8,7 @@
 // N epochs without a better val loss, and --checkpoint then holds the best epoch's variables.
 // The optimizer's flags (schedules, clipping, weight decay) are tools/lib/training_graph.h's;
 // --logdir writes TensorBoard event files (tools/lib/event_writer.h); --quiet prints one line.
+// Batches are sliced ahead on threads of their own (tools/lib/batch_pipeline.h, --prefetch).
 #include <unistd.h>
 
 #include <chrono>
@@ -19,7 +20,7 @@
 #include "passes/optim.h"
 #include "runtime/session.h"
 #include "tools/command.h"
-#include "tools/lib/batch_rows.h"
+#include "tools/lib/batch_pipeline.h"
 #include "tools/lib/event_writer.h"
 #include "tools/lib/session_flags.h"
 #include "tools/lib/training_graph.h"
@@ -90,6 +91,7 @@ int RunTrain(const Command& cmd, const std::vector<std::string>& args) {
       .Option("trace")
       .Switch("quiet")
       .Option("logdir")
+      .Option("prefetch")
       .Positional(1, 1);
   DeclareSessionFlags(flags);
   DeclareOptimizerFlags(flags);
@@ -102,6 +104,12 @@ int RunTrain(const Command& cmd, const std::vector<std::string>& args) {
     return UsageError(cmd, "needs --loss NAME and --data NAME=FILE");
   // --quiet: no progress, one line at the end (the last epoch's, and where the checkpoint went).
   const bool quiet = flags.On("quiet");
+  // Batches sliced ahead on threads of their own while the steps run (0, the default: none; a
+  // slicing thread competes with the step's own threads for the cores, so it pays only where
+  // making a batch costs about as much as a step).
+  Result<int64_t> prefetch_count = ParseCount("prefetch", flags.Get("prefetch", "0"), 0);
+  if (!prefetch_count.ok()) return UsageError(cmd, prefetch_count.error().message());
+  const int prefetch = static_cast<int>(std::min<int64_t>(*prefetch_count, 64));
   Result<double> batch = ParsePositive("batch", flags.Get("batch", "32"));
   Result<double> epochs = ParsePositive("epochs", flags.Get("epochs", "1"));
   for (const Result<double>* r : {&batch, &epochs})
@@ -224,18 +232,17 @@ int RunTrain(const Command& cmd, const std::vector<std::string>& args) {
     }
     auto start = std::chrono::steady_clock::now();
     double loss_sum = 0;
-    for (int64_t begin = 0; begin < trained; begin += batch_size) {
-      int64_t end = std::min(trained, begin + batch_size);
-      FeedList feeds;
-      for (const auto& [name, t] : *data)
-        feeds.emplace_back(name, BatchRows(t, &order, begin, end));
-      Result<std::vector<Tensor>> out = session.Run(feeds, {loss}, {update});
+    BatchPipeline batches(*data, order, trained, batch_size, prefetch);
+    int64_t end = 0;  // the examples done
+    while (std::optional<Batch> next = batches.Next()) {
+      end += next->rows;
+      Result<std::vector<Tensor>> out = session.Run(next->feeds, {loss}, {update});
       if (!out.ok()) return Fail(cmd, out.error().WithContext("epoch " + std::to_string(epoch)));
       double value = (*out)[0].GetDouble(0);
       if (!std::isfinite(value))
         return Fail(cmd, MakeError(ErrorCode::kInvalidArgument, "epoch ", epoch,
                                    ": the loss became ", value, "; try a smaller --lr"));
-      loss_sum += value * static_cast<double>(end - begin);
+      loss_sum += value * static_cast<double>(next->rows);
       if (Status s = log("train/step_loss", ++global_step, value); !s.ok())
         return Fail(cmd, s.error());
       if (!quiet)
