@@ -33,6 +33,7 @@ $kiln dot out/digits_cnn.kgraph -o out/digits_cnn.svg
 
 step "3. train, checkpoint, freeze, evaluate"
 build/models/kiln_digits prepare out data/digits.csv.gz
+rm -rf out/logs/digits  # this run's TensorBoard events alone
 $kiln train out/digits_train.kgraph --loss loss --data images=out/train_images.npy \
   --data labels=out/train_labels.npy --optimizer adam --lr 0.003 --batch 32 --epochs 10 \
   --checkpoint out/digits.kckpt --val images=out/test_images.npy --val labels=out/test_labels.npy \
