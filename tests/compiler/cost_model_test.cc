@@ -141,10 +141,10 @@ TEST_CASE("cost model: a small convolution costs its floor, a large one its roof
       Value w = g.Placeholder("w", c.dtype, w_shape);
       g.Output("y", Conv2D(x, w));
       Graph graph = *g.Build();
-      const PlanCost cost = Cost(graph,
-                                 {{"x", *Tensor::Create(c.dtype, x_shape)},
-                                  {"w", *Tensor::Create(c.dtype, w_shape)}},
-                                 "y", "h100");
+      const PlanCost cost =
+          Cost(graph,
+               {{"x", *Tensor::Create(c.dtype, x_shape)}, {"w", *Tensor::Create(c.dtype, w_shape)}},
+               "y", "h100");
       const StepCost& conv = OnlyDeviceStep(cost);
       if (batch == 1) {
         CHECK(conv.bound == "conv latency");
