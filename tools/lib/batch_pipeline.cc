@@ -26,19 +26,23 @@ Batch BatchPipeline::Make(int64_t begin) const {
   return b;
 }
 
-void BatchPipeline::Launch() {
-  if (next_begin_ >= examples_) return;
+std::optional<int64_t> BatchPipeline::TakeBegin() {
+  if (next_begin_ >= examples_) return std::nullopt;
   const int64_t begin = next_begin_;
   next_begin_ += batch_;
-  making_.push_back(std::async(std::launch::async, [this, begin] { return Make(begin); }));
+  return begin;
+}
+
+void BatchPipeline::Launch() {
+  if (std::optional<int64_t> begin = TakeBegin())
+    making_.push_back(std::async(std::launch::async, [this, b = *begin] { return Make(b); }));
 }
 
 std::optional<Batch> BatchPipeline::Next() {
   if (ahead_ == 0) {
-    if (next_begin_ >= examples_) return std::nullopt;
-    const int64_t begin = next_begin_;
-    next_begin_ += batch_;
-    return Make(begin);
+    std::optional<int64_t> begin = TakeBegin();
+    if (!begin) return std::nullopt;
+    return Make(*begin);
   }
   if (making_.empty()) return std::nullopt;
   Batch b = making_.front().get();

@@ -38,7 +38,8 @@ class BatchPipeline {
 
  private:
   Batch Make(int64_t begin) const;
-  void Launch();  // starts the next batch not yet started, if any
+  std::optional<int64_t> TakeBegin();  // the next batch's first row, nullopt past the last
+  void Launch();                       // starts the next batch not yet started, if any
 
   const std::vector<std::pair<std::string, Tensor>>& arrays_;
   const std::vector<int64_t>& order_;
