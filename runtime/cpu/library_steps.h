@@ -17,6 +17,10 @@ bool HasNativeBf16Matmul();
 Result<std::unique_ptr<StepRunner>> MakeConvStep(const Step& step, const Executable& exe);
 // The layout its primitive computes each operand in (runtime/cpu/layouts.h, PreferredLayouts).
 Result<std::vector<std::string>> PreferredConvLayouts(const Step& step, const Executable& exe);
+// Whether MakeConvStep runs this f32 conv2d as Winograd F(2x2, 3x3) instead of directly: 3 x 3
+// windows, stride 1, no dilation or groups, at least 32 input and output channels, and weights the
+// plan does not change (a constant, or a variable no step assigns); KILN_WINOGRAD=0 never does.
+bool ConvRunsWinograd(const Step& step, const Executable& exe);
 // max_pool2d, avg_pool2d, max_pool2d_grad, avg_pool2d_grad (onednn_pool_step.cc); bf16 ones are
 // kUnimplemented where oneDNN has no bf16 pooling for this CPU.
 Result<std::unique_ptr<StepRunner>> MakePoolStep(const Step& step, const Executable& exe);
