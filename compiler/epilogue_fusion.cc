@@ -14,8 +14,8 @@ std::string Quote(const Node& node) { return node.op + " '" + node.name + "'"; }
 
 class EpiloguePlanner {
  public:
-  EpiloguePlanner(const RunPlan& plan, const StaticInfo& info, bool fuse_clip)
-      : plan_(plan), info_(info), fuse_clip_(fuse_clip) {
+  EpiloguePlanner(const RunPlan& plan, const StaticInfo& info, bool cpu_steps)
+      : plan_(plan), info_(info), cpu_steps_(cpu_steps) {
     for (const Node* node : plan.nodes) {
       for (const TensorRef& in : node->inputs) readers_[in].push_back(node);
       for (const std::string& c : node->control_inputs) controlled_.insert(c);
@@ -25,7 +25,7 @@ class EpiloguePlanner {
 
   EpiloguePlan Run() {
     for (const Node* node : plan_.nodes) {
-      if (!HasEpilogue(*node)) continue;
+      if (!HasEpilogue(*node) || out_.absorbed.count(node->name)) continue;
       Epilogue e;
       e.producer = node;
       e.output = TensorRef{node->name, 0};
@@ -166,8 +166,57 @@ class EpiloguePlanner {
   static bool HasGelu(const Epilogue& e) {
     return std::find(e.post_ops.begin(), e.post_ops.end(), PostOp::kGeluTanh) != e.post_ops.end();
   }
-  static bool HasClip(const Epilogue& e) {
-    return std::find(e.post_ops.begin(), e.post_ops.end(), PostOp::kClip) != e.post_ops.end();
+  // Whether the post-ops since the depthwise convolution (or all, without one) have a Clip.
+  static bool HasClipInStage(const Epilogue& e) {
+    for (auto op = e.post_ops.rbegin(); op != e.post_ops.rend() && *op != PostOp::kDepthwise; ++op)
+      if (*op == PostOp::kClip) return true;
+    return false;
+  }
+  static bool HasDepthwise(const Epilogue& e) {
+    return std::find(e.post_ops.begin(), e.post_ops.end(), PostOp::kDepthwise) != e.post_ops.end();
+  }
+
+  // A Conv2D reading the 1 x 1 convolution's output as a depthwise 3 x 3 one oneDNN fuses (see
+  // the header): false, with the reason, when it cannot be absorbed.
+  bool TakeDepthwise(Epilogue& e, const Node& dw, std::string* why) const {
+    auto conv_attrs = [](const Node& n) {
+      return OpRegistry::Global().Find(n.op)->WithDefaults(n.attrs);
+    };
+    const AttrMap p = conv_attrs(*e.producer), d = conv_attrs(dw);
+    const Shape& pw = info_.types.at(e.producer->inputs[1]).shape;
+    const Shape& dww = info_.types.at(dw.inputs[1]).shape;
+    const int64_t channels = Channels(e);
+    auto ints = [](const AttrMap& a, const char* name) {
+      Result<std::vector<int64_t>> v = a.GetInts(name);
+      return v.ok() ? *v : std::vector<int64_t>{};
+    };
+    auto groups = [](const AttrMap& a) {
+      Result<int64_t> g = a.GetInt("groups");
+      return g.ok() ? *g : int64_t{0};
+    };
+    const std::vector<int64_t> stride = ints(d, "strides");
+    if (!cpu_steps_ || info_.types.at(e.output).dtype != f32 || e.residual || e.folded_weights ||
+        HasDepthwise(e)) {
+      *why = Quote(dw) + " is a convolution (fused only after an f32 1 x 1 one, in cpu plans)";
+    } else if (pw.rank() != 4 || pw[2] != 1 || pw[3] != 1 ||
+               ints(p, "strides") != std::vector<int64_t>{1, 1} ||
+               ints(p, "pads") != std::vector<int64_t>{0, 0, 0, 0} ||
+               ints(p, "dilations") != std::vector<int64_t>{1, 1} || groups(p) != 1) {
+      *why = Quote(dw) + " follows a convolution that is not 1 x 1 with stride 1 and no padding";
+    } else if (!(dw.inputs[0] == e.output) || groups(d) != channels || dww.rank() != 4 ||
+               dww[0] != channels || dww[1] != 1 || dww[2] != 3 || dww[3] != 3 ||
+               (stride != std::vector<int64_t>{1, 1} && stride != std::vector<int64_t>{2, 2}) ||
+               ints(d, "pads") != std::vector<int64_t>{1, 1, 1, 1} ||
+               ints(d, "dilations") != std::vector<int64_t>{1, 1} ||
+               !IsFloat(TensorRef{dw.name, 0}, f32)) {
+      *why = Quote(dw) + " is not a depthwise 3 x 3 convolution with stride 1 or 2 and padding 1";
+    } else {
+      e.depthwise = &dw;
+      e.depthwise_stride = stride[0];
+      e.post_ops.push_back(PostOp::kDepthwise);
+      return true;
+    }
+    return false;
   }
   static bool IsTanhGelu(const Node& gelu) {
     const OpDef* def = OpRegistry::Global().Find("Gelu");
@@ -190,6 +239,19 @@ class EpiloguePlanner {
       bool taken = false;
       if (next->op == "BiasAdd" && bias_stage) {
         taken = TakeBiasAdd(e, *next, &why);
+      } else if (next->op == "BiasAdd" && e.depthwise && !e.depthwise_bias &&
+                 e.post_ops.back() == PostOp::kDepthwise) {
+        Result<int64_t> axis =
+            OpRegistry::Global().Find(next->op)->WithDefaults(next->attrs).GetInt("axis");
+        if (axis.ok() && (*axis == 1 || *axis == -3) && IsFloat(next->inputs[1], f32) &&
+            next->inputs[0] == e.output) {
+          e.depthwise_bias = next->inputs[1];
+          taken = true;
+        } else {
+          why = Quote(*next) + " is not along the channels";
+        }
+      } else if (next->op == "Conv2D" && conv) {
+        taken = TakeDepthwise(e, *next, &why);
       } else if (next->op == "BatchNorm" && bias_stage && conv) {
         taken = TakeBatchNorm(e, *next, &why);
       } else if (next->op == "Add" && e.post_ops.empty() && next->inputs.size() == 2 && conv) {
@@ -205,11 +267,11 @@ class EpiloguePlanner {
       } else if (next->op == "Relu" && IsFloat(TensorRef{next->name, 0}, dtype) && !HasGelu(e)) {
         e.post_ops.push_back(PostOp::kRelu);
         taken = true;
-      } else if (next->op == "Clip" && conv && fuse_clip_ &&
-                 IsFloat(TensorRef{next->name, 0}, dtype) && !HasClip(e) &&
+      } else if (next->op == "Clip" && conv && cpu_steps_ &&
+                 IsFloat(TensorRef{next->name, 0}, dtype) && !HasClipInStage(e) &&
                  next->attrs.GetFloat("min").ok() && next->attrs.GetFloat("max").ok()) {
-        e.clip_min = *next->attrs.GetFloat("min");
-        e.clip_max = *next->attrs.GetFloat("max");
+        e.clip_bounds.push_back(*next->attrs.GetFloat("min"));
+        e.clip_bounds.push_back(*next->attrs.GetFloat("max"));
         e.post_ops.push_back(PostOp::kClip);
         taken = true;
       } else if (next->op == "Gelu" && !conv && e.post_ops.empty() && IsTanhGelu(*next)) {
@@ -217,11 +279,11 @@ class EpiloguePlanner {
         taken = true;
       } else {
         why = e.output.ToString() + " is read by " + Quote(*next) +
-              (conv ? ", not a bias, folded BatchNorm, residual Add, Relu or Clip"
+              (conv ? ", not a bias, folded BatchNorm, residual Add, Relu, Clip or depthwise Conv2D"
                     : ", not a bias, Relu or a Gelu(approximate=tanh) before any other activation");
       }
       if (!taken) return why;
-      bias_stage &= next->op == "BiasAdd" || next->op == "BatchNorm";
+      bias_stage &= (next->op == "BiasAdd" || next->op == "BatchNorm") && !e.depthwise;
       e.absorbed.push_back(next);
       e.output = TensorRef{next->name, 0};
     }
@@ -232,14 +294,14 @@ class EpiloguePlanner {
   std::map<TensorRef, std::vector<const Node*>> readers_;
   std::set<std::string> controlled_;
   std::set<TensorRef> fetched_;
-  bool fuse_clip_;
+  bool cpu_steps_;
   EpiloguePlan out_;
 };
 
 }  // namespace
 
-EpiloguePlan PlanEpilogues(const RunPlan& plan, const StaticInfo& info, bool fuse_clip) {
-  return EpiloguePlanner(plan, info, fuse_clip).Run();
+EpiloguePlan PlanEpilogues(const RunPlan& plan, const StaticInfo& info, bool cpu_steps) {
+  return EpiloguePlanner(plan, info, cpu_steps).Run();
 }
 
 }  // namespace kiln::compiler

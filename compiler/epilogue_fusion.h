@@ -4,7 +4,9 @@
 // steps and memory round trips:
 //
 //   Conv2D -> [BiasAdd axis 1]* -> [BatchNorm, inference, folded]* -> [Add residual] -> [Relu]*
-//             -> [Clip]                                   (Clip: cpu plans only, `fuse_clip`)
+//             -> [Clip]                                   (Clip: cpu plans only, `cpu_steps`)
+//   Conv2D 1x1 -> [bias] -> [Relu]* -> [Clip] -> depthwise Conv2D 3x3 -> [BiasAdd] -> [Relu]*
+//             -> [Clip]                                   (cpu plans only: MobileNet's blocks)
 //   MatMul -> [BiasAdd, last axis]* -> [Relu]* | Gelu(tanh)   (any float, both operands of rank
 //                                                              2: one gemm)
 //
@@ -28,8 +30,15 @@
 //   - Relu becomes an eltwise post-op; for a MatMul, so does one Gelu(approximate = "tanh") as
 //     the only activation.
 //   - One float Clip (MobileNet's ReLU6) after a convolution becomes oneDNN's clip post-op, its
-//     bounds in the step's attribute "clip" ([min, max]), when the plan's consumer computes it
-//     (`fuse_clip`: the cpu backend; the CUDA backend's convolutions take no clip).
+//     bounds in the step's attribute "clip" ([min, max] per Clip), when the plan's consumer
+//     computes it (`cpu_steps`: the cpu backend; the CUDA backend's convolutions take no clip).
+//   - In cpu plans, an f32 1 x 1 convolution (stride 1, no padding, no groups, no residual) whose
+//     output, after its bias and activation, is the input of a depthwise 3 x 3 convolution
+//     (groups = channels, stride 1 or 2, padding 1) takes that convolution as its post-op
+//     kDepthwise (oneDNN's fused 1x1 + depthwise kernel: the wide intermediate tensor of
+//     MobileNet's inverted residual blocks never goes to memory), and then its BiasAdd, Relus and
+//     one Clip. The step's inputs gain the depthwise weights [C, 1, 3, 3] and its bias (attributes
+//     "depthwise_stride" and "depthwise_bias"), before the residual, which stays last.
 // A node is absorbed only when the value it reads has that node as its one reader, is not
 // fetched, and is no node's control input; so a value that a gradient op reads (Relu's gradient
 // reads its input) is never hidden, and training graphs keep their pre-activations.
@@ -52,7 +61,7 @@
 namespace kiln::compiler {
 
 // Post-ops of a "conv2d" or "gemm" step, in order (attribute "post_ops").
-enum class PostOp : int64_t { kSum = 1, kRelu = 2, kGeluTanh = 3, kClip = 4 };
+enum class PostOp : int64_t { kSum = 1, kRelu = 2, kGeluTanh = 3, kClip = 4, kDepthwise = 5 };
 
 struct Epilogue {
   const Node* producer = nullptr;        // the Conv2D or MatMul
@@ -63,7 +72,10 @@ struct Epilogue {
   std::optional<Tensor> folded_weights;  // replaces the weights when a BatchNorm was folded
   std::optional<TensorRef> residual;     // the sum post-op's operand
   std::vector<PostOp> post_ops;
-  double clip_min = 0, clip_max = 0;  // kClip's bounds
+  std::vector<double> clip_bounds;  // [min, max] of each kClip, in order
+  const Node* depthwise = nullptr;  // kDepthwise's Conv2D
+  std::optional<TensorRef> depthwise_bias;
+  int64_t depthwise_stride = 1;
 };
 
 struct EpiloguePlan {
@@ -72,6 +84,8 @@ struct EpiloguePlan {
   std::vector<std::string> decisions;
 };
 
-EpiloguePlan PlanEpilogues(const RunPlan& plan, const StaticInfo& info, bool fuse_clip = false);
+// `cpu_steps`: the plan is for the cpu backend, whose convolutions take clip and depthwise
+// post-ops.
+EpiloguePlan PlanEpilogues(const RunPlan& plan, const StaticInfo& info, bool cpu_steps = false);
 
 }  // namespace kiln::compiler

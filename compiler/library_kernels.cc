@@ -61,6 +61,7 @@ Result<Spec> Conv2D(const Step& step, const Executable& exe, const std::string& 
   if (step.inputs.size() < 2 || step.outputs.size() != 1 || !Covered(step, exe, {f32, bf16, f16}))
     return Spec();
   KILN_ASSIGN_OR_RETURN(cpu::ConvStep conv, cpu::ReadConvStep(step, exe));
+  if (conv.clip || conv.depthwise_weights >= 0) return Spec();  // a cpu plan's post-ops
   return Made(name, ShapeOf(exe, step.outputs[0]).NumElements(),
               EmitConv2DKernel(name, ConvKernelParams(conv)));
 }

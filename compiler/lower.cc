@@ -281,14 +281,17 @@ class Lowering {
   }
 
   // A Conv2D or MatMul with its epilogue (compiler/epilogue_fusion.h): inputs x, w, [bias],
-  // [residual]; the output of the chain's last node.
+  // [depthwise weights, [depthwise bias]], [residual]; the output of the chain's last node.
   Status LowerEpilogue(const Epilogue& e, Step& step) {
     step.attrs.Set("bias", static_cast<int64_t>(e.bias || e.folded_bias));
     std::vector<int64_t> post_ops;
     for (PostOp op : e.post_ops) post_ops.push_back(static_cast<int64_t>(op));
     step.attrs.Set("post_ops", post_ops);
-    if (std::find(e.post_ops.begin(), e.post_ops.end(), PostOp::kClip) != e.post_ops.end())
-      step.attrs.Set("clip", std::vector<double>{e.clip_min, e.clip_max});
+    if (!e.clip_bounds.empty()) step.attrs.Set("clip", e.clip_bounds);
+    if (e.depthwise) {
+      step.attrs.Set("depthwise_stride", e.depthwise_stride);
+      step.attrs.Set("depthwise_bias", static_cast<int64_t>(e.depthwise_bias.has_value()));
+    }
     KILN_ASSIGN_OR_RETURN(int x, BufferFor(e.producer->inputs[0]));
     step.inputs.push_back(x);
     if (e.folded_weights) {
@@ -301,6 +304,14 @@ class Lowering {
       step.inputs.push_back(NewConstant(*e.folded_bias, e.producer->name + ":folded_bias"));
     } else if (e.bias) {
       KILN_ASSIGN_OR_RETURN(int b, BufferFor(*e.bias));
+      step.inputs.push_back(b);
+    }
+    if (e.depthwise) {
+      KILN_ASSIGN_OR_RETURN(int w, BufferFor(e.depthwise->inputs[1]));
+      step.inputs.push_back(w);
+    }
+    if (e.depthwise_bias) {
+      KILN_ASSIGN_OR_RETURN(int b, BufferFor(*e.depthwise_bias));
       step.inputs.push_back(b);
     }
     if (e.residual) {

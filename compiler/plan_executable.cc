@@ -42,7 +42,7 @@ Result<PlannedExecutable> PlanExecutable(const RunPlan& given, const PlanOptions
   };
   out.simplified = SimplifyWithStaticTypes(given, out.info, emittable);
   const RunPlan& plan = out.simplified.plan;
-  out.epilogues = PlanEpilogues(plan, info, /*fuse_clip=*/options.cpu_steps);
+  out.epilogues = PlanEpilogues(plan, info, options.cpu_steps);
   auto fusible = [&](const Node& node) {
     if (!options.can_emit || node.output_types.size() != 1) return false;
     if (out.epilogues.absorbed.count(node.name)) return false;  // a convolution computes it

@@ -70,18 +70,27 @@ Result<ConvStep> ReadConvStep(const Step& step, const Executable& exe) {
   }
   KILN_ASSIGN_OR_RETURN(int64_t bias, step.attrs.GetInt("bias"));
   KILN_ASSIGN_OR_RETURN(std::vector<int64_t> post_ops, step.attrs.GetInts("post_ops"));
-  bool residual = false;
+  bool residual = false, depthwise = false;
+  int64_t depthwise_bias = 0;
   for (size_t i = 0; i < post_ops.size(); ++i) {
-    if (post_ops[i] == 1 && i == 0)
+    if (post_ops[i] == 1 && i == 0) {
       residual = true;
-    else if (post_ops[i] == 2 && !c.relu)
+    } else if (post_ops[i] == 2) {
       c.relu = true;
-    else
+    } else if (post_ops[i] == 4) {
+      c.clip = true;
+    } else if (post_ops[i] == 5 && !depthwise) {
+      depthwise = true;
+      KILN_ASSIGN_OR_RETURN(depthwise_bias, step.attrs.GetInt("depthwise_bias"));
+    } else {
       return Malformed(step, "unknown post-op " + std::to_string(post_ops[i]));
+    }
   }
-  if (step.inputs.size() != 2u + (bias != 0) + residual)
+  if (step.inputs.size() != 2u + (bias != 0) + depthwise + (depthwise_bias != 0) + residual)
     return Malformed(step, "its epilogue does not match its inputs");
   if (bias) c.bias = step.inputs[2];
+  if (depthwise) c.depthwise_weights = step.inputs[2 + (bias != 0)];
+  if (depthwise_bias) c.depthwise_bias = step.inputs[3 + (bias != 0)];
   if (residual) c.residual = step.inputs.back();
   if ((c.bias >= 0 && !(exe.buffers[c.bias].type == TensorType{c.dtype, Shape{y.shape[1]}})) ||
       (c.residual >= 0 && !(exe.buffers[c.residual].type == y)))

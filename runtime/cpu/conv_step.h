@@ -4,7 +4,9 @@
 // -> dw, over dense NCHW x and y and KCRS w (C per group), with attributes strides, pads [top,
 // left, bottom, right], dilations and groups, and for conv2d the epilogue the compiler fused
 // into it (compiler/epilogue_fusion.h): "bias" (1: an input [K] after w) and "post_ops" (1: add
-// the next input, a tensor of y's type, first; 2: relu), applied in that order.
+// the last input, a tensor of y's type, first; 2: relu; in cpu plans only, 4: clip and 5: a fused
+// depthwise 3 x 3 convolution whose weights, and bias with "depthwise_bias" 1, follow the bias;
+// see runtime/cpu/onednn_conv_step.cc), applied in that order.
 //
 // Contract: ReadConvStep checks that the attributes are well formed, that x, w and y share one
 // dtype and fit one convolution, and that the epilogue's inputs match; anything else is
@@ -33,6 +35,8 @@ struct ConvStep {
   std::array<int64_t, 4> pads{};  // top, left, bottom, right
   int64_t groups = 1;
   bool relu = false;
+  bool clip = false;  // cpu plans only, as the depthwise stage
+  int depthwise_weights = -1, depthwise_bias = -1;
 };
 
 // Whether `step` is one of the three convolution steps (as a library step, or a kernel step that

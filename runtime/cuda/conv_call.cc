@@ -57,6 +57,9 @@ std::string ConvCall::ToString() const {
 
 Result<ConvCall> ConvCallForStep(const Step& step, const Executable& exe) {
   KILN_ASSIGN_OR_RETURN(cpu::ConvStep conv, cpu::ReadConvStep(step, exe));
+  if (conv.clip || conv.depthwise_weights >= 0)
+    return MakeError(ErrorCode::kInternal, "convolution ", step.node.name,
+                     ": clip and depthwise post-ops are the cpu backend's, not cuDNN calls'");
   for (int id : {conv.x, conv.w, conv.y, conv.bias, conv.residual})
     if (id >= 0 && !exe.buffers[id].layout.empty())
       return MakeError(ErrorCode::kInvalidArgument, "convolution ", step.node.name, ": buffer ",
