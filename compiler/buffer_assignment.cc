@@ -34,6 +34,10 @@ MemoryStats AssignBuffers(Executable& exe,
     for (int id : exe.steps[s].inputs) life[id].last = std::max(life[id].last, s);
   }
   for (int id : exe.fetches) life[id].last = end;
+  // An invariant step's results keep their bytes from run to run: alive from start to end.
+  for (const Step& step : exe.steps)
+    if (step.invariant)
+      for (int id : step.outputs) life[id] = Lifetime{0, end};
   MemoryStats stats;
   auto is_arena = [&](int id) { return exe.buffers[id].kind == BufferDesc::Kind::kArena; };
   for (size_t id = 0; id < exe.buffers.size(); ++id) {

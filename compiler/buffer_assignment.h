@@ -2,7 +2,9 @@
 // buffers' lifetimes (the steps between the one that writes a buffer and the last one that reads
 // it; fetched buffers live to the end). Buffers whose lifetimes do not overlap share bytes;
 // placement is first fit, largest buffers first, 64-byte aligned. The resulting arena_bytes is the
-// peak memory of the plan's intermediate values, known before anything runs.
+// peak memory of the plan's intermediate values, known before anything runs. The outputs of
+// invariant steps (Step::invariant, runtime/invariant_steps.h) live from the first step to the
+// end: no other buffer ever takes their bytes, so they hold their values from one run to the next.
 //
 // In place: `in_place_inputs(step)` lists the positions of the step's inputs whose bytes its
 // outputs may take: those of a step that computes each output element from the input elements at

@@ -7,6 +7,7 @@
 #include "compiler/library_lowering.h"
 #include "compiler/op_lowerings.h"
 #include "ir/op_registry.h"
+#include "runtime/invariant_steps.h"
 
 namespace kiln::compiler {
 
@@ -60,6 +61,13 @@ Result<PlannedExecutable> PlanExecutable(const RunPlan& given, const PlanOptions
     out.layouts = AssignLayouts(out.lowered.executable, options.preferred_layouts);
   if (options.cpu_steps) LowerCpuRoutineSteps(out.lowered.executable);
   if (options.rewrite_steps) KILN_RETURN_IF_ERROR(options.rewrite_steps(out.lowered));
+  // The cpu backend skips steps whose results cannot change while the variables keep their
+  // versions (a bf16 inference plan's weight casts); the CUDA program does not yet.
+  if (options.cpu_steps) {
+    Executable& exe = out.lowered.executable;
+    const std::vector<bool> invariant = InvariantSteps(exe);
+    for (size_t s = 0; s < exe.steps.size(); ++s) exe.steps[s].invariant = invariant[s];
+  }
   // Steps that may compute in place (buffer_assignment.h): generated kernels other than row
   // reductions and raw MLIR (each output element from the inputs at its index), bias_add, and
   // copies (a Reshape's output placed on its dying input is no copy at all), on any input; on the

@@ -60,6 +60,7 @@ std::string Executable::ToString() const {
     out << "  " << (s.on_device ? "device " : "") << StepKindName(s.kind) << " " << s.callee << "("
         << list(s.inputs) << ") -> (" << list(s.outputs) << ")";
     if (s.kind == Step::Kind::kKernel) out << " rows=" << s.rows;
+    if (s.invariant) out << " invariant";
     if (!s.node.name.empty()) out << "  # " << s.node.name;
     out << "\n";
   }

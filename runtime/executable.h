@@ -57,6 +57,9 @@ struct Step {
   int64_t rows = 1;  // kKernel: the extent of dimension 0 of its iteration space
   Node node;         // kReference: the node to run; otherwise the node(s) it implements (name)
   bool on_device = false;  // a CUDA plan's step that runs on the device
+  // Its results do not change from run to run while the variables it reads keep their versions;
+  // its outputs have bytes of their own (runtime/invariant_steps.h): the runtime may skip it.
+  bool invariant = false;
 };
 
 // One launch of a generated GPU kernel: the function to call (its name in the device code; its

@@ -78,6 +78,7 @@ proto::ExecutableProto ExecutableToProto(const Executable& exe) {
     sp->set_rows(s.rows);
     *sp->mutable_node() = NodeToProto(s.node);
     sp->set_on_device(s.on_device);
+    sp->set_invariant(s.invariant);
   }
   for (const DeviceKernel& k : exe.device_kernels) {
     proto::DeviceKernelProto* kp = p.add_device_kernels();
@@ -156,6 +157,7 @@ Result<Executable> ExecutableFromProto(const proto::ExecutableProto& p) {
     s.rows = sp.rows();
     KILN_ASSIGN_OR_RETURN(s.node, NodeFromProto(sp.node()));
     s.on_device = sp.on_device();
+    s.invariant = sp.invariant();
     exe.steps.push_back(std::move(s));
   }
   for (const proto::DeviceKernelProto& kp : p.device_kernels()) {

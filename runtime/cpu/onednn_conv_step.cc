@@ -33,6 +33,7 @@
 #include "runtime/cpu/conv_step.h"
 #include "runtime/cpu/library_steps.h"
 #include "runtime/cpu/onednn.h"
+#include "runtime/invariant_steps.h"
 
 namespace kiln::cpu {
 namespace {
@@ -377,26 +378,6 @@ Result<ConvSetup> SetUpConv(const Step& step, const Executable& exe, ConvKind ki
         ": oneDNN refused it: ", e.what());
   }
   return c;
-}
-
-// Whether a variable no step of `exe` assigns is bound to `buffer`, or a constant: its reordered
-// (or transformed) copy then lasts from run to run.
-bool KeptAcrossRuns(const Executable& exe, int buffer) {
-  const BufferDesc& b = exe.buffers[buffer];
-  if (b.kind == BufferDesc::Kind::kConstant) return true;
-  if (b.kind != BufferDesc::Kind::kVariable) return false;
-  std::string variable;
-  for (const Step& s : exe.steps)
-    if (s.kind == Step::Kind::kLibrary && s.callee == "variable_read" && s.outputs.size() == 1 &&
-        s.outputs[0] == buffer)
-      variable = s.node.name;
-  if (variable.empty()) return false;
-  for (const Step& s : exe.steps) {
-    const bool assigns = (s.kind == Step::Kind::kLibrary && s.callee == "assign") ||
-                         (s.kind == Step::Kind::kReference && s.node.op == "Assign");
-    if (assigns && !s.node.inputs.empty() && s.node.inputs[0].node == variable) return false;
-  }
-  return true;
 }
 
 bool WinogradDisabled() {

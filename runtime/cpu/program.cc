@@ -4,6 +4,7 @@
 
 #include "runtime/arena.h"
 #include "runtime/cpu/layouts.h"
+#include "runtime/invariant_steps.h"
 
 namespace kiln::cpu {
 
@@ -55,6 +56,7 @@ Status CheckExecutable(const Executable& exe) {
                                         : ", which is a constant, a feed or a variable");
     }
   }
+  KILN_RETURN_IF_ERROR(CheckInvariantSteps(exe));
   return CheckLayouts(exe);
 }
 
@@ -132,6 +134,10 @@ Result<std::unique_ptr<Program>> Program::Load(CompiledPlan plan, int threads, i
     memory.workspace += step->kept_bytes();
   KILN_RETURN_IF_ERROR(CheckFits(memory, budget, "the plan"));
   program->profile_ = StepProfile::FromEnvironment(exe);
+  program->invariant_.resize(exe.steps.size());
+  for (size_t s = 0; s < exe.steps.size(); ++s)
+    if (exe.steps[s].invariant)
+      program->invariant_[s] = InvariantState{InvariantRoots(exe, static_cast<int>(s)), {}, false};
   KILN_ASSIGN_OR_RETURN(program->arena_, AllocateArena(exe.arena_bytes));
   return program;
 }
@@ -144,17 +150,32 @@ Result<std::vector<Tensor>> Program::Run(const std::vector<Tensor>& feeds, Varia
   env.counters = &counters;
   env.threads = threads_;
   KILN_RETURN_IF_ERROR(BindBuffers(exe, arena_.get(), feeds, env));
-  if (profile_) {
-    profile_->BeginRun();
-    for (size_t i = 0; i < steps_.size(); ++i) {
-      const auto start = std::chrono::steady_clock::now();
-      KILN_RETURN_IF_ERROR(steps_[i]->Run(env));
-      profile_->Add(i, std::chrono::steady_clock::now() - start);
-    }
-  } else {
-    for (const std::unique_ptr<StepRunner>& step : steps_) KILN_RETURN_IF_ERROR(step->Run(env));
-  }
+  if (profile_) profile_->BeginRun();
+  for (size_t i = 0; i < steps_.size(); ++i) KILN_RETURN_IF_ERROR(RunStep(i, env));
   return CopyFetches(exe, env);
+}
+
+bool Program::InvariantState::Current(const StepEnv& env,
+                                      std::vector<std::pair<uint64_t, const void*>>& key) const {
+  key.clear();
+  bool known = true;
+  for (int id : roots) {
+    known = known && env.version(id) != 0;
+    key.push_back({env.version(id), env.data[id]});
+  }
+  return ran && known && key == kept;
+}
+
+Status Program::RunStep(size_t i, StepEnv& env) {
+  std::vector<std::pair<uint64_t, const void*>> key;
+  std::optional<InvariantState>& invariant = invariant_[i];
+  if (invariant && invariant->Current(env, key)) return OkStatus();  // its results are current
+  if (invariant) invariant->ran = false;                             // until it succeeds
+  const auto start = std::chrono::steady_clock::now();
+  KILN_RETURN_IF_ERROR(steps_[i]->Run(env));
+  if (profile_) profile_->Add(i, std::chrono::steady_clock::now() - start);
+  if (invariant) invariant->kept = std::move(key), invariant->ran = true;
+  return OkStatus();
 }
 
 }  // namespace kiln::cpu

@@ -1,12 +1,15 @@
 // Program: a compiled plan loaded for this CPU. Load resolves every step once (kernels, library
 // primitives) and allocates the arena once; Run binds the feeds, runs the steps in order and
 // copies the fetches out. A Program is run by one caller at a time. KILN_PROFILE=1 times its
-// steps (step_profile.h).
+// steps (step_profile.h). Invariant steps (runtime/invariant_steps.h) run on the first run and
+// then only when a variable they read has another version or address than when they last ran.
 #pragma once
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ir/status.h"
@@ -56,11 +59,22 @@ class Program {
  private:
   Program() = default;
 
+  // An invariant step's variable buffers and their (version, address) when it last ran.
+  struct InvariantState {
+    std::vector<int> roots;
+    std::vector<std::pair<uint64_t, const void*>> kept;
+    bool ran = false;
+    // Whether the step's results are current for `env`; `key` gets what decides it.
+    bool Current(const StepEnv& env, std::vector<std::pair<uint64_t, const void*>>& key) const;
+  };
+  Status RunStep(size_t i, StepEnv& env);
+
   CompiledPlan plan_;
   int threads_ = 1;
   std::shared_ptr<uint8_t[]> arena_;
   std::vector<std::unique_ptr<StepRunner>> steps_;
-  std::unique_ptr<StepProfile> profile_;  // KILN_PROFILE
+  std::unique_ptr<StepProfile> profile_;                  // KILN_PROFILE
+  std::vector<std::optional<InvariantState>> invariant_;  // by step
   PlanMemory memory_;
 };
 

@@ -193,8 +193,11 @@ Tensor Filled(Shape shape, double value) {
 TEST_CASE("session: kept copies of weights (packed, reordered) follow every change to them",
           "[session]") {
   // y = x @ w (the packed kernel's copy of w) or conv(x, w) (oneDNN's reordered w), both kept
-  // across runs while w's version stays: each way w changes must show in the next y.
+  // across runs while w's version stays: each way w changes must show in the next y. In bf16,
+  // w's bf16 copy is an invariant step's result (runtime/invariant_steps.h), kept the same way.
   const bool conv = GENERATE(false, true);
+  const DType precision = GENERATE(f32, bf16);
+  INFO((conv ? "conv" : "matmul") << " in " << DTypeName(precision));
   const Shape w_shape = conv ? Shape{16, 8, 1, 1} : Shape{40, 40};
   GraphBuilder g;
   const Shape x_shape = conv ? Shape{1, 8, 4, 4} : Shape{1, 40};
@@ -205,7 +208,7 @@ TEST_CASE("session: kept copies of weights (packed, reordered) follow every chan
   Group({Assign(w, w * 3.0)}, "triple");
   Result<Graph> graph = g.Build();
   REQUIRE(graph.ok());
-  Session s(*graph);
+  Session s(*graph, SessionOptions{.precision = {.compute = precision}});
   // Inputs of 5 (conv: 8 channels) or 1 (matmul: 40 columns): y = 40 w everywhere.
   const Tensor ones = Filled(x_shape, conv ? 5.0 : 1.0);
   auto y0 = [&] {
