@@ -30,8 +30,10 @@ PlanOptions CpuPlanOptions() {
   return options;
 }
 
-Result<PlannedExecutable> PlanExecutable(const RunPlan& given, const PlanOptions& options) {
+Result<PlannedExecutable> PlanExecutable(const RunPlan& plan_given, const PlanOptions& options) {
   PlannedExecutable out;
+  KILN_ASSIGN_OR_RETURN(out.optimized, OptimizePlanGraph(plan_given));
+  const RunPlan& given = out.optimized.plan;
   KILN_ASSIGN_OR_RETURN(out.info, ResolveStaticTypes(given));
   const StaticInfo& info = out.info;
   // The ops the kernel generator emits, all elementwise with numpy broadcasting.

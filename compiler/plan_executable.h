@@ -1,4 +1,5 @@
-// The compiler's pipeline from a RunPlan to an Executable, without generating code: static types
+// The compiler's pipeline from a RunPlan to an Executable, without generating code: the graph
+// passes on the plan's subgraph (plan_graph_passes.h), static types
 // (and compile-time values), rewrites those allow (static_simplify.h), epilogue fusion into
 // convolutions, elementwise fusion, lowering to steps, layouts, a target's rewrites, buffer
 // assignment. The JIT (cpu_compiler.h) and `kiln inspect` both start here.
@@ -12,6 +13,7 @@
 #include "compiler/fusion.h"
 #include "compiler/layout_assignment.h"
 #include "compiler/lower.h"
+#include "compiler/plan_graph_passes.h"
 #include "compiler/static_simplify.h"
 #include "compiler/static_types.h"
 
@@ -36,6 +38,7 @@ struct PlanOptions {
 };
 
 struct PlannedExecutable {
+  OptimizedPlan optimized;  // the plan after the graph passes (the later stages point into it)
   StaticInfo info;
   SimplifiedPlan simplified;  // the plan the later stages saw (they point into its nodes)
   EpiloguePlan epilogues;

@@ -137,6 +137,9 @@ int PrintPlanReport(const Command& cmd, const Graph& graph, const Flags& flags,
     std::printf(" %s=%s", name.str().c_str(), t.shape().ToString().c_str());
   std::printf("\n");
   if (flags.On("fusion")) {
+    std::printf("\ngraph passes on the plan: %s\n",
+                planned->optimized.changes.empty() ? "nothing to change" : "");
+    for (const std::string& c : planned->optimized.changes) std::printf("  %s\n", c.c_str());
     std::printf("\nfusion decisions:\n");
     for (const std::string& d : planned->fusion.decisions) std::printf("  %s\n", d.c_str());
     for (const std::string& d : planned->lowered.decisions) std::printf("  %s\n", d.c_str());
@@ -145,7 +148,7 @@ int PrintPlanReport(const Command& cmd, const Graph& graph, const Flags& flags,
     // values), so neither side counts them.
     int per_op = 0;
     int64_t per_op_bytes = 0, fused_bytes = 0;
-    for (const Node* node : plan->nodes) {
+    for (const Node* node : planned->simplified.plan.nodes) {
       bool runs = false;
       for (size_t i = 0; i < node->output_types.size(); ++i)
         runs |= !planned->info.values.count(TensorRef{node->name, static_cast<int>(i)});

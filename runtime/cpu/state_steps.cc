@@ -111,8 +111,9 @@ class AssignStep : public StepRunner {
   bool may_update_in_place_;
 };
 
-// Whether no step after `assign` reads a buffer that a variable_read of the same variable bound
-// (those would see the old value, as the reference executor's order gives them).
+// Whether no step after `assign` reads a buffer that a variable_read of the same variable bound,
+// and no fetch copies one out after the run (those would see the old value, as the reference
+// executor's order gives them).
 bool NoLaterReadOfOldValue(const Step& assign, const Executable& exe) {
   const std::string& variable = assign.node.inputs[0].node;
   const Step* begin = exe.steps.data();
@@ -125,6 +126,8 @@ bool NoLaterReadOfOldValue(const Step& assign, const Executable& exe) {
   for (const Step* s = &assign + 1; s < end; ++s)
     for (int id : s->inputs)
       if (old_value.count(id)) return false;
+  for (int id : exe.fetches)
+    if (old_value.count(id)) return false;
   return true;
 }
 

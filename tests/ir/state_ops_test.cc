@@ -4,6 +4,7 @@
 #include "ir/ops/math.h"
 #include "ir/ops/state.h"
 #include "runtime/session.h"
+#include "tests/testing/differential.h"
 
 using namespace kiln;
 
@@ -35,6 +36,20 @@ TEST_CASE("state: a value read earlier in a Run keeps its value after an Assign"
   CHECK(out->at(0).GetDouble(0) == 1);
   CHECK(out->at(1).GetDouble(0) == 2);
   CHECK(s.Run({}, {"v"})->at(0).GetDouble(0) == 2);
+}
+
+TEST_CASE("state: a variable fetched in the run that assigns it gives the value it had when read",
+          "[state]") {
+  GraphBuilder g;
+  Value v = Variable(g, "v", f32, {}, Initializer::Constant(1));
+  Assign(v, v + 1.0).Named("assign");
+  Graph graph = *g.Build();
+  Session reference(graph, SessionOptions{.backend = "reference"});
+  auto expected = reference.Run({}, {"v", "assign"});
+  REQUIRE(expected.ok());
+  CHECK(expected->at(0).GetDouble(0) == 1);
+  CHECK(expected->at(1).GetDouble(0) == 2);
+  testing::CheckCompiledMatchesReference(graph, {}, {"v", "assign"}, *expected);
 }
 
 TEST_CASE("state: control inputs order a read after an update", "[state]") {
