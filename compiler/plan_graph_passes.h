@@ -8,7 +8,8 @@
 // plan's fetches. The result's plan points into `graph` (which it owns), keeps the feeds, and
 // fetches what the given fetches became (cse may fetch a merged node's twin: the same values). A
 // plan the passes cannot take whole (a fed output of a node it runs, a fed port other than 0)
-// comes back unchanged, and so does every plan when KILN_GRAPH_PASSES=0.
+// comes back unchanged, and so does every plan when KILN_GRAPH_PASSES=0, and one whose subgraph
+// the passes refuse (`changes` then says why: it never fails the compilation).
 #pragma once
 
 #include <memory>
@@ -24,7 +25,7 @@ namespace kiln::compiler {
 struct OptimizedPlan {
   std::shared_ptr<Graph> graph;  // what `plan` points into; null when `plan` is the given one
   RunPlan plan;
-  std::vector<std::string> changes;  // "cse: 412 -> 398 nodes" for each pass that changed it
+  std::vector<std::string> changes;  // "cse: 412 -> 398 nodes" per pass that changed it, or why not
 };
 
 Result<OptimizedPlan> OptimizePlanGraph(const RunPlan& plan);
