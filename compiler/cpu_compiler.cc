@@ -39,8 +39,20 @@ Result<CompiledPlan> CpuCompiler::Compile(const RunPlan& plan, const CompileOpti
   if (options.target != "cpu") return CompileForCuda(plan, options);
   PlanOptions plan_options = CpuPlanOptions();
   if (own_layouts_) plan_options.preferred_layouts = layouts_;
+  // Of the feeds whose values may be known, the fewest the plan's shapes need.
+  std::set<TensorRef> known = options.known_feeds;
+  if (!known.empty()) {
+    KILN_RETURN_IF_ERROR(ResolveStaticTypes(plan, known).status());
+    for (const TensorRef& ref : options.known_feeds) {
+      std::set<TensorRef> without = known;
+      without.erase(ref);
+      if (ResolveStaticTypes(plan, without).ok()) known = std::move(without);
+    }
+  }
+  plan_options.known_feeds = known;
   KILN_ASSIGN_OR_RETURN(PlannedExecutable planned, PlanExecutable(plan, plan_options));
   CompiledPlan compiled;
+  compiled.specialized_on.assign(known.begin(), known.end());
   std::string name = "plan" + std::to_string(next_module_id++);
   if (const char* dir = std::getenv("KILN_DUMP_DIR"))
     KILN_RETURN_IF_ERROR(WriteFileAtomically(std::string(dir) + "/" + name + ".executable.txt",

@@ -34,7 +34,7 @@ Result<PlannedExecutable> PlanExecutable(const RunPlan& plan_given, const PlanOp
   PlannedExecutable out;
   KILN_ASSIGN_OR_RETURN(out.optimized, OptimizePlanGraph(plan_given));
   const RunPlan& given = out.optimized.plan;
-  KILN_ASSIGN_OR_RETURN(out.info, ResolveStaticTypes(given));
+  KILN_ASSIGN_OR_RETURN(out.info, ResolveStaticTypes(given, options.known_feeds));
   const StaticInfo& info = out.info;
   // The ops the kernel generator emits, all elementwise with numpy broadcasting.
   auto emittable = [&](const Node& node) {

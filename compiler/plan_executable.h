@@ -6,6 +6,7 @@
 #pragma once
 
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,8 @@ struct PlanOptions {
   // "one_hot" routine, Gather and GatherGrad as "gather" and "gather_grad" (LowerCpuRoutineSteps).
   // The CUDA backend's plans leave these out.
   bool cpu_steps = false;
+  // Feeds whose values the plan may take as known (runtime/cpu/plan_compiler.h, known_feeds).
+  std::set<TensorRef> known_feeds;
 };
 
 struct PlannedExecutable {

@@ -19,10 +19,12 @@ bool AllOutputsSmall(const std::vector<TensorType>& types) {
 
 }  // namespace
 
-Result<StaticInfo> ResolveStaticTypes(const RunPlan& plan) {
+Result<StaticInfo> ResolveStaticTypes(const RunPlan& plan, const std::set<TensorRef>& known_feeds) {
   StaticInfo info;
-  for (const auto& [ref, tensor] : plan.feeds)
+  for (const auto& [ref, tensor] : plan.feeds) {
     info.types[ref] = TensorType{tensor.dtype(), tensor.shape()};
+    if (known_feeds.count(ref)) info.values[ref] = tensor;
+  }
   for (const Node* node : plan.nodes) {
     std::vector<TensorType> in_types;
     std::vector<const Tensor*> in_values;

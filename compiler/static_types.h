@@ -4,10 +4,13 @@
 // folds away, so Shape -> Gather -> Concat -> Reshape chains become static).
 //
 // A plan whose shapes depend on values computed at run time fails with kUnimplemented, naming the
-// node; the cpu backend then runs that plan on the reference executor.
+// node; the cpu backend then tries again with its small integer feeds' values known
+// (`known_feeds`: the plan is then valid for those values only) and else runs that plan on the
+// reference executor.
 #pragma once
 
 #include <map>
+#include <set>
 
 #include "ir/graph.h"
 #include "ir/tensor.h"
@@ -20,6 +23,7 @@ struct StaticInfo {
   std::map<TensorRef, Tensor> values;     // the tensors known at compile time
 };
 
-Result<StaticInfo> ResolveStaticTypes(const RunPlan& plan);
+Result<StaticInfo> ResolveStaticTypes(const RunPlan& plan,
+                                      const std::set<TensorRef>& known_feeds = {});
 
 }  // namespace kiln::compiler

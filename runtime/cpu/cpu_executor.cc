@@ -19,29 +19,85 @@ CpuExecutor::CpuExecutor(int threads, int64_t memory_limit)
       memory_limit_(memory_limit),
       fallback_(memory_limit) {}
 
+namespace {
+
+// Feeds a plan's shapes may depend on: integer tensors of at most 64 elements (scalars and shape
+// vectors, not data).
+std::set<TensorRef> SmallIntegerFeeds(const RunPlan& plan) {
+  std::set<TensorRef> feeds;
+  for (const auto& [ref, tensor] : plan.feeds)
+    if (IsInteger(tensor.dtype()) && tensor.num_elements() <= 64) feeds.insert(ref);
+  return feeds;
+}
+
+// The values of `feeds` in `plan`, as a cache key.
+std::string ValuesKey(const RunPlan& plan, const std::vector<TensorRef>& feeds) {
+  std::string key;
+  for (const TensorRef& ref : feeds) {
+    const Tensor& t = plan.feeds.at(ref);
+    key += ref.ToString() + "=";
+    for (int64_t i = 0; i < t.num_elements(); ++i) key += std::to_string(t.GetInt(i)) + ",";
+    key += ";";
+  }
+  return key;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Program>> CpuExecutor::CompileAndLoad(
+    const RunPlan& plan, const std::set<TensorRef>& known, VariableStore& variables,
+    std::vector<TensorRef>* specialized_on) {
+  std::shared_ptr<PlanCompiler> compiler = GetPlanCompiler();
+  if (!compiler)
+    return MakeError(ErrorCode::kUnimplemented,
+                     "the cpu backend needs the compiler, which this program does not link "
+                     "(link kiln_jit, or use backend \"reference\")");
+  CompileOptions options{threads_};
+  options.known_feeds = known;
+  Result<CompiledPlan> compiled = compiler->Compile(plan, options);
+  if (!compiled.ok()) {
+    if (compiled.error().code() != ErrorCode::kUnimplemented) return compiled.error();
+    ++fallbacks_;  // not static: run it on the reference executor
+    return std::unique_ptr<Program>();
+  }
+  if (specialized_on) *specialized_on = compiled->specialized_on;
+  ++compiled_;
+  return Program::Load(std::move(*compiled), threads_, memory_limit_, &variables);
+}
+
 Result<std::vector<Tensor>> CpuExecutor::Execute(const RunPlan& plan, VariableStore& variables) {
   std::string key = PlanCacheKey(plan);
   auto it = cache_.find(key);
   if (it == cache_.end()) {
-    std::shared_ptr<PlanCompiler> compiler = GetPlanCompiler();
-    if (!compiler)
-      return MakeError(ErrorCode::kUnimplemented,
-                       "the cpu backend needs the compiler, which this program does not link "
-                       "(link kiln_jit, or use backend \"reference\")");
     Entry entry;
-    Result<CompiledPlan> compiled = compiler->Compile(plan, CompileOptions{threads_});
-    if (compiled.ok()) {
-      KILN_ASSIGN_OR_RETURN(
-          entry.program, Program::Load(std::move(*compiled), threads_, memory_limit_, &variables));
-      ++compiled_;
-    } else if (compiled.error().code() == ErrorCode::kUnimplemented) {
-      ++fallbacks_;  // not static: run it on the reference executor
-    } else {
-      return compiled.error();
+    KILN_ASSIGN_OR_RETURN(entry.program, CompileAndLoad(plan, {}, variables, nullptr));
+    if (!entry.program && !SmallIntegerFeeds(plan).empty()) {
+      --fallbacks_;  // counted again below if it is not static for these values either
+      std::vector<TensorRef> on;
+      KILN_ASSIGN_OR_RETURN(std::unique_ptr<Program> specialized,
+                            CompileAndLoad(plan, SmallIntegerFeeds(plan), variables, &on));
+      if (specialized && !on.empty()) {
+        entry.specialized_on = std::move(on);
+        entry.by_value[ValuesKey(plan, entry.specialized_on)] = std::move(specialized);
+      } else {
+        entry.program = std::move(specialized);  // (null: not static)
+      }
     }
     it = cache_.emplace(std::move(key), std::move(entry)).first;
   }
-  Program* program = it->second.program.get();
+  Entry& entry = it->second;
+  Program* program = entry.program.get();
+  if (!entry.specialized_on.empty()) {
+    const std::string values = ValuesKey(plan, entry.specialized_on);
+    auto found = entry.by_value.find(values);
+    if (found == entry.by_value.end()) {
+      std::set<TensorRef> known(entry.specialized_on.begin(), entry.specialized_on.end());
+      KILN_ASSIGN_OR_RETURN(std::unique_ptr<Program> compiled,
+                            CompileAndLoad(plan, known, variables, nullptr));
+      found = entry.by_value.emplace(values, std::move(compiled)).first;
+    }
+    program = found->second.get();
+  }
   if (!program) return fallback_.Execute(plan, variables);
   KILN_ASSIGN_OR_RETURN(std::vector<Tensor> feeds, FeedsOf(program->executable(), plan));
   return program->Run(feeds, variables, counters_);

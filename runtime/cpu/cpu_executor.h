@@ -1,13 +1,18 @@
 // The compiled CPU backend ("cpu"). The first Run of a (nodes, feeds' shapes, fetches) combination
 // compiles it through the registered PlanCompiler and loads the result as a Program; later Runs
-// of the same combination reuse it. A plan the compiler cannot make static (a shape that depends
-// on the values of a tensor computed in the same run) runs on the reference executor instead;
-// `kiln inspect` shows which.
+// of the same combination reuse it. A plan whose shapes depend on the values of its small integer
+// feeds (a Range's limit, a shape vector fed at run time) is compiled for those values, which then
+// join its cache key: a new value compiles once more, a repeated one reuses its Program (as XLA
+// specializes on compile-time constant arguments). A plan the compiler cannot make static even so
+// (a shape that depends on the values of a tensor computed in the same run) runs on the reference
+// executor instead; `kiln inspect` shows which.
 #pragma once
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "runtime/cpu/program.h"
 #include "runtime/executor.h"
@@ -29,7 +34,16 @@ class CpuExecutor : public Executor {
  private:
   struct Entry {
     std::unique_ptr<Program> program;  // null: this plan runs on the reference executor
+    // A plan compiled for the values of these feeds: its Programs by those values (null: that
+    // value's plan runs on the reference executor).
+    std::vector<TensorRef> specialized_on;
+    std::map<std::string, std::unique_ptr<Program>> by_value;
   };
+  // Compiles `plan` (for the values of `known` feeds) and loads it; null when it is not static.
+  Result<std::unique_ptr<Program>> CompileAndLoad(const RunPlan& plan,
+                                                  const std::set<TensorRef>& known,
+                                                  VariableStore& variables,
+                                                  std::vector<TensorRef>* specialized_on);
   int threads_;
   int64_t memory_limit_;
   int compiled_ = 0;

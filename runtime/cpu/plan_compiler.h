@@ -12,7 +12,9 @@
 #pragma once
 
 #include <memory>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "ir/status.h"
 #include "runtime/executable.h"
@@ -37,6 +39,9 @@ struct CompiledPlan {
   std::shared_ptr<const KernelLibrary> kernels;
   std::string
       device_code;  // "cuda": the device kernels' PTX or cubin (cuModuleLoadData takes either)
+  // The feeds whose values the plan was compiled for (of CompileOptions::known_feeds, those its
+  // shapes need): it is valid only while they are fed those values.
+  std::vector<TensorRef> specialized_on;
 };
 
 struct CompileOptions {
@@ -44,12 +49,15 @@ struct CompileOptions {
   std::string target = "cpu";  // "cpu", "cuda" or "cuda-sim"
   int sm = 80;                 // "cuda": the architecture to generate PTX for
   bool tf32 = false;           // "cuda", "cuda-sim": f32 gemm steps may use TF32
+  // "cpu": feeds whose values may be taken as known, for a plan whose shapes depend on them (a
+  // Range's limit, a shape vector); the compiler keeps the fewest it needs (specialized_on).
+  std::set<TensorRef> known_feeds;
 };
 
 class PlanCompiler {
  public:
   virtual ~PlanCompiler() = default;
-  // Compiles `plan` for the shapes of its feeds (the values of the feeds are not looked at).
+  // Compiles `plan` for the shapes of its feeds (their values only as known_feeds allows).
   virtual Result<CompiledPlan> Compile(const RunPlan& plan, const CompileOptions& options) = 0;
 };
 
