@@ -8,7 +8,6 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 
-#include "compiler/plan_executable.h"
 #include "ir/builder.h"
 #include "ir/ops/linalg.h"
 #include "ir/ops/math.h"
@@ -19,6 +18,7 @@
 #include "passes/optim.h"
 #include "runtime/cpu/library_steps.h"
 #include "runtime/session.h"
+#include "tests/compiler/cpu_executable.h"
 #include "tests/testing/differential.h"
 
 namespace kiln {
@@ -69,25 +69,11 @@ ConvNet MakeConvNet(int64_t in, int64_t out, int64_t stride, bool variables, boo
       std::move(*graph), {{"x", RandomTensor(f32, Shape{2, in, 10, 10}, 0, 99, 0)}}, train_node};
 }
 
-// The cpu backend's executable for the plan that fetches `fetches` (and runs `targets`).
-Executable CpuExecutable(const Graph& graph, const FeedList& feeds,
-                         const std::vector<TensorName>& fetches,
-                         const std::vector<TensorName>& targets = {}) {
-  Session session(graph, SessionOptions{.backend = "reference"});
-  Result<RunPlan> plan = session.Plan(feeds, fetches, targets);
-  REQUIRE(plan.ok());
-  Result<compiler::PlannedExecutable> planned =
-      compiler::PlanExecutable(*plan, compiler::CpuPlanOptions());
-  INFO(planned.status().ToString());
-  REQUIRE(planned.ok());
-  return std::move(planned->lowered.executable);
-}
-
 // For each conv2d step of the plan that fetches `fetches` (and runs `targets`), in order: whether
 // it runs as Winograd.
 std::vector<bool> WinogradSteps(const ConvNet& net, const std::vector<TensorName>& fetches,
                                 const std::vector<TensorName>& targets = {}) {
-  const Executable exe = CpuExecutable(net.graph, net.feeds, fetches, targets);
+  const Executable exe = testing::CpuExecutable(net.graph, net.feeds, fetches, targets);
   std::vector<bool> winograd;
   for (const Step& step : exe.steps)
     if (step.callee == "conv2d") winograd.push_back(cpu::ConvRunsWinograd(step, exe));
@@ -170,7 +156,7 @@ Graph InvertedResidual(const BlockForm& f) {
 // The post-ops of each conv2d step of the cpu plan of `graph`, in order.
 std::vector<std::vector<int64_t>> ConvPostOps(const Graph& graph, const FeedList& feeds,
                                               const std::vector<TensorName>& fetches) {
-  const Executable exe = CpuExecutable(graph, feeds, fetches);
+  const Executable exe = testing::CpuExecutable(graph, feeds, fetches);
   std::vector<std::vector<int64_t>> post_ops;
   for (const Step& step : exe.steps) {
     if (step.callee != "conv2d") continue;

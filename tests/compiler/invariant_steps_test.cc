@@ -6,7 +6,6 @@
 
 #include <catch2/catch.hpp>
 
-#include "compiler/plan_executable.h"
 #include "ir/builder.h"
 #include "ir/ops/linalg.h"
 #include "ir/ops/math.h"
@@ -16,6 +15,7 @@
 #include "runtime/cpu/program.h"
 #include "runtime/executable_proto.h"
 #include "runtime/session.h"
+#include "tests/compiler/cpu_executable.h"
 #include "tests/testing/differential.h"
 
 namespace kiln {
@@ -120,16 +120,10 @@ Net Dense(bool train) {
 // The cpu plan's executable in bf16.
 Executable CpuPlan(const Graph& graph, const std::vector<TensorName>& fetches,
                    const std::vector<TensorName>& targets) {
-  Session session(graph, SessionOptions{.backend = "reference", .precision = {.compute = bf16}});
   const FeedList feeds = {{"x", Tensor::FromDoubles(f32, Shape{2, 8}, std::vector<double>(16, 1))}};
-  Result<RunPlan> plan = session.Plan(feeds, fetches, targets);
-  REQUIRE(plan.ok());
-  // The session rewrote its own copy of the graph into bf16: plan that one.
-  Result<compiler::PlannedExecutable> planned =
-      compiler::PlanExecutable(*plan, compiler::CpuPlanOptions());
-  INFO(planned.status().ToString());
-  REQUIRE(planned.ok());
-  return std::move(planned->lowered.executable);
+  return testing::CpuExecutable(
+      graph, feeds, fetches, targets,
+      SessionOptions{.backend = "reference", .precision = {.compute = bf16}});
 }
 
 TEST_CASE("a bf16 inference plan computes its weights' bf16 copy once per version", "[cpu]") {
