@@ -171,9 +171,13 @@ Status Program::RunStep(size_t i, StepEnv& env) {
   std::optional<InvariantState>& invariant = invariant_[i];
   if (invariant && invariant->Current(env, key)) return OkStatus();  // its results are current
   if (invariant) invariant->ran = false;                             // until it succeeds
-  const auto start = std::chrono::steady_clock::now();
-  KILN_RETURN_IF_ERROR(steps_[i]->Run(env));
-  if (profile_) profile_->Add(i, std::chrono::steady_clock::now() - start);
+  if (profile_) {
+    const auto start = std::chrono::steady_clock::now();
+    KILN_RETURN_IF_ERROR(steps_[i]->Run(env));
+    profile_->Add(i, std::chrono::steady_clock::now() - start);
+  } else {
+    KILN_RETURN_IF_ERROR(steps_[i]->Run(env));
+  }
   if (invariant) invariant->kept = std::move(key), invariant->ran = true;
   return OkStatus();
 }
