@@ -2,6 +2,7 @@
 
 #include <sched.h>
 
+#include <cstdio>
 #include <thread>
 
 #include "runtime/cpu/plan_compiler.h"
@@ -90,13 +91,23 @@ Result<std::vector<Tensor>> CpuExecutor::Execute(const RunPlan& plan, VariableSt
   if (!entry.specialized_on.empty()) {
     const std::string values = ValuesKey(plan, entry.specialized_on);
     auto found = entry.by_value.find(values);
-    if (found == entry.by_value.end()) {
+    if (found != entry.by_value.end()) {
+      program = found->second.get();
+    } else if (static_cast<int>(entry.by_value.size()) >= kMaxSpecializations) {
+      if (!entry.warned)
+        std::fprintf(stderr,
+                     "kiln: a plan was compiled for %d values of its feed '%s'%s; further values "
+                     "run on the reference executor\n",
+                     kMaxSpecializations, entry.specialized_on[0].ToString().c_str(),
+                     entry.specialized_on.size() > 1 ? " and others" : "");
+      entry.warned = true;
+      program = nullptr;
+    } else {
       std::set<TensorRef> known(entry.specialized_on.begin(), entry.specialized_on.end());
       KILN_ASSIGN_OR_RETURN(std::unique_ptr<Program> compiled,
                             CompileAndLoad(plan, known, variables, nullptr));
-      found = entry.by_value.emplace(values, std::move(compiled)).first;
+      program = entry.by_value.emplace(values, std::move(compiled)).first->second.get();
     }
-    program = found->second.get();
   }
   if (!program) return fallback_.Execute(plan, variables);
   KILN_ASSIGN_OR_RETURN(std::vector<Tensor> feeds, FeedsOf(program->executable(), plan));

@@ -3,7 +3,9 @@
 // of the same combination reuse it. A plan whose shapes depend on the values of its small integer
 // feeds (a Range's limit, a shape vector fed at run time) is compiled for those values, which then
 // join its cache key: a new value compiles once more, a repeated one reuses its Program (as XLA
-// specializes on compile-time constant arguments). A plan the compiler cannot make static even so
+// specializes on compile-time constant arguments), up to kMaxSpecializations values per plan: after
+// those, as torch.compile's cache_size_limit, further values run on the reference executor (a
+// line on stderr says so, once per plan). A plan the compiler cannot make static even so
 // (a shape that depends on the values of a tensor computed in the same run) runs on the reference
 // executor instead; `kiln inspect` shows which.
 #pragma once
@@ -22,6 +24,8 @@ namespace kiln::cpu {
 
 class CpuExecutor : public Executor {
  public:
+  static constexpr int kMaxSpecializations = 16;
+
   // `memory_limit`: the host budget its plans must fit (memory_budget.h; 0: what the process can
   // get).
   explicit CpuExecutor(int threads, int64_t memory_limit = 0);
@@ -38,6 +42,7 @@ class CpuExecutor : public Executor {
     // value's plan runs on the reference executor).
     std::vector<TensorRef> specialized_on;
     std::map<std::string, std::unique_ptr<Program>> by_value;
+    bool warned = false;  // that further values run on the reference executor
   };
   // Compiles `plan` (for the values of `known` feeds) and loads it; null when it is not static.
   Result<std::unique_ptr<Program>> CompileAndLoad(const RunPlan& plan,

@@ -1,6 +1,7 @@
 // The cpu backend compiles a plan whose shapes depend on the values of its small integer feeds
 // for those values (runtime/cpu/cpu_executor.h): a new value compiles once more, a repeated one
-// reuses its program, and a feed that decides no shape (labels) never joins the cache key.
+// reuses its program, a feed that decides no shape (labels) never joins the cache key, and values
+// past the limit run on the reference executor.
 #include <catch2/catch.hpp>
 
 #include "ir/builder.h"
@@ -60,6 +61,13 @@ TEST_CASE("a plan whose shapes a fed value decides is compiled for each value", 
   CHECK(out[0].ToDoubles() == std::vector<double>{0, 2, 4, 6, 8});
   CHECK(executor.compiled_plans() == 2);
   CHECK(executor.fallback_plans() == 0);
+  // After kMaxSpecializations values, further ones run on the reference executor.
+  for (int64_t n = 10; n < 10 + cpu::CpuExecutor::kMaxSpecializations; ++n) run(n, {1, 1, 1, 1});
+  CHECK(executor.compiled_plans() == cpu::CpuExecutor::kMaxSpecializations);
+  out = run(40, {1, 1, 1, 1});
+  CHECK(out[0].num_elements() == 40);
+  CHECK(out[0].GetDouble(39) == 78);
+  CHECK(executor.compiled_plans() == cpu::CpuExecutor::kMaxSpecializations);
 
   // Every backend computes what the reference does.
   const FeedList feeds = {{"n", Tensor::Scalar<int64_t>(7)},
