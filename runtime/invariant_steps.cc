@@ -7,54 +7,56 @@
 namespace kiln {
 namespace {
 
-// The variable whose value a variable_read step binds to `buffer`, or "".
-std::string VariableOf(const Executable& exe, int buffer) {
-  for (const Step& s : exe.steps)
-    if (s.kind == Step::Kind::kLibrary && s.callee == "variable_read" && s.outputs.size() == 1 &&
-        s.outputs[0] == buffer)
-      return s.node.name;
-  return "";
-}
+// What the questions below need of a plan, gathered in one pass over its steps.
+struct PlanFacts {
+  std::vector<int> writer;  // by buffer: the first step that writes it (-1: none)
+  std::vector<bool> kept;   // by buffer: KeptAcrossRuns
 
-// The step that writes each buffer (-1: none).
-std::vector<int> Writers(const Executable& exe) {
-  std::vector<int> writer(exe.buffers.size(), -1);
-  for (size_t s = 0; s < exe.steps.size(); ++s)
-    for (int id : exe.steps[s].outputs)
-      if (id >= 0 && id < static_cast<int>(writer.size()) && writer[id] < 0)
-        writer[id] = static_cast<int>(s);
-  return writer;
-}
+  explicit PlanFacts(const Executable& exe)
+      : writer(exe.buffers.size(), -1), kept(exe.buffers.size(), false) {
+    std::set<std::string> assigned;
+    std::vector<std::pair<int, std::string>> reads;  // variable buffer, variable
+    const int buffers = static_cast<int>(exe.buffers.size());
+    for (size_t s = 0; s < exe.steps.size(); ++s) {
+      const Step& step = exe.steps[s];
+      for (int id : step.outputs)
+        if (id >= 0 && id < buffers && writer[id] < 0) writer[id] = static_cast<int>(s);
+      if (step.kind == Step::Kind::kLibrary && step.callee == "variable_read" &&
+          step.outputs.size() == 1)
+        reads.push_back({step.outputs[0], step.node.name});
+      const bool assigns = (step.kind == Step::Kind::kLibrary && step.callee == "assign") ||
+                           (step.kind == Step::Kind::kReference && step.node.op == "Assign");
+      if (assigns && !step.node.inputs.empty()) assigned.insert(step.node.inputs[0].node);
+    }
+    for (int id = 0; id < buffers; ++id)
+      kept[id] = exe.buffers[id].kind == BufferDesc::Kind::kConstant;
+    for (const auto& [id, variable] : reads)
+      if (id >= 0 && id < buffers && exe.buffers[id].kind == BufferDesc::Kind::kVariable &&
+          writer[id] >= 0 && exe.steps[writer[id]].callee == "variable_read")
+        kept[id] = !assigned.count(variable);
+  }
+};
 
 }  // namespace
 
 bool KeptAcrossRuns(const Executable& exe, int buffer) {
   if (buffer < 0 || buffer >= static_cast<int>(exe.buffers.size())) return false;
-  const BufferDesc& b = exe.buffers[buffer];
-  if (b.kind == BufferDesc::Kind::kConstant) return true;
-  if (b.kind != BufferDesc::Kind::kVariable) return false;
-  const std::string variable = VariableOf(exe, buffer);
-  if (variable.empty()) return false;
-  for (const Step& s : exe.steps) {
-    const bool assigns = (s.kind == Step::Kind::kLibrary && s.callee == "assign") ||
-                         (s.kind == Step::Kind::kReference && s.node.op == "Assign");
-    if (assigns && !s.node.inputs.empty() && s.node.inputs[0].node == variable) return false;
-  }
-  return true;
+  return PlanFacts(exe).kept[buffer];
 }
 
 std::vector<bool> InvariantSteps(const Executable& exe) {
-  const std::vector<int> writer = Writers(exe);
+  const PlanFacts facts(exe);
+  const std::vector<int>& writer = facts.writer;
   std::vector<bool> invariant(exe.steps.size(), false);
   for (size_t s = 0; s < exe.steps.size(); ++s) {
     const Step& step = exe.steps[s];
     if (step.kind != Step::Kind::kKernel || step.on_device || step.inputs.empty()) continue;
     bool all = true;
     for (int id : step.inputs) {
-      const bool from_invariant = id >= 0 && id < static_cast<int>(writer.size()) &&
-                                  writer[id] >= 0 && writer[id] < static_cast<int>(s) &&
-                                  invariant[writer[id]];
-      all = all && (KeptAcrossRuns(exe, id) || from_invariant);
+      const bool in_range = id >= 0 && id < static_cast<int>(writer.size());
+      const bool from_invariant =
+          in_range && writer[id] >= 0 && writer[id] < static_cast<int>(s) && invariant[writer[id]];
+      all = all && in_range && (facts.kept[id] || from_invariant);
     }
     // Its outputs must be its own: written by no other step.
     for (int id : step.outputs)
@@ -91,7 +93,7 @@ Status CheckInvariantSteps(const Executable& exe) {
 }
 
 std::vector<int> InvariantRoots(const Executable& exe, int step) {
-  const std::vector<int> writer = Writers(exe);
+  const std::vector<int> writer = PlanFacts(exe).writer;
   std::set<int> roots, seen;
   std::vector<int> stack = {step};
   while (!stack.empty()) {

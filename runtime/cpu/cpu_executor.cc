@@ -72,11 +72,13 @@ Result<std::vector<Tensor>> CpuExecutor::Execute(const RunPlan& plan, VariableSt
   if (it == cache_.end()) {
     Entry entry;
     KILN_ASSIGN_OR_RETURN(entry.program, CompileAndLoad(plan, {}, variables, nullptr));
-    if (!entry.program && !SmallIntegerFeeds(plan).empty()) {
+    const std::set<TensorRef> candidates =
+        entry.program ? std::set<TensorRef>{} : SmallIntegerFeeds(plan);
+    if (!candidates.empty()) {
       --fallbacks_;  // counted again below if it is not static for these values either
       std::vector<TensorRef> on;
       KILN_ASSIGN_OR_RETURN(std::unique_ptr<Program> specialized,
-                            CompileAndLoad(plan, SmallIntegerFeeds(plan), variables, &on));
+                            CompileAndLoad(plan, candidates, variables, &on));
       if (specialized && !on.empty()) {
         entry.specialized_on = std::move(on);
         entry.by_value[ValuesKey(plan, entry.specialized_on)] = std::move(specialized);

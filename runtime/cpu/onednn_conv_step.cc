@@ -417,17 +417,18 @@ namespace {
 // the buffers' layouts if oneDNN computes well in them, else in its own choice (and reorders).
 Result<ConvSetup> ChooseConv(const Step& step, const Executable& exe, ConvKind kind,
                              memory::data_type compute, bool honor_layouts) {
-  if (SuitsWinograd(step, exe, compute)) {
-    for (bool honor : {honor_layouts, false}) {
-      Result<ConvSetup> winograd =
-          SetUpConv(step, exe, kind, compute, honor, dnnl::algorithm::convolution_winograd);
-      if (winograd.ok()) return winograd;
+  std::vector<dnnl::algorithm> algorithms = {dnnl::algorithm::convolution_direct};
+  if (SuitsWinograd(step, exe, compute))
+    algorithms.insert(algorithms.begin(), dnnl::algorithm::convolution_winograd);
+  std::vector<bool> honoring = {honor_layouts};
+  if (honor_layouts) honoring.push_back(false);
+  Result<ConvSetup> setup = MakeError(ErrorCode::kInternal, step.callee, ": no algorithm tried");
+  for (dnnl::algorithm algorithm : algorithms)
+    for (bool honor : honoring) {
+      setup = SetUpConv(step, exe, kind, compute, honor, algorithm);
+      if (setup.ok()) return setup;
     }
-  }
-  const auto direct = dnnl::algorithm::convolution_direct;
-  Result<ConvSetup> honoring = SetUpConv(step, exe, kind, compute, honor_layouts, direct);
-  return honoring.ok() || !honor_layouts ? honoring
-                                         : SetUpConv(step, exe, kind, compute, false, direct);
+  return setup;  // direct's error
 }
 
 Result<std::unique_ptr<StepRunner>> MakeConv(const Step& step, const Executable& exe, ConvKind kind,
