@@ -42,11 +42,11 @@ Result<CompiledPlan> CpuCompiler::Compile(const RunPlan& plan, const CompileOpti
   // Of the feeds whose values may be known, the fewest the plan's shapes need.
   std::set<TensorRef> known = options.known_feeds;
   if (!known.empty()) {
-    KILN_RETURN_IF_ERROR(ResolveStaticTypes(plan, known).status());
+    KILN_RETURN_IF_ERROR(CheckStatic(plan, known));
     for (const TensorRef& ref : options.known_feeds) {
       std::set<TensorRef> without = known;
       without.erase(ref);
-      if (ResolveStaticTypes(plan, without).ok()) known = std::move(without);
+      if (CheckStatic(plan, without).ok()) known = std::move(without);
     }
   }
   plan_options.known_feeds = known;

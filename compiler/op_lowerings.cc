@@ -27,6 +27,9 @@ void RegisterReferenceSteps(OpLowerings& lowerings) {
       {"ScatterElements", "no lowering yet"},
       {"PadGrad", "no lowering yet (a constant-mode Pad's gradient is a Pad)"},
       {"TileGrad", "no lowering yet"},
+      {"Deferred",
+       "converted where its values are known (deferred_expansion.h); one left waits for values "
+       "known only at run time"},
   };
   for (const auto& [op, why] : reference) lowerings.Add(op).reference = why;
   // Integer division must report a zero divisor (a generated kernel would not): it keeps the

@@ -1,8 +1,9 @@
-// The compiler's pipeline from a RunPlan to an Executable, without generating code: the graph
-// passes on the plan's subgraph (plan_graph_passes.h), static types
-// (and compile-time values), rewrites those allow (static_simplify.h), epilogue fusion into
-// convolutions, elementwise fusion, lowering to steps, layouts, a target's rewrites, buffer
-// assignment. The JIT (cpu_compiler.h) and `kiln inspect` both start here.
+// The compiler's pipeline from a RunPlan to an Executable, without generating code: Deferred
+// nodes expanded (deferred_expansion.h), the graph passes on the plan's subgraph
+// (plan_graph_passes.h), static types (and compile-time values), rewrites those allow
+// (static_simplify.h), epilogue fusion into convolutions, elementwise fusion, lowering to steps,
+// layouts, a target's rewrites, buffer assignment. The JIT (cpu_compiler.h) and `kiln inspect` both
+// start here.
 #pragma once
 
 #include <functional>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "compiler/buffer_assignment.h"
+#include "compiler/deferred_expansion.h"
 #include "compiler/fusion.h"
 #include "compiler/layout_assignment.h"
 #include "compiler/lower.h"
@@ -41,6 +43,7 @@ struct PlanOptions {
 };
 
 struct PlannedExecutable {
+  ExpandedPlan expanded;    // the plan with its Deferred nodes expanded (deferred_expansion.h)
   OptimizedPlan optimized;  // the plan after the graph passes (the later stages point into it)
   StaticInfo info;
   SimplifiedPlan simplified;  // the plan the later stages saw (they point into its nodes)

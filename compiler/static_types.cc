@@ -19,53 +19,61 @@ bool AllOutputsSmall(const std::vector<TensorType>& types) {
 
 }  // namespace
 
-Result<StaticInfo> ResolveStaticTypes(const RunPlan& plan, const std::set<TensorRef>& known_feeds) {
+StaticInfo FeedsStaticInfo(const RunPlan& plan, const std::set<TensorRef>& known_feeds) {
   StaticInfo info;
   for (const auto& [ref, tensor] : plan.feeds) {
     info.types[ref] = TensorType{tensor.dtype(), tensor.shape()};
     if (known_feeds.count(ref)) info.values[ref] = tensor;
   }
-  for (const Node* node : plan.nodes) {
-    std::vector<TensorType> in_types;
-    std::vector<const Tensor*> in_values;
-    bool all_known = true;
-    for (const TensorRef& in : node->inputs) {
-      auto type = info.types.find(in);
-      if (type == info.types.end())
-        return node->MakeNodeError(ErrorCode::kInternal, "input '", in.ToString(),
-                                   "' is neither fed nor computed before it");
-      in_types.push_back(type->second);
-      auto value = info.values.find(in);
-      in_values.push_back(value == info.values.end() ? nullptr : &value->second);
-      all_known &= value != info.values.end();
-    }
-    KILN_ASSIGN_OR_RETURN(std::vector<TensorType> out_types, InferNode(*node, in_types, in_values));
-    for (size_t i = 0; i < out_types.size(); ++i) {
-      if (!out_types[i].shape.IsFullyKnown())
-        return node->MakeNodeError(ErrorCode::kUnimplemented, "output ", i, " has type ",
-                                   out_types[i].ToString(),
-                                   ": its shape depends on values computed at run time");
-      info.types[TensorRef{node->name, static_cast<int>(i)}] = out_types[i];
-    }
-    const OpDef* def = OpRegistry::Global().Find(node->op);
-    if (node->op == "Constant") {
-      KILN_ASSIGN_OR_RETURN(Tensor value, node->attrs.GetTensor("value"));
-      info.values[TensorRef{node->name, 0}] = value;
-    } else if (node->op == "Shape") {
-      std::vector<int64_t> dims = in_types[0].shape.dims();
-      info.values[TensorRef{node->name, 0}] =
-          Tensor::FromVector<int64_t>(Shape{static_cast<int64_t>(dims.size())}, dims)
-              .CastTo(out_types[0].dtype);
-    } else if (all_known && def && !def->stateful && node->op != "Placeholder" &&
-               node->control_inputs.empty() && AllOutputsSmall(out_types)) {
-      std::vector<Tensor> inputs;
-      for (const Tensor* v : in_values) inputs.push_back(*v);
-      KILN_ASSIGN_OR_RETURN(std::vector<Tensor> values, reference::EvaluateNode(*node, inputs));
-      for (size_t i = 0; i < values.size(); ++i)
-        info.values[TensorRef{node->name, static_cast<int>(i)}] = std::move(values[i]);
-    }
-  }
   return info;
+}
+
+Result<StaticInfo> ResolveStaticTypes(const RunPlan& plan, const std::set<TensorRef>& known_feeds) {
+  StaticInfo info = FeedsStaticInfo(plan, known_feeds);
+  for (const Node* node : plan.nodes) KILN_RETURN_IF_ERROR(ResolveNode(*node, info));
+  return info;
+}
+
+Status ResolveNode(const Node& node, StaticInfo& info) {
+  std::vector<TensorType> in_types;
+  std::vector<const Tensor*> in_values;
+  bool all_known = true;
+  for (const TensorRef& in : node.inputs) {
+    auto type = info.types.find(in);
+    if (type == info.types.end())
+      return node.MakeNodeError(ErrorCode::kInternal, "input '", in.ToString(),
+                                "' is neither fed nor computed before it");
+    in_types.push_back(type->second);
+    auto value = info.values.find(in);
+    in_values.push_back(value == info.values.end() ? nullptr : &value->second);
+    all_known &= value != info.values.end();
+  }
+  KILN_ASSIGN_OR_RETURN(std::vector<TensorType> out_types, InferNode(node, in_types, in_values));
+  for (size_t i = 0; i < out_types.size(); ++i) {
+    if (!out_types[i].shape.IsFullyKnown())
+      return node.MakeNodeError(ErrorCode::kUnimplemented, "output ", i, " has type ",
+                                out_types[i].ToString(),
+                                ": its shape depends on values computed at run time");
+    info.types[TensorRef{node.name, static_cast<int>(i)}] = out_types[i];
+  }
+  const OpDef* def = OpRegistry::Global().Find(node.op);
+  if (node.op == "Constant") {
+    KILN_ASSIGN_OR_RETURN(Tensor value, node.attrs.GetTensor("value"));
+    info.values[TensorRef{node.name, 0}] = value;
+  } else if (node.op == "Shape") {
+    std::vector<int64_t> dims = in_types[0].shape.dims();
+    info.values[TensorRef{node.name, 0}] =
+        Tensor::FromVector<int64_t>(Shape{static_cast<int64_t>(dims.size())}, dims)
+            .CastTo(out_types[0].dtype);
+  } else if (all_known && def && !def->stateful && node.op != "Placeholder" &&
+             node.control_inputs.empty() && AllOutputsSmall(out_types)) {
+    std::vector<Tensor> inputs;
+    for (const Tensor* v : in_values) inputs.push_back(*v);
+    KILN_ASSIGN_OR_RETURN(std::vector<Tensor> values, reference::EvaluateNode(node, inputs));
+    for (size_t i = 0; i < values.size(); ++i)
+      info.values[TensorRef{node.name, static_cast<int>(i)}] = std::move(values[i]);
+  }
+  return OkStatus();
 }
 
 }  // namespace kiln::compiler

@@ -4,7 +4,7 @@
 // folds away, so Shape -> Gather -> Concat -> Reshape chains become static).
 //
 // A plan whose shapes depend on values computed at run time fails with kUnimplemented, naming the
-// node; the cpu backend then tries again with its small integer feeds' values known
+// node; the cpu backend then tries again with its small feeds' values known
 // (`known_feeds`: the plan is then valid for those values only) and else runs that plan on the
 // reference executor.
 #pragma once
@@ -25,5 +25,10 @@ struct StaticInfo {
 
 Result<StaticInfo> ResolveStaticTypes(const RunPlan& plan,
                                       const std::set<TensorRef>& known_feeds = {});
+
+// The same one node at a time: the feeds' types (and the known ones' values), then each node in
+// plan order (its inputs already in `info`).
+StaticInfo FeedsStaticInfo(const RunPlan& plan, const std::set<TensorRef>& known_feeds);
+Status ResolveNode(const Node& node, StaticInfo& info);
 
 }  // namespace kiln::compiler

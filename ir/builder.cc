@@ -1,5 +1,7 @@
 #include "ir/builder.h"
 
+#include <set>
+
 #include "ir/op_registry.h"
 #include "ir/verifier.h"
 
@@ -48,6 +50,13 @@ std::string GraphBuilder::UniqueName(const std::string& base) {
   while (graph_.FindNode(name)) name = stem + "_" + std::to_string(++count);
   ++count;
   return name;
+}
+
+void GraphBuilder::DiscardNodesFrom(size_t count) {
+  if (count >= graph_.nodes().size()) return;
+  std::set<std::string> discarded;
+  for (size_t i = count; i < graph_.nodes().size(); ++i) discarded.insert(graph_.nodes()[i].name);
+  graph_.RemoveNodesIf([&](const Node& n) { return discarded.count(n.name) > 0; });
 }
 
 Status GraphBuilder::RenameNode(size_t index, const std::string& new_name) {

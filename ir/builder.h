@@ -124,6 +124,12 @@ class GraphBuilder {
   Value AddOp1(const std::string& op, const std::vector<Value>& inputs, AttrMap attrs,
                SourceLocation loc, const std::string& name = "");
 
+  // The number of nodes added so far, and removing the nodes added after that count was taken
+  // (a frontend backing out of a conversion it could not finish). The caller must hold no Value
+  // of a removed node, and none may be a graph output or update op.
+  size_t num_nodes() const { return graph_.nodes().size(); }
+  void DiscardNodesFrom(size_t count);
+
   // Verifies and returns the graph, or every error recorded while building.
   Result<Graph> Build() const;
   // A builder that continues an existing graph (e.g. one loaded from a file): verified first.

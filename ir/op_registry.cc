@@ -139,6 +139,7 @@ const OpRegistry& OpRegistry::Global() {
     RegisterNnOps(*r);
     RegisterReduceOps(*r);
     RegisterArrayOps(*r);
+    RegisterDeferredOps(*r);
     return r;
   }();
   return *registry;

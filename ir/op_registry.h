@@ -30,7 +30,7 @@ const std::vector<DType>& BoolTypes();
 
 struct InputSpec {
   std::string name;
-  std::string type_var;   // inputs naming the same variable must share a dtype
+  std::string type_var;   // inputs naming the same variable share a dtype; "": any, each its own
   bool variadic = false;  // only the last input may be variadic (one or more tensors)
 };
 

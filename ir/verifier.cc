@@ -29,6 +29,7 @@ Status CheckDTypes(const OpDef& def, const Node& node, const std::vector<TensorT
   std::map<std::string, std::pair<DType, int>> bound;  // type var -> (dtype, first input index)
   for (size_t i = 0; i < inputs.size(); ++i) {
     const InputSpec& spec = def.inputs[std::min(i, def.inputs.size() - 1)];
+    if (spec.type_var.empty()) continue;  // any dtype, independent of the other inputs
     DType t = inputs[i].dtype;
     auto allowed = def.type_constraints.find(spec.type_var);
     if (allowed != def.type_constraints.end() &&

@@ -137,6 +137,10 @@ int PrintPlanReport(const Command& cmd, const Graph& graph, const Flags& flags,
     std::printf(" %s=%s", name.str().c_str(), t.shape().ToString().c_str());
   std::printf("\n");
   if (flags.On("fusion")) {
+    if (!planned->expanded.changes.empty()) {
+      std::printf("\ndeferred nodes expanded:\n");
+      for (const std::string& c : planned->expanded.changes) std::printf("  %s\n", c.c_str());
+    }
     std::printf("\ngraph passes on the plan: %s\n",
                 planned->optimized.changes.empty() ? "nothing to change" : "");
     for (const std::string& c : planned->optimized.changes) std::printf("  %s\n", c.c_str());

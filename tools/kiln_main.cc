@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/onnx/import.h"
 #include "tools/command.h"
 
 namespace kiln::cli {
@@ -273,6 +274,7 @@ int main(int argc, char** argv) {
   std::string name = argv[1];
   if (name == "--help" || name == "-h") name = "help";
   std::vector<std::string> args(argv + 2, argv + argc);
+  kiln::RegisterOnnxFrontend();  // graphs saved from an ONNX import may hold Deferred nodes
   for (const Command& c : Commands())
     if (name == c.name) return c.run(c, args);
   std::fprintf(stderr, "kiln: unknown command '%s' (see 'kiln help')\n", name.c_str());

@@ -60,7 +60,7 @@ Result<Value> SoftmaxAlong(OnnxNode& n, Value x, int axis) {
   if (op == "Softmax") return Softmax(x, axis);
   if (op == "LogSoftmax") return LogSoftmax(x, axis);
   int64_t depth = x.shape()[axis];
-  if (depth < 0) return n.Unsupported("Hardmax needs the size of its axis known at import");
+  if (depth < 0) return n.NotKnownYet("Hardmax needs the size of its axis known at import");
   return OneHot(ArgMax(x, axis, /*keepdims=*/false), depth, x.dtype(), 1.0, 0.0, axis);
 }
 

@@ -359,7 +359,7 @@ Status ConvertDepthSpace(OnnxNode& n) {
   if (x.rank() != 4) return n.Fail("needs a 4-D NCHW input, got ", x.shape().ToString());
   int64_t c = x.shape()[1], h = x.shape()[2], w = x.shape()[3];
   if (c < 0 || h < 0 || w < 0)
-    return n.Unsupported("needs C, H and W known at import, got ", x.shape().ToString());
+    return n.NotKnownYet("needs C, H and W known at import, got ", x.shape().ToString());
   Value y;
   if (n.op_type() == "DepthToSpace") {
     KILN_ASSIGN_OR_RETURN(std::string mode, n.String("mode", "DCR"));

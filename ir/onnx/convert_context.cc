@@ -66,7 +66,7 @@ Result<Tensor> OnnxNode::Const(int i) const {
   KILN_RETURN_IF_ERROR(input(i).status());
   const Tensor* t = known(i);
   if (!t)
-    return Unsupported("input ", i, " '", node_.input(i),
+    return NotKnownYet("input ", i, " '", node_.input(i),
                        "' must be known at import (a constant, an initializer or computed from "
                        "known shapes)");
   return *t;

@@ -5,7 +5,7 @@
 // with the ordinary builder functions and reports each ONNX output with SetOutput (or SetKnown
 // for a value computed at import). Converters live in ir/onnx/convert_<family>.cc, one Add*
 // function per family filling the table. Errors name the node; a value needed at import that is
-// not known is kUnimplemented ("must be known at import").
+// not known is kUnimplemented ("must be known at import", through NotKnownYet).
 #pragma once
 
 #include <cstdint>
@@ -102,6 +102,14 @@ class OnnxNode {
   Error Unsupported(const Args&... parts) const {
     return MakeError(ErrorCode::kUnimplemented, label_, ": ", parts...);
   }
+  // The node cannot be converted until a value or dim not known at import is (a fed input, a
+  // dynamic dim): the importer then defers it (deferred_node.h) instead of failing.
+  template <typename... Args>
+  Error NotKnownYet(const Args&... parts) const {
+    waits_for_values_ = true;
+    return Unsupported(parts...);
+  }
+  bool waits_for_values() const { return waits_for_values_; }
 
  private:
   Result<const onnx::AttributeProto*> AttrOfType(const std::string& name, int type) const;
@@ -110,6 +118,7 @@ class OnnxNode {
   int64_t opset_;
   std::map<std::string, OnnxValue>& values_;
   std::string label_;
+  mutable bool waits_for_values_ = false;
 };
 
 using ConvertFn = Status (*)(OnnxNode& n);

@@ -22,7 +22,7 @@ Result<Value> NllLoss(OnnxNode& n, Value logp) {
     return n.Fail("reduction must be none, sum or mean, got '", reduction, "'");
   if (logp.rank() < 2) return n.Fail("needs input of rank >= 2, got ", logp.shape().ToString());
   int64_t classes = logp.shape()[1];
-  if (classes < 0) return n.Unsupported("needs the number of classes (dim 1) known at import");
+  if (classes < 0) return n.NotKnownYet("needs the number of classes (dim 1) known at import");
   GraphBuilder& g = n.g();
   Value ignored;
   if (n.has_attr("ignore_index")) {

@@ -18,7 +18,7 @@ Status ConvertTrilu(OnnxNode& n) {
   if (x.rank() < 2) return n.Fail("needs an input of rank >= 2, got ", x.shape().ToString());
   int64_t rows = x.shape()[x.rank() - 2], cols = x.shape()[x.rank() - 1];
   if (rows < 0 || cols < 0)
-    return n.Unsupported("needs the last two dims known at import, got ", x.shape().ToString());
+    return n.NotKnownYet("needs the last two dims known at import, got ", x.shape().ToString());
   const Value zero = n.g().Scalar(0, x.dtype());
   if (n.has_input(1) && !n.known(1)) {  // k fed at run time
     KILN_ASSIGN_OR_RETURN(Value k, n.input(1));
@@ -58,7 +58,7 @@ Status ConvertCumSum(OnnxNode& n) {
     KILN_ASSIGN_OR_RETURN(axis, Axis(n, static_cast<int64_t>(axis_d), rank));
   }
   int64_t len = x.shape()[axis];
-  if (len < 0) return n.Unsupported("needs the size of the summed axis known at import");
+  if (len < 0) return n.NotKnownYet("needs the size of the summed axis known at import");
   // y[..., i] = sum over j of x[..., j] * u[j][i]: u[j][i] = 1 when j is summed into i.
   KILN_ASSIGN_OR_RETURN(Tensor u, NewTensor(n, x.dtype(), Shape{len, len}));
   for (int64_t j = 0; j < len; ++j)

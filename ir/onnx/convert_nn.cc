@@ -49,7 +49,7 @@ Result<Window> ReadWindow(const OnnxNode& n, const Shape& x, std::vector<int64_t
   } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
     for (int i = 0; i < k; ++i) {
       int64_t in = x[2 + i];
-      if (in < 0) return n.Unsupported("auto_pad ", auto_pad, " needs known spatial dims");
+      if (in < 0) return n.NotKnownYet("auto_pad ", auto_pad, " needs known spatial dims");
       if (strides[i] <= 0) return n.Fail("strides must be positive");
       int64_t out = (in + strides[i] - 1) / strides[i];
       int64_t total =
@@ -135,7 +135,7 @@ Status ConvertConvTranspose(OnnxNode& n) {
   for (int i = 0; i < k; ++i) {
     int64_t in = x.shape()[2 + i];
     if (in < 0 || kernel[i] < 0 || c_out < 0)
-      return n.Unsupported("needs the spatial dims, kernel and channels known at import");
+      return n.NotKnownYet("needs the spatial dims, kernel and channels known at import");
     int64_t full = strides[i] * (in - 1) + out_pad[i] + (kernel[i] - 1) * dil[i] + 1;
     if (!out_shape.empty() || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
       int64_t target = out_shape.empty() ? in * strides[i] : out_shape[i];
@@ -202,7 +202,7 @@ Status ConvertLrn(OnnxNode& n) {
   if (size <= 0) return n.Fail("size must be > 0, got ", size);
   if (x.rank() < 3) return n.Fail("needs an input of rank >= 3, got ", x.shape().ToString());
   int64_t c = x.shape()[1];
-  if (c < 0) return n.Unsupported("needs the channel count known at import");
+  if (c < 0) return n.NotKnownYet("needs the channel count known at import");
   std::vector<int64_t> pads(2 * x.rank(), 0);
   pads[1] = (size - 1) / 2;
   pads[x.rank() + 1] = size - 1 - (size - 1) / 2;

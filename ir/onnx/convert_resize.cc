@@ -121,12 +121,12 @@ Status Resize(OnnxNode& n, Value x, std::vector<double> scales, std::vector<int6
     if (!sizes.empty()) {
       out = sizes[d];
       if (out == in && a.coord != "tf_crop_and_resize") continue;
-      if (in < 0) return n.Unsupported("needs the resized dim ", d, " known at import");
+      if (in < 0) return n.NotKnownYet("needs the resized dim ", d, " known at import");
       scale = in > 0 ? double(out) / double(in) : 1;
     } else {
       scale = scales[d];
       if (scale == 1.0 && a.coord != "tf_crop_and_resize") continue;
-      if (in < 0) return n.Unsupported("needs the resized dim ", d, " known at import");
+      if (in < 0) return n.NotKnownYet("needs the resized dim ", d, " known at import");
       if (scale <= 0) return n.Fail("scales must be positive, got ", scale);
       double len = a.coord == "tf_crop_and_resize" ? in * (end - start) : in;
       out = static_cast<int64_t>(std::floor(len * scale));
@@ -172,7 +172,7 @@ Status ConvertResize(OnnxNode& n) {
       for (int d = 0; d < x.rank(); ++d) {
         const DimEntry& e = (*p)[d];
         if (!e.of.empty() && (e.of != n.input_name(0) || e.dim != d))
-          return n.Unsupported("output size ", d, " must be known at import");
+          return n.NotKnownYet("output size ", d, " must be known at import");
         sizes.push_back(e.of.empty() ? e.value : x.shape()[d]);
       }
     } else {

@@ -168,7 +168,7 @@ Status ConvertRecurrent(OnnxNode& n) {
   if (x.rank() != 3) return n.Fail("X must be 3-D, got ", x.shape().ToString());
   if (layout) x = Transpose(x, {1, 0, 2});
   int64_t seq = x.shape()[0];
-  if (seq < 0) return n.Unsupported("needs the sequence length known at import");
+  if (seq < 0) return n.NotKnownYet("needs the sequence length known at import");
   if (cell.hidden <= 0) {
     if (r.rank() != 3 || r.shape()[2] < 0) return n.Fail("hidden_size is required");
     cell.hidden = r.shape()[2];

@@ -6,6 +6,7 @@
 #include "ir/file_util.h"
 #include "ir/io/onnx_tensor.h"
 #include "ir/onnx/convert_context.h"
+#include "ir/onnx/deferred_node.h"
 #include "ir/onnx/external_data.h"
 #include "ir/ops/state.h"
 #include "proto/onnx.pb.h"
@@ -114,6 +115,7 @@ class Importer {
     KILN_RETURN_IF_ERROR(CheckOpset());
     KILN_RETURN_IF_ERROR(AddInitializers(graph));
     KILN_RETURN_IF_ERROR(AddInputs(graph));
+    AddDeclaredTypes(graph);
     for (int i = 0; i < graph.node_size(); ++i) KILN_RETURN_IF_ERROR(AddNode(graph.node(i), i));
     for (const onnx::ValueInfoProto& out : graph.output()) {
       auto it = values_.find(out.name());
@@ -231,7 +233,19 @@ class Importer {
     {
       GraphBuilder::SourceOverride at(&g_, label);
       Scope::Entered scope(&g_, ScopeName(node, index));
-      KILN_RETURN_IF_ERROR(Converters().at(node.op_type())(n));
+      const size_t nodes_before = g_.num_nodes();
+      Status converted = Converters().at(node.op_type())(n);
+      if (!converted.ok()) {
+        // A value or dim known only at run time: convert the node when it is (deferred_node.h).
+        if (!n.waits_for_values() || converted.error().code() != ErrorCode::kUnimplemented ||
+            g_.errors().size() > errors_before)
+          return converted;
+        for (int i = 0; i < node.output_size(); ++i)
+          if (n.wants_output(i)) values_.erase(node.output(i));
+        g_.DiscardNodesFrom(nodes_before);
+        Status deferred = onnx_import::DeferNode(n, declared_types_);
+        if (!deferred.ok()) return converted;
+      }
     }
     if (g_.errors().size() > errors_before) return BuilderError(NodeLabel(node, index));
     for (int i = 0; i < node.output_size(); ++i)
@@ -239,6 +253,16 @@ class Importer {
         return n.Unsupported("output ", i, " ('", node.output(i),
                              "') is not supported by kiln's converter");
     return OkStatus();
+  }
+
+  // The types the model declares for its values (value_info and graph outputs; tensors with a
+  // shape only), for nodes deferred until run time.
+  void AddDeclaredTypes(const onnx::GraphProto& graph) {
+    for (const auto* list : {&graph.value_info(), &graph.output()})
+      for (const onnx::ValueInfoProto& vi : *list) {
+        Result<TensorType> type = InputType(vi, origin_);
+        if (type.ok()) declared_types_[vi.name()] = *type;
+      }
   }
 
   // The kiln node name for an ONNX initializer or input name: ':' (kiln's port separator, in
@@ -269,6 +293,7 @@ class Importer {
   GraphBuilder g_;
   std::map<std::string, OnnxValue> values_;
   std::set<std::string> node_names_;  // names given to initializer and input nodes
+  std::map<std::string, TensorType> declared_types_;
 };
 
 }  // namespace
@@ -297,6 +322,8 @@ Result<Graph> ImportOnnx(const std::string& path, const OnnxImportOptions& optio
   if (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   return ImportOnnxFromBytes(*bytes, dir, path, options);
 }
+
+void RegisterOnnxFrontend() { onnx_import::RegisterOnnxExpander(); }
 
 std::vector<std::string> SupportedOnnxOps() {
   std::vector<std::string> ops;

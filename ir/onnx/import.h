@@ -53,6 +53,13 @@ Result<Graph> ImportOnnx(const std::string& path, const OnnxImportOptions& optio
 Result<Graph> ImportOnnxFromBytes(const std::string& bytes, const std::string& model_dir,
                                   const std::string& origin, const OnnxImportOptions& options = {});
 
+// A node the importer can convert only once a value or dim known at run time is (a fed Slice
+// bound, Resize scales computed from a fed tensor) becomes a Deferred node (ir/ops/deferred.h),
+// converted by this frontend when the plan's shapes and values are known. Importing registers the
+// frontend; a program that loads a saved graph holding Deferred nodes without importing one calls
+// this first (the kiln command line does).
+void RegisterOnnxFrontend();
+
 // The ONNX op types that have a converter, sorted.
 std::vector<std::string> SupportedOnnxOps();
 

@@ -12,4 +12,5 @@ void RegisterReduceOps(OpRegistry& r);
 void RegisterArrayOps(OpRegistry& r);
 void RegisterArrayLikeOps(OpRegistry& r);      // called by RegisterArrayOps
 void RegisterArrayElementsOps(OpRegistry& r);  // called by RegisterArrayOps
+void RegisterDeferredOps(OpRegistry& r);
 }  // namespace kiln

@@ -22,22 +22,22 @@ CpuExecutor::CpuExecutor(int threads, int64_t memory_limit)
 
 namespace {
 
-// Feeds a plan's shapes may depend on: integer tensors of at most 64 elements (scalars and shape
-// vectors, not data).
-std::set<TensorRef> SmallIntegerFeeds(const RunPlan& plan) {
+// Feeds a plan's shapes may depend on: tensors of at most 64 elements (scalars and shape vectors,
+// Resize's scales, a training-mode flag; not data). The compiler keeps only those it needs.
+std::set<TensorRef> SmallFeeds(const RunPlan& plan) {
   std::set<TensorRef> feeds;
   for (const auto& [ref, tensor] : plan.feeds)
-    if (IsInteger(tensor.dtype()) && tensor.num_elements() <= 64) feeds.insert(ref);
+    if (tensor.num_elements() <= 64) feeds.insert(ref);
   return feeds;
 }
 
-// The values of `feeds` in `plan`, as a cache key.
+// The values of `feeds` in `plan`, as a cache key (their bytes: -0.0 and 0.0 are two values).
 std::string ValuesKey(const RunPlan& plan, const std::vector<TensorRef>& feeds) {
   std::string key;
   for (const TensorRef& ref : feeds) {
     const Tensor& t = plan.feeds.at(ref);
-    key += ref.ToString() + "=";
-    for (int64_t i = 0; i < t.num_elements(); ++i) key += std::to_string(t.GetInt(i)) + ",";
+    key += ref.ToString() + "=" + std::string(DTypeName(t.dtype())) + t.shape().ToString() + ":";
+    key.append(static_cast<const char*>(t.raw_data()), static_cast<size_t>(t.byte_size()));
     key += ";";
   }
   return key;
@@ -72,8 +72,7 @@ Result<std::vector<Tensor>> CpuExecutor::Execute(const RunPlan& plan, VariableSt
   if (it == cache_.end()) {
     Entry entry;
     KILN_ASSIGN_OR_RETURN(entry.program, CompileAndLoad(plan, {}, variables, nullptr));
-    const std::set<TensorRef> candidates =
-        entry.program ? std::set<TensorRef>{} : SmallIntegerFeeds(plan);
+    const std::set<TensorRef> candidates = entry.program ? std::set<TensorRef>{} : SmallFeeds(plan);
     if (!candidates.empty()) {
       --fallbacks_;  // counted again below if it is not static for these values either
       std::vector<TensorRef> on;

@@ -21,6 +21,7 @@ const KernelRegistry& KernelRegistry::Global() {
     RegisterNnKernels(*r);
     RegisterReduceKernels(*r);
     RegisterArrayKernels(*r);
+    RegisterDeferredKernels(*r);
     return r;
   }();
   return *registry;

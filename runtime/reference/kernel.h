@@ -77,5 +77,6 @@ void RegisterReduceKernels(KernelRegistry& r);
 void RegisterArrayKernels(KernelRegistry& r);
 void RegisterArrayLikeKernels(KernelRegistry& r);      // called by RegisterArrayKernels
 void RegisterArrayElementsKernels(KernelRegistry& r);  // called by RegisterArrayKernels
+void RegisterDeferredKernels(KernelRegistry& r);
 
 }  // namespace kiln::reference
