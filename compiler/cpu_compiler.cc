@@ -36,9 +36,6 @@ std::shared_ptr<const KernelLibrary> JitKernelLibrary(std::unique_ptr<JitModule>
 }
 
 Result<CompiledPlan> CpuCompiler::Compile(const RunPlan& plan, const CompileOptions& options) {
-  if (options.target != "cpu") return CompileForCuda(plan, options);
-  PlanOptions plan_options = CpuPlanOptions();
-  if (own_layouts_) plan_options.preferred_layouts = layouts_;
   // Of the feeds whose values may be known, the fewest the plan's shapes need.
   std::set<TensorRef> known = options.known_feeds;
   if (!known.empty()) {
@@ -49,6 +46,15 @@ Result<CompiledPlan> CpuCompiler::Compile(const RunPlan& plan, const CompileOpti
       if (CheckStatic(plan, without).ok()) known = std::move(without);
     }
   }
+  if (options.target != "cpu") {
+    CompileOptions for_cuda = options;
+    for_cuda.known_feeds = known;
+    KILN_ASSIGN_OR_RETURN(CompiledPlan compiled, CompileForCuda(plan, for_cuda));
+    compiled.specialized_on.assign(known.begin(), known.end());
+    return compiled;
+  }
+  PlanOptions plan_options = CpuPlanOptions();
+  if (own_layouts_) plan_options.preferred_layouts = layouts_;
   plan_options.known_feeds = known;
   KILN_ASSIGN_OR_RETURN(PlannedExecutable planned, PlanExecutable(plan, plan_options));
   CompiledPlan compiled;

@@ -64,8 +64,10 @@ Result<GpuKernels> GenerateGpuKernels(const std::vector<KernelSpec>& kernels,
   return gpu;
 }
 
-Result<CudaPlan> PlanForCuda(const RunPlan& plan, bool tf32) {
+Result<CudaPlan> PlanForCuda(const RunPlan& plan, bool tf32,
+                             const std::set<TensorRef>& known_feeds) {
   PlanOptions plan_options;
+  plan_options.known_feeds = known_feeds;
   plan_options.can_emit = CanEmit;
   plan_options.preferred_layouts = nullptr;  // dense buffers: the device's kernels read no other
   // Library steps the device has no library for (strided copies, convolutions, pooling, sums,
@@ -102,7 +104,7 @@ Result<CudaPlan> PlanForCuda(const RunPlan& plan, bool tf32) {
 Result<CompiledPlan> CompileForCuda(const RunPlan& plan, const CompileOptions& options) {
   if (options.target != "cuda" && options.target != "cuda-sim")
     return MakeError(ErrorCode::kInvalidArgument, "unknown CUDA target '", options.target, "'");
-  KILN_ASSIGN_OR_RETURN(CudaPlan cuda_plan, PlanForCuda(plan, options.tf32));
+  KILN_ASSIGN_OR_RETURN(CudaPlan cuda_plan, PlanForCuda(plan, options.tf32, options.known_feeds));
   PlannedExecutable& planned = cuda_plan.planned;
   CompiledPlan compiled;
   Executable& exe = planned.lowered.executable;

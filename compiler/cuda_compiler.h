@@ -24,8 +24,10 @@ struct CudaPlan {
   PlacementStats placement;
 };
 // With `tf32`, the device's f32 gemm steps get attribute "tf32" = 1: their cuBLASLt calls may use
-// TF32 tensor cores (runtime/cuda/matmul_call.h).
-Result<CudaPlan> PlanForCuda(const RunPlan& plan, bool tf32 = false);
+// TF32 tensor cores (runtime/cuda/matmul_call.h). `known_feeds`: the feeds whose values the
+// plan is specialized on (PlanOptions::known_feeds).
+Result<CudaPlan> PlanForCuda(const RunPlan& plan, bool tf32 = false,
+                             const std::set<TensorRef>& known_feeds = {});
 
 // The generated kernels of a plan lowered for the GPU (launches, and the PTX and host translation
 // `options` ask for). A failure is kiln's own (kInternal), never a reason to fall back.

@@ -1,13 +1,9 @@
 // The compiled CPU backend ("cpu"). The first Run of a (nodes, feeds' shapes, fetches) combination
 // compiles it through the registered PlanCompiler and loads the result as a Program; later Runs
-// of the same combination reuse it. A plan whose shapes depend on the values of its small integer
-// feeds (a Range's limit, a shape vector fed at run time) is compiled for those values, which then
-// join its cache key: a new value compiles once more, a repeated one reuses its Program (as XLA
-// specializes on compile-time constant arguments), up to kMaxSpecializations values per plan: after
-// those, as torch.compile's cache_size_limit, further values run on the reference executor (a
-// line on stderr says so, once per plan). A plan the compiler cannot make static even so
-// (a shape that depends on the values of a tensor computed in the same run) runs on the reference
-// executor instead; `kiln inspect` shows which.
+// of the same combination reuse it. A plan whose shapes depend on the values of its small feeds is
+// compiled for those values (runtime/specialized_programs.h); one the compiler cannot make static
+// even so (a shape that depends on the values of a tensor computed in the same run) runs on the
+// reference executor instead; `kiln inspect` shows which.
 #pragma once
 
 #include <map>
@@ -19,13 +15,12 @@
 #include "runtime/cpu/program.h"
 #include "runtime/executor.h"
 #include "runtime/reference/executor.h"
+#include "runtime/specialized_programs.h"
 
 namespace kiln::cpu {
 
 class CpuExecutor : public Executor {
  public:
-  static constexpr int kMaxSpecializations = 16;
-
   // `memory_limit`: the host budget its plans must fit (memory_budget.h; 0: what the process can
   // get).
   explicit CpuExecutor(int threads, int64_t memory_limit = 0);
@@ -36,14 +31,6 @@ class CpuExecutor : public Executor {
   int fallback_plans() const { return fallbacks_; }
 
  private:
-  struct Entry {
-    std::unique_ptr<Program> program;  // null: this plan runs on the reference executor
-    // A plan compiled for the values of these feeds: its Programs by those values (null: that
-    // value's plan runs on the reference executor).
-    std::vector<TensorRef> specialized_on;
-    std::map<std::string, std::unique_ptr<Program>> by_value;
-    bool warned = false;  // that further values run on the reference executor
-  };
   // Compiles `plan` (for the values of `known` feeds) and loads it; null when it is not static.
   Result<std::unique_ptr<Program>> CompileAndLoad(const RunPlan& plan,
                                                   const std::set<TensorRef>& known,
@@ -53,7 +40,7 @@ class CpuExecutor : public Executor {
   int64_t memory_limit_;
   int compiled_ = 0;
   int fallbacks_ = 0;
-  std::map<std::string, Entry> cache_;
+  std::map<std::string, SpecializedPrograms<Program>> cache_;
   std::map<std::string, uint64_t> counters_;
   reference::ReferenceExecutor fallback_;
 };

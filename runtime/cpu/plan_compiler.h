@@ -49,8 +49,8 @@ struct CompileOptions {
   std::string target = "cpu";  // "cpu", "cuda" or "cuda-sim"
   int sm = 80;                 // "cuda": the architecture to generate PTX for
   bool tf32 = false;           // "cuda", "cuda-sim": f32 gemm steps may use TF32
-  // "cpu": feeds whose values may be taken as known, for a plan whose shapes depend on them (a
-  // Range's limit, a shape vector); the compiler keeps the fewest it needs (specialized_on).
+  // Feeds whose values may be taken as known, for a plan whose shapes depend on them (a Range's
+  // limit, a fed Slice bound); the compiler keeps the fewest it needs (specialized_on).
   std::set<TensorRef> known_feeds;
 };
 

@@ -18,36 +18,47 @@ Result<std::unique_ptr<Executor>> CudaExecutor::Create(const std::string& backen
       backend, std::move(device), threads, options.tf32, simulated ? 0 : options.memory_limit));
 }
 
-Result<std::vector<Tensor>> CudaExecutor::Execute(const RunPlan& plan, VariableStore& variables) {
-  std::string key = PlanCacheKey(plan);
-  auto it = cache_.find(key);
-  if (it == cache_.end()) {
-    std::shared_ptr<PlanCompiler> compiler = GetPlanCompiler();
-    if (!compiler)
-      return MakeError(ErrorCode::kUnimplemented, "the ", backend_,
-                       " backend needs the compiler, which this program does not link (link "
-                       "kiln_jit, or run a module compiled ahead of time)");
-    CompileOptions options;
-    options.threads = threads_;
-    options.target = backend_;
-    options.tf32 = tf32_;
-    // PTX for the GPU's architecture, or for the newest one the code generator knows (sm_90),
-    // which the driver JIT-compiles for a newer GPU.
-    if (device_->Architecture() > 0) options.sm = std::min(device_->Architecture(), 90);
-    Result<CompiledPlan> compiled = compiler->Compile(plan, options);
-    std::unique_ptr<CudaProgram> program;
-    if (compiled.ok()) {
-      ProgramOptions program_options = ProgramOptions::FromEnvironment();
-      program_options.memory_limit = memory_limit_;
-      program_options.stored_variables = &variables;
-      KILN_ASSIGN_OR_RETURN(program, CudaProgram::Load(std::move(*compiled), *device_, threads_,
-                                                       variables_, program_options));
-    } else if (compiled.error().code() != ErrorCode::kUnimplemented) {
-      return compiled.error();
-    }
-    it = cache_.emplace(std::move(key), std::move(program)).first;
+Result<std::unique_ptr<CudaProgram>> CudaExecutor::CompileAndLoad(
+    const RunPlan& plan, const std::set<TensorRef>& known, VariableStore& variables,
+    std::vector<TensorRef>* specialized_on) {
+  std::shared_ptr<PlanCompiler> compiler = GetPlanCompiler();
+  if (!compiler)
+    return MakeError(ErrorCode::kUnimplemented, "the ", backend_,
+                     " backend needs the compiler, which this program does not link (link "
+                     "kiln_jit, or run a module compiled ahead of time)");
+  CompileOptions options;
+  options.threads = threads_;
+  options.target = backend_;
+  options.tf32 = tf32_;
+  options.known_feeds = known;
+  // PTX for the GPU's architecture, or for the newest one the code generator knows (sm_90),
+  // which the driver JIT-compiles for a newer GPU.
+  if (device_->Architecture() > 0) options.sm = std::min(device_->Architecture(), 90);
+  Result<CompiledPlan> compiled = compiler->Compile(plan, options);
+  if (!compiled.ok()) {
+    if (compiled.error().code() != ErrorCode::kUnimplemented) return compiled.error();
+    return std::unique_ptr<CudaProgram>();  // not static
   }
-  CudaProgram* program = it->second.get();
+  *specialized_on = compiled->specialized_on;
+  ++compiled_;
+  ProgramOptions program_options = ProgramOptions::FromEnvironment();
+  program_options.memory_limit = memory_limit_;
+  program_options.stored_variables = &variables;
+  return CudaProgram::Load(std::move(*compiled), *device_, threads_, variables_, program_options);
+}
+
+Result<std::vector<Tensor>> CudaExecutor::Execute(const RunPlan& plan, VariableStore& variables) {
+  auto [entry, inserted] = cache_.try_emplace(PlanCacheKey(plan));
+  Result<CudaProgram*> found = entry->second.Find(
+      plan, [&](const std::set<TensorRef>& known, std::vector<TensorRef>* specialized_on) {
+        return CompileAndLoad(plan, known, variables, specialized_on);
+      });
+  if (!found.ok()) {
+    if (inserted) cache_.erase(entry);
+    return found.error();
+  }
+  if (inserted && entry->second.falls_back()) ++fallbacks_;
+  CudaProgram* program = *found;
   if (!program) return fallback_.Execute(plan, variables);
   KILN_ASSIGN_OR_RETURN(std::vector<Tensor> feeds, FeedsOf(program->executable(), plan));
   return program->Run(feeds, variables, counters_);

@@ -62,12 +62,12 @@ TEST_CASE("a plan whose shapes a fed value decides is compiled for each value", 
   CHECK(executor.compiled_plans() == 2);
   CHECK(executor.fallback_plans() == 0);
   // After kMaxSpecializations values, further ones run on the reference executor.
-  for (int64_t n = 10; n < 10 + cpu::CpuExecutor::kMaxSpecializations; ++n) run(n, {1, 1, 1, 1});
-  CHECK(executor.compiled_plans() == cpu::CpuExecutor::kMaxSpecializations);
+  for (int64_t n = 10; n < 10 + kMaxSpecializations; ++n) run(n, {1, 1, 1, 1});
+  CHECK(executor.compiled_plans() == kMaxSpecializations);
   out = run(40, {1, 1, 1, 1});
   CHECK(out[0].num_elements() == 40);
   CHECK(out[0].GetDouble(39) == 78);
-  CHECK(executor.compiled_plans() == cpu::CpuExecutor::kMaxSpecializations);
+  CHECK(executor.compiled_plans() == kMaxSpecializations);
 
   // Every backend computes what the reference does.
   const FeedList feeds = {{"n", Tensor::Scalar<int64_t>(7)},

@@ -1,7 +1,7 @@
 // ONNX nodes whose conversion waits for values fed at run time (ir/onnx/deferred_node.h): a Slice
 // with fed bounds, a ReduceSum with fed axes, a Resize with fed scales import as Deferred nodes,
-// run on every backend (the cpu backend compiles one program per value and reuses it), survive a
-// save and load, and refuse bad values, missing types and gradients with clear errors.
+// run on every backend (the compiled backends compile one program per value and reuse it), survive
+// a save and load, and refuse bad values, missing types and gradients with clear errors.
 #include <catch2/catch.hpp>
 
 #include "ir/onnx/import.h"
@@ -11,6 +11,7 @@
 #include "ir/serialize.h"
 #include "passes/autodiff.h"
 #include "runtime/cpu/cpu_executor.h"
+#include "runtime/cuda/cuda_executor.h"
 #include "runtime/session.h"
 #include "tests/ir/onnx_model_builder.h"
 #include "tests/testing/backends.h"
@@ -84,26 +85,39 @@ TEST_CASE("ONNX Slice with fed starts and ends runs on every backend", "[onnx]")
   }
 }
 
-TEST_CASE("the cpu backend compiles a deferred node once per fed value", "[onnx][cpu]") {
+TEST_CASE("the compiled backends compile a deferred node once per fed value", "[onnx][cpu]") {
   if (testing::CompiledBackends().empty()) return;
   const Graph g = Import(FedSlice());
   Session planner(g, {.backend = "reference"});
-  cpu::CpuExecutor executor(1);
-  VariableStore variables;
-  auto run = [&](int64_t start) {
-    const FeedList feeds = {{"x", Iota({3, 5})}, {"starts", Ints({start})}, {"ends", Ints({5})}};
-    Result<RunPlan> plan = planner.Plan(feeds, {"y"});
-    REQUIRE(plan.ok());
-    Result<std::vector<Tensor>> out = executor.Execute(*plan, variables);
-    INFO((out.ok() ? "" : out.error().ToString()));
-    REQUIRE(out.ok());
-    return out->at(0);
+  auto check = [&](Executor& executor, const std::function<int()>& compiled,
+                   const std::function<int()>& fallbacks) {
+    VariableStore variables;
+    auto run = [&](int64_t start) {
+      const FeedList feeds = {{"x", Iota({3, 5})}, {"starts", Ints({start})}, {"ends", Ints({5})}};
+      Result<RunPlan> plan = planner.Plan(feeds, {"y"});
+      REQUIRE(plan.ok());
+      Result<std::vector<Tensor>> out = executor.Execute(*plan, variables);
+      INFO((out.ok() ? "" : out.error().ToString()));
+      REQUIRE(out.ok());
+      return out->at(0);
+    };
+    CHECK(run(2).shape() == Shape{3, 3});
+    CHECK(run(4).shape() == Shape{3, 1});
+    CHECK(run(2).ToDoubles() == std::vector<double>{2, 3, 4, 7, 8, 9, 12, 13, 14});
+    CHECK(compiled() == 2);
+    CHECK(fallbacks() == 0);
   };
-  CHECK(run(2).shape() == Shape{3, 3});
-  CHECK(run(4).shape() == Shape{3, 1});
-  CHECK(run(2).ToDoubles() == std::vector<double>{2, 3, 4, 7, 8, 9, 12, 13, 14});
-  CHECK(executor.compiled_plans() == 2);
-  CHECK(executor.fallback_plans() == 0);
+  cpu::CpuExecutor cpu_executor(1);
+  check(
+      cpu_executor, [&] { return cpu_executor.compiled_plans(); },
+      [&] { return cpu_executor.fallback_plans(); });
+  Result<std::unique_ptr<Executor>> sim = cuda::CudaExecutor::Create("cuda-sim", {});
+  REQUIRE(sim.ok());
+  auto* cuda_executor = dynamic_cast<cuda::CudaExecutor*>(sim->get());
+  REQUIRE(cuda_executor);
+  check(
+      *cuda_executor, [&] { return cuda_executor->compiled_plans(); },
+      [&] { return cuda_executor->fallback_plans(); });
 }
 
 TEST_CASE("ONNX ReduceSum with fed axes and Resize with fed scales", "[onnx]") {
