@@ -27,6 +27,8 @@ void RegisterReferenceSteps(OpLowerings& lowerings) {
       {"ScatterElements", "no lowering yet"},
       {"PadGrad", "no lowering yet (a constant-mode Pad's gradient is a Pad)"},
       {"TileGrad", "no lowering yet"},
+      {"If", "its branches run on the reference executor (compiled bodies come later)"},
+      {"While", "its body runs on the reference executor (compiled bodies come later)"},
       {"Deferred",
        "converted where its values are known (deferred_expansion.h); one left waits for values "
        "known only at run time"},

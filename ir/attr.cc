@@ -2,6 +2,8 @@
 
 #include <sstream>
 
+#include "ir/graph.h"
+
 namespace kiln {
 
 const char* AttrTypeName(AttrType t) {
@@ -26,6 +28,8 @@ const char* AttrTypeName(AttrType t) {
       return "dtype";
     case AttrType::kTensor:
       return "tensor";
+    case AttrType::kGraph:
+      return "graph";
   }
   return "?";
 }
@@ -74,6 +78,11 @@ std::string AttrValue::ToString() const {
     case AttrType::kTensor:
       os << get<Tensor>().Summary(4);
       break;
+    case AttrType::kGraph: {
+      const std::shared_ptr<const Graph>& g = get<std::shared_ptr<const Graph>>();
+      os << "graph(" << (g ? g->nodes().size() : 0) << " nodes)";
+      break;
+    }
   }
   return os.str();
 }
@@ -133,6 +142,12 @@ Result<DType> AttrMap::GetDType(const std::string& n) const {
 }
 Result<Tensor> AttrMap::GetTensor(const std::string& n) const {
   return Get<Tensor>(n, AttrType::kTensor);
+}
+Result<std::shared_ptr<const Graph>> AttrMap::GetGraph(const std::string& n) const {
+  KILN_ASSIGN_OR_RETURN(std::shared_ptr<const Graph> g,
+                        Get<std::shared_ptr<const Graph>>(n, AttrType::kGraph));
+  if (!g) return MakeError(ErrorCode::kInvalidArgument, "attribute '", n, "' holds no graph");
+  return g;
 }
 
 }  // namespace kiln

@@ -1,9 +1,13 @@
 // Node attributes: a closed set of value kinds (the same as proto/kiln.proto's AttrValue) and a
 // name -> value map with typed getters that report missing or ill-typed attributes clearly.
+// A graph-valued attribute (the branches and bodies of control-flow ops, ir/ops/control.h) holds
+// a verified Graph, shared and immutable; two such attributes are equal when they hold the same
+// Graph object.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <variant>
 #include <vector>
@@ -15,6 +19,8 @@
 
 namespace kiln {
 
+class Graph;
+
 enum class AttrType {
   kInt,
   kFloat,
@@ -25,28 +31,31 @@ enum class AttrType {
   kStrings,
   kShape,
   kDType,
-  kTensor
+  kTensor,
+  kGraph
 };
 const char* AttrTypeName(AttrType t);
 
 class AttrValue {
  public:
-  using Storage = std::variant<int64_t, double, std::string, bool, std::vector<int64_t>,
-                               std::vector<double>, std::vector<std::string>, Shape, DType, Tensor>;
+  using Storage =
+      std::variant<int64_t, double, std::string, bool, std::vector<int64_t>, std::vector<double>,
+                   std::vector<std::string>, Shape, DType, Tensor, std::shared_ptr<const Graph>>;
   AttrValue() : v_(int64_t{0}) {}
-  AttrValue(int v) : v_(int64_t{v}) {}                         // NOLINT: implicit by design
-  AttrValue(int64_t v) : v_(v) {}                              // NOLINT
-  AttrValue(double v) : v_(v) {}                               // NOLINT
-  AttrValue(float v) : v_(double{v}) {}                        // NOLINT
-  AttrValue(const char* v) : v_(std::string(v)) {}             // NOLINT
-  AttrValue(std::string v) : v_(std::move(v)) {}               // NOLINT
-  AttrValue(bool v) : v_(v) {}                                 // NOLINT
-  AttrValue(std::vector<int64_t> v) : v_(std::move(v)) {}      // NOLINT
-  AttrValue(std::vector<double> v) : v_(std::move(v)) {}       // NOLINT
-  AttrValue(std::vector<std::string> v) : v_(std::move(v)) {}  // NOLINT
-  AttrValue(Shape v) : v_(std::move(v)) {}                     // NOLINT
-  AttrValue(DType v) : v_(v) {}                                // NOLINT
-  AttrValue(Tensor v) : v_(std::move(v)) {}                    // NOLINT
+  AttrValue(int v) : v_(int64_t{v}) {}                             // NOLINT: implicit by design
+  AttrValue(int64_t v) : v_(v) {}                                  // NOLINT
+  AttrValue(double v) : v_(v) {}                                   // NOLINT
+  AttrValue(float v) : v_(double{v}) {}                            // NOLINT
+  AttrValue(const char* v) : v_(std::string(v)) {}                 // NOLINT
+  AttrValue(std::string v) : v_(std::move(v)) {}                   // NOLINT
+  AttrValue(bool v) : v_(v) {}                                     // NOLINT
+  AttrValue(std::vector<int64_t> v) : v_(std::move(v)) {}          // NOLINT
+  AttrValue(std::vector<double> v) : v_(std::move(v)) {}           // NOLINT
+  AttrValue(std::vector<std::string> v) : v_(std::move(v)) {}      // NOLINT
+  AttrValue(Shape v) : v_(std::move(v)) {}                         // NOLINT
+  AttrValue(DType v) : v_(v) {}                                    // NOLINT
+  AttrValue(Tensor v) : v_(std::move(v)) {}                        // NOLINT
+  AttrValue(std::shared_ptr<const Graph> v) : v_(std::move(v)) {}  // NOLINT
 
   AttrType type() const { return static_cast<AttrType>(v_.index()); }
   template <typename T>
@@ -80,6 +89,7 @@ class AttrMap {
   Result<Shape> GetShape(const std::string& name) const;
   Result<DType> GetDType(const std::string& name) const;
   Result<Tensor> GetTensor(const std::string& name) const;
+  Result<std::shared_ptr<const Graph>> GetGraph(const std::string& name) const;
 
   bool operator==(const AttrMap& o) const { return values_ == o.values_; }
 

@@ -140,6 +140,7 @@ const OpRegistry& OpRegistry::Global() {
     RegisterReduceOps(*r);
     RegisterArrayOps(*r);
     RegisterDeferredOps(*r);
+    RegisterControlOps(*r);
     return r;
   }();
   return *registry;

@@ -23,6 +23,11 @@ Result<Shape> ShapeFromProto(const proto::ShapeProto& p) {
   return Shape(std::vector<int64_t>(p.dims().begin(), p.dims().end()));
 }
 
+namespace {
+// Converts and verifies a graph (also a graph attribute's), refusing newer formats.
+Result<Graph> CheckVersionConvertVerify(const proto::GraphDef& def, const std::string& origin);
+}  // namespace
+
 proto::AttrValue AttrToProto(const AttrValue& v) {
   proto::AttrValue p;
   switch (v.type()) {
@@ -63,6 +68,12 @@ proto::AttrValue AttrToProto(const AttrValue& v) {
     case AttrType::kTensor:
       *p.mutable_tensor() = TensorToProto(v.get<Tensor>());
       break;
+    case AttrType::kGraph:
+      if (const auto& g = v.get<std::shared_ptr<const Graph>>())
+        *p.mutable_graph() = GraphToProto(*g);
+      else
+        p.mutable_graph();
+      break;
   }
   return p;
 }
@@ -97,6 +108,10 @@ Result<AttrValue> AttrFromProto(const proto::AttrValue& p) {
     case proto::AttrValue::kTensor: {
       KILN_ASSIGN_OR_RETURN(Tensor t, TensorFromProto(p.tensor()));
       return AttrValue(std::move(t));
+    }
+    case proto::AttrValue::kGraph: {
+      KILN_ASSIGN_OR_RETURN(Graph g, CheckVersionConvertVerify(p.graph(), "a graph attribute"));
+      return AttrValue(std::make_shared<const Graph>(std::move(g)));
     }
     case proto::AttrValue::VALUE_NOT_SET:
       break;

@@ -1,9 +1,11 @@
 #include "passes/autodiff.h"
 
 #include <map>
+#include <mutex>
 #include <set>
 
 #include "ir/op_registry.h"
+#include "ir/ops/control.h"
 
 namespace kiln {
 namespace {
@@ -22,10 +24,46 @@ Value SumAll(GraphBuilder* g, const Node& node, const std::vector<Value>& parts)
   return total;
 }
 
+// A control-flow body's gradient (ir/ops/control.h, BodyGradientFn): the body again, a
+// Placeholder "d_result_<i>" for each float result, and the chosen arguments' gradients as its
+// results "d_arg_<i>".
+Result<std::shared_ptr<const Graph>> BodyGradient(const Graph& body, const std::vector<bool>& wrt) {
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<GraphBuilder> b, GraphBuilder::FromGraph(body));
+  std::vector<Value> args, results, seeds, xs;
+  for (const std::string& name : body.inputs()) {
+    KILN_ASSIGN_OR_RETURN(Value v, b->Find(name));
+    args.push_back(v);
+  }
+  for (const GraphOutput& out : body.outputs()) {
+    KILN_ASSIGN_OR_RETURN(Value v, b->Find(out.tensor.ToString()));
+    if (!Differentiable(v.dtype())) continue;
+    results.push_back(v);
+    seeds.push_back(
+        b->Placeholder("d_result_" + std::to_string(seeds.size()), v.dtype(), v.shape()));
+  }
+  for (size_t i = 0; i < args.size() && i < wrt.size(); ++i)
+    if (wrt[i]) xs.push_back(args[i]);
+  std::vector<Value> grads;
+  if (!xs.empty() && !results.empty()) {
+    KILN_ASSIGN_OR_RETURN(grads, Gradients(results, xs, seeds));
+  } else {
+    for (const Value& x : xs)
+      grads.push_back(b->AddOp1("ZerosLike", {x}, {}, SourceLocation::current()));
+  }
+  KILN_ASSIGN_OR_RETURN(Graph graph, b->Build());
+  std::vector<GraphOutput> outputs;
+  for (size_t k = 0; k < grads.size(); ++k)
+    outputs.push_back({"d_arg_" + std::to_string(k), grads[k].ref()});
+  graph.mutable_outputs() = std::move(outputs);
+  return std::make_shared<const Graph>(std::move(graph));
+}
+
 }  // namespace
 
 Result<std::vector<Value>> Gradients(const std::vector<Value>& ys, const std::vector<Value>& xs,
                                      const std::vector<Value>& grad_ys) {
+  static std::once_flag installed;
+  std::call_once(installed, [] { SetBodyGradientFn(BodyGradient); });
   if (ys.empty()) return MakeError(ErrorCode::kInvalidArgument, "Gradients: no ys given");
   if (!grad_ys.empty() && grad_ys.size() != ys.size())
     return MakeError(ErrorCode::kInvalidArgument, "Gradients: ", ys.size(), " ys but ",

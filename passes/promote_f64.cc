@@ -13,6 +13,10 @@ Result<Graph> PromoteFloatsToF64(const Graph& graph) {
         promoted.Set(name, f64);
       } else if (value.type() == AttrType::kTensor && IsFloat(value.get<Tensor>().dtype())) {
         promoted.Set(name, value.get<Tensor>().CastTo(f64));
+      } else if (value.type() == AttrType::kGraph) {  // a control-flow op's body
+        KILN_ASSIGN_OR_RETURN(Graph body,
+                              PromoteFloatsToF64(*value.get<std::shared_ptr<const Graph>>()));
+        promoted.Set(name, std::make_shared<const Graph>(std::move(body)));
       } else {
         promoted.Set(name, value);
       }

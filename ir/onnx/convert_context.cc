@@ -271,6 +271,7 @@ const ConverterTable& Converters() {
     AddResizeConverters(*t);
     AddIndexConverters(*t);
     AddRnnConverters(*t);
+    AddControlConverters(*t);
     return t;
   }();
   return *table;

@@ -79,6 +79,11 @@ class OnnxNode {
   void SetPartial(int i, Value v, std::vector<DimEntry> entries);
   // The ONNX name of input i.
   const std::string& input_name(int i) const { return node_.input(i); }
+  // Any value of the enclosing graph by its ONNX name (what a subgraph reads), or null.
+  const OnnxValue* value_of(const std::string& name) const {
+    auto it = values_.find(name);
+    return it == values_.end() ? nullptr : &it->second;
+  }
 
   // Attributes. Getters with a default return it when the attribute is absent; an attribute of
   // the wrong kind is an error.
@@ -138,9 +143,29 @@ void AddMaskedConverters(ConverterTable& t);
 void AddResizeConverters(ConverterTable& t);
 void AddIndexConverters(ConverterTable& t);
 void AddRnnConverters(ConverterTable& t);
+void AddControlConverters(ConverterTable& t);
 
 // Every converter, by ONNX op type.
 const ConverterTable& Converters();
+
+// Graphs of nodes (ir/onnx/convert_graph.cc), for the model's graph and for If's and Loop's
+// subgraphs alike.
+// "node 'conv1' (Conv)", or "node #3 (Conv)" when it has no name.
+std::string NodeLabel(const onnx::NodeProto& n, int index);
+// The tensor types a graph declares for its values (value_info and outputs, with shapes).
+void AddDeclaredTypes(const onnx::GraphProto& graph, std::map<std::string, TensorType>& declared);
+// Converts one node (node `index` of its graph) into `g`: its inputs are read from `values`, its
+// outputs added there; a node whose converter needs a value not known yet becomes a Deferred node
+// (deferred_node.h, with the `declared` types). Errors name the node and `origin`.
+Status ConvertNode(GraphBuilder& g, std::map<std::string, OnnxValue>& values,
+                   const std::map<std::string, TensorType>& declared, const onnx::NodeProto& node,
+                   int index, int64_t opset, const std::string& origin);
+// Converts a subgraph's initializers (as Constants) and nodes into `g`; `values` already holds its
+// inputs and the names it reads from enclosing graphs.
+Status ConvertSubgraphNodes(GraphBuilder& g, const onnx::GraphProto& body, int64_t opset,
+                            const std::string& origin, std::map<std::string, OnnxValue>& values);
+// The names a subgraph (or a subgraph in it) reads without defining them, in order of first use.
+std::vector<std::string> OuterNames(const onnx::GraphProto& body);
 
 // Shared helpers for converters.
 // The integer elements of a known tensor.

@@ -20,30 +20,25 @@ using onnx_import::OnnxValue;
 
 bool IsDefaultDomain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
 
-// "node 'conv1' (Conv)", or "node #3 (Conv)" when it has no name.
-std::string NodeLabel(const onnx::NodeProto& n, int index) {
-  std::string op = IsDefaultDomain(n.domain()) ? n.op_type() : n.domain() + "." + n.op_type();
-  if (n.name().empty()) return "node #" + std::to_string(index) + " (" + op + ")";
-  return "node '" + n.name() + "' (" + op + ")";
-}
-
-// A name usable as a kiln scope: '/' and ':' would read as scope and port separators.
-std::string ScopeName(const onnx::NodeProto& n, int index) {
-  std::string s = n.name().empty() ? n.op_type() + "_" + std::to_string(index) : n.name();
-  for (char& c : s)
-    if (c == ':' || c == '/') c = '_';
-  return s;
-}
-
-// Every node whose op type has no converter, grouped by op type: one error for all of them.
-Status CheckSupported(const onnx::GraphProto& graph, const std::string& origin) {
-  std::map<std::string, std::vector<std::string>> missing;
+// Every node without a converter (in the graph and its If and Loop subgraphs), by op type.
+void FindUnsupported(const onnx::GraphProto& graph,
+                     std::map<std::string, std::vector<std::string>>& missing) {
   for (int i = 0; i < graph.node_size(); ++i) {
     const onnx::NodeProto& n = graph.node(i);
     std::string op = IsDefaultDomain(n.domain()) ? n.op_type() : n.domain() + "." + n.op_type();
     if (!IsDefaultDomain(n.domain()) || !Converters().count(n.op_type()))
       missing[op].push_back(n.name().empty() ? "#" + std::to_string(i) : "'" + n.name() + "'");
+    for (const onnx::AttributeProto& a : n.attribute()) {
+      if (a.has_g()) FindUnsupported(a.g(), missing);
+      for (const onnx::GraphProto& g : a.graphs()) FindUnsupported(g, missing);
+    }
   }
+}
+
+// Every node whose op type has no converter, grouped by op type: one error for all of them.
+Status CheckSupported(const onnx::GraphProto& graph, const std::string& origin) {
+  std::map<std::string, std::vector<std::string>> missing;
+  FindUnsupported(graph, missing);
   if (missing.empty()) return OkStatus();
   std::string message =
       origin + ": " + std::to_string(missing.size()) + " unsupported ONNX op type(s):";
@@ -115,7 +110,7 @@ class Importer {
     KILN_RETURN_IF_ERROR(CheckOpset());
     KILN_RETURN_IF_ERROR(AddInitializers(graph));
     KILN_RETURN_IF_ERROR(AddInputs(graph));
-    AddDeclaredTypes(graph);
+    onnx_import::AddDeclaredTypes(graph, declared_types_);
     for (int i = 0; i < graph.node_size(); ++i) KILN_RETURN_IF_ERROR(AddNode(graph.node(i), i));
     for (const onnx::ValueInfoProto& out : graph.output()) {
       auto it = values_.find(out.name());
@@ -222,47 +217,7 @@ class Importer {
   }
 
   Status AddNode(const onnx::NodeProto& node, int index) {
-    std::string label = origin_ + ": " + NodeLabel(node, index);
-    OnnxNode n(g_, node, opset_, values_, label);
-    for (int i = 0; i < node.input_size(); ++i)
-      if (n.has_input(i)) KILN_RETURN_IF_ERROR(n.input(i).status());
-    for (int i = 0; i < node.output_size(); ++i)
-      if (n.wants_output(i) && values_.count(node.output(i)))
-        return n.Fail("output '", node.output(i), "' is already defined earlier in the graph");
-    size_t errors_before = g_.errors().size();
-    {
-      GraphBuilder::SourceOverride at(&g_, label);
-      Scope::Entered scope(&g_, ScopeName(node, index));
-      const size_t nodes_before = g_.num_nodes();
-      Status converted = Converters().at(node.op_type())(n);
-      if (!converted.ok()) {
-        // A value or dim known only at run time: convert the node when it is (deferred_node.h).
-        if (!n.waits_for_values() || converted.error().code() != ErrorCode::kUnimplemented ||
-            g_.errors().size() > errors_before)
-          return converted;
-        for (int i = 0; i < node.output_size(); ++i)
-          if (n.wants_output(i)) values_.erase(node.output(i));
-        g_.DiscardNodesFrom(nodes_before);
-        Status deferred = onnx_import::DeferNode(n, declared_types_);
-        if (!deferred.ok()) return converted;
-      }
-    }
-    if (g_.errors().size() > errors_before) return BuilderError(NodeLabel(node, index));
-    for (int i = 0; i < node.output_size(); ++i)
-      if (n.wants_output(i) && !values_.count(node.output(i)))
-        return n.Unsupported("output ", i, " ('", node.output(i),
-                             "') is not supported by kiln's converter");
-    return OkStatus();
-  }
-
-  // The types the model declares for its values (value_info and graph outputs; tensors with a
-  // shape only), for nodes deferred until run time.
-  void AddDeclaredTypes(const onnx::GraphProto& graph) {
-    for (const auto* list : {&graph.value_info(), &graph.output()})
-      for (const onnx::ValueInfoProto& vi : *list) {
-        Result<TensorType> type = InputType(vi, origin_);
-        if (type.ok()) declared_types_[vi.name()] = *type;
-      }
+    return onnx_import::ConvertNode(g_, values_, declared_types_, node, index, opset_, origin_);
   }
 
   // The kiln node name for an ONNX initializer or input name: ':' (kiln's port separator, in

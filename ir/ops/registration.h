@@ -13,4 +13,5 @@ void RegisterArrayOps(OpRegistry& r);
 void RegisterArrayLikeOps(OpRegistry& r);      // called by RegisterArrayOps
 void RegisterArrayElementsOps(OpRegistry& r);  // called by RegisterArrayOps
 void RegisterDeferredOps(OpRegistry& r);
+void RegisterControlOps(OpRegistry& r);
 }  // namespace kiln

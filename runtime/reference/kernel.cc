@@ -22,6 +22,7 @@ const KernelRegistry& KernelRegistry::Global() {
     RegisterReduceKernels(*r);
     RegisterArrayKernels(*r);
     RegisterDeferredKernels(*r);
+    RegisterControlKernels(*r);
     return r;
   }();
   return *registry;

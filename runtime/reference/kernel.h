@@ -78,5 +78,6 @@ void RegisterArrayKernels(KernelRegistry& r);
 void RegisterArrayLikeKernels(KernelRegistry& r);      // called by RegisterArrayKernels
 void RegisterArrayElementsKernels(KernelRegistry& r);  // called by RegisterArrayKernels
 void RegisterDeferredKernels(KernelRegistry& r);
+void RegisterControlKernels(KernelRegistry& r);
 
 }  // namespace kiln::reference

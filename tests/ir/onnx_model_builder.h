@@ -77,6 +77,13 @@ class OnnxModel {
     a->set_type(onnx::AttributeProto::TENSOR);
     OnnxTensorToProto(t, "", a->mutable_t());
   }
+  // A graph attribute (If's branches, Loop's body): another OnnxModel's graph.
+  static void AttrGraph(onnx::NodeProto* n, const std::string& name, const OnnxModel& body) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::GRAPH);
+    *a->mutable_g() = body.model_.graph();
+  }
 
  private:
   onnx::GraphProto* graph() { return model_.mutable_graph(); }

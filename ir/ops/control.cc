@@ -1,0 +1,317 @@
+#include "ir/ops/control.h"
+
+#include <map>
+#include <mutex>
+
+#include "ir/op_registry.h"
+#include "ir/ops/op_helpers.h"
+#include "ir/ops/registration.h"
+#include "ir/verifier.h"
+
+namespace kiln {
+namespace {
+
+std::mutex& GradientFnMutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+BodyGradientFn& GradientFn() {
+  static auto* fn = new BodyGradientFn();
+  return *fn;
+}
+
+// `got` may stand where `want` is expected: the same dtype and rank, equal dims where both are
+// known.
+bool Fits(const TensorType& want, const TensorType& got) {
+  if (want.dtype != got.dtype || want.shape.rank() != got.shape.rank()) return false;
+  for (int d = 0; d < got.shape.rank(); ++d)
+    if (want.shape[d] >= 0 && got.shape[d] >= 0 && want.shape[d] != got.shape[d]) return false;
+  return true;
+}
+
+// The type both `a` and `b` have, dims that differ unknown; nullopt when dtype or rank differ.
+std::optional<TensorType> Merge(const TensorType& a, const TensorType& b) {
+  if (a.dtype != b.dtype || a.shape.rank() != b.shape.rank()) return std::nullopt;
+  TensorType merged = a;
+  for (int d = 0; d < a.shape.rank(); ++d)
+    if (a.shape[d] != b.shape[d]) merged.shape.set_dim(d, kUnknownDim);
+  return merged;
+}
+
+// A condition: a bool of one element (a scalar, or any shape of known size 1).
+Status CheckCondition(const InferContext& ctx, const TensorType& t, const std::string& what) {
+  const int64_t n = t.shape.NumElements();
+  if (t.dtype != DType::kBool || (t.shape.IsFullyKnown() && n != 1))
+    return ctx.Fail(what, " must be a bool of one element, got ", t.ToString());
+  return OkStatus();
+}
+
+std::vector<TensorType> InputTypes(const InferContext& ctx, int first) {
+  std::vector<TensorType> types;
+  for (int i = first; i < ctx.num_inputs(); ++i) types.push_back(ctx.input(i));
+  return types;
+}
+
+Status InferIf(InferContext& ctx) {
+  KILN_RETURN_IF_ERROR(CheckCondition(ctx, ctx.input(0), "input 0 (the condition)"));
+  const std::vector<TensorType> args = InputTypes(ctx, 1);
+  std::vector<std::vector<TensorType>> results;
+  for (const char* branch : {"then_branch", "else_branch"}) {
+    KILN_ASSIGN_OR_RETURN(std::shared_ptr<const Graph> body, ctx.attrs().GetGraph(branch));
+    Result<std::vector<TensorType>> r = InferBodyResults(*body, args);
+    if (!r.ok()) return ctx.Fail(branch, ": ", r.error().message());
+    results.push_back(std::move(*r));
+  }
+  if (results[0].size() != results[1].size())
+    return ctx.Fail("then_branch gives ", results[0].size(), " result(s), else_branch ",
+                    results[1].size());
+  for (size_t i = 0; i < results[0].size(); ++i) {
+    std::optional<TensorType> merged = Merge(results[0][i], results[1][i]);
+    if (!merged)
+      return ctx.Fail("result ", i, " is ", results[0][i].ToString(), " in then_branch but ",
+                      results[1][i].ToString(), " in else_branch");
+    ctx.AddOutput(merged->dtype, merged->shape);
+  }
+  return OkStatus();
+}
+
+Status InferWhile(InferContext& ctx) {
+  KILN_ASSIGN_OR_RETURN(std::shared_ptr<const Graph> cond, ctx.attrs().GetGraph("cond"));
+  KILN_ASSIGN_OR_RETURN(std::shared_ptr<const Graph> body, ctx.attrs().GetGraph("body"));
+  std::vector<TensorType> vars = InputTypes(ctx, 0);
+  // The loop variables' types over every iteration: widen until the body keeps them.
+  for (int round = 0;; ++round) {
+    Result<std::vector<TensorType>> next = InferBodyResults(*body, vars);
+    if (!next.ok()) return ctx.Fail("body: ", next.error().message());
+    if (next->size() != vars.size())
+      return ctx.Fail("body gives ", next->size(), " result(s) for ", vars.size(),
+                      " loop variable(s)");
+    bool changed = false;
+    for (size_t i = 0; i < vars.size(); ++i) {
+      std::optional<TensorType> merged = Merge(vars[i], (*next)[i]);
+      if (!merged)
+        return ctx.Fail("body turns loop variable ", i, " from ", vars[i].ToString(), " into ",
+                        (*next)[i].ToString(), " (its dtype and rank must stay)");
+      changed = changed || !(*merged == vars[i]);
+      vars[i] = *merged;
+    }
+    if (!changed) break;
+    if (round > 2 * static_cast<int>(vars.size()) + 64)
+      return ctx.Fail("internal: the loop variables' types do not settle");
+  }
+  Result<std::vector<TensorType>> c = InferBodyResults(*cond, vars);
+  if (!c.ok()) return ctx.Fail("cond: ", c.error().message());
+  if (c->size() != 1) return ctx.Fail("cond gives ", c->size(), " results; expected 1");
+  KILN_RETURN_IF_ERROR(CheckCondition(ctx, (*c)[0], "cond's result"));
+  for (const TensorType& t : vars) ctx.AddOutput(t.dtype, t.shape);
+  return OkStatus();
+}
+
+Status IfGradient(GradContext& ctx) {
+  BodyGradientFn differentiate;
+  {
+    std::lock_guard<std::mutex> lock(GradientFnMutex());
+    differentiate = GradientFn();
+  }
+  if (!differentiate)
+    return ctx.node().MakeNodeError(ErrorCode::kInternal,
+                                    "no body differentiation is installed (passes/autodiff)");
+  KILN_ASSIGN_OR_RETURN(std::shared_ptr<const Graph> then_branch,
+                        ctx.attrs().GetGraph("then_branch"));
+  KILN_ASSIGN_OR_RETURN(std::shared_ptr<const Graph> else_branch,
+                        ctx.attrs().GetGraph("else_branch"));
+  std::vector<bool> wrt;
+  std::vector<Value> inputs;  // the arguments, then the float results' gradients
+  for (int i = 1; i < ctx.num_inputs(); ++i) {
+    wrt.push_back(IsFloat(ctx.input(i).dtype()));
+    inputs.push_back(ctx.input(i));
+  }
+  for (int i = 0; i < static_cast<int>(ctx.node().output_types.size()); ++i)
+    if (IsFloat(ctx.output(i).dtype())) inputs.push_back(ctx.grad_or_zeros(i));
+  KILN_ASSIGN_OR_RETURN(std::shared_ptr<const Graph> then_grad, differentiate(*then_branch, wrt));
+  KILN_ASSIGN_OR_RETURN(std::shared_ptr<const Graph> else_grad, differentiate(*else_branch, wrt));
+  std::vector<Value> grads = If(ctx.input(0), inputs, then_grad, else_grad);
+  size_t k = 0;
+  for (size_t i = 0; i < wrt.size(); ++i)
+    if (wrt[i] && k < grads.size()) ctx.SetInputGrad(static_cast<int>(i) + 1, grads[k++]);
+  return OkStatus();
+}
+
+// Records `e` in the builder of the first valid value (when there is one).
+void RecordIn(const std::vector<Value>& values, const Error& e) {
+  for (const Value& v : values)
+    if (v.valid()) return v.builder()->RecordError(e);
+}
+
+std::vector<TensorType> TypesOf(const std::vector<Value>& values) {
+  std::vector<TensorType> types;
+  for (const Value& v : values) types.push_back(v.valid() ? v.type() : TensorType{});
+  return types;
+}
+
+bool AllValid(const std::vector<Value>& values) {
+  for (const Value& v : values)
+    if (!v.valid()) return false;
+  return true;
+}
+
+}  // namespace
+
+Result<std::vector<TensorType>> InferBodyResults(const Graph& body,
+                                                 const std::vector<TensorType>& args) {
+  if (args.size() != body.inputs().size())
+    return MakeError(ErrorCode::kInvalidArgument, "the body takes ", body.inputs().size(),
+                     " argument(s), given ", args.size());
+  std::map<std::string, size_t> arg_index;
+  for (size_t i = 0; i < body.inputs().size(); ++i) arg_index[body.inputs()[i]] = i;
+  KILN_ASSIGN_OR_RETURN(std::vector<const Node*> order, body.TopologicalOrder());
+  std::map<TensorRef, TensorType> types;
+  for (const Node* node : order) {
+    if (auto arg = arg_index.find(node->name); arg != arg_index.end()) {
+      const TensorType& want = node->output_types.at(0);
+      if (!Fits(want, args[arg->second]))
+        return MakeError(ErrorCode::kInvalidArgument, "argument ", arg->second, " is ",
+                         args[arg->second].ToString(), "; the body's '", node->name, "' takes ",
+                         want.ToString());
+      types[TensorRef{node->name, 0}] = args[arg->second];
+      continue;
+    }
+    std::vector<TensorType> in_types;
+    std::vector<const Tensor*> in_values;
+    for (const TensorRef& in : node->inputs) {
+      auto t = types.find(in);
+      if (t == types.end())
+        return node->MakeNodeError(ErrorCode::kInvalidArgument, "input '", in.ToString(),
+                                   "' is not computed in the body");
+      in_types.push_back(t->second);
+      const Node* producer = body.FindNode(in.node);
+      in_values.push_back(producer && producer->op == "Constant"
+                              ? &producer->attrs.Find("value")->get<Tensor>()
+                              : nullptr);
+    }
+    KILN_ASSIGN_OR_RETURN(std::vector<TensorType> out, InferNode(*node, in_types, in_values));
+    for (size_t i = 0; i < out.size(); ++i)
+      types[TensorRef{node->name, static_cast<int>(i)}] = out[i];
+  }
+  std::vector<TensorType> results;
+  for (const GraphOutput& out : body.outputs()) {
+    auto t = types.find(out.tensor);
+    if (t == types.end())
+      return MakeError(ErrorCode::kInvalidArgument, "the body's result '", out.name,
+                       "' is not computed in it");
+    results.push_back(t->second);
+  }
+  return results;
+}
+
+void SetBodyGradientFn(BodyGradientFn fn) {
+  std::lock_guard<std::mutex> lock(GradientFnMutex());
+  GradientFn() = std::move(fn);
+}
+
+Result<std::shared_ptr<const Graph>> BuildBody(const std::vector<TensorType>& types,
+                                               const BodyFn& fn) {
+  GraphBuilder g;
+  std::vector<Value> args;
+  for (size_t i = 0; i < types.size(); ++i)
+    args.push_back(g.Placeholder("arg_" + std::to_string(i), types[i].dtype, types[i].shape));
+  std::vector<Value> results = fn(args);
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (results[i].valid() && results[i].builder() != &g)
+      return MakeError(ErrorCode::kInvalidArgument, "result ", i,
+                       " of the body was built outside it (from a value of the enclosing graph); "
+                       "pass such values in as arguments");
+    if (results[i].valid()) g.Output("result_" + std::to_string(i), results[i]);
+  }
+  KILN_ASSIGN_OR_RETURN(Graph graph, g.Build());
+  if (graph.outputs().size() != results.size())
+    return MakeError(ErrorCode::kInvalidArgument, "the body gave an invalid result");
+  return std::make_shared<const Graph>(std::move(graph));
+}
+
+std::vector<Value> If(Value cond, const std::vector<Value>& inputs,
+                      std::shared_ptr<const Graph> then_branch,
+                      std::shared_ptr<const Graph> else_branch, SourceLocation loc) {
+  const size_t n = then_branch ? then_branch->outputs().size() : 0;
+  AttrMap a;
+  a.Set("then_branch", std::move(then_branch));
+  a.Set("else_branch", std::move(else_branch));
+  std::vector<Value> all = {cond};
+  all.insert(all.end(), inputs.begin(), inputs.end());
+  return internal::MakeOpN("If", all, std::move(a), loc, n);
+}
+
+std::vector<Value> While(const std::vector<Value>& loop_vars, std::shared_ptr<const Graph> cond,
+                         std::shared_ptr<const Graph> body, int64_t max_iterations,
+                         SourceLocation loc) {
+  AttrMap a;
+  a.Set("cond", std::move(cond));
+  a.Set("body", std::move(body));
+  a.Set("max_iterations", max_iterations);
+  return internal::MakeOpN("While", loop_vars, std::move(a), loc, loop_vars.size());
+}
+
+std::vector<Value> Cond(Value pred, const std::vector<Value>& inputs, const BodyFn& then_branch,
+                        const BodyFn& else_branch, SourceLocation loc) {
+  std::vector<Value> all = {pred};
+  all.insert(all.end(), inputs.begin(), inputs.end());
+  if (!AllValid(all)) return {};
+  const std::vector<TensorType> types = TypesOf(inputs);
+  Result<std::shared_ptr<const Graph>> then_graph = BuildBody(types, then_branch);
+  Result<std::shared_ptr<const Graph>> else_graph = BuildBody(types, else_branch);
+  for (const auto* built : {&then_graph, &else_graph})
+    if (!built->ok()) {
+      RecordIn(all, MakeError(built->error().code(), "at ", loc.ToString(), ": Cond's ",
+                              built == &then_graph ? "then" : "else",
+                              " branch: ", built->error().message()));
+      return {};
+    }
+  return If(pred, inputs, *then_graph, *else_graph, loc);
+}
+
+std::vector<Value> WhileLoop(const std::vector<Value>& loop_vars,
+                             const std::function<Value(const std::vector<Value>&)>& cond,
+                             const BodyFn& body, int64_t max_iterations, SourceLocation loc) {
+  if (!AllValid(loop_vars) || loop_vars.empty()) return std::vector<Value>(loop_vars.size());
+  const std::vector<TensorType> types = TypesOf(loop_vars);
+  Result<std::shared_ptr<const Graph>> cond_graph = BuildBody(
+      types, [&](const std::vector<Value>& args) { return std::vector<Value>{cond(args)}; });
+  Result<std::shared_ptr<const Graph>> body_graph = BuildBody(types, body);
+  for (const auto* built : {&cond_graph, &body_graph})
+    if (!built->ok()) {
+      RecordIn(loop_vars,
+               MakeError(built->error().code(), "at ", loc.ToString(), ": WhileLoop's ",
+                         built == &cond_graph ? "cond" : "body", ": ", built->error().message()));
+      return std::vector<Value>(loop_vars.size());
+    }
+  return While(loop_vars, *cond_graph, *body_graph, max_iterations, loc);
+}
+
+void RegisterControlOps(OpRegistry& r) {
+  r.Register(OpDefBuilder("If", "control")
+                 .VariadicInput("cond_and_inputs", "")
+                 .VariadicOutput("outputs")
+                 .RequiredAttr("then_branch", AttrType::kGraph)
+                 .RequiredAttr("else_branch", AttrType::kGraph)
+                 .Infer(InferIf)
+                 .Grad(IfGradient)
+                 .NoPrecisionList()
+                 .Flops(NoFlops())
+                 .Build());
+  r.Register(OpDefBuilder("While", "control")
+                 .VariadicInput("loop_vars", "")
+                 .VariadicOutput("outputs")
+                 .RequiredAttr("cond", AttrType::kGraph)
+                 .RequiredAttr("body", AttrType::kGraph)
+                 .Attr("max_iterations", AttrType::kInt, int64_t{-1})
+                 .Infer(InferWhile)
+                 .Grad([](GradContext& ctx) -> Status {
+                   return ctx.node().MakeNodeError(ErrorCode::kUnimplemented,
+                                                   "has no gradient yet (While)");
+                 })
+                 .NoPrecisionList()
+                 .Flops(NoFlops())
+                 .Build());
+}
+
+}  // namespace kiln

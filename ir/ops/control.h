@@ -1,0 +1,71 @@
+// Op family "control": If and While, whose branches and bodies are graphs held in graph
+// attributes, as TensorFlow's functional If/While (tf.cond, tf.while_loop) and ONNX's If/Loop.
+//
+// A body graph's inputs (Graph::inputs, Placeholders) are its arguments in order, its outputs
+// (Graph::outputs) its results in order. It sees nothing of the graph around it: every value it
+// needs comes in as an argument (Cond and WhileLoop refuse a value built outside the body).
+//
+//   If(cond, x...) -> y...      cond is a bool of one element; runs then_branch(x...) when it is
+//                               true, else else_branch(x...). The branches take x's types and give
+//                               results of the same dtypes and ranks; a dim where they differ is
+//                               unknown (-1) until run time.
+//   While(v...) -> v...         while cond(v...) (a bool of one element) holds and fewer than
+//                               max_iterations iterations ran (-1: no limit), v = body(v...). The
+//                               body keeps the loop variables' dtypes and ranks; a dim it changes
+//                               is unknown until run time.
+//
+// Gradients: If's is an If over its branches' gradients (each recomputes its branch's forward
+// values, then differentiates them: passes/autodiff.h provides the differentiation). While has no
+// gradient yet. Variables inside bodies are not supported yet: pass weights in as arguments.
+// The compiled backends run both ops with their reference kernels (each body interpreted).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "ir/builder.h"
+#include "ir/graph.h"
+#include "ir/status.h"
+
+namespace kiln {
+
+// A body built by `fn` from arguments of `types` (Placeholders "arg_<i>"); its results become the
+// outputs "result_<i>".
+using BodyFn = std::function<std::vector<Value>(const std::vector<Value>& args)>;
+Result<std::shared_ptr<const Graph>> BuildBody(const std::vector<TensorType>& types,
+                                               const BodyFn& fn);
+
+// tf.cond: then_branch(inputs) if pred else else_branch(inputs).
+std::vector<Value> Cond(Value pred, const std::vector<Value>& inputs, const BodyFn& then_branch,
+                        const BodyFn& else_branch, SourceLocation loc = SourceLocation::current());
+// tf.while_loop: while cond(vars) and (max_iterations < 0 or fewer ran): vars = body(vars).
+std::vector<Value> WhileLoop(const std::vector<Value>& loop_vars,
+                             const std::function<Value(const std::vector<Value>&)>& cond,
+                             const BodyFn& body, int64_t max_iterations = -1,
+                             SourceLocation loc = SourceLocation::current());
+
+// The ops from graphs already built.
+std::vector<Value> If(Value cond, const std::vector<Value>& inputs,
+                      std::shared_ptr<const Graph> then_branch,
+                      std::shared_ptr<const Graph> else_branch,
+                      SourceLocation loc = SourceLocation::current());
+std::vector<Value> While(const std::vector<Value>& loop_vars, std::shared_ptr<const Graph> cond,
+                         std::shared_ptr<const Graph> body, int64_t max_iterations = -1,
+                         SourceLocation loc = SourceLocation::current());
+
+// The types of `body`'s results for arguments of `args`' types (which must fit the body's
+// Placeholders: the same dtype and rank, equal dims where both are known).
+Result<std::vector<TensorType>> InferBodyResults(const Graph& body,
+                                                 const std::vector<TensorType>& args);
+
+// How a body is differentiated, for If's gradient. Given a body and which of its arguments to
+// differentiate, it returns a graph whose arguments are the body's, then one gradient per result
+// of a float dtype (in order), and whose results are the gradients of the chosen arguments (in
+// order). passes/autodiff.cc installs it (the IR cannot call passes/).
+using BodyGradientFn = std::function<Result<std::shared_ptr<const Graph>>(
+    const Graph& body, const std::vector<bool>& wrt)>;
+void SetBodyGradientFn(BodyGradientFn fn);
+
+}  // namespace kiln
