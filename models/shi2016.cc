@@ -13,6 +13,7 @@
 #include "ir/ops/math.h"
 #include "ir/ops/nn.h"
 #include "ir/ops/state.h"
+#include "models/lstm_cell.h"
 
 namespace kiln::models {
 namespace {
@@ -61,19 +62,6 @@ Shi2016Model BuildSigmoidMlp(GraphBuilder& g, const std::string& name,
   Value logits = nn::Dense(g.Scope(out_scope), h, spec.num_classes,
                            {.seed = seed + static_cast<int64_t>(hidden.size())});
   return internal::FinishClassifier(g, std::move(spec), in, logits, in[1]);
-}
-
-// One LSTM cell step. `x` is [N, in], `h`/`c` the previous state (invalid at step 0: zero state,
-// whose terms are left out). Gate pre-activations x Wx + h Wh + b are [N, 4H], split in the order
-// input, forget, cell, output. Returns {h, c}.
-std::pair<Value, Value> LstmStep(Value x, Value h, Value c, Value wx, Value wh, Value b) {
-  Value pre = BiasAdd(MatMul(x, wx), b, -1);
-  if (h.valid()) pre = pre + MatMul(h, wh);
-  std::vector<Value> gates = SplitEven(pre, 1, 4);
-  Value new_c = Sigmoid(gates[0]) * Tanh(gates[2]);
-  if (c.valid()) new_c = Sigmoid(gates[1]) * c + new_c;
-  Value new_h = Sigmoid(gates[3]) * Tanh(new_c);
-  return {new_h, new_c};
 }
 
 }  // namespace

@@ -44,6 +44,7 @@ class Simplifier {
   explicit Simplifier(Graph& graph) : graph_(graph) {}
 
   Result<bool> Run() {
+    MergeRecomputedLoops();
     KILN_ASSIGN_OR_RETURN(std::vector<std::string> order, TopologicalNames(graph_));
     for (const std::string& name : order) {
       Node* node = graph_.FindNode(name);
@@ -60,6 +61,30 @@ class Simplifier {
 
  private:
   // Edits `node` in place (setting edited_) and/or returns the tensor that may replace it.
+  // A While that recomputes another (a gradient's record, ir/ops/control.h) from the same loop
+  // variables and bound stands in for it: its readers read the recomputing loop's outputs.
+  void MergeRecomputedLoops() {
+    for (const Node& record : graph_.nodes()) {
+      if (record.op != "While") continue;
+      const AttrValue* of = record.attrs.Find("recomputes");
+      if (!of || of->type() != AttrType::kString || of->get<std::string>().empty()) continue;
+      const Node* loop = graph_.FindNode(of->get<std::string>());
+      if (!loop || loop->op != "While" || IsPinned(graph_, *loop) ||
+          !loop->control_inputs.empty() || loop->inputs.size() > record.inputs.size() ||
+          loop->output_types.size() != loop->inputs.size())
+        continue;
+      const AttrValue* max_loop = loop->attrs.Find("max_iterations");
+      const AttrValue* max_record = record.attrs.Find("max_iterations");
+      const bool same_bound =
+          (!max_loop && !max_record) || (max_loop && max_record && *max_loop == *max_record);
+      bool same = same_bound && record.output_types.size() >= loop->output_types.size();
+      for (size_t k = 0; same && k < loop->inputs.size(); ++k)
+        same =
+            loop->inputs[k] == record.inputs[k] && loop->output_types[k] == record.output_types[k];
+      if (same) rewirer_.ReplaceNode(loop->name, record.name);
+    }
+  }
+
   Result<Replacement> Simplify(Node& node) {
     const OpDef* def = OpRegistry::Global().Find(node.op);
     if (!def || node.inputs.size() != def->inputs.size()) return Replacement();  // not verified

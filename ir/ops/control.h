@@ -14,15 +14,26 @@
 //                               body keeps the loop variables' dtypes and ranks; a dim it changes
 //                               is unknown until run time.
 //
-// Gradients: If's is an If over its branches' gradients (each recomputes its branch's forward
-// values, then differentiates them: passes/autodiff.h provides the differentiation). While has no
-// gradient yet. Variables inside bodies are not supported yet: pass weights in as arguments.
-// The compiled backends run both ops with their reference kernels (each body interpreted).
+// Gradients (the body differentiation comes from passes/autodiff.h):
+//   If's is an If over its branches' gradients, each recomputing its branch's forward values.
+//   While's runs the loop again, recording on entry to every iteration each loop variable the body
+//   changes (memory grows with the trip count; the record grows by concatenation, so its copying
+//   grows with its square), then a reverse While that walks the record backwards through the
+//   body's gradient (TensorFlow's approach, with the forward loop recomputed instead of
+//   rewritten). Loop variables the body changes need shapes that are known and that it keeps;
+//   those it passes through (weights) are not recorded.
+// Variables inside bodies are not supported yet: pass weights in as arguments.
+// Execution: both ops run through their reference kernels, which run each body as a plan of its
+// own; on the cpu backend that plan is compiled once per shape and reused on every iteration
+// (runtime/reference/kernel.h, RunState::bodies), elsewhere it is interpreted. A While's record
+// has a shape known only at run time, so a training plan holding one runs on the reference
+// executor for now.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "ir/builder.h"
@@ -51,9 +62,17 @@ std::vector<Value> If(Value cond, const std::vector<Value>& inputs,
                       std::shared_ptr<const Graph> then_branch,
                       std::shared_ptr<const Graph> else_branch,
                       SourceLocation loc = SourceLocation::current());
+// `recomputes`: the While node whose loop this one runs again, carrying more variables after the
+// same ones (a gradient's record): its first outputs are that node's outputs, and simplify
+// (passes/simplify.h) lets that node's readers read them instead, so the loop runs once.
 std::vector<Value> While(const std::vector<Value>& loop_vars, std::shared_ptr<const Graph> cond,
                          std::shared_ptr<const Graph> body, int64_t max_iterations = -1,
-                         SourceLocation loc = SourceLocation::current());
+                         SourceLocation loc = SourceLocation::current(),
+                         const std::string& recomputes = "");
+
+// `body`'s nodes added to `g` (named afresh), its arguments bound to `args`; its results.
+Result<std::vector<Value>> CallBody(GraphBuilder& g, const Graph& body,
+                                    const std::vector<Value>& args);
 
 // The types of `body`'s results for arguments of `args`' types (which must fit the body's
 // Placeholders: the same dtype and rank, equal dims where both are known).

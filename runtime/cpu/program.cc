@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "runtime/arena.h"
+#include "runtime/cpu/cpu_executor.h"
 #include "runtime/cpu/layouts.h"
 #include "runtime/invariant_steps.h"
 
@@ -139,6 +140,12 @@ Result<std::unique_ptr<Program>> Program::Load(CompiledPlan plan, int threads, i
     if (exe.steps[s].invariant)
       program->invariant_[s] = InvariantState{InvariantRoots(exe, static_cast<int>(s)), {}, false};
   KILN_ASSIGN_OR_RETURN(program->arena_, AllocateArena(exe.arena_bytes));
+  // Control-flow ops run their bodies as compiled plans of their own where the compiler is linked.
+  bool control_flow = false;
+  for (const Step& step : exe.steps)
+    control_flow = control_flow || step.node.op == "If" || step.node.op == "While";
+  program->compile_bodies_ = control_flow && GetPlanCompiler();
+  program->memory_limit_ = memory_limit;
   return program;
 }
 
@@ -149,6 +156,12 @@ Result<std::vector<Tensor>> Program::Run(const std::vector<Tensor>& feeds, Varia
   env.variables = &variables;
   env.counters = &counters;
   env.threads = threads_;
+  if (compile_bodies_)
+    env.bodies = [this](const Graph& body) -> Executor* {
+      std::unique_ptr<Executor>& executor = bodies_[&body];
+      if (!executor) executor = std::make_unique<CpuExecutor>(threads_, memory_limit_);
+      return executor.get();
+    };
   KILN_RETURN_IF_ERROR(BindBuffers(exe, arena_.get(), feeds, env));
   if (profile_) profile_->BeginRun();
   for (size_t i = 0; i < steps_.size(); ++i) KILN_RETURN_IF_ERROR(RunStep(i, env));

@@ -73,7 +73,12 @@ class Program {
   int threads_ = 1;
   std::shared_ptr<uint8_t[]> arena_;
   std::vector<std::unique_ptr<StepRunner>> steps_;
-  std::unique_ptr<StepProfile> profile_;                  // KILN_PROFILE
+  std::unique_ptr<StepProfile> profile_;  // KILN_PROFILE
+  // Control-flow bodies run as compiled plans of their own (where the compiler is linked), each on
+  // an executor of its own (their node names may repeat from body to body).
+  bool compile_bodies_ = false;
+  int64_t memory_limit_ = 0;
+  std::map<const Graph*, std::unique_ptr<Executor>> bodies_;
   std::vector<std::optional<InvariantState>> invariant_;  // by step
   PlanMemory memory_;
 };

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -11,6 +12,7 @@
 #include "ir/status.h"
 #include "runtime/cpu/plan_compiler.h"
 #include "runtime/executable.h"
+#include "runtime/executor.h"
 #include "runtime/variable_store.h"
 
 namespace kiln::cpu {
@@ -21,6 +23,8 @@ struct StepEnv {
   const Executable* executable = nullptr;
   VariableStore* variables = nullptr;
   std::map<std::string, uint64_t>* counters = nullptr;  // random streams of reference kernels
+  // Runs control-flow ops' bodies (reference::RunState::bodies); may be null.
+  std::function<Executor*(const Graph& body)> bodies;
   int threads = 1;
   std::vector<Tensor> pinned;  // values kVariable buffers point into, kept alive for the run
   // By buffer index: the version of a constant (VariableStore::kConstantVersion) or of the

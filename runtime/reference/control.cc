@@ -1,6 +1,10 @@
 // The reference kernels of If and While (ir/ops/control.h): each branch or body runs as a plan of
-// its own on the reference executor, reading and writing the run's variables.
+// its own, reading and writing the run's variables: on the executor the run provides (a compiled
+// backend's, which compiles each body once per shape and reuses it), else on a reference executor.
 #include "ir/ops/control.h"
+
+#include <cstdlib>
+#include <map>
 
 #include "runtime/reference/executor.h"
 #include "runtime/reference/kernel.h"
@@ -8,22 +12,42 @@
 namespace kiln::reference {
 namespace {
 
-// Runs `body` on `args` and returns its results.
+// Runs `body` on `args` and returns its results. A result that is one of the arguments (a loop
+// variable the body passes through) is that argument, not fetched from the plan (no copy).
 Result<std::vector<Tensor>> RunBody(const Graph& body, const std::vector<Tensor>& args,
                                     KernelContext& ctx) {
   if (args.size() != body.inputs().size())
     return ctx.Fail("a body takes ", body.inputs().size(), " argument(s), given ", args.size());
   KILN_ASSIGN_OR_RETURN(std::vector<const Node*> order, body.TopologicalOrder());
   RunPlan plan;
-  for (size_t i = 0; i < args.size(); ++i) plan.feeds[TensorRef{body.inputs()[i], 0}] = args[i];
+  std::map<std::string, size_t> arg_of;
+  for (size_t i = 0; i < args.size(); ++i) {
+    plan.feeds[TensorRef{body.inputs()[i], 0}] = args[i];
+    arg_of[body.inputs()[i]] = i;
+  }
   for (const Node* node : order)
     if (!plan.feeds.count(TensorRef{node->name, 0})) plan.nodes.push_back(node);
-  for (const GraphOutput& out : body.outputs()) plan.fetches.push_back(out.tensor);
+  std::vector<int> fetched(body.outputs().size(), -1);  // the result's fetch, or -1: an argument
+  for (size_t r = 0; r < body.outputs().size(); ++r) {
+    const TensorRef& out = body.outputs()[r].tensor;
+    if (out.port == 0 && arg_of.count(out.node)) continue;
+    fetched[r] = static_cast<int>(plan.fetches.size());
+    plan.fetches.push_back(out);
+  }
+  std::vector<Tensor> results(body.outputs().size());
   VariableStore none;
   VariableStore& variables = ctx.state().variables ? *ctx.state().variables : none;
-  Result<std::vector<Tensor>> results =
-      ReferenceExecutor(ReferenceExecutor::kUnbudgeted).Execute(plan, variables);
-  if (!results.ok()) return results.error().WithContext(ctx.node().Describe());
+  if (!plan.fetches.empty()) {
+    Executor* executor = ctx.state().bodies ? ctx.state().bodies(body) : nullptr;
+    Result<std::vector<Tensor>> values =
+        executor ? executor->Execute(plan, variables)
+                 : ReferenceExecutor(ctx.state().memory_limit).Execute(plan, variables);
+    if (!values.ok()) return values.error().WithContext(ctx.node().Describe());
+    for (size_t r = 0; r < results.size(); ++r)
+      if (fetched[r] >= 0) results[r] = std::move((*values)[fetched[r]]);
+  }
+  for (size_t r = 0; r < results.size(); ++r)
+    if (fetched[r] < 0) results[r] = args[arg_of.at(body.outputs()[r].tensor.node)];
   return results;
 }
 
@@ -45,13 +69,26 @@ Status IfKernel(KernelContext& ctx) {
   return OkStatus();
 }
 
+// KILN_MAX_LOOP_ITERATIONS: a limit on every While's iterations, over which the loop is an error
+// (for runs on untrusted models, such as the fuzz targets); unset: none but the op's own.
+int64_t LoopIterationLimit() {
+  static const int64_t limit = [] {
+    const char* v = std::getenv("KILN_MAX_LOOP_ITERATIONS");
+    return v && std::atoll(v) > 0 ? static_cast<int64_t>(std::atoll(v)) : int64_t{-1};
+  }();
+  return limit;
+}
+
 Status WhileKernel(KernelContext& ctx) {
   KILN_ASSIGN_OR_RETURN(std::shared_ptr<const Graph> cond, ctx.attrs().GetGraph("cond"));
   KILN_ASSIGN_OR_RETURN(std::shared_ptr<const Graph> body, ctx.attrs().GetGraph("body"));
   KILN_ASSIGN_OR_RETURN(int64_t max_iterations, ctx.attrs().GetInt("max_iterations"));
   std::vector<Tensor> vars;
   for (int i = 0; i < ctx.num_inputs(); ++i) vars.push_back(ctx.input(i));
+  const int64_t limit = LoopIterationLimit();
   for (int64_t n = 0; max_iterations < 0 || n < max_iterations; ++n) {
+    if (limit >= 0 && n >= limit)
+      return ctx.Fail("ran ", limit, " iterations, the limit KILN_MAX_LOOP_ITERATIONS sets");
     KILN_ASSIGN_OR_RETURN(std::vector<Tensor> go, RunBody(*cond, vars, ctx));
     KILN_ASSIGN_OR_RETURN(bool again, Condition(go.at(0), ctx));
     if (!again) break;

@@ -12,6 +12,7 @@
 
 #include "ir/graph.h"
 #include "ir/status.h"
+#include "runtime/executor.h"
 #include "runtime/variable_store.h"
 
 namespace kiln::reference {
@@ -21,6 +22,13 @@ struct RunState {
   VariableStore* variables = nullptr;
   // Per-node counters (random streams of Dropout), advanced once per run of the node.
   std::map<std::string, uint64_t>* counters = nullptr;
+  // The executor that runs `body` (a control-flow op's branch or body) as a plan of its own: a
+  // compiled backend's, one per body, which compiles it once per shape (plans are cached by node
+  // names, which only one graph keeps apart); null, or returning null: the reference executor.
+  std::function<Executor*(const Graph& body)> bodies;
+  // The host budget a body's reference run allocates within (ReferenceExecutor's memory_limit:
+  // 0 is what the process can get, -1 none).
+  int64_t memory_limit = -1;
 };
 
 class KernelContext {

@@ -9,6 +9,7 @@
 // mutations reach the verifier behind the checksum.
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <utility>
 #include <vector>
@@ -39,6 +40,12 @@ void LoadAndRun(const std::string& bytes) {
 }
 
 }  // namespace
+
+// A While with no bound on hostile input would run forever: cap every loop (an error past it).
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  setenv("KILN_MAX_LOOP_ITERATIONS", "1000", 1);
+  return 0;
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string bytes(reinterpret_cast<const char*>(data), size);

@@ -2,10 +2,12 @@
 // import, run once on the reference executor (the oracle every backend is checked against), on
 // seeded random inputs of the model's input shapes (unknown dims 2, at most 2^16 elements each),
 // within a 256 MiB memory budget. Import, verification, shape inference and every reference
-// kernel must give outputs or an error, never a crash, a hang or a sanitizer report. External
+// kernel must give outputs or an error, never a crash, a hang or a sanitizer report (loops stop
+// with an error after 1000 iterations: KILN_MAX_LOOP_ITERATIONS). External
 // data is resolved against an empty temporary folder, as in fuzz_onnx_import.
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -13,6 +15,12 @@
 #include "ir/random.h"
 #include "runtime/session.h"
 #include "tests/fuzz/empty_model_dir.h"
+
+// A While with no bound on hostile input would run forever: cap every loop (an error past it).
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  setenv("KILN_MAX_LOOP_ITERATIONS", "1000", 1);
+  return 0;
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string bytes(reinterpret_cast<const char*>(data), size);
