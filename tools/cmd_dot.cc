@@ -1,4 +1,5 @@
-// kiln dot: draws a model as a Graphviz graph (.dot text, or .svg rendered by Graphviz's `dot`).
+// kiln dot: draws a model as a Graphviz graph (.dot text, or .svg rendered by Graphviz's `dot`);
+// the branches and bodies of control-flow ops are clusters beside the op.
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -27,29 +28,51 @@ std::string Quote(const std::string& s) {
   return out + "\"";
 }
 
+// The nodes and edges of `graph`, names prefixed with `prefix` (a body's: its op's node and
+// attribute), each control-flow body a cluster of its own beside the node that runs it.
+void EmitGraph(std::ostringstream& os, const Graph& graph, const std::string& prefix,
+               const std::string& indent) {
+  for (const Node& n : graph.nodes()) {
+    std::string label = n.name + "\n" + n.op;
+    const char* color = n.op == "Placeholder"             ? "#d7ecff"
+                        : n.op == "Variable"              ? "#fff1c7"
+                        : n.op == "Constant"              ? "#eeeeee"
+                        : n.op == "If" || n.op == "While" ? "#f2e3ff"
+                                                          : "#f4f4f4";
+    os << indent << Quote(prefix + n.name) << " [label=" << Quote(label) << ", fillcolor=\""
+       << color << "\"];\n";
+    for (const auto& [attr, value] : n.attrs.items()) {
+      if (value.type() != AttrType::kGraph) continue;
+      const std::shared_ptr<const Graph>& body = value.get<std::shared_ptr<const Graph>>();
+      if (!body) continue;
+      const std::string inner = prefix + n.name + "/" + attr + "/";
+      os << indent << "subgraph " << Quote("cluster_" + inner) << " {\n"
+         << indent << "  label=" << Quote(n.name + ": " + attr)
+         << "; style=dashed; color=\"#9a7fc0\"; fontname=\"Helvetica\"; fontsize=9;\n";
+      EmitGraph(os, *body, inner, indent + "  ");
+      os << indent << "}\n";
+      for (const GraphOutput& out : body->outputs())
+        os << indent << Quote(inner + out.tensor.node) << " -> " << Quote(prefix + n.name)
+           << " [style=dotted, color=\"#9a7fc0\"];\n";
+    }
+  }
+  for (const Node& n : graph.nodes()) {
+    for (const TensorRef& in : n.inputs) {
+      Result<TensorType> t = graph.TypeOf(in);
+      os << indent << Quote(prefix + in.node) << " -> " << Quote(prefix + n.name)
+         << " [label=" << Quote(t.ok() ? t->ToString() : "") << "];\n";
+    }
+    for (const std::string& c : n.control_inputs)
+      os << indent << Quote(prefix + c) << " -> " << Quote(prefix + n.name) << " [style=dashed];\n";
+  }
+}
+
 std::string GraphToDot(const Graph& graph) {
   std::ostringstream os;
   os << "digraph kiln {\n  rankdir=TB;\n  node [shape=box, style=\"rounded,filled\", "
         "fillcolor=\"#f4f4f4\", "
         "fontname=\"Helvetica\", fontsize=10];\n  edge [fontname=\"Helvetica\", fontsize=8];\n";
-  for (const Node& n : graph.nodes()) {
-    std::string label = n.name + "\n" + n.op;
-    const char* color = n.op == "Placeholder" ? "#d7ecff"
-                        : n.op == "Variable"  ? "#fff1c7"
-                        : n.op == "Constant"  ? "#eeeeee"
-                                              : "#f4f4f4";
-    os << "  " << Quote(n.name) << " [label=" << Quote(label) << ", fillcolor=\"" << color
-       << "\"];\n";
-  }
-  for (const Node& n : graph.nodes()) {
-    for (const TensorRef& in : n.inputs) {
-      Result<TensorType> t = graph.TypeOf(in);
-      os << "  " << Quote(in.node) << " -> " << Quote(n.name)
-         << " [label=" << Quote(t.ok() ? t->ToString() : "") << "];\n";
-    }
-    for (const std::string& c : n.control_inputs)
-      os << "  " << Quote(c) << " -> " << Quote(n.name) << " [style=dashed];\n";
-  }
+  EmitGraph(os, graph, "", "  ");
   for (const GraphOutput& out : graph.outputs()) {
     os << "  " << Quote("output:" + out.name) << " [label=" << Quote(out.name)
        << ", shape=oval, fillcolor=\"#d9f2d9\"];\n";

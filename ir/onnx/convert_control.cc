@@ -1,13 +1,18 @@
-// ONNX If and Loop as kiln If and While (ir/ops/control.h). An ONNX subgraph reads values of the
-// enclosing graphs by name; kiln's bodies see only their arguments, so every such name (found by
-// OuterNames) becomes an argument: If passes them in after the condition, Loop carries them along
-// unchanged.
+// ONNX If, Loop and Scan as kiln If and While (ir/ops/control.h). An ONNX subgraph reads values of
+// the enclosing graphs by name; kiln's bodies see only their arguments, so every such name (found
+// by OuterNames) becomes an argument: If passes them in after the condition, Loop carries them
+// along unchanged.
 //
 // Loop(M, cond, v...) with body (iteration, cond_in, v...) -> (cond_out, v..., scan...) becomes
 // While over (i, keep_going, M, v..., captured..., scan accumulators...): its condition is
 // keep_going and i < M (an absent M: no limit; an absent cond: true), its body runs the ONNX body
 // and appends each scan output along a new axis 0. A scan output's per-iteration dims must be known
 // at import (from the body, or declared in it), to start its empty accumulator.
+//
+// Scan (opset 9 on) becomes While over (t, T, states..., scan inputs with their scan axis first,
+// captured..., accumulators...): iteration t gives the body row t of each scan input (row T-1-t
+// for a reversed one) and appends its scan outputs, which are then reversed and moved to their
+// axes as the attributes say. Opset 8's Scan (a batch axis, sequence_lens) is not imported.
 #include <limits>
 #include <set>
 
@@ -127,6 +132,43 @@ Result<TensorType> ScanType(const OnnxNode& n, const onnx::ValueInfoProto& vi) {
   return TensorType{*dtype, Shape(std::move(dims))};
 }
 
+// Binds the captured names to the body's arguments from `first` on.
+void BindCaptured(const OnnxNode& n, const std::vector<std::string>& captured,
+                  const std::vector<Value>& args, size_t first,
+                  std::map<std::string, OnnxValue>& values) {
+  for (size_t k = 0; k < captured.size(); ++k) {
+    OnnxValue v;
+    v.value = args[first + k];
+    if (const OnnxValue* known = n.value_of(captured[k])) v.known = known->known;
+    values[captured[k]] = std::move(v);
+  }
+}
+
+// The body's outputs from `first` on are scan outputs: each is appended to an accumulator (a loop
+// variable) that starts empty ([0, dims...]): its start joins `vars` (in the enclosing graph), its
+// argument `args` and its next value `next` (in the body `bg`).
+Status AddScanAccumulators(const OnnxNode& n, const onnx::GraphProto& body, int first,
+                           const std::vector<Value>& out, GraphBuilder& bg,
+                           std::vector<Value>& vars, std::vector<Value>& args,
+                           std::vector<Value>& next) {
+  for (int j = first; j < body.output_size(); ++j) {
+    const Value scan = out[j];
+    TensorType t = scan.type();
+    if (!t.shape.IsFullyKnown()) {
+      KILN_ASSIGN_OR_RETURN(t, ScanType(n, body.output(j)));
+    }
+    std::vector<int64_t> dims = t.shape.dims();
+    dims.insert(dims.begin(), 0);
+    KILN_ASSIGN_OR_RETURN(Tensor none, NewTensor(n, t.dtype, Shape(dims)));
+    vars.push_back(n.g().Constant(none));
+    dims[0] = kUnknownDim;
+    Value acc = bg.Placeholder("arg_" + std::to_string(args.size()), t.dtype, Shape(dims));
+    args.push_back(acc);
+    next.push_back(Concat({acc, Unsqueeze(scan, {0})}, 0));
+  }
+  return OkStatus();
+}
+
 Status ConvertLoop(OnnxNode& n) {
   KILN_ASSIGN_OR_RETURN(const onnx::GraphProto* body, GraphAttr(n, "body"));
   GraphBuilder& g = n.g();
@@ -175,34 +217,14 @@ Status ConvertLoop(OnnxNode& n) {
     v.value = args[k < 2 ? k : k + 1];  // M sits between the condition and the carried values
     values[name] = std::move(v);
   }
-  for (size_t k = 0; k < captured.size(); ++k) {
-    OnnxValue v;
-    v.value = args[3 + carried + k];
-    if (const OnnxValue* known = n.value_of(captured[k])) v.known = known->known;
-    values[captured[k]] = std::move(v);
-  }
+  BindCaptured(n, captured, args, 3 + carried, values);
   KILN_RETURN_IF_ERROR(ConvertSubgraphNodes(bg, *body, n.opset(), n.label() + " body", values));
   KILN_ASSIGN_OR_RETURN(std::vector<Value> out, SubgraphResults(n, *body, values));
   std::vector<Value> next = {args[0] + 1.0, out[0].rank() == 0 ? out[0] : Reshape(out[0], {}),
                              args[2]};
   for (int k = 0; k < carried; ++k) next.push_back(out[1 + k]);
   for (size_t k = 0; k < captured.size(); ++k) next.push_back(args[3 + carried + k]);
-  // Each scan output is appended to an accumulator that starts empty ([0, dims...]).
-  for (int j = 0; j < scans; ++j) {
-    const Value scan = out[1 + carried + j];
-    TensorType t = scan.type();
-    if (!t.shape.IsFullyKnown()) {
-      KILN_ASSIGN_OR_RETURN(t, ScanType(n, body->output(1 + carried + j)));
-    }
-    std::vector<int64_t> dims = t.shape.dims();
-    dims.insert(dims.begin(), 0);
-    KILN_ASSIGN_OR_RETURN(Tensor none, NewTensor(n, t.dtype, Shape(dims)));
-    vars.push_back(g.Constant(none));
-    dims[0] = kUnknownDim;
-    Value acc = bg.Placeholder("arg_" + std::to_string(args.size()), t.dtype, Shape(dims));
-    args.push_back(acc);
-    next.push_back(Concat({acc, Unsqueeze(scan, {0})}, 0));
-  }
+  KILN_RETURN_IF_ERROR(AddScanAccumulators(n, *body, 1 + carried, out, bg, vars, args, next));
   KILN_ASSIGN_OR_RETURN(std::shared_ptr<const Graph> loop_body, Finish(n, bg, next, "body"));
   std::vector<TensorType> types;
   for (const Value& a : args) types.push_back(a.type());
@@ -219,9 +241,110 @@ Status ConvertLoop(OnnxNode& n) {
   return OkStatus();
 }
 
+// Scan (opset 9 on): N states and M scan inputs, sliced along their axes (in either direction),
+// through the body, giving N final states and K scan outputs stacked along their axes.
+Status ConvertScan(OnnxNode& n) {
+  if (n.opset() < 9)
+    return n.Unsupported("Scan before opset 9 (a batch axis and sequence_lens) is not supported");
+  KILN_ASSIGN_OR_RETURN(const onnx::GraphProto* body, GraphAttr(n, "body"));
+  KILN_ASSIGN_OR_RETURN(int64_t m, n.Int("num_scan_inputs", -1));
+  const int total = n.num_inputs();
+  if (m < 1 || m > total) return n.Fail("num_scan_inputs is ", m, " for ", total, " inputs");
+  const int scans_in = static_cast<int>(m), states = total - scans_in;
+  const int scans_out = body->output_size() - states;
+  if (body->input_size() != total || scans_out < 0)
+    return n.Fail("its body takes ", body->input_size(), " inputs and gives ", body->output_size(),
+                  " outputs for ", states, " states and ", scans_in, " scan inputs");
+  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> in_axes,
+                        n.Ints("scan_input_axes", std::vector<int64_t>(scans_in, 0)));
+  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> in_dirs,
+                        n.Ints("scan_input_directions", std::vector<int64_t>(scans_in, 0)));
+  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> out_axes,
+                        n.Ints("scan_output_axes", std::vector<int64_t>(scans_out, 0)));
+  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> out_dirs,
+                        n.Ints("scan_output_directions", std::vector<int64_t>(scans_out, 0)));
+  if (static_cast<int>(in_axes.size()) != scans_in ||
+      static_cast<int>(in_dirs.size()) != scans_in ||
+      static_cast<int>(out_axes.size()) != scans_out ||
+      static_cast<int>(out_dirs.size()) != scans_out)
+    return n.Fail("its scan axes and directions need one entry per scan input and output");
+  GraphBuilder& g = n.g();
+  // The loop variables: t, T, the states, the scan inputs (scan axis first), the captured
+  // values, the scan outputs' accumulators.
+  std::vector<Value> vars = {g.Constant(Tensor::Scalar<int64_t>(0)), Value()};
+  for (int k = 0; k < states; ++k) {
+    KILN_ASSIGN_OR_RETURN(Value s, n.input(k));
+    vars.push_back(s);
+  }
+  for (int j = 0; j < scans_in; ++j) {
+    KILN_ASSIGN_OR_RETURN(Value x, n.input(states + j));
+    KILN_ASSIGN_OR_RETURN(int axis, Axis(n, in_axes[j], x.rank()));
+    if (axis != 0) {
+      std::vector<int64_t> perm = {axis};
+      for (int d = 0; d < x.rank(); ++d)
+        if (d != axis) perm.push_back(d);
+      x = Transpose(x, perm);
+    }
+    vars.push_back(x);
+  }
+  vars[1] = Reshape(Slice(ShapeOf(vars[2 + states]), {0}, {1}), {});
+  const std::vector<std::string> captured = OuterNames(*body);
+  KILN_ASSIGN_OR_RETURN(std::vector<Value> outer, OuterValues(n, captured));
+  vars.insert(vars.end(), outer.begin(), outer.end());
+  for (const Value& v : vars)
+    if (!v.valid()) return n.Fail("its loop variables could not be built");
+
+  GraphBuilder bg;
+  std::vector<Value> args;
+  for (size_t k = 0; k < vars.size(); ++k)
+    args.push_back(bg.Placeholder("arg_" + std::to_string(k), vars[k].dtype(), vars[k].shape()));
+  std::map<std::string, OnnxValue> values;
+  for (int k = 0; k < states; ++k) values[body->input(k).name()].value = args[2 + k];
+  for (int j = 0; j < scans_in; ++j) {
+    Value t = in_dirs[j] ? args[1] - 1.0 - args[0] : args[0];  // reversed: T - 1 - t
+    values[body->input(states + j).name()].value = Gather(args[2 + states + j], t);
+  }
+  BindCaptured(n, captured, args, 2 + states + scans_in, values);
+  KILN_RETURN_IF_ERROR(ConvertSubgraphNodes(bg, *body, n.opset(), n.label() + " body", values));
+  KILN_ASSIGN_OR_RETURN(std::vector<Value> out, SubgraphResults(n, *body, values));
+  std::vector<Value> next = {args[0] + 1.0, args[1]};
+  for (int k = 0; k < states; ++k) next.push_back(out[k]);
+  for (size_t k = 2 + states; k < args.size(); ++k) next.push_back(args[k]);  // unchanged
+  KILN_RETURN_IF_ERROR(AddScanAccumulators(n, *body, states, out, bg, vars, args, next));
+  KILN_ASSIGN_OR_RETURN(std::shared_ptr<const Graph> loop_body, Finish(n, bg, next, "body"));
+  std::vector<TensorType> types;
+  for (const Value& a : args) types.push_back(a.type());
+  KILN_ASSIGN_OR_RETURN(std::shared_ptr<const Graph> cond,
+                        BuildBody(types, [](const std::vector<Value>& a) {
+                          return std::vector<Value>{Less(a[0], a[1])};
+                        }));
+  std::vector<Value> finals = While(vars, cond, loop_body);
+  if (finals.size() != vars.size()) return n.Fail("its loop could not be built");
+  for (int k = 0; k < states; ++k) n.SetOutput(k, finals[2 + k]);
+  const size_t first_acc = finals.size() - static_cast<size_t>(scans_out);
+  for (int j = 0; j < scans_out; ++j) {
+    Value y = finals[first_acc + j];
+    if (out_dirs[j]) {  // the last iteration's output first
+      Value t = vars[1];
+      y = Gather(y, Range(t - 1.0, g.Scalar(-1, i64), g.Scalar(-1, i64)));
+    }
+    KILN_ASSIGN_OR_RETURN(int axis, Axis(n, out_axes[j], y.rank()));
+    if (axis != 0) {
+      std::vector<int64_t> perm;
+      for (int d = 1; d <= axis; ++d) perm.push_back(d);
+      perm.push_back(0);
+      for (int d = axis + 1; d < y.rank(); ++d) perm.push_back(d);
+      y = Transpose(y, perm);
+    }
+    n.SetOutput(states + j, y);
+  }
+  return OkStatus();
+}
+
 }  // namespace
 
 void AddControlConverters(ConverterTable& t) {
+  t["Scan"] = ConvertScan;
   t["If"] = ConvertIf;
   t["Loop"] = ConvertLoop;
 }

@@ -1,6 +1,7 @@
-// ONNX If and Loop (ir/onnx/convert_control.cc) on hand-made models with hand-checked values: an If
-// on a data-dependent condition whose branches read the enclosing graph, a Loop with a fed trip
-// count and a scan output, and a while-style Loop that stops on a computed condition.
+// ONNX If, Loop and Scan (ir/onnx/convert_control.cc) on hand-made models with hand-checked
+// values: an If on a data-dependent condition whose branches read the enclosing graph, a Loop with
+// a fed trip count and a scan output, a while-style Loop that stops on a computed condition, and a
+// recurrent Scan over fed sequences of two lengths, forwards and backwards.
 #include <catch2/catch.hpp>
 
 #include "ir/onnx/import.h"
@@ -136,4 +137,51 @@ TEST_CASE("ONNX subgraphs with an unsupported op are refused with the op's name"
   Result<Graph> g = ImportOnnxFromBytes(m.Bytes(), "", "test.onnx");
   REQUIRE_FALSE(g.ok());
   CHECK_THAT(g.error().ToString(), Catch::Contains("NoSuchOp"));
+}
+
+TEST_CASE("ONNX Scan over fed sequences of two lengths, forwards and backwards",
+          "[onnx][control]") {
+  // state s = s + x[:, t], output s: the running sums along axis 1 of x [2, T].
+  for (bool backwards : {false, true}) {
+    INFO((backwards ? "backwards" : "forwards"));
+    OnnxModel body;
+    body.Input("s_in", kFloat, {2}).Input("x_t", kFloat, {2});
+    body.Node("Add", {"s_in", "x_t"}, {"s_out"});
+    body.Node("Identity", {"s_out"}, {"y_t"});
+    body.Output("s_out", kFloat, {2}).Output("y_t", kFloat, {2});
+    OnnxModel m(11);
+    m.Input("s0", kFloat, {2}).Input("x", kFloat, {2, -1});
+    m.Output("s", kFloat, {2}).Output("y", kFloat, {2, -1});
+    auto* scan = m.Node("Scan", {"s0", "x"}, {"s", "y"}, "scan");
+    OnnxModel::AttrGraph(scan, "body", body);
+    OnnxModel::AttrInt(scan, "num_scan_inputs", 1);
+    OnnxModel::AttrInts(scan, "scan_input_axes", {1});
+    OnnxModel::AttrInts(scan, "scan_output_axes", {1});
+    if (backwards) {
+      OnnxModel::AttrInts(scan, "scan_input_directions", {1});
+      OnnxModel::AttrInts(scan, "scan_output_directions", {1});
+    }
+    const Graph g = Import(m);
+    for (const std::string& backend : testing::AvailableBackends()) {
+      INFO(backend);
+      for (int64_t length : {3, 5}) {
+        Tensor x(f32, Shape{2, length});
+        for (int64_t i = 0; i < x.num_elements(); ++i) x.SetDouble(i, static_cast<double>(i + 1));
+        std::vector<Tensor> out = RunOn(g, backend, {{"s0", Vec({0, 100})}, {"x", x}}, {"s", "y"});
+        REQUIRE(out[1].shape() == Shape{2, length});
+        // Row r of y: prefix sums (forwards) or suffix sums (backwards), from s0[r].
+        for (int64_t r = 0; r < 2; ++r) {
+          double total = r == 0 ? 0 : 100;
+          for (int64_t k = 0; k < length; ++k) total += x.GetDouble(r * length + k);
+          CHECK(out[0].GetDouble(r) == total);
+          double running = r == 0 ? 0 : 100;
+          for (int64_t s = 0; s < length; ++s) {
+            const int64_t p = backwards ? length - 1 - s : s;
+            running += x.GetDouble(r * length + p);
+            CHECK(out[1].GetDouble(r * length + p) == running);
+          }
+        }
+      }
+    }
+  }
 }

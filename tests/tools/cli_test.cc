@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "ir/io/npy.h"
+#include "ir/ops/control.h"
 #include "ir/ops/linalg.h"
 #include "ir/ops/math.h"
 #include "ir/ops/nn.h"
@@ -612,4 +613,22 @@ TEST_CASE("cli: a killed kiln train leaves the last good checkpoint intact", "[c
   REQUIRE(values.ok());
   CHECK(values->count("w") == 1);
   CHECK(values->count("global_step") == 1);
+}
+
+TEST_CASE("kiln dot draws the bodies of control-flow ops as clusters beside them", "[cli]") {
+  GraphBuilder g;
+  Value pred = g.Placeholder("pred", DType::kBool, {});
+  Value x = g.Placeholder("x", f32, {2});
+  std::vector<Value> y = Cond(
+      pred, {x}, [](const std::vector<Value>& a) { return std::vector<Value>{Relu(a[0])}; },
+      [](const std::vector<Value>& a) { return std::vector<Value>{a[0] * 3.0}; });
+  g.Output("y", y[0]);
+  const std::string model = Dir() + "/cond.kgraph";
+  REQUIRE(SaveGraph(*g.Build(), model).ok());
+  REQUIRE(Kiln({"dot", model, "-o", Dir() + "/cond.dot"}).exit_code == 0);
+  const std::string dot = ReadAll(Dir() + "/cond.dot");
+  CHECK_THAT(dot, Catch::Contains("subgraph \"cluster_If/then_branch/\""));
+  CHECK_THAT(dot, Catch::Contains("subgraph \"cluster_If/else_branch/\""));
+  CHECK_THAT(dot, Catch::Contains("\"If/then_branch/arg_0\" -> \"If/then_branch/Relu\""));
+  CHECK_THAT(dot, Catch::Contains("\"If/else_branch/Mul\" -> \"If\" [style=dotted"));
 }
