@@ -92,4 +92,22 @@ class SpecializedPrograms {
   bool warned_ = false;  // that further values run on the reference executor
 };
 
+// The program of `cache` for `plan` (compiled by `compile` when there is none), counting in
+// `fallbacks` each new plan that falls back; null: the plan runs on the reference executor. A
+// compilation error leaves no entry behind (the next run tries again and fails the same way).
+template <typename ProgramT>
+Result<ProgramT*> FindProgram(std::map<std::string, SpecializedPrograms<ProgramT>>& cache,
+                              const std::string& key, const RunPlan& plan,
+                              const typename SpecializedPrograms<ProgramT>::CompileFn& compile,
+                              int& fallbacks) {
+  auto [entry, inserted] = cache.try_emplace(key);
+  Result<ProgramT*> found = entry->second.Find(plan, compile);
+  if (!found.ok()) {
+    if (inserted) cache.erase(entry);
+    return found.error();
+  }
+  if (inserted && entry->second.falls_back()) ++fallbacks;
+  return found;
+}
+
 }  // namespace kiln

@@ -132,6 +132,21 @@ Result<TensorType> ScanType(const OnnxNode& n, const onnx::ValueInfoProto& vi) {
   return TensorType{*dtype, Shape(std::move(dims))};
 }
 
+// The enclosing graph's values of `captured` join the loop variables `vars`; then the body being
+// built in `bg` gets an argument of each loop variable's type, in order.
+Result<std::vector<Value>> LoopArguments(const OnnxNode& n,
+                                         const std::vector<std::string>& captured,
+                                         std::vector<Value>& vars, GraphBuilder& bg) {
+  KILN_ASSIGN_OR_RETURN(std::vector<Value> outer, OuterValues(n, captured));
+  vars.insert(vars.end(), outer.begin(), outer.end());
+  for (const Value& v : vars)
+    if (!v.valid()) return n.Fail("its loop variables could not be built");
+  std::vector<Value> args;
+  for (size_t k = 0; k < vars.size(); ++k)
+    args.push_back(bg.Placeholder("arg_" + std::to_string(k), vars[k].dtype(), vars[k].shape()));
+  return args;
+}
+
 // Binds the captured names to the body's arguments from `first` on.
 void BindCaptured(const OnnxNode& n, const std::vector<std::string>& captured,
                   const std::vector<Value>& args, size_t first,
@@ -198,17 +213,10 @@ Status ConvertLoop(OnnxNode& n) {
     KILN_ASSIGN_OR_RETURN(Value v, n.input(2 + k));
     vars.push_back(v);
   }
-  const std::vector<std::string> captured = OuterNames(*body);
-  KILN_ASSIGN_OR_RETURN(std::vector<Value> outer, OuterValues(n, captured));
-  vars.insert(vars.end(), outer.begin(), outer.end());
-  for (const Value& v : vars)
-    if (!v.valid()) return n.Fail("its loop variables could not be built");
-
   // The body: the ONNX body on the loop variables, then the next ones.
+  const std::vector<std::string> captured = OuterNames(*body);
   GraphBuilder bg;
-  std::vector<Value> args;
-  for (size_t k = 0; k < vars.size(); ++k)
-    args.push_back(bg.Placeholder("arg_" + std::to_string(k), vars[k].dtype(), vars[k].shape()));
+  KILN_ASSIGN_OR_RETURN(std::vector<Value> args, LoopArguments(n, captured, vars, bg));
   std::map<std::string, OnnxValue> values;
   for (int k = 0; k < 2 + carried; ++k) {
     const std::string& name = body->input(k).name();
@@ -289,15 +297,8 @@ Status ConvertScan(OnnxNode& n) {
   }
   vars[1] = Reshape(Slice(ShapeOf(vars[2 + states]), {0}, {1}), {});
   const std::vector<std::string> captured = OuterNames(*body);
-  KILN_ASSIGN_OR_RETURN(std::vector<Value> outer, OuterValues(n, captured));
-  vars.insert(vars.end(), outer.begin(), outer.end());
-  for (const Value& v : vars)
-    if (!v.valid()) return n.Fail("its loop variables could not be built");
-
   GraphBuilder bg;
-  std::vector<Value> args;
-  for (size_t k = 0; k < vars.size(); ++k)
-    args.push_back(bg.Placeholder("arg_" + std::to_string(k), vars[k].dtype(), vars[k].shape()));
+  KILN_ASSIGN_OR_RETURN(std::vector<Value> args, LoopArguments(n, captured, vars, bg));
   std::map<std::string, OnnxValue> values;
   for (int k = 0; k < states; ++k) values[body->input(k).name()].value = args[2 + k];
   for (int j = 0; j < scans_in; ++j) {

@@ -41,17 +41,14 @@ Result<std::unique_ptr<Program>> CpuExecutor::CompileAndLoad(
 }
 
 Result<std::vector<Tensor>> CpuExecutor::Execute(const RunPlan& plan, VariableStore& variables) {
-  auto [entry, inserted] = cache_.try_emplace(PlanCacheKey(plan));
-  Result<Program*> found = entry->second.Find(
-      plan, [&](const std::set<TensorRef>& known, std::vector<TensorRef>* specialized_on) {
-        return CompileAndLoad(plan, known, variables, specialized_on);
-      });
-  if (!found.ok()) {
-    if (inserted) cache_.erase(entry);
-    return found.error();
-  }
-  if (inserted && entry->second.falls_back()) ++fallbacks_;
-  Program* program = *found;
+  KILN_ASSIGN_OR_RETURN(
+      Program * program,
+      FindProgram<Program>(
+          cache_, PlanCacheKey(plan), plan,
+          [&](const std::set<TensorRef>& known, std::vector<TensorRef>* specialized_on) {
+            return CompileAndLoad(plan, known, variables, specialized_on);
+          },
+          fallbacks_));
   if (!program) return fallback_.Execute(plan, variables);
   KILN_ASSIGN_OR_RETURN(std::vector<Tensor> feeds, FeedsOf(program->executable(), plan));
   return program->Run(feeds, variables, counters_);

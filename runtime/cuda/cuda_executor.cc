@@ -48,17 +48,14 @@ Result<std::unique_ptr<CudaProgram>> CudaExecutor::CompileAndLoad(
 }
 
 Result<std::vector<Tensor>> CudaExecutor::Execute(const RunPlan& plan, VariableStore& variables) {
-  auto [entry, inserted] = cache_.try_emplace(PlanCacheKey(plan));
-  Result<CudaProgram*> found = entry->second.Find(
-      plan, [&](const std::set<TensorRef>& known, std::vector<TensorRef>* specialized_on) {
-        return CompileAndLoad(plan, known, variables, specialized_on);
-      });
-  if (!found.ok()) {
-    if (inserted) cache_.erase(entry);
-    return found.error();
-  }
-  if (inserted && entry->second.falls_back()) ++fallbacks_;
-  CudaProgram* program = *found;
+  KILN_ASSIGN_OR_RETURN(
+      CudaProgram * program,
+      FindProgram<CudaProgram>(
+          cache_, PlanCacheKey(plan), plan,
+          [&](const std::set<TensorRef>& known, std::vector<TensorRef>* specialized_on) {
+            return CompileAndLoad(plan, known, variables, specialized_on);
+          },
+          fallbacks_));
   if (!program) return fallback_.Execute(plan, variables);
   KILN_ASSIGN_OR_RETURN(std::vector<Tensor> feeds, FeedsOf(program->executable(), plan));
   return program->Run(feeds, variables, counters_);

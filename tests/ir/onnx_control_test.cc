@@ -10,18 +10,12 @@
 #include "tests/testing/backends.h"
 
 using namespace kiln;
+using kiln::testing::Import;
 using kiln::testing::OnnxModel;
 
 namespace {
 
 constexpr int kFloat = 1, kInt64 = 7, kBool = 9;
-
-Graph Import(const OnnxModel& m) {
-  Result<Graph> g = ImportOnnxFromBytes(m.Bytes(), "", "test.onnx");
-  INFO((g.ok() ? std::string() : g.error().ToString()));
-  REQUIRE(g.ok());
-  return std::move(*g);
-}
 
 Tensor Vec(std::vector<float> v) {
   const auto n = static_cast<int64_t>(v.size());

@@ -18,16 +18,10 @@
 #include "tests/testing/differential.h"
 
 using namespace kiln;
+using kiln::testing::Import;
 using kiln::testing::OnnxModel;
 
 namespace {
-
-Graph Import(const OnnxModel& m) {
-  Result<Graph> g = ImportOnnxFromBytes(m.Bytes(), "", "test.onnx");
-  INFO((g.ok() ? std::string() : g.error().ToString()));
-  REQUIRE(g.ok());
-  return std::move(*g);
-}
 
 int CountOps(const Graph& g, const std::string& op) {
   int n = 0;

@@ -9,16 +9,10 @@
 #include "tests/testing/backends.h"
 
 using namespace kiln;
+using kiln::testing::Import;
 using kiln::testing::OnnxModel;
 
 namespace {
-
-Graph Import(const OnnxModel& m) {
-  Result<Graph> g = ImportOnnxFromBytes(m.Bytes(), "", "test.onnx");
-  INFO((g.ok() ? std::string() : g.error().ToString()));
-  REQUIRE(g.ok());
-  return std::move(*g);
-}
 
 Tensor Run(const Graph& g, const std::string& backend, const Tensor& x,
            const std::string& fetch = "y") {

@@ -10,16 +10,10 @@
 #include "tests/testing/temp_path.h"
 
 using namespace kiln;
+using kiln::testing::Import;
 using kiln::testing::OnnxModel;
 
 namespace {
-
-Graph Import(const OnnxModel& m, const OnnxImportOptions& options = {}) {
-  Result<Graph> g = ImportOnnxFromBytes(m.Bytes(), "", "test.onnx", options);
-  INFO((g.ok() ? std::string() : g.error().ToString()));
-  REQUIRE(g.ok());
-  return std::move(*g);
-}
 
 const Node& OnlyNodeOf(const Graph& g, const std::string& op) {
   const Node* found = nullptr;

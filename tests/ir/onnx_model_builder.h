@@ -1,11 +1,14 @@
-// Test helper: small hand-made ONNX models (ModelProto) for the importer tests.
+// Test helper: small hand-made ONNX models (ModelProto) for the importer tests, and importing one
+// (a failed import fails the test, with the importer's error).
 #pragma once
 
+#include <catch2/catch.hpp>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "ir/io/onnx_tensor.h"
+#include "ir/onnx/import.h"
 #include "ir/tensor.h"
 #include "proto/onnx.pb.h"
 
@@ -103,5 +106,13 @@ class OnnxModel {
   }
   onnx::ModelProto model_;
 };
+
+// The graph `m` imports to (as "test.onnx", external data refused).
+inline Graph Import(const OnnxModel& m, const OnnxImportOptions& options = {}) {
+  Result<Graph> g = ImportOnnxFromBytes(m.Bytes(), "", "test.onnx", options);
+  INFO((g.ok() ? std::string() : g.error().ToString()));
+  REQUIRE(g.ok());
+  return std::move(*g);
+}
 
 }  // namespace kiln::testing
