@@ -1,7 +1,8 @@
 // ONNX ops that move elements: Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Concat, Split,
 // Slice, Gather, Pad, Tile, Expand, DepthToSpace and SpaceToDepth. Their shape-like inputs (a
-// Reshape's shape, Slice's starts/ends, ...) must be known at import: kiln's ops take them as
-// attributes; only a Reshape's or an Expand's shape may be known at run time alone (see ShapeDim).
+// Reshape's shape, Slice's starts/ends, ...) become attributes of kiln's ops when known at import;
+// a Reshape's or an Expand's shape may also be computed at run time (see ShapeDim), and any other
+// one known only at run time defers the node until it is (deferred_node.h).
 // Reshapes, Concat, Gather and Slice of small integer tensors known at import are folded (the Shape
 // -> Gather -> Concat -> Reshape chains of exported models).
 #include <algorithm>
