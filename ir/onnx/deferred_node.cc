@@ -14,7 +14,7 @@ namespace {
 
 constexpr char kExpanderName[] = "onnx";
 
-// Ops whose every output has input 0's rank and dtype.
+// Ops whose output 0 (every output, for Split) has input 0's rank and dtype.
 const std::set<std::string>& RankKeepingOps() {
   static const std::set<std::string> ops = {"Slice",
                                             "Tile",
@@ -76,7 +76,7 @@ std::optional<TensorType> ImpliedType(const OnnxNode& n, int i) {
   const DType dtype = x->dtype();
   const int64_t rank = x->rank();
   const std::string& op = n.op_type();
-  if (RankKeepingOps().count(op)) return Unknown(dtype, rank);
+  if (RankKeepingOps().count(op) && (i == 0 || op == "Split")) return Unknown(dtype, rank);
   if (op == "Dropout") return Unknown(i == 0 ? dtype : DType::kBool, rank);
   if (op == "TopK") return Unknown(i == 0 ? dtype : DType::kI64, rank);
   if (op == "Range") return Unknown(dtype, 1);

@@ -11,15 +11,6 @@
 namespace kiln {
 namespace {
 
-// `got` may stand where `want` is expected: the same dtype and rank, equal dims where both are
-// known.
-bool Fits(const TensorType& want, const TensorType& got) {
-  if (want.dtype != got.dtype || want.shape.rank() != got.shape.rank()) return false;
-  for (int d = 0; d < got.shape.rank(); ++d)
-    if (want.shape[d] >= 0 && got.shape[d] >= 0 && want.shape[d] != got.shape[d]) return false;
-  return true;
-}
-
 // The type both `a` and `b` have, dims that differ unknown; nullopt when dtype or rank differ.
 std::optional<TensorType> Merge(const TensorType& a, const TensorType& b) {
   if (a.dtype != b.dtype || a.shape.rank() != b.shape.rank()) return std::nullopt;
@@ -130,7 +121,7 @@ Result<std::vector<TensorType>> InferBodyResults(const Graph& body,
   for (const Node* node : order) {
     if (auto arg = arg_index.find(node->name); arg != arg_index.end()) {
       const TensorType& want = node->output_types.at(0);
-      if (!Fits(want, args[arg->second]))
+      if (!internal::TypesAgree(want, args[arg->second]))
         return MakeError(ErrorCode::kInvalidArgument, "argument ", arg->second, " is ",
                          args[arg->second].ToString(), "; the body's '", node->name, "' takes ",
                          want.ToString());

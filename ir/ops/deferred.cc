@@ -20,16 +20,6 @@ std::map<std::string, DeferredExpander>& Expanders() {
   return *expanders;
 }
 
-// True when `got` may stand where `declared` was promised: the same dtype and rank, and equal
-// dims wherever both are known.
-bool Agrees(const TensorType& declared, const TensorType& got) {
-  if (declared.dtype != got.dtype || declared.shape.rank() != got.shape.rank()) return false;
-  for (int d = 0; d < got.shape.rank(); ++d)
-    if (declared.shape[d] >= 0 && got.shape[d] >= 0 && declared.shape[d] != got.shape[d])
-      return false;
-  return true;
-}
-
 Status InferDeferred(InferContext& ctx) {
   KILN_ASSIGN_OR_RETURN(std::vector<TensorType> declared, DeclaredDeferredTypes(ctx.node()));
   for (TensorType& t : declared) ctx.AddOutput(t.dtype, std::move(t.shape));
@@ -106,7 +96,7 @@ Result<DeferredExpansion> ExpandDeferred(const Node& node, const std::vector<Ten
                               declared.size());
   for (size_t i = 0; i < declared.size(); ++i) {
     KILN_ASSIGN_OR_RETURN(TensorType got, expansion.graph.TypeOf(expansion.outputs[i]));
-    if (!Agrees(declared[i], got))
+    if (!internal::TypesAgree(declared[i], got))
       return node.MakeNodeError(ErrorCode::kInvalidArgument, "output ", i, " was converted into ",
                                 got.ToString(), ", but the node declares ", declared[i].ToString());
   }

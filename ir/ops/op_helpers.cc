@@ -19,6 +19,14 @@ Value MakeOp(const char* op, const std::vector<Value>& inputs, AttrMap attrs, So
   return Value();
 }
 
+bool TypesAgree(const TensorType& declared, const TensorType& got) {
+  if (declared.dtype != got.dtype || declared.shape.rank() != got.shape.rank()) return false;
+  for (int d = 0; d < got.shape.rank(); ++d)
+    if (declared.shape[d] >= 0 && got.shape[d] >= 0 && declared.shape[d] != got.shape[d])
+      return false;
+  return true;
+}
+
 Value SumToShapeOf(Value grad, Value like) {
   if (!grad.valid() || !like.valid()) return Value();
   if (grad.shape() == like.shape() && like.shape().IsFullyKnown()) return grad;

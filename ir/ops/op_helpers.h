@@ -48,6 +48,10 @@ class RegistryWithGradients {
   const std::map<std::string, GradFn>& grads_;
 };
 
+// `got` may stand where `declared` is expected: the same dtype and rank, equal dims wherever both
+// are known.
+bool TypesAgree(const TensorType& declared, const TensorType& got);
+
 // Reads an int-list attribute that must have `n` entries (or be empty: then filled with `fill`).
 Result<std::vector<int64_t>> IntsOfLength(const InferContext& ctx, const std::string& attr,
                                           size_t n, int64_t fill);

@@ -141,10 +141,7 @@ Result<std::unique_ptr<Program>> Program::Load(CompiledPlan plan, int threads, i
       program->invariant_[s] = InvariantState{InvariantRoots(exe, static_cast<int>(s)), {}, false};
   KILN_ASSIGN_OR_RETURN(program->arena_, AllocateArena(exe.arena_bytes));
   // Control-flow ops run their bodies as compiled plans of their own where the compiler is linked.
-  bool control_flow = false;
-  for (const Step& step : exe.steps)
-    control_flow = control_flow || step.node.op == "If" || step.node.op == "While";
-  program->compile_bodies_ = control_flow && GetPlanCompiler();
+  program->compile_bodies_ = GetPlanCompiler() != nullptr;  // executors made when a body asks
   program->memory_limit_ = memory_limit;
   return program;
 }

@@ -12,44 +12,64 @@
 namespace kiln::reference {
 namespace {
 
-// Runs `body` on `args` and returns its results. A result that is one of the arguments (a loop
-// variable the body passes through) is that argument, not fetched from the plan (no copy).
-Result<std::vector<Tensor>> RunBody(const Graph& body, const std::vector<Tensor>& args,
-                                    KernelContext& ctx) {
-  if (args.size() != body.inputs().size())
-    return ctx.Fail("a body takes ", body.inputs().size(), " argument(s), given ", args.size());
-  KILN_ASSIGN_OR_RETURN(std::vector<const Node*> order, body.TopologicalOrder());
-  RunPlan plan;
-  std::map<std::string, size_t> arg_of;
-  for (size_t i = 0; i < args.size(); ++i) {
-    plan.feeds[TensorRef{body.inputs()[i], 0}] = args[i];
-    arg_of[body.inputs()[i]] = i;
+// A body as a plan of its own, built once per kernel call and run once per iteration: its nodes
+// in order, its fetches. A result that is one of the arguments (a loop variable the body passes
+// through) is that argument, not fetched from the plan (no copy).
+class BodyPlan {
+ public:
+  static Result<BodyPlan> Make(const Graph& body) {
+    BodyPlan p;
+    p.body_ = &body;
+    KILN_ASSIGN_OR_RETURN(std::vector<const Node*> order, body.TopologicalOrder());
+    std::map<std::string, int> arg_of;
+    for (size_t i = 0; i < body.inputs().size(); ++i)
+      arg_of[body.inputs()[i]] = static_cast<int>(i);
+    for (const Node* node : order)
+      if (!arg_of.count(node->name)) p.plan_.nodes.push_back(node);
+    for (const GraphOutput& out : body.outputs()) {
+      auto arg = arg_of.find(out.tensor.node);
+      if (out.tensor.port == 0 && arg != arg_of.end()) {
+        p.results_.push_back({-1, arg->second});
+      } else {
+        p.results_.push_back({static_cast<int>(p.plan_.fetches.size()), -1});
+        p.plan_.fetches.push_back(out.tensor);
+      }
+    }
+    return p;
   }
-  for (const Node* node : order)
-    if (!plan.feeds.count(TensorRef{node->name, 0})) plan.nodes.push_back(node);
-  std::vector<int> fetched(body.outputs().size(), -1);  // the result's fetch, or -1: an argument
-  for (size_t r = 0; r < body.outputs().size(); ++r) {
-    const TensorRef& out = body.outputs()[r].tensor;
-    if (out.port == 0 && arg_of.count(out.node)) continue;
-    fetched[r] = static_cast<int>(plan.fetches.size());
-    plan.fetches.push_back(out);
+
+  // The body's results for `args`.
+  Result<std::vector<Tensor>> Run(const std::vector<Tensor>& args, KernelContext& ctx) {
+    const std::vector<std::string>& inputs = body_->inputs();
+    if (args.size() != inputs.size())
+      return ctx.Fail("a body takes ", inputs.size(), " argument(s), given ", args.size());
+    for (size_t i = 0; i < args.size(); ++i) plan_.feeds[TensorRef{inputs[i], 0}] = args[i];
+    std::vector<Tensor> values;
+    if (!plan_.fetches.empty()) {
+      VariableStore none;
+      VariableStore& variables = ctx.state().variables ? *ctx.state().variables : none;
+      Executor* executor = ctx.state().bodies ? ctx.state().bodies(*body_) : nullptr;
+      Result<std::vector<Tensor>> fetched =
+          executor ? executor->Execute(plan_, variables)
+                   : ReferenceExecutor(ctx.state().memory_limit).Execute(plan_, variables);
+      if (!fetched.ok()) return fetched.error().WithContext(ctx.node().Describe());
+      values = std::move(*fetched);
+    }
+    std::vector<Tensor> results;
+    for (const Source& r : results_)
+      results.push_back(r.fetch >= 0 ? std::move(values[r.fetch]) : args[r.arg]);
+    return results;
   }
-  std::vector<Tensor> results(body.outputs().size());
-  VariableStore none;
-  VariableStore& variables = ctx.state().variables ? *ctx.state().variables : none;
-  if (!plan.fetches.empty()) {
-    Executor* executor = ctx.state().bodies ? ctx.state().bodies(body) : nullptr;
-    Result<std::vector<Tensor>> values =
-        executor ? executor->Execute(plan, variables)
-                 : ReferenceExecutor(ctx.state().memory_limit).Execute(plan, variables);
-    if (!values.ok()) return values.error().WithContext(ctx.node().Describe());
-    for (size_t r = 0; r < results.size(); ++r)
-      if (fetched[r] >= 0) results[r] = std::move((*values)[fetched[r]]);
-  }
-  for (size_t r = 0; r < results.size(); ++r)
-    if (fetched[r] < 0) results[r] = args[arg_of.at(body.outputs()[r].tensor.node)];
-  return results;
-}
+
+ private:
+  struct Source {
+    int fetch;  // its index among the fetches, or -1
+    int arg;    // else the argument it is
+  };
+  const Graph* body_ = nullptr;
+  RunPlan plan_;
+  std::vector<Source> results_;
+};
 
 Result<bool> Condition(const Tensor& t, KernelContext& ctx) {
   if (t.dtype() != DType::kBool || t.num_elements() != 1)
@@ -63,7 +83,8 @@ Status IfKernel(KernelContext& ctx) {
                         ctx.attrs().GetGraph(take_then ? "then_branch" : "else_branch"));
   std::vector<Tensor> args;
   for (int i = 1; i < ctx.num_inputs(); ++i) args.push_back(ctx.input(i));
-  KILN_ASSIGN_OR_RETURN(std::vector<Tensor> results, RunBody(*branch, args, ctx));
+  KILN_ASSIGN_OR_RETURN(BodyPlan plan, BodyPlan::Make(*branch));
+  KILN_ASSIGN_OR_RETURN(std::vector<Tensor> results, plan.Run(args, ctx));
   for (size_t i = 0; i < results.size(); ++i)
     ctx.set_output(static_cast<int>(i), std::move(results[i]));
   return OkStatus();
@@ -85,14 +106,16 @@ Status WhileKernel(KernelContext& ctx) {
   KILN_ASSIGN_OR_RETURN(int64_t max_iterations, ctx.attrs().GetInt("max_iterations"));
   std::vector<Tensor> vars;
   for (int i = 0; i < ctx.num_inputs(); ++i) vars.push_back(ctx.input(i));
+  KILN_ASSIGN_OR_RETURN(BodyPlan cond_plan, BodyPlan::Make(*cond));
+  KILN_ASSIGN_OR_RETURN(BodyPlan body_plan, BodyPlan::Make(*body));
   const int64_t limit = LoopIterationLimit();
   for (int64_t n = 0; max_iterations < 0 || n < max_iterations; ++n) {
     if (limit >= 0 && n >= limit)
       return ctx.Fail("ran ", limit, " iterations, the limit KILN_MAX_LOOP_ITERATIONS sets");
-    KILN_ASSIGN_OR_RETURN(std::vector<Tensor> go, RunBody(*cond, vars, ctx));
+    KILN_ASSIGN_OR_RETURN(std::vector<Tensor> go, cond_plan.Run(vars, ctx));
     KILN_ASSIGN_OR_RETURN(bool again, Condition(go.at(0), ctx));
     if (!again) break;
-    KILN_ASSIGN_OR_RETURN(std::vector<Tensor> next, RunBody(*body, vars, ctx));
+    KILN_ASSIGN_OR_RETURN(std::vector<Tensor> next, body_plan.Run(vars, ctx));
     for (size_t i = 0; i < vars.size(); ++i)
       if (next[i].dtype() != vars[i].dtype() || next[i].rank() != vars[i].rank())
         return ctx.Fail("iteration ", n, " turned loop variable ", i, " from ", vars[i].Summary(0),
