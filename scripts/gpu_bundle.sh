@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the GPU bundle: a self-contained folder that checks and benchmarks kiln on a GPU machine
-# that has a driver but no compiler, no network and no kiln build (see README, "GPU bundle").
+# that has a driver but no compiler, no network and no kiln build (see docs/cuda.md, "GPU bundle").
 #   scripts/gpu_bundle.sh OUT        then, on the GPU machine: OUT/run.sh
 # OUT holds kilnrt (the runtime alone, built without oneDNN and OpenBLAS: every library step of
 # the bundled models runs on the device; stripped), the shared libraries it needs beyond the C/C++

@@ -6,8 +6,8 @@
 #      the held-out 20%'s loss and accuracy after every epoch, TensorBoard logs in out/logs/digits:
 #      scripts/check_tensorboard.sh reads them with TensorBoard), freeze it with the checkpoint, and
 #      evaluate the frozen graph on the held-out 20% (the same accuracy as the last epoch's);
-#   3b. the same training in mixed precision (--precision bf16), evaluated in bf16 (README,
-#      "Mixed precision": within half a point of step 3 is the goal);
+#   3b. the same training in mixed precision (--precision bf16), evaluated in bf16 (docs/mixed_precision.md:
+#      within half a point of step 3 is the goal);
 #   3c. the same training on the simulated CUDA device (--backend cuda-sim), evaluated;
 #   4. compile the frozen model ahead of time into out/digits.kmod and run that artifact with
 #      kilnrt (the runtime alone: no compiler), checking it gives bitwise the JIT session's logits,

@@ -3,7 +3,7 @@
 // 16-bit outputs are rounded back once (round to nearest even). For routines that have no 16-bit
 // implementation on CPUs without AVX-512 (OpenBLAS gemm, oneDNN batch normalization, bias_add), so
 // that mixed-precision graphs do not fall back to reference kernels. It is correct, not faster
-// than float32: the conversion is extra work (README, "Mixed precision").
+// than float32: the conversion is extra work (docs/mixed_precision.md).
 #include "runtime/cpu/library_steps.h"
 
 namespace kiln::cpu {

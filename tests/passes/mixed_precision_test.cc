@@ -21,7 +21,7 @@
 namespace kiln {
 namespace {
 
-// Documented tolerances of 16-bit inference against float32 (see README, "Mixed precision"):
+// Documented tolerances of 16-bit inference against float32 (see docs/mixed_precision.md):
 // relative to the largest |value| of each output. bf16 keeps 8 significant bits, fp16 11.
 constexpr double kBf16Tolerance = 0.05;
 constexpr double kFp16Tolerance = 0.01;
