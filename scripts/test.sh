@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Sets up the machine, builds kiln and runs the whole test suite:
-#   1. the unit, op and CLI tests (g++ build),
+#   1. the unit, op and CLI tests (g++ build), ONNX export checked by onnx.checker and ONNX
+#      Runtime (scripts/check_onnx_export.sh, in a Python environment of its own), and the
+#      installed package built against by a consumer project (scripts/check_install.sh),
 #   2. the same tests under AddressSanitizer + UndefinedBehaviorSanitizer (clang build, without
 #      compiler/: this is also the runtime-only build, whose tests run on the reference backend),
 #   3. a short seeded run of every libFuzzer target (clang build),
@@ -25,6 +27,10 @@ echo "== build (g++)"
 scripts/build.sh build -DKILN_WERROR=ON
 echo "== tests"
 ctest --test-dir build --output-on-failure -j "$jobs" -LE slow
+echo "== ONNX export against onnx.checker and ONNX Runtime"
+scripts/check_onnx_export.sh build
+echo "== the installed package, used by a project outside the tree"
+scripts/check_install.sh build
 if ((slow)); then
   echo "== slow tests"
   ctest --test-dir build --output-on-failure -j "$jobs" -L slow

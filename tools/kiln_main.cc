@@ -19,6 +19,7 @@ int RunGradcheck(const Command&, const std::vector<std::string>&);
 int RunFreeze(const Command&, const std::vector<std::string>&);
 int RunTrain(const Command&, const std::vector<std::string>&);
 int RunImportOnnx(const Command&, const std::vector<std::string>&);
+int RunExportOnnx(const Command&, const std::vector<std::string>&);
 int RunBench(const Command&, const std::vector<std::string>&);
 int RunCompile(const Command&, const std::vector<std::string>&);
 int RunOpt(const Command&, const std::vector<std::string>&);
@@ -182,6 +183,14 @@ const std::vector<Command>& Commands() {
        "kiln ops. Every unsupported op type is listed in one error. External data is read only\n"
        "from the model's folder. Every command that takes a MODEL also accepts .onnx directly.\n",
        RunImportOnnx},
+      {"export-onnx", "write an inference graph as an ONNX model",
+       "usage: kiln export-onnx MODEL -o OUT.onnx [--checkpoint CKPT] [--fetch NAME]...\n\n"
+       "Writes what the fetches (default: the outputs) need, as it evaluates (BatchNorm and\n"
+       "Dropout in inference mode), as an ONNX model at opset 17: placeholders become graph\n"
+       "inputs, constants and variables initializers (a variable's value from --checkpoint, or\n"
+       "its initializer's without one). Ops with no ONNX counterpart (state updates, backward\n"
+       "ops) are listed all at once.\n",
+       RunExportOnnx},
       {"bench", "time runs (or training steps) of a model",
        "usage: kiln bench MODEL [--input NAME=FILE|NAME=SHAPE]... [--fetch NAME]...\n"
        "                  [--train --loss NAME [--optimizer sgd] [--lr 0.01] [kiln train's\n"

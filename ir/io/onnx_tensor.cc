@@ -17,32 +17,6 @@ static_assert(std::endian::native == std::endian::little, "ONNX raw_data is litt
 
 using P = onnx::TensorProto;
 
-P::DataType OnnxTypeOf(DType t) {
-  switch (t) {
-    case DType::kF32:
-      return P::FLOAT;
-    case DType::kF64:
-      return P::DOUBLE;
-    case DType::kF16:
-      return P::FLOAT16;
-    case DType::kBF16:
-      return P::BFLOAT16;
-    case DType::kI8:
-      return P::INT8;
-    case DType::kU8:
-      return P::UINT8;
-    case DType::kI32:
-      return P::INT32;
-    case DType::kI64:
-      return P::INT64;
-    case DType::kBool:
-      return P::BOOL;
-    case DType::kInvalid:
-      break;
-  }
-  KILN_CHECK(false);
-}
-
 // The typed field that holds `dtype`'s values when raw_data is not used.
 const char* TypedFieldName(DType dtype) {
   switch (dtype) {
@@ -110,6 +84,32 @@ void CopyTypedValues(const P& p, Tensor& t) {
 }
 
 }  // namespace
+
+int32_t OnnxTypeOf(DType t) {
+  switch (t) {
+    case DType::kF32:
+      return P::FLOAT;
+    case DType::kF64:
+      return P::DOUBLE;
+    case DType::kF16:
+      return P::FLOAT16;
+    case DType::kBF16:
+      return P::BFLOAT16;
+    case DType::kI8:
+      return P::INT8;
+    case DType::kU8:
+      return P::UINT8;
+    case DType::kI32:
+      return P::INT32;
+    case DType::kI64:
+      return P::INT64;
+    case DType::kBool:
+      return P::BOOL;
+    case DType::kInvalid:
+      break;
+  }
+  KILN_CHECK(false);
+}
 
 std::string OnnxTypeName(int32_t t) {
   static const char* const kNames[] = {

@@ -25,6 +25,8 @@ namespace kiln {
 
 // The name of a TensorProto.DataType value ("FLOAT", "INT64", ...; "data type N" if unknown).
 std::string OnnxTypeName(int32_t onnx_type);
+// The TensorProto.DataType of a kiln dtype (any valid one).
+int32_t OnnxTypeOf(DType dtype);
 // The kiln dtype of a TensorProto.DataType, or nullopt for types kiln does not have.
 std::optional<DType> DTypeOfOnnx(int32_t onnx_type);
 

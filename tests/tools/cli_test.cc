@@ -632,3 +632,34 @@ TEST_CASE("kiln dot draws the bodies of control-flow ops as clusters beside them
   CHECK_THAT(dot, Catch::Contains("\"If/then_branch/arg_0\" -> \"If/then_branch/Relu\""));
   CHECK_THAT(dot, Catch::Contains("\"If/else_branch/Mul\" -> \"If\" [style=dotted"));
 }
+
+TEST_CASE("cli: export-onnx writes a model that runs as the original", "[cli][onnx]") {
+  std::string model = SampleModel(), x = SampleInput();
+  std::string ckpt = Dir() + "/export.kckpt";
+  REQUIRE(WriteCheckpoint(ckpt, {{"w", Tensor::FromVector<float>({3}, {1, 1, 1})}}).ok());
+  std::string onnx = Dir() + "/exported.onnx";
+  CommandResult out = Kiln({"export-onnx", model, "--checkpoint", ckpt, "-o", onnx});
+  INFO(out.err);
+  REQUIRE(out.exit_code == 0);
+  CHECK_THAT(out.out, Catch::Contains("opset 17"));
+  // The ONNX file runs (imported again) as the frozen graph does: w = 1 from the checkpoint.
+  CommandResult run = Kiln({"run", onnx, "--input", "x=" + x, "--fetch", "y"});
+  INFO(run.err);
+  CHECK_THAT(run.out, Catch::Contains("y: f32[2, 3] {0, 1, 2, 0, 0, 0}"));
+  // Without a checkpoint the variables keep their initializers' values (w = 2).
+  REQUIRE(Kiln({"export-onnx", model, "-o", onnx, "--fetch", "y"}).exit_code == 0);
+  CHECK_THAT(Kiln({"run", onnx, "--input", "x=" + x}).out,
+             Catch::Contains("y: f32[2, 3] {1, 3, 5, 0, 0, 1}"));
+
+  CheckFails(Kiln({"export-onnx", model}), "missing -o OUT.onnx", 2);
+  CheckFails(Kiln({"export-onnx", model, "-o", onnx, "--fetch", "nothing"}), "'nothing'");
+  CheckFails(Kiln({"export-onnx", model, "-o", onnx, "--checkpoint", Write("bad2.kckpt", "junk")}),
+             "not a kiln checkpoint");
+  GraphBuilder g;
+  Value v = Variable(g, "v", f32, {3}, Initializer::Zeros());
+  Value p = g.Placeholder("p", f32, {3});
+  g.Output("bump", AssignAdd(v, p));
+  std::string stateful = Dir() + "/stateful.kgraph";
+  REQUIRE(SaveGraph(*g.Build(), stateful).ok());
+  CheckFails(Kiln({"export-onnx", stateful, "-o", onnx}), "AssignAdd ('AssignAdd')");
+}
