@@ -1,5 +1,7 @@
 #include "ir/op_registry.h"
 
+#include <set>
+
 #include "ir/ops/registration.h"
 
 namespace kiln {
@@ -147,11 +149,13 @@ const OpRegistry& OpRegistry::Global() {
 }
 
 const OpDef* OpRegistry::Find(const std::string& op) const {
+  std::shared_lock lock(mu_);
   auto it = ops_.find(op);
   return it == ops_.end() ? nullptr : &it->second;
 }
 
 std::vector<const OpDef*> OpRegistry::All() const {
+  std::shared_lock lock(mu_);
   std::vector<const OpDef*> all;
   for (const auto& [name, def] : ops_) all.push_back(&def);
   return all;
@@ -159,9 +163,54 @@ std::vector<const OpDef*> OpRegistry::All() const {
 
 void OpRegistry::Register(OpDef def) {
   KILN_CHECK(def.infer != nullptr);
+  std::unique_lock lock(mu_);
   KILN_CHECK(ops_.count(def.name) == 0);
   std::string name = def.name;
   ops_.emplace(std::move(name), std::move(def));
+}
+
+namespace {
+
+Status CheckPluginOp(const OpDef& def) {
+  auto refuse = [&](const std::string& why) {
+    return MakeError(ErrorCode::kInvalidArgument, "plugin '", def.plugin, "': op '", def.name, "' ",
+                     why);
+  };
+  if (def.plugin.empty()) return refuse("names no plugin");
+  if (def.name.empty()) return refuse("has no name");
+  if (!def.infer) return refuse("has no inference function (OpDefBuilder::Infer)");
+  if (!def.grad && !def.not_differentiable)
+    return refuse("has neither a gradient (Grad) nor NotDifferentiable()");
+  if (def.grad && def.not_differentiable)
+    return refuse("has a gradient and is marked NotDifferentiable()");
+  if (!def.precision && !def.no_precision_list)
+    return refuse("has neither a precision list (Precision) nor NoPrecisionList()");
+  if (!def.flops) return refuse("has no FLOP count (Flops, or NoFlops())");
+  return OkStatus();
+}
+
+}  // namespace
+
+Status OpRegistry::RegisterPluginOps(std::vector<OpDef> defs) {
+  for (const OpDef& def : defs) KILN_RETURN_IF_ERROR(CheckPluginOp(def));
+  OpRegistry& r = const_cast<OpRegistry&>(Global());  // made non-const by Global()
+  std::unique_lock lock(r.mu_);
+  std::set<std::string> names;
+  for (const OpDef& def : defs) {
+    auto taken = r.ops_.find(def.name);
+    if (taken != r.ops_.end() || !names.insert(def.name).second)
+      return MakeError(ErrorCode::kAlreadyExists, "plugin '", def.plugin, "': op '", def.name,
+                       "' is already an op",
+                       taken == r.ops_.end() ? std::string(" of this plugin")
+                       : taken->second.plugin.empty()
+                           ? std::string(" of kiln")
+                           : " of plugin '" + taken->second.plugin + "'");
+  }
+  for (OpDef& def : defs) {
+    std::string name = def.name;
+    r.ops_.emplace(std::move(name), std::move(def));
+  }
+  return OkStatus();
 }
 
 InferFn SameAsInput(int i) {

@@ -9,7 +9,9 @@
 
 #include <functional>
 #include <map>
+#include <mutex>
 #include <optional>
+#include <shared_mutex>
 #include <string>
 #include <vector>
 
@@ -142,6 +144,8 @@ struct OpDef {
   std::optional<PrecisionList> precision;
   bool no_precision_list = false;
   FlopsFn flops;  // its FLOP count (NoFlops() for data movement and state)
+  // The plugin that registered it (runtime/plugins.h); "" for kiln's own ops.
+  std::string plugin;
 
   const AttrSpec* FindAttr(const std::string& name) const;
   // The node's attributes with defaults filled in.
@@ -174,14 +178,23 @@ class OpDefBuilder {
 
 class OpRegistry {
  public:
-  // The registry of every built-in op (filled on first use).
+  // The registry of every op: kiln's own (filled on first use) and those plugins added.
   static const OpRegistry& Global();
+  // Thread-safe, also while a plugin registers ops; the result stays valid (ops are never
+  // removed).
   const OpDef* Find(const std::string& op) const;
   // All ops, sorted by name.
   std::vector<const OpDef*> All() const;
   void Register(OpDef def);
 
+  // Adds a plugin's ops (each `def.plugin` naming the plugin) to the global registry, all or
+  // none, after checking that their names are free and that each says everything a kiln op says:
+  // its inference, its gradient or NotDifferentiable(), its precision list or NoPrecisionList(),
+  // its FLOP count.
+  static Status RegisterPluginOps(std::vector<OpDef> defs);
+
  private:
+  mutable std::shared_mutex mu_;
   std::map<std::string, OpDef> ops_;
 };
 

@@ -7,6 +7,7 @@
 
 #include "ir/checksummed_proto.h"
 #include "ir/file_util.h"
+#include "ir/plugin_uses.h"
 #include "ir/verifier.h"
 
 namespace kiln {
@@ -271,10 +272,14 @@ proto::GraphDef GraphToProto(const Graph& graph) {
     od->set_name(out.name);
     od->set_tensor(out.tensor.ToString());
   }
+  std::vector<std::string> ops;
+  for (const Node& n : graph.nodes()) ops.push_back(n.op);
+  WritePluginUses(PluginUsesOf(ops), def.mutable_plugins());
   return def;
 }
 
 Result<Graph> GraphFromProto(const proto::GraphDef& def) {
+  KILN_RETURN_IF_ERROR(CheckPluginsLoaded(ReadPluginUses(def.plugins()), "the graph"));
   Graph graph;
   for (const proto::NodeDef& nd : def.nodes()) {
     KILN_ASSIGN_OR_RETURN(Node n, NodeFromProto(nd));

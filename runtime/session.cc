@@ -4,6 +4,7 @@
 
 #include "ir/verifier.h"
 #include "runtime/checkpoint.h"
+#include "runtime/plugins.h"
 #include "runtime/session_rewrite.h"
 
 namespace kiln {
@@ -28,6 +29,10 @@ Status CheckFeed(const std::string& name, const Node& node, const TensorType& ex
 
 Session::Session(Graph graph, SessionOptions options)
     : graph_(std::move(graph)), options_(std::move(options)) {
+  for (const std::string& plugin : options_.plugins) {
+    status_ = LoadPlugin(plugin);
+    if (!status_.ok()) return;
+  }
   status_ = Verify(graph_);
   if (!status_.ok()) return;
   if (options_.precision.enabled() || options_.check_numerics) {

@@ -44,6 +44,9 @@ struct SessionOptions {
   // device's budget is its free memory; on "cuda-sim" this is the simulated device's size (0: 80
   // GiB, an H100's) and the host gets what it can.
   int64_t memory_limit = 0;
+  // Shared libraries of user-defined ops (runtime/plugins.h) loaded before the graph is verified.
+  // A graph that uses their ops must be built or loaded after they are: kiln::LoadPlugin first.
+  std::vector<std::string> plugins;
 };
 
 // A tensor or node named by string or by builder Value.

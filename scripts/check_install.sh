@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The installed package, used as another project would: `cmake --install BUILD --prefix P`, then
 # tests/consumer (copied out of the tree) configured with -DCMAKE_PREFIX_PATH=P and built:
-# train_step (kiln::kiln) trains a small classifier and freezes it, P/bin/kiln compiles the frozen
-# graph into a module, run_module (kiln::runtime, C++) and run_module_c (the C API, through
-# pkg-config's kiln-runtime) run it and must print the same numbers as P/bin/kiln run, and the
-# runtime-only consumers must link no LLVM, MLIR or compiler code (ldd, nm).
+# cube_plugin (kiln::headers) is a plugin with the op "Cube"; train_step (kiln::kiln) loads it,
+# trains a small classifier using it and freezes it; P/bin/kiln --plugin compiles the frozen
+# graph into a module; run_module (kiln::runtime, C++) and run_module_c (the C API, through
+# pkg-config's kiln-runtime) load the plugin and run the module and must print the same numbers
+# as P/bin/kiln run, and the runtime-only consumers must link no LLVM, MLIR or compiler code
+# (ldd, nm).
 #   scripts/check_install.sh [BUILD_DIR]     (default build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,12 +20,15 @@ export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
 cmake -S "$work/src" -B "$work/build" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
 cmake --build "$work/build" >/dev/null
 bin=$work/build
-"$bin/train_step" "$work/model.kgraph"
-"$prefix/bin/kiln" compile "$work/model.kgraph" --input x=5x4 -o "$work/model.kmod" >/dev/null
-"$bin/run_module" "$work/model.kmod" "$work/x.npy" >"$work/cpp.txt"
-"$bin/run_module_c" "$work/model.kmod" >"$work/c.txt"
+plugin=$bin/libcube_plugin.so
+"$bin/train_step" "$plugin" "$work/model.kgraph"
+"$prefix/bin/kiln" --plugin "$plugin" compile "$work/model.kgraph" --input x=5x4 \
+  -o "$work/model.kmod" >/dev/null
+"$bin/run_module" "$plugin" "$work/model.kmod" "$work/x.npy" >"$work/cpp.txt"
+"$bin/run_module_c" "$plugin" "$work/model.kmod" >"$work/c.txt"
 cmp "$work/cpp.txt" "$work/c.txt"
-"$prefix/bin/kiln" run "$work/model.kgraph" --input x="$work/x.npy" --out "$work/run" >/dev/null
+"$prefix/bin/kiln" --plugin "$plugin" run "$work/model.kgraph" --input x="$work/x.npy" \
+  --out "$work/run" >/dev/null
 python3 - "$work" <<'PY'
 import struct, sys
 work = sys.argv[1]
@@ -34,8 +39,8 @@ want = [float(line) for line in open(f"{work}/cpp.txt")]
 assert len(want) == len(floats), (len(want), len(floats))
 for a, b in zip(want, floats):
     assert abs(a - b) <= 1e-5 * max(1.0, abs(b)), (a, b)
-print(f"installed package: a consumer trained, compiled and ran a module ({len(want)} logits "
-      "equal from C++, C and kiln run)")
+print(f"installed package: a consumer built a plugin, trained a model using it, compiled and ran "
+      f"the module ({len(want)} logits equal from C++, C and kiln run)")
 PY
 for exe in run_module run_module_c; do
   if ldd "$bin/$exe" | grep -Ei 'LLVM|MLIR'; then

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "ir/onnx/import.h"
+#include "runtime/plugins.h"
 #include "tools/command.h"
 
 namespace kiln::cli {
@@ -254,9 +255,12 @@ const std::vector<Command>& Commands() {
 }
 
 void PrintOverview(FILE* out) {
-  std::fprintf(out, "usage: kiln COMMAND [ARGS...]\n\ncommands:\n");
+  std::fprintf(out, "usage: kiln [--plugin LIB.so]... COMMAND [ARGS...]\n\ncommands:\n");
   for (const Command& c : Commands()) std::fprintf(out, "  %-10s %s\n", c.name, c.summary);
-  std::fprintf(out, "\nRun 'kiln COMMAND --help' for the options of one command.\n");
+  std::fprintf(out,
+               "\n--plugin LIB.so loads a shared library of user-defined ops first (as many as\n"
+               "given; runtime/plugin_api.h says how to write one).\n"
+               "Run 'kiln COMMAND --help' for the options of one command.\n");
 }
 
 int RunHelp(const Command& cmd, const std::vector<std::string>& args) {
@@ -280,9 +284,21 @@ int main(int argc, char** argv) {
     PrintOverview(stderr);
     return kExitUsage;
   }
-  std::string name = argv[1];
+  int first = 1;
+  while (first + 1 < argc && std::string(argv[first]) == "--plugin") {
+    if (kiln::Status s = kiln::LoadPlugin(argv[first + 1]); !s.ok()) {
+      std::fprintf(stderr, "kiln: error: %s\n", s.error().message().c_str());
+      return kExitFailure;
+    }
+    first += 2;
+  }
+  if (first >= argc || std::string(argv[first]) == "--plugin") {
+    PrintOverview(stderr);
+    return kExitUsage;
+  }
+  std::string name = argv[first];
   if (name == "--help" || name == "-h") name = "help";
-  std::vector<std::string> args(argv + 2, argv + argc);
+  std::vector<std::string> args(argv + first + 1, argv + argc);
   kiln::RegisterOnnxFrontend();  // graphs saved from an ONNX import may hold Deferred nodes
   for (const Command& c : Commands())
     if (name == c.name) return c.run(c, args);

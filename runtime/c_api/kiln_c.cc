@@ -13,6 +13,7 @@
 
 #include "ir/dtype.h"
 #include "runtime/module/module.h"
+#include "runtime/plugins.h"
 
 struct kiln_status {
   kiln_code code;
@@ -234,6 +235,13 @@ kiln_module* kiln_module_load_within(const char* path, const char* backend, int 
 }
 
 void kiln_module_free(kiln_module* module) { delete module; }
+
+int kiln_load_plugin(const char* path, kiln_status** status) {
+  return kiln::Guard(status, [&]() -> kiln::Status {
+    if (!path) return kiln::NullArgument("kiln_load_plugin", "path");
+    return kiln::LoadPlugin(path);
+  });
+}
 
 int kiln_module_num_inputs(const kiln_module* m) { return kiln::Count(m, true); }
 int kiln_module_num_outputs(const kiln_module* m) { return kiln::Count(m, false); }

@@ -93,6 +93,10 @@ kiln_module* kiln_module_load_within(const char* path, const char* backend, int 
                                      int64_t memory_limit, kiln_status** status);
 /* Frees a module; NULL is fine. */
 void kiln_module_free(kiln_module* module);
+/* Loads a shared library of user-defined ops (runtime/plugins.h) that modules may use; call it
+ * before loading such a module. Loading the same file twice is fine. Returns 0 or the error's
+ * kiln_code. */
+int kiln_load_plugin(const char* path, kiln_status** status);
 
 /* The signature. Indices run from 0 to the count - 1, in signature order. Out of range or on a
  * NULL module: counts, ranks, dims and bytes are -1, names NULL, dtypes KILN_DTYPE_INVALID. */

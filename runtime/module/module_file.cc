@@ -4,6 +4,7 @@
 
 #include "ir/checksummed_proto.h"
 #include "ir/file_util.h"
+#include "ir/plugin_uses.h"
 #include "ir/serialize.h"
 #include "proto/kiln.pb.h"
 #include "runtime/executable_proto.h"
@@ -68,6 +69,10 @@ proto::ModuleProto ToProto(const ModuleFile& m) {
     c->set_ptx(code.ptx);
     c->set_cubin(code.cubin);
   }
+  std::vector<std::string> ops;
+  for (const proto::StepProto& step : p.executable().steps())
+    if (step.has_node()) ops.push_back(step.node().op());
+  WritePluginUses(PluginUsesOf(ops), p.mutable_plugins());
   return p;
 }
 
@@ -94,6 +99,7 @@ Result<ModuleFile> ParseModule(const std::string& bytes, const std::string& orig
                      p.format_version(), " is newer than this runtime supports (",
                      kModuleFormatVersion, "); rebuild it with this kiln or update the runtime");
   if (p.format_version() < 1) return fail("missing module format version");
+  KILN_RETURN_IF_ERROR(CheckPluginsLoaded(ReadPluginUses(p.plugins()), origin));
   ModuleFile m;
   m.format_version = p.format_version();
   m.target = p.target();

@@ -29,16 +29,28 @@ const KernelRegistry& KernelRegistry::Global() {
 }
 
 const KernelFn* KernelRegistry::Find(const std::string& op) const {
+  std::shared_lock lock(mu_);
   auto it = kernels_.find(op);
   return it == kernels_.end() ? nullptr : &it->second;
 }
 
 void KernelRegistry::Register(const std::string& op, KernelFn fn) {
+  std::unique_lock lock(mu_);
   KILN_CHECK(kernels_.count(op) == 0);
   kernels_[op] = std::move(fn);
 }
 
+Status KernelRegistry::RegisterPluginKernel(const std::string& op, KernelFn fn) {
+  KernelRegistry& r = const_cast<KernelRegistry&>(Global());
+  std::unique_lock lock(r.mu_);
+  if (r.kernels_.count(op))
+    return MakeError(ErrorCode::kAlreadyExists, "op '", op, "' already has a kernel");
+  r.kernels_[op] = std::move(fn);
+  return OkStatus();
+}
+
 std::vector<std::string> KernelRegistry::Ops() const {
+  std::shared_lock lock(mu_);
   std::vector<std::string> ops;
   for (const auto& [op, fn] : kernels_) ops.push_back(op);
   return ops;

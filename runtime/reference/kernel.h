@@ -7,6 +7,8 @@
 
 #include <functional>
 #include <map>
+#include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <vector>
 
@@ -66,13 +68,17 @@ using KernelFn = std::function<Status(KernelContext&)>;
 
 class KernelRegistry {
  public:
-  // Every reference kernel (filled on first use).
+  // Every reference kernel: kiln's own (filled on first use) and those plugins added.
   static const KernelRegistry& Global();
+  // Thread-safe, also while a plugin registers kernels; the result stays valid.
   const KernelFn* Find(const std::string& op) const;
   void Register(const std::string& op, KernelFn fn);
   std::vector<std::string> Ops() const;
+  // Adds a plugin op's kernel to the global registry (kAlreadyExists if the op has one).
+  static Status RegisterPluginKernel(const std::string& op, KernelFn fn);
 
  private:
+  mutable std::shared_mutex mu_;
   std::map<std::string, KernelFn> kernels_;
 };
 

@@ -1,4 +1,4 @@
-/* The same as run_module.cc through kiln's C API, from C: run_module_c MODULE.kmod. */
+/* The same as run_module.cc through kiln's C API, from C: run_module_c PLUGIN.so MODULE.kmod. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -6,12 +6,17 @@
 #include "runtime/c_api/kiln_c.h"
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    fprintf(stderr, "usage: run_module_c MODULE.kmod\n");
+  if (argc != 3) {
+    fprintf(stderr, "usage: run_module_c PLUGIN.so MODULE.kmod\n");
     return 2;
   }
   kiln_status* status = NULL;
-  kiln_module* m = kiln_module_load(argv[1], 0, &status);
+  if (kiln_load_plugin(argv[1], &status) != 0) {
+    fprintf(stderr, "%s\n", kiln_status_message(status));
+    kiln_status_free(status);
+    return 1;
+  }
+  kiln_module* m = kiln_module_load(argv[2], 0, &status);
   if (!m) {
     fprintf(stderr, "%s\n", kiln_status_message(status));
     kiln_status_free(status);

@@ -1,6 +1,8 @@
-// Builds a small classifier with kiln's C++ API, trains it with Adam on a seeded toy problem
-// (the label is whether the sum of the features is positive), and writes its frozen inference
-// graph: train_step OUT.kgraph. Prints the first and last loss; exits 1 unless the loss fell.
+// Builds a small classifier with kiln's C++ API, its hidden layer through the plugin op "Cube"
+// (cube_plugin.cc), trains it with Adam on a seeded toy problem (the label is whether the sum of
+// the features is positive), and writes its frozen inference graph:
+//   train_step PLUGIN.so OUT.kgraph
+// Prints the first and last loss; exits 1 unless the loss fell.
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -12,17 +14,23 @@
 #include "passes/freeze.h"
 #include "passes/optim.h"
 #include "runtime/checkpoint.h"
+#include "runtime/plugins.h"
 #include "runtime/session.h"
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: train_step OUT.kgraph\n");
+  if (argc != 3) {
+    std::fprintf(stderr, "usage: train_step PLUGIN.so OUT.kgraph\n");
     return 2;
+  }
+  if (kiln::Status s = kiln::LoadPlugin(argv[1]); !s.ok()) {
+    std::fprintf(stderr, "%s\n", s.error().ToString().c_str());
+    return 1;
   }
   kiln::GraphBuilder g;
   kiln::Value x = g.Placeholder("x", kiln::f32, {-1, 4});
   kiln::Value labels = g.Placeholder("labels", kiln::i64, {-1});
-  kiln::Value h = kiln::Relu(kiln::nn::Dense(g.Scope("hidden"), x, 16));
+  kiln::Value pre = kiln::nn::Dense(g.Scope("hidden"), x, 16);
+  kiln::Value h = g.AddOp1("Cube", {pre}, {}, kiln::SourceLocation::current());
   kiln::Value logits = kiln::nn::Dense(g.Scope("out"), h, 2).Named("logits");
   g.Output("logits", logits);
   kiln::Value loss = kiln::SoftmaxCrossEntropy(logits, labels).Named("loss");
@@ -53,11 +61,11 @@ int main(int argc, char** argv) {
     if (step == 0) first = last;
   }
   std::printf("loss %.4f -> %.4f\n", first, last);
-  const std::string checkpoint = std::string(argv[1]) + ".kckpt";
+  const std::string checkpoint = std::string(argv[2]) + ".kckpt";
   kiln::Status saved = session.SaveCheckpoint(checkpoint);
   kiln::Result<std::map<std::string, kiln::Tensor>> values = kiln::ReadCheckpoint(checkpoint);
   if (!saved.ok() || !values.ok()) return 1;
   kiln::Result<kiln::Graph> frozen = kiln::Freeze(*graph, *values, {"logits"});
-  if (!frozen.ok() || !kiln::SaveGraph(*frozen, argv[1]).ok()) return 1;
+  if (!frozen.ok() || !kiln::SaveGraph(*frozen, argv[2]).ok()) return 1;
   return last < first * 0.5 ? 0 : 1;
 }

@@ -13,18 +13,13 @@
 #include "runtime/session.h"
 #include "tests/testing/backends.h"
 #include "tests/testing/differential.h"
+#include "tests/testing/eval.h"
 #include "tools/lib/gradient_check.h"
 
 using namespace kiln;
+using kiln::testing::BuildOrFail;
 
 namespace {
-
-Graph BuildOrFail(GraphBuilder& g) {
-  Result<Graph> graph = g.Build();
-  INFO((graph.ok() ? std::string() : graph.error().ToString()));
-  REQUIRE(graph.ok());
-  return std::move(*graph);
-}
 
 Tensor Vec(std::vector<float> v) {
   const auto n = static_cast<int64_t>(v.size());

@@ -16,8 +16,9 @@ TEST_CASE("registry: every op has a reference kernel and a family", "[registry]"
   for (const std::string& op : reference::KernelRegistry::Global().Ops()) kernels.insert(op);
   std::set<std::string> ops;
   for (const OpDef* def : OpRegistry::Global().All()) {
-    INFO("op " << def->name);
     ops.insert(def->name);
+    if (!def->plugin.empty()) continue;  // a plugin's facets are checked when it loads
+    INFO("op " << def->name);
     CHECK(kernels.count(def->name) == 1);
     CHECK(families.count(def->family) == 1);
     CHECK(def->infer != nullptr);

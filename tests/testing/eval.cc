@@ -6,16 +6,21 @@
 
 namespace kiln::testing {
 
-std::vector<Tensor> EvalAll(const GraphBuilder& g, const std::vector<TensorName>& fetches,
-                            const FeedList& feeds) {
+Graph BuildOrFail(const GraphBuilder& g) {
   Result<Graph> graph = g.Build();
   INFO(graph.status().ToString());
   REQUIRE(graph.ok());
-  Session session(*graph, SessionOptions{.backend = "reference"});
+  return std::move(*graph);
+}
+
+std::vector<Tensor> EvalAll(const GraphBuilder& g, const std::vector<TensorName>& fetches,
+                            const FeedList& feeds) {
+  const Graph graph = BuildOrFail(g);
+  Session session(graph, SessionOptions{.backend = "reference"});
   Result<std::vector<Tensor>> out = session.Run(feeds, fetches);
   INFO(out.status().ToString());
   REQUIRE(out.ok());
-  CheckCompiledMatchesReference(*graph, feeds, fetches, *out);
+  CheckCompiledMatchesReference(graph, feeds, fetches, *out);
   return *out;
 }
 

@@ -9,6 +9,8 @@
 
 namespace kiln::testing {
 
+// Builds the graph (REQUIREs success, printing the builder's error otherwise).
+Graph BuildOrFail(const GraphBuilder& g);
 // Builds the graph and runs it (REQUIREs success), returning the values of `fetches`.
 std::vector<Tensor> EvalAll(const GraphBuilder& g, const std::vector<TensorName>& fetches,
                             const FeedList& feeds = {});

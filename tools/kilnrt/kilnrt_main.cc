@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/plugins.h"
 #include "tools/command.h"
 #include "tools/run_module.h"
 
@@ -12,9 +13,11 @@ namespace {
 int RunKilnrt(const Command& cmd, const std::vector<std::string>& args) {
   Flags flags;
   flags.Repeated("input").Repeated("fetch").Option("out").Option("threads").Switch("describe");
-  flags.Option("backend").Option("repeat").Option("memory-limit");
+  flags.Option("backend").Option("repeat").Option("memory-limit").Repeated("plugin");
   flags.Positional(1, 1);
   if (int code = ParseOrExit(cmd, flags, args); code >= 0) return code;
+  for (const std::string& plugin : flags.GetAll("plugin"))
+    if (Status s = LoadPlugin(plugin); !s.ok()) return Fail(cmd, s.error());
   if (flags.On("describe")) return DescribeModuleFile(cmd, flags.positional()[0]);
   return RunModuleFile(cmd, flags, flags.positional()[0]);
 }
@@ -28,7 +31,7 @@ int main(int argc, char** argv) {
       "", "run a compiled module",
       "usage: kilnrt MODULE.kmod [--input NAME=FILE]... [--fetch NAME]... [--out DIR]\n"
       "              [--threads N] [--backend B] [--repeat N] [--memory-limit SIZE]\n"
-      "              [--describe]\n\n"
+      "              [--plugin LIB.so]... [--describe]\n\n"
       "Runs a module written by `kiln compile` with the runtime alone. Inputs are .npy or ONNX\n"
       "TensorProto .pb files, each of exactly the dtype and shape the module was compiled for.\n"
       "With --out, each output is written to DIR/NAME.npy; without it a summary of each is\n"
@@ -40,7 +43,9 @@ int main(int argc, char** argv) {
       "minimum time of those runs (inputs in to outputs out) on stderr.\n"
       "--memory-limit SIZE (e.g. 512M, 20G) is the memory the module may use; by default what\n"
       "the process can get (the smaller of MemAvailable and the cgroup's limit). A module whose\n"
-      "plan does not fit is refused before it allocates anything, naming its largest buffers.\n",
+      "plan does not fit is refused before it allocates anything, naming its largest buffers.\n"
+      "--plugin LIB.so loads a shared library of user-defined ops the module uses (a module\n"
+      "that needs one names it, and is refused without it).\n",
       RunKilnrt, "kilnrt"};
   return kilnrt.run(kilnrt, std::vector<std::string>(argv + 1, argv + argc));
 }
