@@ -100,6 +100,20 @@ Result<std::vector<TensorType>> InferNode(const Node& node, const std::vector<Te
   return std::move(ctx.outputs());
 }
 
+void FillDefaultAttrs(Graph& graph) {
+  for (Node& node : graph.mutable_nodes()) {
+    const OpDef* def = OpRegistry::Global().Find(node.op);
+    if (!def) continue;
+    for (const AttrSpec& spec : def->attrs) {
+      // A tensor or graph default stands for "none" (Variable's init_tensor): left absent.
+      if (!spec.default_value || spec.type == AttrType::kTensor || spec.type == AttrType::kGraph ||
+          node.attrs.Find(spec.name))
+        continue;
+      node.attrs.Set(spec.name, *spec.default_value);
+    }
+  }
+}
+
 Status Verify(Graph& graph) {
   KILN_ASSIGN_OR_RETURN(std::vector<const Node*> order, graph.TopologicalOrder());
   for (const Node* cnode : order) {

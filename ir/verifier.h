@@ -23,4 +23,10 @@ Result<std::vector<TensorType>> InferNode(const Node& node, const std::vector<Te
 // Verifies the graph and fills output_types of every node.
 Status Verify(Graph& graph);
 
+// Gives every node of a verified graph each attribute its op declares with a default, the default
+// filled in (but tensor and graph attributes, whose defaults mean "none"): the form sessions run
+// (a file may leave out attributes at their defaults; executors, kernels and the compiler then
+// read every attribute from the node itself).
+void FillDefaultAttrs(Graph& graph);
+
 }  // namespace kiln

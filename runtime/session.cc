@@ -35,6 +35,7 @@ Session::Session(Graph graph, SessionOptions options)
   }
   status_ = Verify(graph_);
   if (!status_.ok()) return;
+  FillDefaultAttrs(graph_);
   if (options_.precision.enabled() || options_.check_numerics) {
     SessionGraphRewrite rewrite = RegisteredSessionGraphRewrite();
     if (!rewrite) {

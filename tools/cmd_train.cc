@@ -127,23 +127,20 @@ int RunTrain(const Command& cmd, const std::vector<std::string>& args) {
 
   Result<Graph> graph = LoadModel(flags.positional()[0]);
   if (!graph.ok()) return Fail(cmd, graph.error());
-  Result<std::vector<std::pair<std::string, Tensor>>> data = LoadInputs(flags.GetAll("data"));
+  Result<std::vector<NamedRowSource>> data = OpenRowSources(flags.GetAll("data"), "data");
   if (!data.ok()) return Fail(cmd, data.error());
   int64_t examples = -1;
-  for (const auto& [name, t] : *data) {
-    if (t.rank() == 0)
-      return Fail(cmd, MakeError(ErrorCode::kInvalidArgument, "--data '", name,
-                                 "' is a scalar; it needs a first (example) axis"));
-    if (examples >= 0 && t.shape()[0] != examples)
+  for (const auto& [name, source] : *data) {
+    if (examples >= 0 && source->rows() != examples)
       return Fail(cmd, MakeError(ErrorCode::kInvalidArgument, "--data '", name, "' has ",
-                                 t.shape()[0], " examples, the others ", examples));
-    examples = t.shape()[0];
+                                 source->rows(), " examples, the others ", examples));
+    examples = source->rows();
   }
 
   const Graph model = *graph;  // the validation evaluates the model without the optimizer
   int64_t batch_size = static_cast<int64_t>(*batch);
   std::vector<std::string> fed;
-  for (const auto& [name, t] : *data) fed.push_back(name);
+  for (const auto& [name, source] : *data) fed.push_back(name);
   Result<int64_t> fixed = FixedBatch(model, fed);
   if (!fixed.ok()) return Fail(cmd, fixed.error());
   if (*fixed >= 0 && *fixed != batch_size)
@@ -177,8 +174,10 @@ int RunTrain(const Command& cmd, const std::vector<std::string>& args) {
                 flags.On("drop-last") ? "--drop-last" : "the model fixes a batch of that size");
   std::unique_ptr<Validation> validation;
   if (flags.Has("val")) {
-    Result<std::vector<std::pair<std::string, Tensor>>> val = LoadInputs(flags.GetAll("val"));
-    if (!val.ok()) return Fail(cmd, val.error());
+    Result<std::vector<NamedRowSource>> val_sources = OpenRowSources(flags.GetAll("val"), "val");
+    if (!val_sources.ok()) return Fail(cmd, val_sources.error());
+    Result<std::vector<std::pair<std::string, Tensor>>> val = ReadAllRows(*val_sources);
+    if (!val.ok()) return Fail(cmd, val.error().WithContext("--val"));
     std::vector<std::string> names;
     for (const auto& [name, t] : *val) names.push_back(name);
     if (names != fed)
@@ -234,7 +233,11 @@ int RunTrain(const Command& cmd, const std::vector<std::string>& args) {
     double loss_sum = 0;
     BatchPipeline batches(*data, order, trained, batch_size, prefetch);
     int64_t end = 0;  // the examples done
-    while (std::optional<Batch> next = batches.Next()) {
+    while (true) {
+      Result<std::optional<Batch>> made = batches.Next();
+      if (!made.ok()) return Fail(cmd, made.error().WithContext("epoch " + std::to_string(epoch)));
+      if (!*made) break;
+      std::optional<Batch>& next = *made;
       end += next->rows;
       Result<std::vector<Tensor>> out = session.Run(next->feeds, {loss}, {update});
       if (!out.ok()) return Fail(cmd, out.error().WithContext("epoch " + std::to_string(epoch)));

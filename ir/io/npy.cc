@@ -186,7 +186,7 @@ const Descr& DescrOf(DType dtype) {
 
 }  // namespace
 
-Result<Tensor> ParseNpy(const std::string& bytes, const std::string& origin) {
+Result<NpyHeader> ParseNpyHeader(const std::string& bytes, const std::string& origin) {
   if (bytes.size() < kMagicSize || bytes.compare(0, kMagicSize, kMagic, kMagicSize) != 0)
     return MakeError(ErrorCode::kDataLoss, "'", origin,
                      "' is not a .npy file: it does not start with the magic \"\\x93NUMPY\"");
@@ -228,8 +228,16 @@ Result<Tensor> ParseNpy(const std::string& bytes, const std::string& origin) {
   KILN_ASSIGN_OR_RETURN(auto dtype_swap, ParseDescr(descr.str, origin));
   auto [dtype, swap] = dtype_swap;
 
-  Shape shape(shape_value.ints);
-  size_t data_start = header_start + header_len;
+  return NpyHeader{dtype, Shape(shape_value.ints), fortran.boolean, swap,
+                   header_start + header_len};
+}
+
+Result<Tensor> ParseNpy(const std::string& bytes, const std::string& origin) {
+  KILN_ASSIGN_OR_RETURN(NpyHeader header, ParseNpyHeader(bytes, origin));
+  const DType dtype = header.dtype;
+  const Shape& shape = header.shape;
+  const bool swap = header.byte_swapped;
+  size_t data_start = header.data_offset;
   size_t data_bytes = bytes.size() - data_start;
   int size = DTypeSize(dtype);
   if (data_bytes % size != 0)
@@ -246,7 +254,7 @@ Result<Tensor> ParseNpy(const std::string& bytes, const std::string& origin) {
   for (int i = 1; i < shape.rank(); ++i) fstrides[i] = fstrides[i - 1] * shape[i - 1];
   for (int64_t i = 0; i < t.num_elements(); ++i) {
     int64_t from = i;
-    if (fortran.boolean) {
+    if (header.fortran_order) {
       from = 0;
       for (int64_t r = i, d = shape.rank() - 1; d >= 0; --d) {
         from += (r % shape[d]) * fstrides[d];

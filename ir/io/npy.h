@@ -19,6 +19,19 @@
 
 namespace kiln {
 
+// The header of a .npy file: its data, data_offset bytes from the start, holds the elements of
+// `shape` in row-major order (or column-major with fortran_order), byte-swapped from kiln's
+// little-endian when byte_swapped.
+struct NpyHeader {
+  DType dtype = DType::kInvalid;
+  Shape shape;
+  bool fortran_order = false;
+  bool byte_swapped = false;
+  size_t data_offset = 0;
+};
+// Parses the header at the start of `bytes` (the whole file, or at least its header).
+Result<NpyHeader> ParseNpyHeader(const std::string& bytes, const std::string& origin);
+
 // Reads a .npy file (at most kMaxTensorBytes of data).
 Result<Tensor> ReadNpy(const std::string& path);
 // Parses the bytes of a .npy file; `origin` (a path or "<memory>") names it in errors.

@@ -6,6 +6,8 @@
 #include "ir/ops/linalg.h"
 #include "ir/ops/math.h"
 #include "ir/ops/state.h"
+#include "ir/serialize.h"
+#include "tests/testing/backends.h"
 #include "tests/testing/temp_path.h"
 
 using namespace kiln;
@@ -230,4 +232,27 @@ TEST_CASE("session: kept copies of weights (packed, reordered) follow every chan
   CHECK(y0() == 240);
   s.variables().Set("w", Filled(w_shape, 0.5));
   CHECK(y0() == 20);
+}
+
+TEST_CASE("Session: a graph file that leaves attributes at their defaults runs on every backend",
+          "[session]") {
+  // MatMul without transpose_a / transpose_b / out_dtype, as a hand-written file may have it.
+  Result<Graph> g = GraphFromText(R"(format_version: 1
+nodes { name: "x" op: "Placeholder" attrs { key: "dtype" value { dtype: DT_F32 } }
+        attrs { key: "shape" value { shape { dims: 2 dims: 3 } } } }
+nodes { name: "w" op: "Constant" attrs { key: "value" value { tensor { dtype: DT_F32
+        shape { dims: 3 dims: 1 } data: "\000\000\200?\000\000\000@\000\000@@" } } } }
+nodes { name: "y" op: "MatMul" inputs: "x" inputs: "w" }
+outputs { name: "y" tensor: "y" })");
+  INFO((g.ok() ? std::string() : g.error().ToString()));
+  REQUIRE(g.ok());
+  for (const std::string& backend : testing::AvailableBackends()) {
+    INFO(backend);
+    Session s(*g, {.backend = backend});
+    Result<std::vector<Tensor>> out =
+        s.Run({{"x", Tensor::FromVector<float>({2, 3}, {1, 2, 3, 4, 5, 6})}}, {"y"});
+    INFO((out.ok() ? std::string() : out.error().ToString()));
+    REQUIRE(out.ok());
+    CHECK(out->at(0).ToDoubles() == std::vector<double>{14, 32});  // w = [1, 2, 3]
+  }
 }

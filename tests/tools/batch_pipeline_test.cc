@@ -13,16 +13,21 @@ TEST_CASE("batch pipeline: batches made ahead are the batches made when asked", 
   std::iota(x.begin(), x.end(), 0.0f);
   std::vector<int64_t> labels(examples);
   std::iota(labels.begin(), labels.end(), 100);
-  const std::vector<std::pair<std::string, Tensor>> arrays = {
-      {"x", Tensor::FromVector<float>({examples, 3}, x)},
-      {"labels", Tensor::FromVector<int64_t>({examples}, labels)}};
+  const std::vector<cli::NamedRowSource> arrays = {
+      {"x", cli::RowsOf(Tensor::FromVector<float>({examples, 3}, x))},
+      {"labels", cli::RowsOf(Tensor::FromVector<int64_t>({examples}, labels))}};
   const std::vector<int64_t> order = {7, 2, 9, 0, 4, 1, 8, 3, 6, 5};
   std::vector<std::vector<cli::Batch>> runs;
   for (int ahead : {0, 1, 3, 20}) {
     INFO("ahead " << ahead);
     cli::BatchPipeline pipeline(arrays, order, examples, 4, ahead);
     std::vector<cli::Batch> batches;
-    while (std::optional<cli::Batch> b = pipeline.Next()) batches.push_back(std::move(*b));
+    while (true) {
+      Result<std::optional<cli::Batch>> b = pipeline.Next();
+      REQUIRE(b.ok());
+      if (!*b) break;
+      batches.push_back(std::move(**b));
+    }
     REQUIRE(batches.size() == 3);  // 4 + 4 + 2
     CHECK(batches[2].rows == 2);
     std::vector<int64_t> seen;
@@ -43,5 +48,5 @@ TEST_CASE("batch pipeline: batches made ahead are the batches made when asked", 
       for (size_t f = 0; f < 2; ++f)
         CHECK(runs[r][b].feeds[f].second.BitwiseEquals(runs[0][b].feeds[f].second));
   // A pipeline dropped before its last batch waits for the batches in the making.
-  { cli::BatchPipeline(arrays, order, examples, 2, 5).Next(); }
+  { REQUIRE(cli::BatchPipeline(arrays, order, examples, 2, 5).Next().ok()); }
 }

@@ -1,9 +1,10 @@
-// The input pipeline of kiln train: the mini-batches of one epoch (rows of every --data array, in
-// the epoch's shuffled order, BatchRows), each sliced on a thread of its own while the caller runs
-// the steps before it. At most `ahead` batches are ready or in the making (a bounded queue, so
-// memory stays at `ahead` batches); `ahead` 0 slices each batch when asked, on the caller's thread.
-// The arrays and the order must outlive the pipeline; the destructor waits for the batches in the
-// making.
+// The input pipeline of kiln train: the mini-batches of one epoch (rows of every --data source,
+// in the epoch's shuffled order: tools/lib/row_source.h, which reads shards and CSV files row by
+// row), each made on a thread of its own while the caller runs the steps before it. At most `ahead`
+// batches are ready or in the making (a bounded queue, so memory stays at `ahead` batches); `ahead`
+// 0 slices each batch when asked, on the caller's thread. The sources and the order must outlive
+// the pipeline; the destructor waits for the batches in the making. A batch that cannot be read (a
+// CSV field that is no number) is Next's error.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +17,7 @@
 
 #include "ir/tensor.h"
 #include "runtime/session.h"
+#include "tools/lib/row_source.h"
 
 namespace kiln::cli {
 
@@ -27,26 +29,26 @@ struct Batch {
 class BatchPipeline {
  public:
   // The batches of rows [0, examples) in `order`, `batch` rows each (the last may have fewer).
-  BatchPipeline(const std::vector<std::pair<std::string, Tensor>>& arrays,
-                const std::vector<int64_t>& order, int64_t examples, int64_t batch, int ahead);
+  BatchPipeline(const std::vector<NamedRowSource>& sources, const std::vector<int64_t>& order,
+                int64_t examples, int64_t batch, int ahead);
   ~BatchPipeline();
   BatchPipeline(const BatchPipeline&) = delete;
   BatchPipeline& operator=(const BatchPipeline&) = delete;
 
   // The next batch, or nullopt after the last.
-  std::optional<Batch> Next();
+  Result<std::optional<Batch>> Next();
 
  private:
-  Batch Make(int64_t begin) const;
+  Result<Batch> Make(int64_t begin) const;
   std::optional<int64_t> TakeBegin();  // the next batch's first row, nullopt past the last
   void Launch();                       // starts the next batch not yet started, if any
 
-  const std::vector<std::pair<std::string, Tensor>>& arrays_;
+  const std::vector<NamedRowSource>& sources_;
   const std::vector<int64_t>& order_;
   const int64_t examples_, batch_;
   const int ahead_;
-  int64_t next_begin_ = 0;                 // the first row of the next batch to start
-  std::deque<std::future<Batch>> making_;  // started, in order
+  int64_t next_begin_ = 0;                         // the first row of the next batch to start
+  std::deque<std::future<Result<Batch>>> making_;  // started, in order
 };
 
 }  // namespace kiln::cli
