@@ -1,6 +1,7 @@
 // Real models exported by PyTorch (tests/data/onnx/make_models.py: a torchvision ResNet, a
 // transformer encoder layer, a 2-layer LSTM, a CNN with a cross-entropy loss output, an MLP, a
-// torchvision MobileNetV2 and a GPT-2 style decoder block) run through the `kiln` command line as
+// torchvision MobileNetV2, a GPT-2 style decoder block, and a scripted recurrent loss whose loop
+// and `if` export as ONNX Loop and If) run through the `kiln` command line as
 // a user would, on every backend (reference, the compiled cpu backend, the simulated CUDA device,
 // and a GPU where one opens), and compared with PyTorch's outputs and autograd gradients.
 //
@@ -90,6 +91,8 @@ const std::vector<TorchModel>& Models() {
       {"gpt_block", {"x"}, {"y"}},
       {"cnn_loss", {"x", "label"}, {"loss"}},     // the gradient test's models
       {"cnn_bn_loss", {"x", "label"}, {"loss"}},  // BatchNorm with batch statistics, poolings
+      // A scripted loop over the fed steps (ONNX Loop) and an If on a computed value.
+      {"loop_rnn_loss", {"x", "label"}, {"loss"}, true},
   };
   return models;
 }
@@ -155,7 +158,10 @@ TEST_CASE("ONNX from PyTorch: kiln grad of an imported loss matches autograd", "
       std::make_pair(
           std::string("cnn_bn_loss"),
           std::vector<std::string>{"conv1.weight", "bn.weight", "bn.bias", "conv2.weight",
-                                   "conv2.bias", "fc.weight", "fc.bias", "x"}));
+                                   "conv2.bias", "fc.weight", "fc.bias", "x"}),
+      std::make_pair(std::string("loop_rnn_loss"),
+                     std::vector<std::string>{"inp.weight", "inp.bias", "rec.weight", "fc.weight",
+                                              "fc.bias", "x"}));
   const std::string name = model.first;  // (clang 14 captures no structured binding)
   const std::vector<std::string>& wrt = model.second;
   const TorchModel& m = *std::find_if(Models().begin(), Models().end(),

@@ -33,6 +33,13 @@ Models (small on purpose, so the committed fixtures stay far under 2 MB each):
   mobilenet/    torchvision.models.mobilenet_v2(width_mult=0.25, num_classes=10) (depthwise
                 convolutions, ReLU6 as Clip, inverted residuals), eval mode with random BatchNorm
                 statistics; input [1, 3, 32, 32].
+  loop_rnn_loss/ a recurrent classifier written as a Python loop over the fed sequence and an
+                `if` on a computed value, scripted (torch.jit.script) so that the export holds an
+                ONNX Loop whose trip count is the input's length and an If: h = tanh(inp(x[t]) +
+                rec(h)) for every step, then h * 2 or h - 1 by the sign of sum(h), then linear ->
+                cross-entropy; input x [5, 3, 4] (steps, batch, features, the steps dynamic), label
+                [3]; the loss and the float64 autograd gradients of every parameter and of x;
+                other/: 7 steps (the loss only).
   gpt_block/    a GPT-2 style pre-norm decoder block: LayerNorm -> causal multi-head
                 self-attention (4 heads, d_model 32, the mask a constant) -> residual -> LayerNorm
                 -> Linear(32, 128) -> exact GELU (Erf) -> Linear(128, 32) -> residual; input
@@ -135,6 +142,26 @@ class CnnBnLoss(nn.Module):
         h = nn.functional.max_pool2d(torch.relu(self.bn(self.conv1(x))), 2)
         h = nn.functional.avg_pool2d(self.conv2(h), 2)
         return nn.functional.cross_entropy(self.fc(torch.flatten(h, 1)), label)
+
+
+class LoopRnnLoss(nn.Module):
+    """A recurrent classifier as a Python loop and an `if`, for torch.jit.script."""
+
+    def __init__(self):
+        super().__init__()
+        self.inp = nn.Linear(4, 8)
+        self.rec = nn.Linear(8, 8, bias=False)
+        self.fc = nn.Linear(8, 3)
+
+    def forward(self, x, label):
+        h = torch.zeros(x.size(1), 8, dtype=x.dtype)
+        for t in range(x.size(0)):
+            h = torch.tanh(self.inp(x[t]) + self.rec(h))
+        if bool(h.sum() > 0):
+            h = h * 2.0
+        else:
+            h = h - 1.0
+        return nn.functional.cross_entropy(self.fc(h), label)
 
 
 def save_gradients(folder, model64, inputs):
@@ -244,6 +271,23 @@ def extra_models(only):
                ["y"])
     if "gpt_block" in only:
         export("gpt_block", GptBlock(), [torch.randn(2, 6, 32, generator=gen)], ["x"], ["y"])
+    if "loop_rnn_loss" in only:
+        model = LoopRnnLoss().eval()
+        x = torch.randn(5, 3, 4, generator=gen)
+        label = torch.tensor([2, 0, 1], dtype=torch.int64)
+        folder = os.path.join(HERE, "loop_rnn_loss")
+        run_and_save(model, [x, label], ["x", "label"], ["loss"], folder)
+        other_x = torch.randn(7, 3, 4, generator=gen)
+        run_and_save(model, [other_x, label], ["x", "label"], ["loss"],
+                     os.path.join(folder, "other"))
+        torch.onnx.export(torch.jit.script(model), (x, label), os.path.join(folder, "model.onnx"),
+                          opset_version=OPSET, input_names=["x", "label"], output_names=["loss"],
+                          dynamic_axes={"x": {0: "steps"}}, do_constant_folding=False)
+        model64 = LoopRnnLoss().double()
+        model64.load_state_dict({k: v.double() for k, v in model.state_dict().items()})
+        save_gradients(folder, model64, [x, label])
+        size = os.path.getsize(os.path.join(folder, "model.onnx"))
+        print(f"loop_rnn_loss: model.onnx {size} bytes")
     if "cnn_bn_loss" in only:
         # Exported in training mode: BatchNorm normalizes with the batch's statistics (and the
         # exporter folds nothing into the convolution).
