@@ -1,10 +1,11 @@
 """Checks kiln's ONNX export against ONNX's checker and ONNX Runtime (a test-only environment).
 
 For each MODEL (a .kgraph or an .onnx file): `kiln export-onnx MODEL -o OUT.onnx`, then
-onnx.checker (full check, with shape inference), then the same seeded random inputs through
-`kiln run MODEL --inference` and through ONNX Runtime on OUT.onnx; every output must agree to
-rtol 1e-4 (atol 1e-5 times the output's largest magnitude). Unknown input dims are 2; integer
-inputs (labels, indices) are drawn from [0, 2). Prints one line per model; exit 1 on any failure.
+onnx.checker (full check, with shape inference), then the same inputs through `kiln run MODEL
+--inference` and through ONNX Runtime on OUT.onnx; every output must agree to rtol 1e-4 (atol
+1e-5 times the output's largest magnitude). The inputs are the .npy files beside the model where
+they exist (the fixtures of tests/data/onnx), else seeded random values: unknown dims 2, integer
+inputs (labels, indices) from [0, 2). Prints one line per model; exit 1 on any failure.
 
 usage: check_onnx_export.py KILN WORKDIR MODEL...
 """
@@ -26,9 +27,15 @@ ONNX_TO_NUMPY = {
 }
 
 
-def random_inputs(model, rng):
+def random_inputs(model, rng, fixture_dir):
+    """The fixture's own input files where they sit beside the model (tests/data/onnx: a fed shape
+    must be a valid one), else seeded random values."""
     inputs = {}
     for value in model.graph.input:
+        given = os.path.join(fixture_dir, value.name + ".npy")
+        if os.path.exists(given):
+            inputs[value.name] = np.load(given)
+            continue
         t = value.type.tensor_type
         shape = [d.dim_value if d.HasField("dim_value") else 2 for d in t.shape.dim]
         dtype = ONNX_TO_NUMPY[t.elem_type]
@@ -53,7 +60,7 @@ def check(kiln, workdir, model_path):
     model = onnx.load(exported)
     onnx.checker.check_model(model, full_check=True)
 
-    inputs = random_inputs(model, np.random.default_rng(7))
+    inputs = random_inputs(model, np.random.default_rng(7), os.path.dirname(model_path))
     args = [kiln, "run", model_path, "--inference", "--out", os.path.join(out_dir, "kiln")]
     for input_name, value in inputs.items():
         path = os.path.join(out_dir, input_name.replace("/", "_") + ".npy")

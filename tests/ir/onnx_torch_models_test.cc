@@ -1,7 +1,8 @@
 // Real models exported by PyTorch (tests/data/onnx/make_models.py: a torchvision ResNet, a
 // transformer encoder layer, a 2-layer LSTM, a CNN with a cross-entropy loss output, an MLP, a
-// torchvision MobileNetV2, a GPT-2 style decoder block, and a scripted recurrent loss whose loop
-// and `if` export as ONNX Loop and If) run through the `kiln` command line as
+// torchvision MobileNetV2, a GPT-2 style decoder block, and scripted models whose Python control
+// flow exports as ONNX Loop and If: a recurrent loss, a while loop with a data-dependent stop, a
+// reshape to a fed shape) run through the `kiln` command line as
 // a user would, on every backend (reference, the compiled cpu backend, the simulated CUDA device,
 // and a GPU where one opens), and compared with PyTorch's outputs and autograd gradients.
 //
@@ -93,6 +94,8 @@ const std::vector<TorchModel>& Models() {
       {"cnn_bn_loss", {"x", "label"}, {"loss"}},  // BatchNorm with batch statistics, poolings
       // A scripted loop over the fed steps (ONNX Loop) and an If on a computed value.
       {"loop_rnn_loss", {"x", "label"}, {"loss"}, true},
+      {"while_stop", {"x"}, {"y", "count"}, true},     // a while loop with a data-dependent stop
+      {"fed_reshape", {"x", "shape"}, {"y"}, true},    // a Reshape to a fed shape
   };
   return models;
 }

@@ -40,6 +40,13 @@ Models (small on purpose, so the committed fixtures stay far under 2 MB each):
                 cross-entropy; input x [5, 3, 4] (steps, batch, features, the steps dynamic), label
                 [3]; the loss and the float64 autograd gradients of every parameter and of x;
                 other/: 7 steps (the loss only).
+  while_stop/   a scripted `while` loop whose stop depends on the data (scale x by 1.5 and add 0.1
+                until sum |x| reaches 100, at most 50 times): an ONNX Loop with a computed
+                condition; outputs y and the iteration count; input [3, 4]; other/: another x
+                (another count).
+  fed_reshape/  a scripted reshape of x [2, 6] to the shape fed as an int64 input [2] (then
+                times 2): an ONNX Reshape whose target is computed from a fed tensor; other/: the
+                shape [4, 3] instead of [3, 4].
   gpt_block/    a GPT-2 style pre-norm decoder block: LayerNorm -> causal multi-head
                 self-attention (4 heads, d_model 32, the mask a constant) -> residual -> LayerNorm
                 -> Linear(32, 128) -> exact GELU (Erf) -> Linear(128, 32) -> residual; input
@@ -164,6 +171,37 @@ class LoopRnnLoss(nn.Module):
         return nn.functional.cross_entropy(self.fc(h), label)
 
 
+class WhileStop(nn.Module):
+    """A while loop that stops on a data-dependent condition, for torch.jit.script."""
+
+    def forward(self, x):
+        y = x
+        n = 0
+        while bool(y.abs().sum() < 100.0) and n < 50:
+            y = y * 1.5 + 0.1
+            n += 1
+        return y, torch.tensor(n)
+
+
+class FedReshape(nn.Module):
+    """x reshaped to a shape fed as a tensor, for torch.jit.script."""
+
+    def forward(self, x, shape):
+        return torch.reshape(x, [int(shape[0]), int(shape[1])]) * 2.0
+
+
+def export_scripted(name, model, inputs, input_names, output_names, other_inputs, dynamic_axes):
+    """Exports torch.jit.script(model) (its Python control flow becomes ONNX Loop and If), with
+    PyTorch's outputs for `inputs` and, in other/, for `other_inputs`."""
+    folder = os.path.join(HERE, name)
+    run_and_save(model, inputs, input_names, output_names, folder)
+    run_and_save(model, other_inputs, input_names, output_names, os.path.join(folder, "other"))
+    torch.onnx.export(torch.jit.script(model), tuple(inputs), os.path.join(folder, "model.onnx"),
+                      opset_version=OPSET, input_names=input_names, output_names=output_names,
+                      dynamic_axes=dynamic_axes)
+    print(f"{name}: model.onnx {os.path.getsize(os.path.join(folder, 'model.onnx'))} bytes")
+
+
 def save_gradients(folder, model64, inputs):
     """d loss / d every parameter and d x, from `model64` (a float64 copy) on `inputs`."""
     x64 = inputs[0].double().requires_grad_(True)
@@ -271,6 +309,13 @@ def extra_models(only):
                ["y"])
     if "gpt_block" in only:
         export("gpt_block", GptBlock(), [torch.randn(2, 6, 32, generator=gen)], ["x"], ["y"])
+    if "while_stop" in only:
+        export_scripted("while_stop", WhileStop(), [torch.randn(3, 4, generator=gen)], ["x"],
+                        ["y", "count"], [torch.randn(3, 4, generator=gen) * 4], None)
+    if "fed_reshape" in only:
+        x = torch.arange(12, dtype=torch.float32).reshape(2, 6)
+        export_scripted("fed_reshape", FedReshape(), [x, torch.tensor([3, 4])], ["x", "shape"],
+                        ["y"], [x, torch.tensor([4, 3])], {"y": {0: "rows", 1: "columns"}})
     if "loop_rnn_loss" in only:
         model = LoopRnnLoss().eval()
         x = torch.randn(5, 3, 4, generator=gen)
