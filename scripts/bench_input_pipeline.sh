@@ -5,7 +5,7 @@
 # time over the steps' is what reading adds, and what the pipeline can hide.
 #   npy (default): a cheap model (loss = mean(x * w)) on rows of WIDTH floats (default 2048 rows
 #                  of 64 KiB, batch 64) sliced from an in-memory array: slicing costs little.
-#   csv:           a matrix product (loss = mean(x @ w), w [WIDTH, 2048]) on rows of WIDTH numbers
+#   csv:           a matrix product (loss = mean(x @ w), w [WIDTH, 512]) on rows of WIDTH numbers
 #                  parsed from a CSV file (default 4096 rows of 256, batch 64): parsing a batch
 #                  costs about as much as a step, so the pipeline's overlap shows. THREADS=1 (the
 #                  default here) leaves the second core to the pipeline.
@@ -30,7 +30,7 @@ format_version: 1
 nodes { name: "x" op: "Placeholder" attrs { key: "dtype" value { dtype: DT_F32 } }
   attrs { key: "shape" value { shape { dims: -1 dims: $width } } } }
 nodes { name: "w" op: "Variable" attrs { key: "dtype" value { dtype: DT_F32 } }
-  attrs { key: "shape" value { shape { dims: $width dims: 2048 } } } }
+  attrs { key: "shape" value { shape { dims: $width dims: 512 } } } }
 nodes { name: "xw" op: "MatMul" inputs: "x" inputs: "w" }
 nodes { name: "loss" op: "Mean" inputs: "xw" }
 inputs: "x"
