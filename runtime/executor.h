@@ -19,6 +19,10 @@ struct RunPlan {
   std::vector<const Node*> nodes;     // what must run, in a valid order
   std::map<TensorRef, Tensor> feeds;  // fed tensors (their producers are not in `nodes`)
   std::vector<TensorRef> fetches;     // what to return, in order
+  // Feeds whose bytes stay the same for as long as they keep their version (nonzero): a loop's
+  // arguments that its body passes through. Compiled plans may keep what they derive from them
+  // (packed weights) from run to run, as for a variable's version. Absent: a new value each run.
+  std::map<TensorRef, uint64_t> feed_versions;
 };
 
 class Executor {

@@ -57,17 +57,18 @@ class VariableStore {
 
   // The version a plan's constant buffers have: they never change.
   static constexpr uint64_t kConstantVersion = 1;
+  // A version no value has had yet, from the counter variables' versions come from (also for the
+  // feeds a loop passes through unchanged: RunPlan::feed_versions).
+  static uint64_t NextVersion() {
+    static std::atomic<uint64_t> next{kConstantVersion + 1};
+    return next++;
+  }
 
  private:
   struct Elsewhere {
     const void* holder = nullptr;
     ReadBack read;
   };
-  static uint64_t NextVersion() {
-    static std::atomic<uint64_t> next{kConstantVersion + 1};
-    return next++;
-  }
-
   // Host values, and the values that live elsewhere (a name is in one of the two).
   mutable std::map<std::string, Tensor> values_;
   mutable std::map<std::string, Elsewhere> elsewhere_;

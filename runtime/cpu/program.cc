@@ -62,7 +62,7 @@ Status CheckExecutable(const Executable& exe) {
 }
 
 Status BindBuffers(const Executable& exe, uint8_t* arena, const std::vector<Tensor>& feeds,
-                   StepEnv& env) {
+                   StepEnv& env, const std::vector<uint64_t>* feed_versions) {
   if (feeds.size() != exe.feeds.size())
     return MakeError(ErrorCode::kInvalidArgument, "the compiled plan takes ", exe.feeds.size(),
                      " feeds, got ", feeds.size());
@@ -90,6 +90,7 @@ Status BindBuffers(const Executable& exe, uint8_t* arena, const std::vector<Tens
                            "' is ", DTypeName(feed.dtype()), feed.shape().ToString(),
                            " but the compiled plan expects ", b.type.ToString());
         env.data[i] = const_cast<void*>(feed.raw_data());
+        if (feed_versions) env.versions[i] = (*feed_versions)[b.index];
         break;
       }
     }
@@ -147,7 +148,8 @@ Result<std::unique_ptr<Program>> Program::Load(CompiledPlan plan, int threads, i
 }
 
 Result<std::vector<Tensor>> Program::Run(const std::vector<Tensor>& feeds, VariableStore& variables,
-                                         std::map<std::string, uint64_t>& counters) {
+                                         std::map<std::string, uint64_t>& counters,
+                                         const std::vector<uint64_t>* feed_versions) {
   const Executable& exe = plan_.executable;
   StepEnv env;
   env.variables = &variables;
@@ -159,7 +161,7 @@ Result<std::vector<Tensor>> Program::Run(const std::vector<Tensor>& feeds, Varia
       if (!executor) executor = std::make_unique<CpuExecutor>(threads_, memory_limit_);
       return executor.get();
     };
-  KILN_RETURN_IF_ERROR(BindBuffers(exe, arena_.get(), feeds, env));
+  KILN_RETURN_IF_ERROR(BindBuffers(exe, arena_.get(), feeds, env, feed_versions));
   if (profile_) profile_->BeginRun();
   for (size_t i = 0; i < steps_.size(); ++i) KILN_RETURN_IF_ERROR(RunStep(i, env));
   return CopyFetches(exe, env);

@@ -31,8 +31,9 @@ Status CheckExecutable(const Executable& exe);
 bool IsCopyAcross(const Step& step);
 // Sets env.executable and env.data: every buffer's host address (arena buffers in `arena`,
 // constants, the feeds after checking their types; variables unbound until their variable_read).
+// `feed_versions` (by feed index, or null: all 0) become the feed buffers' env.versions.
 Status BindBuffers(const Executable& exe, uint8_t* arena, const std::vector<Tensor>& feeds,
-                   StepEnv& env);
+                   StepEnv& env, const std::vector<uint64_t>* feed_versions = nullptr);
 // Copies of the fetched buffers, in order.
 std::vector<Tensor> CopyFetches(const Executable& exe, const StepEnv& env);
 
@@ -49,8 +50,10 @@ class Program {
 
   // `feeds[i]` binds Executable::feeds[i]; its dtype and shape must match the buffer exactly.
   // `counters` are the random-stream counters of stateful reference kernels (per session).
+  // `feed_versions` (by feed index; null: every feed new) as RunPlan::feed_versions.
   Result<std::vector<Tensor>> Run(const std::vector<Tensor>& feeds, VariableStore& variables,
-                                  std::map<std::string, uint64_t>& counters);
+                                  std::map<std::string, uint64_t>& counters,
+                                  const std::vector<uint64_t>* feed_versions = nullptr);
 
   const Executable& executable() const { return plan_.executable; }
   // The plan's memory, with what its steps keep for themselves.

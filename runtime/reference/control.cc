@@ -38,6 +38,22 @@ class BodyPlan {
     return p;
   }
 
+  // Gives each argument i with passes[i] a version that stays for every later Run (a loop's
+  // invariants: the same bytes on every iteration), so that a compiled body keeps what it derives
+  // from them (packed weights) instead of redoing it each iteration.
+  void KeepArguments(const std::vector<bool>& passes) {
+    for (size_t i = 0; i < passes.size() && i < body_->inputs().size(); ++i)
+      if (passes[i])
+        plan_.feed_versions[TensorRef{body_->inputs()[i], 0}] = VariableStore::NextVersion();
+  }
+  // Whether result i is argument i unchanged (a While body's loop invariant).
+  std::vector<bool> PassesThrough() const {
+    std::vector<bool> passes;
+    for (size_t i = 0; i < results_.size(); ++i)
+      passes.push_back(results_[i].arg == static_cast<int>(i));
+    return passes;
+  }
+
   // The body's results for `args`.
   Result<std::vector<Tensor>> Run(const std::vector<Tensor>& args, KernelContext& ctx) {
     const std::vector<std::string>& inputs = body_->inputs();
@@ -108,6 +124,7 @@ Status WhileKernel(KernelContext& ctx) {
   for (int i = 0; i < ctx.num_inputs(); ++i) vars.push_back(ctx.input(i));
   KILN_ASSIGN_OR_RETURN(BodyPlan cond_plan, BodyPlan::Make(*cond));
   KILN_ASSIGN_OR_RETURN(BodyPlan body_plan, BodyPlan::Make(*body));
+  body_plan.KeepArguments(body_plan.PassesThrough());
   const int64_t limit = LoopIterationLimit();
   for (int64_t n = 0; max_iterations < 0 || n < max_iterations; ++n) {
     if (limit >= 0 && n >= limit)
