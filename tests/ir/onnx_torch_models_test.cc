@@ -94,8 +94,8 @@ const std::vector<TorchModel>& Models() {
       {"cnn_bn_loss", {"x", "label"}, {"loss"}},  // BatchNorm with batch statistics, poolings
       // A scripted loop over the fed steps (ONNX Loop) and an If on a computed value.
       {"loop_rnn_loss", {"x", "label"}, {"loss"}, true},
-      {"while_stop", {"x"}, {"y", "count"}, true},     // a while loop with a data-dependent stop
-      {"fed_reshape", {"x", "shape"}, {"y"}, true},    // a Reshape to a fed shape
+      {"while_stop", {"x"}, {"y", "count"}, true},   // a while loop with a data-dependent stop
+      {"fed_reshape", {"x", "shape"}, {"y"}, true},  // a Reshape to a fed shape
   };
   return models;
 }
