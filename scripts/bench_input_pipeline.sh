@@ -24,18 +24,20 @@ scripts/build.sh build -- kiln >/dev/null
 kiln=build/tools/kiln
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-if [[ $format == csv ]]; then
-  cat >"$work/model.kgraph.txt" <<MODEL
+# loss = mean(x @ w), w [WIDTH, 512] (csv); loss = mean(x * w), w [WIDTH] (npy)
+if [[ $format == csv ]]; then op=MatMul w_dims="dims: $width dims: 512"; else op=Mul w_dims="dims: $width"; fi
+cat >"$work/model.kgraph.txt" <<MODEL
 format_version: 1
 nodes { name: "x" op: "Placeholder" attrs { key: "dtype" value { dtype: DT_F32 } }
   attrs { key: "shape" value { shape { dims: -1 dims: $width } } } }
 nodes { name: "w" op: "Variable" attrs { key: "dtype" value { dtype: DT_F32 } }
-  attrs { key: "shape" value { shape { dims: $width dims: 512 } } } }
-nodes { name: "xw" op: "MatMul" inputs: "x" inputs: "w" }
+  attrs { key: "shape" value { shape { $w_dims } } } }
+nodes { name: "xw" op: "$op" inputs: "x" inputs: "w" }
 nodes { name: "loss" op: "Mean" inputs: "xw" }
 inputs: "x"
 outputs { name: "loss" tensor: "loss:0" }
 MODEL
+if [[ $format == csv ]]; then
   python3 - "$work/x.csv" "$rows" "$width" <<'PY'
 import random, sys
 out, rows, width = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
@@ -46,17 +48,6 @@ with open(out, "w") as f:
 PY
   data="$work/x.csv"
 else
-  cat >"$work/model.kgraph.txt" <<MODEL
-format_version: 1
-nodes { name: "x" op: "Placeholder" attrs { key: "dtype" value { dtype: DT_F32 } }
-  attrs { key: "shape" value { shape { dims: -1 dims: $width } } } }
-nodes { name: "w" op: "Variable" attrs { key: "dtype" value { dtype: DT_F32 } }
-  attrs { key: "shape" value { shape { dims: $width } } } }
-nodes { name: "xw" op: "Mul" inputs: "x" inputs: "w" }
-nodes { name: "loss" op: "Mean" inputs: "xw" }
-inputs: "x"
-outputs { name: "loss" tensor: "loss:0" }
-MODEL
   python3 - "$work/x.npy" "$rows" "$width" <<'PY'
 import array, sys
 out, rows, width = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])

@@ -51,12 +51,7 @@ Result<std::vector<Tensor>> CpuExecutor::Execute(const RunPlan& plan, VariableSt
           fallbacks_));
   if (!program) return fallback_.Execute(plan, variables);
   KILN_ASSIGN_OR_RETURN(std::vector<Tensor> feeds, FeedsOf(program->executable(), plan));
-  if (plan.feed_versions.empty()) return program->Run(feeds, variables, counters_);
-  std::vector<uint64_t> versions;
-  for (const TensorRef& feed : program->executable().feeds) {
-    auto it = plan.feed_versions.find(feed);
-    versions.push_back(it == plan.feed_versions.end() ? 0 : it->second);
-  }
+  const std::vector<uint64_t> versions = FeedVersionsOf(program->executable(), plan);
   return program->Run(feeds, variables, counters_, &versions);
 }
 

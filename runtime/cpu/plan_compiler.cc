@@ -39,6 +39,15 @@ Result<std::vector<Tensor>> FeedsOf(const Executable& exe, const RunPlan& plan) 
   return feeds;
 }
 
+std::vector<uint64_t> FeedVersionsOf(const Executable& exe, const RunPlan& plan) {
+  std::vector<uint64_t> versions;
+  for (const TensorRef& ref : exe.feeds) {
+    auto version = plan.feed_versions.find(ref);
+    versions.push_back(version == plan.feed_versions.end() ? 0 : version->second);
+  }
+  return versions;
+}
+
 void RegisterPlanCompiler(std::shared_ptr<PlanCompiler> compiler) {
   std::lock_guard<std::mutex> lock(RegistryMutex());
   Registered() = std::move(compiler);

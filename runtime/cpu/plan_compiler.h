@@ -66,6 +66,8 @@ class PlanCompiler {
 std::string PlanCacheKey(const RunPlan& plan);
 // The tensors `plan` feeds, in the order of exe.feeds.
 Result<std::vector<Tensor>> FeedsOf(const Executable& exe, const RunPlan& plan);
+// Their versions (RunPlan::feed_versions; 0 for a feed it does not version), in the same order.
+std::vector<uint64_t> FeedVersionsOf(const Executable& exe, const RunPlan& plan);
 
 // Called once by the compiler library at start-up (see compiler/register.cc).
 void RegisterPlanCompiler(std::shared_ptr<PlanCompiler> compiler);
