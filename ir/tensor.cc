@@ -13,10 +13,10 @@ namespace {
 
 std::atomic<int64_t> live_tensor_bytes{0};
 
-std::shared_ptr<uint8_t> AllocateAligned(int64_t bytes) {
+std::shared_ptr<uint8_t> AllocateAligned(int64_t bytes, bool zero_filled) {
   size_t size = static_cast<size_t>(bytes > 0 ? bytes : 1);
   void* p = ::operator new (size, std::align_val_t{64});
-  std::memset(p, 0, size);
+  if (zero_filled) std::memset(p, 0, size);
   live_tensor_bytes += static_cast<int64_t>(size);
   return std::shared_ptr<uint8_t>(static_cast<uint8_t*>(p), [size](uint8_t* q) {
     live_tensor_bytes -= static_cast<int64_t>(size);
@@ -62,7 +62,18 @@ Tensor::Tensor(DType dtype, Shape shape) {
   dtype_ = dtype;
   shape_ = std::move(shape);
   num_elements_ = *n;
-  storage_ = AllocateAligned(byte_size());
+  storage_ = AllocateAligned(byte_size(), /*zero_filled=*/true);
+}
+
+Tensor Tensor::Uninitialized(DType dtype, Shape shape) {
+  Result<int64_t> n = CheckedByteSize(dtype, shape);
+  KILN_CHECK(n.ok());
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.num_elements_ = *n;
+  t.storage_ = AllocateAligned(t.byte_size(), /*zero_filled=*/false);
+  return t;
 }
 
 Result<Tensor> Tensor::Create(DType dtype, Shape shape) {
@@ -198,7 +209,7 @@ std::vector<int64_t> Tensor::ToInts() const {
 
 Tensor Tensor::Clone() const {
   if (!valid()) return Tensor();
-  Tensor t(dtype_, shape_);
+  Tensor t = Uninitialized(dtype_, shape_);
   if (byte_size()) std::memcpy(t.raw_data(), raw_data(), byte_size());
   return t;
 }

@@ -59,6 +59,9 @@ class Tensor {
   // when the size comes from user input).
   Tensor(DType dtype, Shape shape);
   static Result<Tensor> Create(DType dtype, Shape shape);
+  // As the constructor, but its bytes are left as the allocator gives them: for a tensor that is
+  // written whole right away (a copy), where zero-filling would be a second pass over it.
+  static Tensor Uninitialized(DType dtype, Shape shape);
 
   template <typename T>
   static Tensor FromVector(Shape shape, const std::vector<T>& values);

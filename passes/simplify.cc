@@ -62,7 +62,8 @@ class Simplifier {
  private:
   // Edits `node` in place (setting edited_) and/or returns the tensor that may replace it.
   // A While that recomputes another (a gradient's record, ir/ops/control.h) from the same loop
-  // variables and bound stands in for it: its readers read the recomputing loop's outputs.
+  // variables and bound stands in for it: its readers read the recomputing loop's outputs (its
+  // first loop variables, and its first scan outputs, which follow all of its loop variables).
   void MergeRecomputedLoops() {
     for (const Node& record : graph_.nodes()) {
       if (record.op != "While") continue;
@@ -71,18 +72,31 @@ class Simplifier {
       const Node* loop = graph_.FindNode(of->get<std::string>());
       if (!loop || loop->op != "While" || IsPinned(graph_, *loop) ||
           !loop->control_inputs.empty() || loop->inputs.size() > record.inputs.size() ||
-          loop->output_types.size() != loop->inputs.size())
+          loop->output_types.size() < loop->inputs.size() ||
+          record.output_types.size() < record.inputs.size())
         continue;
-      const AttrValue* max_loop = loop->attrs.Find("max_iterations");
-      const AttrValue* max_record = record.attrs.Find("max_iterations");
-      const bool same_bound =
-          (!max_loop && !max_record) || (max_loop && max_record && *max_loop == *max_record);
-      bool same = same_bound && record.output_types.size() >= loop->output_types.size();
-      for (size_t k = 0; same && k < loop->inputs.size(); ++k)
-        same =
-            loop->inputs[k] == record.inputs[k] && loop->output_types[k] == record.output_types[k];
-      if (same) rewirer_.ReplaceNode(loop->name, record.name);
+      // Output k of the loop is output port_of(k) of the record.
+      const size_t vars = loop->inputs.size(), more_vars = record.inputs.size() - vars;
+      const size_t scans = loop->output_types.size() - vars;
+      bool same = IntAttrOr(*loop, "max_iterations", -1) == IntAttrOr(record, "max_iterations", -1);
+      same = same && (scans == 0 ||
+                      IntAttrOr(*loop, "scan_rows", -1) == IntAttrOr(record, "scan_rows", -1));
+      auto port_of = [&](size_t k) { return k < vars ? k : k + more_vars; };
+      same = same && record.output_types.size() >= record.inputs.size() + scans;
+      for (size_t k = 0; same && k < vars; ++k) same = loop->inputs[k] == record.inputs[k];
+      for (size_t k = 0; same && k < loop->output_types.size(); ++k)
+        same = loop->output_types[k] == record.output_types[port_of(k)];
+      if (!same) continue;
+      for (size_t k = 0; k < loop->output_types.size(); ++k)
+        rewirer_.ReplaceTensor(TensorRef{loop->name, static_cast<int>(k)},
+                               TensorRef{record.name, static_cast<int>(port_of(k))});
     }
+  }
+
+  // The int attribute `name` of `node`, or `otherwise` where it has none (or another type).
+  static int64_t IntAttrOr(const Node& node, const char* name, int64_t otherwise) {
+    const AttrValue* a = node.attrs.Find(name);
+    return a && a->type() == AttrType::kInt ? a->get<int64_t>() : otherwise;
   }
 
   Result<Replacement> Simplify(Node& node) {

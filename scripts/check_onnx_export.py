@@ -4,8 +4,8 @@ For each MODEL (a .kgraph or an .onnx file): `kiln export-onnx MODEL -o OUT.onnx
 onnx.checker (full check, with shape inference), then the same inputs through `kiln run MODEL
 --inference` and through ONNX Runtime on OUT.onnx; every output must agree to rtol 1e-4 (atol
 1e-5 times the output's largest magnitude). The inputs are the .npy files beside the model where
-they exist (the fixtures of tests/data/onnx), else seeded random values: unknown dims 2, integer
-inputs (labels, indices) from [0, 2). Prints one line per model; exit 1 on any failure.
+they exist (the fixtures of tests/data/onnx), an ONNX node test's own data set, else seeded random
+values: unknown dims 2, integer inputs (labels, indices) from [0, 2). Prints one line per model; exit 1 on any failure.
 
 usage: check_onnx_export.py KILN WORKDIR MODEL...
 """
@@ -16,6 +16,7 @@ import sys
 
 import numpy as np
 import onnx
+import onnx.numpy_helper
 import onnxruntime as ort
 
 ONNX_TO_NUMPY = {
@@ -27,14 +28,33 @@ ONNX_TO_NUMPY = {
 }
 
 
+def suite_inputs(fixture_dir):
+    """An ONNX node test's first data set (test_data_set_0/input_N.pb), by tensor name."""
+    found = {}
+    data_set = os.path.join(fixture_dir, "test_data_set_0")
+    if os.path.isdir(data_set):
+        for file in sorted(os.listdir(data_set)):
+            if file.startswith("input_") and file.endswith(".pb"):
+                tensor = onnx.TensorProto()
+                with open(os.path.join(data_set, file), "rb") as f:
+                    tensor.ParseFromString(f.read())
+                found[tensor.name] = onnx.numpy_helper.to_array(tensor)
+    return found
+
+
 def random_inputs(model, rng, fixture_dir):
-    """The fixture's own input files where they sit beside the model (tests/data/onnx: a fed shape
-    must be a valid one), else seeded random values."""
+    """The fixture's own inputs where they sit beside the model (the .npy files of tests/data/onnx,
+    where a fed shape must be a valid one; an ONNX node test's data set), else seeded random
+    values."""
     inputs = {}
+    from_suite = suite_inputs(fixture_dir)
     for value in model.graph.input:
         given = os.path.join(fixture_dir, value.name + ".npy")
         if os.path.exists(given):
             inputs[value.name] = np.load(given)
+            continue
+        if value.name in from_suite:
+            inputs[value.name] = from_suite[value.name]
             continue
         t = value.type.tensor_type
         shape = [d.dim_value if d.HasField("dim_value") else 2 for d in t.shape.dim]

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # ONNX export against ONNX's own checker and ONNX Runtime: exports every network of models/
-# (kiln_write_models), the PyTorch exports in tests/data/onnx (import -> export) and the two
-# sequence LSTMs (one a While loop, exported as an ONNX Loop), checks each with
+# (kiln_write_models), the PyTorch exports in tests/data/onnx (import -> export), the two
+# sequence LSTMs (one a While loop, exported as an ONNX Loop) and the ONNX node suite's Loop and
+# Scan with scan outputs (where ../shared/onnx-node-tests is), checks each with
 # onnx.checker (full check), and compares ONNX Runtime's outputs on the exported file with
 # `kiln run --inference` on the original for the same seeded random inputs
 # (scripts/check_onnx_export.py). The first run makes out/onnx-venv with onnx and onnxruntime
@@ -24,5 +25,10 @@ mkdir -p "$work/models"
 models=("$work"/models/*.kgraph)
 for dir in tests/data/onnx/*/; do
   [[ -f $dir/model.onnx ]] && models+=("$dir/model.onnx")
+done
+# Loops that stack scan outputs, from the ONNX node suite (fed its own inputs).
+suite=../shared/onnx-node-tests/node
+for name in test_loop11 test_scan9_sum; do
+  [[ -f $suite/$name/model.onnx ]] && models+=("$suite/$name/model.onnx")
 done
 "$venv/bin/python" scripts/check_onnx_export.py "$build/tools/kiln" "$work/checks" "${models[@]}"

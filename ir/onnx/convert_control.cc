@@ -4,19 +4,17 @@
 // along unchanged.
 //
 // Loop(M, cond, v...) with body (iteration, cond_in, v...) -> (cond_out, v..., scan...) becomes
-// While over (i, keep_going, M, v..., captured..., scan accumulators...): its condition is
-// keep_going and i < M (an absent M: no limit; an absent cond: true), its body runs the ONNX body
-// and appends each scan output along a new axis 0. A scan output's per-iteration dims must be known
-// at import (from the body, or declared in it), to start its empty accumulator.
+// While over (i, keep_going, M, v..., captured...): its condition is
+// keep_going and i < M (an absent M: no limit; an absent cond: true), its body runs the ONNX body,
+// and the While stacks each scan output along a new axis 0 (its scan outputs, ir/ops/control.h).
 //
 // Scan (opset 9 on) becomes While over (t, T, states..., scan inputs with their scan axis first,
-// captured..., accumulators...): iteration t gives the body row t of each scan input (row T-1-t
-// for a reversed one) and appends its scan outputs, which are then reversed and moved to their
-// axes as the attributes say. Opset 8's Scan (a batch axis, sequence_lens) is not imported.
+// captured...) with the scan outputs stacked: iteration t gives the body row t of each scan input
+// (row T-1-t for a reversed one) and stacks its scan outputs, which are then reversed and moved to
+// their axes as the attributes say. Opset 8's Scan (a batch axis, sequence_lens) is not imported.
 #include <limits>
 #include <set>
 
-#include "ir/io/onnx_tensor.h"
 #include "ir/onnx/convert_context.h"
 #include "ir/ops/array.h"
 #include "ir/ops/control.h"
@@ -113,25 +111,6 @@ Status ConvertIf(OnnxNode& n) {
   return OkStatus();
 }
 
-// The per-iteration type of a scan output as the body declares it (when its converted type has
-// dims unknown at import).
-Result<TensorType> ScanType(const OnnxNode& n, const onnx::ValueInfoProto& vi) {
-  const auto& tt = vi.type().tensor_type();
-  std::optional<DType> dtype =
-      vi.type().has_tensor_type() ? DTypeOfOnnx(tt.elem_type()) : std::nullopt;
-  std::vector<int64_t> dims;
-  bool known = dtype && tt.has_shape();
-  if (known)
-    for (const auto& d : tt.shape().dim()) {
-      known = known && d.has_dim_value() && d.dim_value() >= 0;
-      dims.push_back(d.dim_value());
-    }
-  if (!known)
-    return n.Unsupported("scan output '", vi.name(),
-                         "' needs its dtype and dims declared in the body");
-  return TensorType{*dtype, Shape(std::move(dims))};
-}
-
 // The enclosing graph's values of `captured` join the loop variables `vars`; then the body being
 // built in `bg` gets an argument of each loop variable's type, in order.
 Result<std::vector<Value>> LoopArguments(const OnnxNode& n,
@@ -159,29 +138,11 @@ void BindCaptured(const OnnxNode& n, const std::vector<std::string>& captured,
   }
 }
 
-// The body's outputs from `first` on are scan outputs: each is appended to an accumulator (a loop
-// variable) that starts empty ([0, dims...]): its start joins `vars` (in the enclosing graph), its
-// argument `args` and its next value `next` (in the body `bg`).
-Status AddScanAccumulators(const OnnxNode& n, const onnx::GraphProto& body, int first,
-                           const std::vector<Value>& out, GraphBuilder& bg,
-                           std::vector<Value>& vars, std::vector<Value>& args,
-                           std::vector<Value>& next) {
-  for (int j = first; j < body.output_size(); ++j) {
-    const Value scan = out[j];
-    TensorType t = scan.type();
-    if (!t.shape.IsFullyKnown()) {
-      KILN_ASSIGN_OR_RETURN(t, ScanType(n, body.output(j)));
-    }
-    std::vector<int64_t> dims = t.shape.dims();
-    dims.insert(dims.begin(), 0);
-    KILN_ASSIGN_OR_RETURN(Tensor none, NewTensor(n, t.dtype, Shape(dims)));
-    vars.push_back(n.g().Constant(none));
-    dims[0] = kUnknownDim;
-    Value acc = bg.Placeholder("arg_" + std::to_string(args.size()), t.dtype, Shape(dims));
-    args.push_back(acc);
-    next.push_back(Concat({acc, Unsqueeze(scan, {0})}, 0));
-  }
-  return OkStatus();
+// The body's outputs from `first` on are scan outputs: the body being built gives them after the
+// loop variables' next values `next`, and the While stacks them.
+void AddScanResults(const onnx::GraphProto& body, int first, const std::vector<Value>& out,
+                    std::vector<Value>& next) {
+  for (int j = first; j < body.output_size(); ++j) next.push_back(out[j]);
 }
 
 Status ConvertLoop(OnnxNode& n) {
@@ -232,7 +193,7 @@ Status ConvertLoop(OnnxNode& n) {
                              args[2]};
   for (int k = 0; k < carried; ++k) next.push_back(out[1 + k]);
   for (size_t k = 0; k < captured.size(); ++k) next.push_back(args[3 + carried + k]);
-  KILN_RETURN_IF_ERROR(AddScanAccumulators(n, *body, 1 + carried, out, bg, vars, args, next));
+  AddScanResults(*body, 1 + carried, out, next);
   KILN_ASSIGN_OR_RETURN(std::shared_ptr<const Graph> loop_body, Finish(n, bg, next, "body"));
   std::vector<TensorType> types;
   for (const Value& a : args) types.push_back(a.type());
@@ -241,11 +202,13 @@ Status ConvertLoop(OnnxNode& n) {
                           return std::vector<Value>{And(a[1], Less(a[0], a[2]))};
                         }));
 
-  std::vector<Value> finals = While(vars, cond, loop_body);
-  if (finals.size() != vars.size()) return n.Fail("its loop could not be built");
+  std::vector<Value> finals =
+      While(vars, cond, loop_body, -1, SourceLocation::current(), "", {scans, -1});
+  if (finals.size() != vars.size() + static_cast<size_t>(scans))
+    return n.Fail("its loop could not be built");
   int output = 0;
   for (int k = 0; k < carried; ++k) n.SetOutput(output++, finals[3 + k]);
-  for (int j = 0; j < scans; ++j) n.SetOutput(output++, finals[3 + carried + captured.size() + j]);
+  for (int j = 0; j < scans; ++j) n.SetOutput(output++, finals[vars.size() + j]);
   return OkStatus();
 }
 
@@ -311,7 +274,7 @@ Status ConvertScan(OnnxNode& n) {
   std::vector<Value> next = {args[0] + 1.0, args[1]};
   for (int k = 0; k < states; ++k) next.push_back(out[k]);
   for (size_t k = 2 + states; k < args.size(); ++k) next.push_back(args[k]);  // unchanged
-  KILN_RETURN_IF_ERROR(AddScanAccumulators(n, *body, states, out, bg, vars, args, next));
+  AddScanResults(*body, states, out, next);
   KILN_ASSIGN_OR_RETURN(std::shared_ptr<const Graph> loop_body, Finish(n, bg, next, "body"));
   std::vector<TensorType> types;
   for (const Value& a : args) types.push_back(a.type());
@@ -319,10 +282,12 @@ Status ConvertScan(OnnxNode& n) {
                         BuildBody(types, [](const std::vector<Value>& a) {
                           return std::vector<Value>{Less(a[0], a[1])};
                         }));
-  std::vector<Value> finals = While(vars, cond, loop_body);
-  if (finals.size() != vars.size()) return n.Fail("its loop could not be built");
+  std::vector<Value> finals =
+      While(vars, cond, loop_body, -1, SourceLocation::current(), "", {scans_out, -1});
+  if (finals.size() != vars.size() + static_cast<size_t>(scans_out))
+    return n.Fail("its loop could not be built");
   for (int k = 0; k < states; ++k) n.SetOutput(k, finals[2 + k]);
-  const size_t first_acc = finals.size() - static_cast<size_t>(scans_out);
+  const size_t first_acc = vars.size();
   for (int j = 0; j < scans_out; ++j) {
     Value y = finals[first_acc + j];
     if (out_dirs[j]) {  // the last iteration's output first

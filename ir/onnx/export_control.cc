@@ -2,7 +2,8 @@
 // - If(cond, x...) -> ONNX If whose branches read x... from the outer scope.
 // - While(v...) -> ONNX Loop: the condition is tested once before the loop (in the outer graph)
 //   and again at the end of every iteration on the new values (inside the body), which is when
-//   ONNX's Loop reads it; max_iterations becomes the trip count M.
+//   ONNX's Loop reads it; max_iterations becomes the trip count M. Scan outputs are the Loop's
+//   scan outputs, padded with zero rows to scan_rows where the While has that many.
 // - A Deferred node from the ONNX importer is the ONNX node it holds, with its inputs and outputs
 //   renamed.
 #include <google/protobuf/text_format.h>
@@ -54,8 +55,12 @@ Status ExportWhile(NodeExport& e) {
       max_iterations >= 0 ? e.Scalar(static_cast<double>(max_iterations), DType::kI64, "M") : "",
       ScalarCondition(e, first.at(0), nullptr)};
   inputs.insert(inputs.end(), vars.begin(), vars.end());
+  // Scan outputs of scan_rows rows leave the Loop with a row per iteration and are padded.
+  KILN_ASSIGN_OR_RETURN(int64_t scan_rows, e.attrs().GetInt("scan_rows"));
+  const int n = e.num_inputs();
   std::vector<std::string> outputs;
-  for (int i = 0; i < e.num_outputs(); ++i) outputs.push_back(e.out(i));
+  for (int i = 0; i < e.num_outputs(); ++i)
+    outputs.push_back(i >= n && scan_rows >= 0 ? e.Temp("scan" + std::to_string(i - n)) : e.out(i));
   onnx::NodeProto& node = e.Add("Loop", inputs, outputs);
 
   onnx::GraphProto* g = GraphAttr(node, "body");
@@ -63,15 +68,39 @@ Status ExportWhile(NodeExport& e) {
   SetValueInfo(e.Temp("iteration"), {DType::kI64, Shape()}, g->add_input());
   SetValueInfo(e.Temp("cond_in"), {DType::kBool, Shape()}, g->add_input());
   std::vector<std::string> args;
-  for (int i = 0; i < e.num_outputs(); ++i) {
+  for (int i = 0; i < n; ++i) {
     args.push_back(e.Temp("v" + std::to_string(i)));
     SetValueInfo(args.back(), e.out_type(i), g->add_input());
   }
   KILN_ASSIGN_OR_RETURN(std::vector<std::string> next, e.Write(*body, args, g));
-  KILN_ASSIGN_OR_RETURN(std::vector<std::string> again, e.Write(*cond, next, g));
+  if (next.size() != static_cast<size_t>(e.num_outputs()))
+    return e.node().MakeNodeError(ErrorCode::kInvalidArgument, "its body gives ", next.size(),
+                                  " results for ", e.num_outputs(), " outputs");
+  KILN_ASSIGN_OR_RETURN(
+      std::vector<std::string> again,
+      e.Write(*cond, std::vector<std::string>(next.begin(), next.begin() + n), g));
   e.Output(g, ScalarCondition(e, again.at(0), g), {DType::kBool, Shape()}, "cond_out");
-  for (size_t i = 0; i < next.size(); ++i)
-    e.Output(g, next[i], e.out_type(static_cast<int>(i)), "v" + std::to_string(i) + "_out");
+  for (int i = 0; i < e.num_outputs(); ++i) {
+    TensorType type = e.out_type(i);
+    if (i >= n)
+      type.shape = Shape(std::vector<int64_t>(type.shape.dims().begin() + 1,
+                                              type.shape.dims().end()));  // a row
+    e.Output(g, next[i], type, (i < n ? "v" : "scan") + std::to_string(i) + "_out");
+  }
+  for (int i = n; i < e.num_outputs() && scan_rows >= 0; ++i) {
+    // pads: zeros before every axis, scan_rows - rows after axis 0, zeros after the others.
+    const int rank = e.out_type(i).shape.rank();
+    const std::string rows = e.Temp("rows"), missing = e.Temp("missing_rows"),
+                      pads = e.Temp("pads");
+    SetAttr(e.Add("Shape", {outputs[i]}, {rows}), "end", int64_t{1});
+    e.Add("Sub", {e.Ints({scan_rows}, "scan_rows"), rows}, {missing});
+    SetAttr(e.Add("Concat",
+                  {e.Ints(std::vector<int64_t>(rank, 0), "zeros"), missing,
+                   e.Ints(std::vector<int64_t>(rank - 1, 0), "zeros")},
+                  {pads}),
+            "axis", int64_t{0});
+    e.Add("Pad", {outputs[i], pads}, {e.out(i)});
+  }
   return OkStatus();
 }
 

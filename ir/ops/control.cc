@@ -1,5 +1,6 @@
 #include "ir/ops/control.h"
 
+#include <algorithm>
 #include <map>
 
 #include "ir/op_registry.h"
@@ -60,14 +61,21 @@ Status InferIf(InferContext& ctx) {
 Status InferWhile(InferContext& ctx) {
   KILN_ASSIGN_OR_RETURN(std::shared_ptr<const Graph> cond, ctx.attrs().GetGraph("cond"));
   KILN_ASSIGN_OR_RETURN(std::shared_ptr<const Graph> body, ctx.attrs().GetGraph("body"));
+  KILN_ASSIGN_OR_RETURN(int64_t scans, ctx.attrs().GetInt("scan_outputs"));
+  KILN_ASSIGN_OR_RETURN(int64_t rows, ctx.attrs().GetInt("scan_rows"));
+  if (scans < 0 || rows < -1)
+    return ctx.Fail("scan_outputs is ", scans, " and scan_rows ", rows,
+                    "; expected scan_outputs >= 0 and scan_rows >= -1");
   std::vector<TensorType> vars = InputTypes(ctx, 0);
+  std::vector<TensorType> stacked;  // the scan results of the settled loop variables
   // The loop variables' types over every iteration: widen until the body keeps them.
   for (int round = 0;; ++round) {
     Result<std::vector<TensorType>> next = InferBodyResults(*body, vars);
     if (!next.ok()) return ctx.Fail("body: ", next.error().message());
-    if (next->size() != vars.size())
+    if (next->size() != vars.size() + static_cast<size_t>(scans))
       return ctx.Fail("body gives ", next->size(), " result(s) for ", vars.size(),
-                      " loop variable(s)");
+                      " loop variable(s) and ", scans, " scan output(s)");
+    stacked.assign(next->begin() + static_cast<std::ptrdiff_t>(vars.size()), next->end());
     bool changed = false;
     for (size_t i = 0; i < vars.size(); ++i) {
       std::optional<TensorType> merged = Merge(vars[i], (*next)[i]);
@@ -86,6 +94,11 @@ Status InferWhile(InferContext& ctx) {
   if (c->size() != 1) return ctx.Fail("cond gives ", c->size(), " results; expected 1");
   KILN_RETURN_IF_ERROR(CheckCondition(ctx, (*c)[0], "cond's result"));
   for (const TensorType& t : vars) ctx.AddOutput(t.dtype, t.shape);
+  for (const TensorType& t : stacked) {
+    std::vector<int64_t> dims = t.shape.dims();
+    dims.insert(dims.begin(), rows);  // -1 is kUnknownDim: one row per iteration
+    ctx.AddOutput(t.dtype, Shape(dims));
+  }
   return OkStatus();
 }
 
@@ -216,13 +229,18 @@ std::vector<Value> If(Value cond, const std::vector<Value>& inputs,
 
 std::vector<Value> While(const std::vector<Value>& loop_vars, std::shared_ptr<const Graph> cond,
                          std::shared_ptr<const Graph> body, int64_t max_iterations,
-                         SourceLocation loc, const std::string& recomputes) {
+                         SourceLocation loc, const std::string& recomputes, WhileScans scans) {
   AttrMap a;
   a.Set("cond", std::move(cond));
   a.Set("body", std::move(body));
   a.Set("max_iterations", max_iterations);
   if (!recomputes.empty()) a.Set("recomputes", recomputes);
-  return internal::MakeOpN("While", loop_vars, std::move(a), loc, loop_vars.size());
+  if (scans.outputs != 0) {
+    a.Set("scan_outputs", int64_t{scans.outputs});
+    a.Set("scan_rows", scans.rows);
+  }
+  return internal::MakeOpN("While", loop_vars, std::move(a), loc,
+                           loop_vars.size() + static_cast<size_t>(std::max(scans.outputs, 0)));
 }
 
 std::vector<Value> Cond(Value pred, const std::vector<Value>& inputs, const BodyFn& then_branch,
@@ -279,6 +297,8 @@ void RegisterControlOps(OpRegistry& r) {
                  .RequiredAttr("body", AttrType::kGraph)
                  .Attr("max_iterations", AttrType::kInt, int64_t{-1})
                  .Attr("recomputes", AttrType::kString, "")
+                 .Attr("scan_outputs", AttrType::kInt, int64_t{0})
+                 .Attr("scan_rows", AttrType::kInt, int64_t{-1})
                  .Infer(InferWhile)
                  .Grad(internal::WhileGradient)
                  .NoPrecisionList()

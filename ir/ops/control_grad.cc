@@ -71,56 +71,42 @@ Status WhileGradient(GradContext& ctx) {
   KILN_ASSIGN_OR_RETURN(std::shared_ptr<const Graph> cond, ctx.attrs().GetGraph("cond"));
   KILN_ASSIGN_OR_RETURN(std::shared_ptr<const Graph> body, ctx.attrs().GetGraph("body"));
   KILN_ASSIGN_OR_RETURN(int64_t max_iterations, ctx.attrs().GetInt("max_iterations"));
+  KILN_ASSIGN_OR_RETURN(int64_t scan_rows, ctx.attrs().GetInt("scan_rows"));
   GraphBuilder& g = ctx.builder();
   const int n = ctx.num_inputs();
+  const int s = static_cast<int>(ctx.node().output_types.size()) - n;  // scan outputs
   // A loop variable the body passes through unchanged (a weight) needs no record; every other
-  // one needs a shape that is known and that the body keeps.
+  // one needs a type that the body keeps, so that its values stack.
   std::vector<Value> v0;
-  std::vector<TensorType> types;
   std::vector<bool> wrt;
   std::vector<int> varying;
   for (int k = 0; k < n; ++k) {
     const Value& in = ctx.input(k);
     const TensorRef& result = body->outputs().at(k).tensor;
     const bool kept = result.port == 0 && result.node == body->inputs().at(k);
-    if (!kept && (!in.shape().IsFullyKnown() || !(ctx.output(k).type() == in.type())))
+    if (!kept && !(ctx.output(k).type() == in.type()))
       return ctx.node().MakeNodeError(
           ErrorCode::kUnimplemented, "has no gradient here: loop variable ", k, " is ",
           in.type().ToString(), " on entry and ", ctx.output(k).type().ToString(),
-          " after the loop; the gradient needs shapes that are known and that the body keeps");
+          " after the loop; the gradient needs a type that the body keeps");
     if (!kept) varying.push_back(k);
     v0.push_back(in);
-    types.push_back(in.type());
     wrt.push_back(IsFloat(in.dtype()));
   }
   const int r = static_cast<int>(varying.size());
-  // 1. The loop again, with an iteration count and a record of each varying loop variable on
-  //    entry to each iteration: (v..., count, record...). With a maximum of iterations the record
-  //    has that many rows from the start (row t written in iteration t: shapes stay static, as
-  //    XLA needs a bound for a loop's gradient); without one it grows by a row per iteration.
-  const bool bounded = max_iterations >= 0 && max_iterations <= kMaxRecordedIterations;
-  const int64_t rows = bounded ? max_iterations : 0;
-  std::vector<TensorType> recorded = types;
+  // 1. The loop again with an iteration count, (v..., count), stacking the loop's own scan
+  //    outputs, then each varying loop variable on entry to each iteration: (v..., count,
+  //    scans..., record...). A bounded loop without scan outputs of its own records max_iterations
+  //    rows from the start (static shapes, as XLA needs a bound for a loop's gradient); otherwise
+  //    the record has the loop's own rows (one per iteration without scan_rows).
+  const int64_t rows = s > 0 ? scan_rows
+                       : max_iterations >= 0 && max_iterations <= kMaxRecordedIterations
+                           ? max_iterations
+                           : -1;
+  std::vector<TensorType> recorded;
+  for (const Value& v : v0) recorded.push_back(v.type());
   recorded.push_back({i64, Shape{}});
   v0.push_back(g.Scalar(0, i64));
-  for (int k : varying) {
-    std::vector<int64_t> dims = types[k].shape.dims();
-    dims.insert(dims.begin(), bounded ? rows : kUnknownDim);
-    recorded.push_back({types[k].dtype, Shape(dims)});
-    dims[0] = rows;
-    Result<Tensor> empty = Tensor::Create(types[k].dtype, Shape(dims));
-    if (!empty.ok()) return empty.error();
-    v0.push_back(g.Constant(*empty));
-  }
-  // Row t of a bounded record: a [rows, 1, ...] mask of the rows equal to the count.
-  auto row_mask = [rows](const Value& count, int rank) {
-    std::vector<int64_t> iota(static_cast<size_t>(rows));
-    for (int64_t t = 0; t < rows; ++t) iota[static_cast<size_t>(t)] = t;
-    std::vector<int64_t> shape(static_cast<size_t>(rank) + 1, 1);
-    shape[0] = rows;
-    Value row = count.builder()->Constant(Tensor::FromVector<int64_t>(Shape(shape), iota));
-    return Equal(row, count);
-  };
   auto first = [n](const std::vector<Value>& a) {
     return std::vector<Value>(a.begin(), a.begin() + n);
   };
@@ -132,33 +118,30 @@ Status WhileGradient(GradContext& ctx) {
                           return c.ok() ? *c : std::vector<Value>{};
                         }));
   KILN_RETURN_IF_ERROR(inlined_error);
-  KILN_ASSIGN_OR_RETURN(
-      std::shared_ptr<const Graph> record_body,
-      BuildBody(recorded, [&](const std::vector<Value>& a) {
-        Result<std::vector<Value>> next = CallBody(*a[0].builder(), *body, first(a));
-        if (!next.ok()) {
-          inlined_error = next.error();
-          return std::vector<Value>{};
-        }
-        next->push_back(a[n] + 1.0);
-        for (int j = 0; j < r; ++j) {
-          const Value& v = a[varying[j]];
-          const Value& record = a[n + 1 + j];
-          next->push_back(bounded ? Select(row_mask(a[n], v.rank()), Unsqueeze(v, {0}), record)
-                                  : Concat({record, Unsqueeze(v, {0})}, 0));
-        }
-        return *next;
-      }));
+  KILN_ASSIGN_OR_RETURN(std::shared_ptr<const Graph> record_body,
+                        BuildBody(recorded, [&](const std::vector<Value>& a) {
+                          Result<std::vector<Value>> results =
+                              CallBody(*a[0].builder(), *body, first(a));
+                          if (!results.ok()) {
+                            inlined_error = results.error();
+                            return std::vector<Value>{};
+                          }
+                          std::vector<Value> next(results->begin(), results->begin() + n);
+                          next.push_back(a[n] + 1.0);
+                          next.insert(next.end(), results->begin() + n, results->end());
+                          for (int k : varying) next.push_back(a[k]);
+                          return next;
+                        }));
   KILN_RETURN_IF_ERROR(inlined_error);
   std::vector<Value> rerun = While(v0, record_cond, record_body, max_iterations,
-                                   SourceLocation::current(), ctx.node().name);
-  if (rerun.size() != v0.size() || !rerun[0].valid())
+                                   SourceLocation::current(), ctx.node().name, {s + r, rows});
+  if (rerun.size() != static_cast<size_t>(n + 1 + s + r) || !rerun[0].valid())
     return ctx.node().MakeNodeError(ErrorCode::kInternal, "could not record its iterations");
   const Value count = rerun[n];
-  const std::vector<Value> history(rerun.begin() + n + 1, rerun.end());
+  const std::vector<Value> history(rerun.begin() + n + 1 + s, rerun.end());
 
   // 2. Backwards through the record: t = T-1 ... 0, the float variables' gradients carried:
-  //    (t, grads..., record..., the unchanged variables...).
+  //    (t, grads..., record..., the unchanged variables..., the float scan outputs' gradients...).
   KILN_ASSIGN_OR_RETURN(std::shared_ptr<const Graph> body_grad, differentiate(*body, wrt));
   std::vector<Value> back = {count - 1.0};
   std::vector<int> float_vars;
@@ -178,6 +161,12 @@ Status WhileGradient(GradContext& ctx) {
       carried_at[k] = static_cast<int>(back.size());
       back.push_back(ctx.input(k));
     }
+  std::vector<int> scan_grad_at;  // where each float scan output's gradient is carried
+  for (int k = 0; k < s; ++k)
+    if (IsFloat(ctx.output(n + k).dtype())) {
+      scan_grad_at.push_back(static_cast<int>(back.size()));
+      back.push_back(ctx.grad_or_zeros(n + k));
+    }
   std::vector<TensorType> back_types;
   for (const Value& v : back) back_types.push_back(v.type());
   KILN_ASSIGN_OR_RETURN(
@@ -192,6 +181,7 @@ Status WhileGradient(GradContext& ctx) {
         for (int k = 0; k < n; ++k)
           at_t.push_back(record_of[k] >= 0 ? Gather(a[record_of[k]], a[0]) : a[carried_at[k]]);
         for (int j = 0; j < m; ++j) at_t.push_back(a[1 + j]);
+        for (int at : scan_grad_at) at_t.push_back(Gather(a[at], a[0]));
         Result<std::vector<Value>> d = CallBody(*a[0].builder(), *body_grad, at_t);
         if (!d.ok()) {
           inlined_error = d.error();

@@ -102,7 +102,7 @@ std::vector<Tensor> CopyFetches(const Executable& exe, const StepEnv& env) {
   std::vector<Tensor> fetched;
   for (int id : exe.fetches) {
     const BufferDesc& b = exe.buffers[id];
-    Tensor t(b.type.dtype, b.type.shape);
+    Tensor t = Tensor::Uninitialized(b.type.dtype, b.type.shape);
     std::memcpy(t.raw_data(), env.data[id], b.bytes());
     fetched.push_back(std::move(t));
   }

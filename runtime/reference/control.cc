@@ -3,7 +3,9 @@
 // backend's, which compiles each body once per shape and reuses it), else on a reference executor.
 #include "ir/ops/control.h"
 
+#include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 
 #include "runtime/reference/executor.h"
@@ -46,10 +48,10 @@ class BodyPlan {
       if (passes[i])
         plan_.feed_versions[TensorRef{body_->inputs()[i], 0}] = VariableStore::NextVersion();
   }
-  // Whether result i is argument i unchanged (a While body's loop invariant).
+  // Whether result i is argument i unchanged (a While body's loop invariant), for every argument.
   std::vector<bool> PassesThrough() const {
     std::vector<bool> passes;
-    for (size_t i = 0; i < results_.size(); ++i)
+    for (size_t i = 0; i < results_.size() && i < body_->inputs().size(); ++i)
       passes.push_back(results_[i].arg == static_cast<int>(i));
     return passes;
   }
@@ -116,30 +118,118 @@ int64_t LoopIterationLimit() {
   return limit;
 }
 
+// A While's scan outputs as its iterations give their rows: written in place into outputs of
+// scan_rows rows (the executor's preallocated ones where their shapes were known), or kept and
+// stacked at the end when there is a row per iteration.
+class ScanStacks {
+ public:
+  ScanStacks(KernelContext& ctx, int first_output, int64_t rows)
+      : ctx_(ctx), first_(first_output), rows_(rows), kept_(ctx.num_outputs() - first_output) {}
+
+  // Row `t` of scan output k is `row`.
+  Status Add(int k, int64_t t, const Tensor& row) {
+    Tensor& out = ctx_.output(first_ + k);
+    const Tensor& first_row = rows_ >= 0 ? out : (kept_[k].empty() ? row : kept_[k][0]);
+    if (rows_ >= 0 && t >= rows_)
+      return ctx_.Fail("iteration ", t, " gives a row to scan output ", k, ", which has scan_rows ",
+                       rows_, " rows");
+    if (rows_ >= 0 && !out.valid()) {  // dims known only now
+      std::vector<int64_t> dims = row.shape().dims();
+      dims.insert(dims.begin(), rows_);
+      KILN_ASSIGN_OR_RETURN(out, Tensor::Create(row.dtype(), Shape(dims)));
+    }
+    const bool fits = rows_ >= 0
+                          ? row.dtype() == out.dtype() && RowShape(out.shape()) == row.shape()
+                          : row.dtype() == first_row.dtype() && row.shape() == first_row.shape();
+    if (!fits)
+      return ctx_.Fail("iteration ", t, " gives scan output ", k, " a row ", row.Summary(0),
+                       " where the rows before are ",
+                       rows_ >= 0 ? TensorType{out.dtype(), RowShape(out.shape())}.ToString()
+                                  : first_row.Summary(0));
+    if (rows_ < 0) {
+      kept_[k].push_back(row);
+    } else if (row.byte_size() > 0) {
+      std::memcpy(static_cast<uint8_t*>(out.raw_data()) + t * row.byte_size(), row.raw_data(),
+                  static_cast<size_t>(row.byte_size()));
+    }
+    return OkStatus();
+  }
+
+  // The outputs after `iterations` iterations.
+  Status Finish() {
+    for (int k = 0; k < static_cast<int>(kept_.size()); ++k) {
+      Tensor& out = ctx_.output(first_ + k);
+      if (rows_ >= 0 && out.valid()) continue;
+      // No row was given (rows from the declared type, its unknown dims 0), or one per iteration.
+      std::vector<int64_t> dims =
+          kept_[k].empty() ? ctx_.output_type(first_ + k).shape.dims() : kept_[k][0].shape().dims();
+      if (kept_[k].empty()) {
+        for (int64_t& d : dims) d = std::max<int64_t>(d, 0);
+        if (rows_ >= 0) dims[0] = rows_;
+      } else {
+        dims.insert(dims.begin(), static_cast<int64_t>(kept_[k].size()));
+      }
+      const DType dtype =
+          kept_[k].empty() ? ctx_.output_type(first_ + k).dtype : kept_[k][0].dtype();
+      KILN_ASSIGN_OR_RETURN(out, Tensor::Create(dtype, Shape(dims)));
+      uint8_t* at = static_cast<uint8_t*>(out.raw_data());
+      for (const Tensor& row : kept_[k]) {
+        if (row.byte_size() > 0)
+          std::memcpy(at, row.raw_data(), static_cast<size_t>(row.byte_size()));
+        at += row.byte_size();
+      }
+      kept_[k].clear();
+    }
+    return OkStatus();
+  }
+
+ private:
+  static Shape RowShape(const Shape& stacked) {
+    return Shape(std::vector<int64_t>(stacked.dims().begin() + 1, stacked.dims().end()));
+  }
+
+  KernelContext& ctx_;
+  int first_;
+  int64_t rows_;
+  std::vector<std::vector<Tensor>> kept_;  // by scan output, while rows_ < 0
+};
+
 Status WhileKernel(KernelContext& ctx) {
   KILN_ASSIGN_OR_RETURN(std::shared_ptr<const Graph> cond, ctx.attrs().GetGraph("cond"));
   KILN_ASSIGN_OR_RETURN(std::shared_ptr<const Graph> body, ctx.attrs().GetGraph("body"));
   KILN_ASSIGN_OR_RETURN(int64_t max_iterations, ctx.attrs().GetInt("max_iterations"));
+  KILN_ASSIGN_OR_RETURN(int64_t scan_rows, ctx.attrs().GetInt("scan_rows"));
   std::vector<Tensor> vars;
   for (int i = 0; i < ctx.num_inputs(); ++i) vars.push_back(ctx.input(i));
+  const size_t n = vars.size();
+  if (ctx.num_outputs() < ctx.num_inputs())
+    return ctx.Fail("has ", ctx.num_outputs(), " outputs for ", n, " loop variables");
   KILN_ASSIGN_OR_RETURN(BodyPlan cond_plan, BodyPlan::Make(*cond));
   KILN_ASSIGN_OR_RETURN(BodyPlan body_plan, BodyPlan::Make(*body));
   body_plan.KeepArguments(body_plan.PassesThrough());
+  ScanStacks scans(ctx, ctx.num_inputs(), scan_rows);
+  const int num_scans = ctx.num_outputs() - ctx.num_inputs();
   const int64_t limit = LoopIterationLimit();
-  for (int64_t n = 0; max_iterations < 0 || n < max_iterations; ++n) {
-    if (limit >= 0 && n >= limit)
+  for (int64_t t = 0; max_iterations < 0 || t < max_iterations; ++t) {
+    if (limit >= 0 && t >= limit)
       return ctx.Fail("ran ", limit, " iterations, the limit KILN_MAX_LOOP_ITERATIONS sets");
     KILN_ASSIGN_OR_RETURN(std::vector<Tensor> go, cond_plan.Run(vars, ctx));
     KILN_ASSIGN_OR_RETURN(bool again, Condition(go.at(0), ctx));
     if (!again) break;
     KILN_ASSIGN_OR_RETURN(std::vector<Tensor> next, body_plan.Run(vars, ctx));
-    for (size_t i = 0; i < vars.size(); ++i)
+    if (next.size() != n + static_cast<size_t>(num_scans))
+      return ctx.Fail("its body gives ", next.size(), " results for ", n, " loop variables and ",
+                      num_scans, " scan outputs");
+    for (size_t i = 0; i < n; ++i)
       if (next[i].dtype() != vars[i].dtype() || next[i].rank() != vars[i].rank())
-        return ctx.Fail("iteration ", n, " turned loop variable ", i, " from ", vars[i].Summary(0),
+        return ctx.Fail("iteration ", t, " turned loop variable ", i, " from ", vars[i].Summary(0),
                         " into ", next[i].Summary(0));
+    for (int k = 0; k < num_scans; ++k) KILN_RETURN_IF_ERROR(scans.Add(k, t, next[n + k]));
+    next.resize(n);
     vars = std::move(next);
   }
-  for (size_t i = 0; i < vars.size(); ++i) ctx.set_output(static_cast<int>(i), std::move(vars[i]));
+  KILN_RETURN_IF_ERROR(scans.Finish());
+  for (size_t i = 0; i < n; ++i) ctx.set_output(static_cast<int>(i), std::move(vars[i]));
   return OkStatus();
 }
 

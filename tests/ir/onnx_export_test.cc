@@ -368,10 +368,28 @@ TEST_CASE("If and While export as ONNX If and Loop", "[onnx][control]") {
   };
   std::vector<Value> loop = WhileLoop({g.Scalar(0, DType::kI64), x, n}, below_n, step);
   std::vector<Value> capped = WhileLoop({g.Scalar(0, DType::kI64), x, n}, below_n, step, 2);
+  // Scan outputs: a row per iteration, and a fixed 4 rows (zero where no iteration wrote).
+  const std::vector<Value> vars = {g.Scalar(0, DType::kI64), x, n};
+  const std::vector<TensorType> types = {vars[0].type(), vars[1].type(), vars[2].type()};
+  auto cond =
+      BuildBody(types, [&](const std::vector<Value>& v) { return std::vector<Value>{below_n(v)}; });
+  auto stacking = BuildBody(types, [&](const std::vector<Value>& v) {
+    std::vector<Value> next = step(v);
+    next.push_back(Sin(v[1]));
+    return next;
+  });
+  REQUIRE(cond.ok());
+  REQUIRE(stacking.ok());
+  std::vector<Value> scanned =
+      While(vars, *cond, *stacking, -1, SourceLocation::current(), "", {.outputs = 1});
+  std::vector<Value> scanned4 =
+      While(vars, *cond, *stacking, 4, SourceLocation::current(), "", {.outputs = 1, .rows = 4});
   g.Output("chosen", chosen[0]);
   g.Output("count", loop[0]);
   g.Output("looped", loop[1]);
   g.Output("capped", capped[1]);
+  g.Output("scanned", scanned[3]);
+  g.Output("scanned4", scanned4[3]);
   const Graph graph = BuildOrFail(g);
   const onnx::ModelProto model = Exported(graph);
   std::set<std::string> ops;
