@@ -20,6 +20,7 @@ void RegisterReferenceSteps(OpLowerings& lowerings) {
       {"Dropout", "its mask comes from the session's random stream, the same on every backend"},
       {"ArgMax", "no generated index reduction yet"},
       {"ArgMin", "no generated index reduction yet"},
+      {"TopK", "no generated sort yet"},
       {"Acos", "no scalar body yet"},
       {"Asin", "no scalar body yet"},
       {"Atan", "no scalar body yet"},

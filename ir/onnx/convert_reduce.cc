@@ -1,7 +1,8 @@
 // ONNX reductions: ReduceSum/Mean/Max/Min/Prod map to kiln's; ReduceL1, ReduceL2, ReduceLogSum,
 // ReduceLogSumExp and ReduceSumSquare are composed (ReduceLogSumExp subtracts the max first, for
 // stability). Axes come from the attribute, or from input 1 for ReduceSum from opset 13; they must
-// be known at import. ArgMax/ArgMin map one to one.
+// be known at import. ArgMax/ArgMin and TopK map one to one (TopK's K known at import, else the
+// node converts at run time).
 #include "ir/onnx/convert_context.h"
 #include "ir/ops/array.h"
 #include "ir/ops/math.h"
@@ -60,6 +61,28 @@ Status ConvertArg(OnnxNode& n) {
   return OkStatus();
 }
 
+// TopK: k from input 1 (opset 10 on; needed at import, else the node converts at run time) or
+// the attribute `k` (opset 1).
+Status ConvertTopK(OnnxNode& n) {
+  KILN_ASSIGN_OR_RETURN(Value x, n.input(0));
+  int64_t k = 0;
+  if (n.opset() >= 10) {
+    if (!n.known(1)) return n.NotKnownYet("needs K known at import");
+    KILN_ASSIGN_OR_RETURN(std::vector<int64_t> ks, n.ConstInts(1));
+    if (ks.size() != 1) return n.Fail("K must hold one value, got ", ks.size());
+    k = ks[0];
+  } else {
+    KILN_ASSIGN_OR_RETURN(k, n.Int("k", -1));
+  }
+  KILN_ASSIGN_OR_RETURN(int64_t axis, n.Int("axis", -1));
+  KILN_ASSIGN_OR_RETURN(int64_t largest, n.Int("largest", 1));
+  KILN_ASSIGN_OR_RETURN(int64_t sorted, n.Int("sorted", 1));
+  TopKResult top = TopK(x, k, axis, largest != 0, sorted != 0);
+  n.SetOutput(0, top.values);
+  n.SetOutput(1, top.indices);
+  return OkStatus();
+}
+
 }  // namespace
 
 void AddReduceConverters(ConverterTable& t) {
@@ -69,6 +92,7 @@ void AddReduceConverters(ConverterTable& t) {
     t[op] = ConvertReduce;
   t["ArgMax"] = ConvertArg;
   t["ArgMin"] = ConvertArg;
+  t["TopK"] = ConvertTopK;
 }
 
 }  // namespace kiln::onnx_import

@@ -38,7 +38,8 @@ const std::set<std::string>& RankKeepingOps() {
                                             "InstanceNormalization",
                                             "BatchNormalization",
                                             "Transpose",
-                                            "Identity"};
+                                            "Identity",
+                                            "ScatterND"};
   return ops;
 }
 
@@ -80,6 +81,13 @@ std::optional<TensorType> ImpliedType(const OnnxNode& n, int i) {
   if (op == "Dropout") return Unknown(i == 0 ? dtype : DType::kBool, rank);
   if (op == "TopK") return Unknown(i == 0 ? dtype : DType::kI64, rank);
   if (op == "Range") return Unknown(dtype, 1);
+  if (op == "GatherND") {  // (q - 1) + (r - batch_dims - k) for indices [..., k] of rank q
+    Result<Value> indices = n.input(1);
+    Result<int64_t> b = n.Int("batch_dims", 0);
+    if (!indices.ok() || !b.ok() || indices->rank() < 1 || indices->shape().dims().back() < 0)
+      return std::nullopt;
+    return Unknown(dtype, indices->rank() - 1 + rank - *b - indices->shape().dims().back());
+  }
   if (op == "Unsqueeze" || op == "Squeeze") {
     std::optional<int64_t> axes = CountOf(n, 1, n.opset() >= 13 ? "" : "axes");
     if (!axes) return std::nullopt;

@@ -231,6 +231,18 @@ Status ExportArgReduce(NodeExport& e, const char* onnx_op) {
   return OkStatus();
 }
 
+Status ExportTopK(NodeExport& e) {
+  KILN_ASSIGN_OR_RETURN(int64_t k, e.attrs().GetInt("k"));
+  KILN_ASSIGN_OR_RETURN(int64_t axis, e.attrs().GetInt("axis"));
+  KILN_ASSIGN_OR_RETURN(bool largest, e.attrs().GetBool("largest"));
+  KILN_ASSIGN_OR_RETURN(bool sorted, e.attrs().GetBool("sorted"));
+  onnx::NodeProto& n = e.Add("TopK", {e.in(0), e.Ints({k}, "k")}, {e.out(0), e.out(1)});
+  SetAttr(n, "axis", axis);
+  SetAttr(n, "largest", int64_t{largest});
+  SetAttr(n, "sorted", int64_t{sorted});
+  return OkStatus();
+}
+
 // Reductions over `axes` (none: all). ReduceSum takes them as an input since opset 13, the others
 // as an attribute until opset 18.
 OpExporter Reduce(std::string onnx_op) {
@@ -385,6 +397,7 @@ std::map<std::string, OpExporter> BuildTable() {
   t["Dropout"] = ExportDropout;
   t["ArgMax"] = [](NodeExport& e) { return ExportArgReduce(e, "ArgMax"); };
   t["ArgMin"] = [](NodeExport& e) { return ExportArgReduce(e, "ArgMin"); };
+  t["TopK"] = ExportTopK;
   t["Sum"] = Reduce("ReduceSum");
   t["Mean"] = Reduce("ReduceMean");
   t["Max"] = Reduce("ReduceMax");

@@ -95,6 +95,27 @@ Status InferArg(InferContext& ctx) {
   return OkStatus();
 }
 
+Status InferTopK(InferContext& ctx) {
+  KILN_ASSIGN_OR_RETURN(int64_t k, ctx.attrs().GetInt("k"));
+  KILN_ASSIGN_OR_RETURN(int64_t axis, ctx.attrs().GetInt("axis"));
+  KILN_RETURN_IF_ERROR(ctx.attrs().GetBool("largest").status());
+  KILN_RETURN_IF_ERROR(ctx.attrs().GetBool("sorted").status());
+  const Shape& x = ctx.shape(0);
+  if (x.rank() == 0)
+    return ctx.Fail("needs an input of rank >= 1, got a scalar ", ctx.input(0).ToString());
+  Result<std::vector<int>> axes = NormalizeReduceAxes({axis}, x.rank());
+  if (!axes.ok()) return ctx.Fail("attribute 'axis': ", axes.error().message());
+  const int d = axes->at(0);
+  if (k < 0 || (x[d] >= 0 && k > x[d]))
+    return ctx.Fail("k is ", k, " for ", x[d], " elements along axis ", d, " of ",
+                    ctx.input(0).ToString());
+  Shape out = x;
+  out.set_dim(d, k);
+  ctx.AddOutput(ctx.dtype(0), out);
+  ctx.AddOutput(i64, out);
+  return OkStatus();
+}
+
 }  // namespace
 
 Value Sum(At x, std::vector<int64_t> axes, bool keepdims) {
@@ -117,6 +138,15 @@ Value ArgMax(At x, int64_t axis, bool keepdims, bool select_last_index) {
 }
 Value ArgMin(At x, int64_t axis, bool keepdims, bool select_last_index) {
   return ArgOp("ArgMin", x, axis, keepdims, select_last_index);
+}
+TopKResult TopK(At x, int64_t k, int64_t axis, bool largest, bool sorted) {
+  AttrMap a;
+  a.Set("k", k);
+  a.Set("axis", axis);
+  a.Set("largest", largest);
+  a.Set("sorted", sorted);
+  std::vector<Value> out = internal::MakeOpN("TopK", {x.value}, std::move(a), x.loc, 2);
+  return {out.at(0), out.at(1)};
 }
 
 Result<std::vector<int>> NormalizeReduceAxes(const std::vector<int64_t>& axes, int rank) {
@@ -196,6 +226,19 @@ void RegisterReduceOps(OpRegistry& registry) {
                    .Precision(PrecisionList::kNeutral)
                    .Flops(FlopsPerInputElement(0))
                    .Build());
+  r.Register(OpDefBuilder("TopK", "reduce")
+                 .Input("x", "T")
+                 .Output("values")
+                 .Output("indices")
+                 .Types("T", NumericTypes())
+                 .RequiredAttr("k", AttrType::kInt)
+                 .Attr("axis", AttrType::kInt, int64_t{-1})
+                 .Attr("largest", AttrType::kBool, true)
+                 .Attr("sorted", AttrType::kBool, true)
+                 .Infer(InferTopK)
+                 .Precision(PrecisionList::kNeutral)
+                 .Flops(FlopsPerInputElement(0))
+                 .Build());
 }
 
 }  // namespace kiln

@@ -1,11 +1,17 @@
-// Op family "reduce": reductions over axes (Sum, Mean, Max, Min, Prod) and the index of the
-// largest / smallest element along one axis (ArgMax, ArgMin).
+// Op family "reduce": reductions over axes (Sum, Mean, Max, Min, Prod), the index of the
+// largest / smallest element along one axis (ArgMax, ArgMin) and the k largest / smallest (TopK).
 //
 // Sum/Mean/Max/Min/Prod: numeric input, output of the same dtype. Attributes `axes` (ints; empty =
 // every axis; negative axes count from the end; duplicates are an error) and `keepdims` (bool,
 // false: reduced axes are removed; true: they stay with size 1).
 // ArgMax/ArgMin (ONNX semantics): numeric input of rank >= 1, i64 output. Attributes `axis` (int,
 // 0), `keepdims` (bool, true) and `select_last_index` (bool, false: the first of equal extremes).
+//
+// TopK (ONNX semantics): numeric input of rank >= 1 -> (values, indices): along `axis` (int, -1)
+// the `k` (int, 0 <= k <= that dim) largest elements (`largest` true) or smallest, in order
+// (largest first, or smallest first), ties taken in index order, NaN counted as larger than any
+// number (as PyTorch's topk); indices i64. `sorted` (bool, true) is accepted for ONNX's sake: the
+// results are always in order. Gradient: the values' gradient scattered back to the indices.
 //
 // Values: integer Sum and Prod wrap around (two's complement) in int64 and are then narrowed to the
 // dtype; integer Mean is the int64 sum divided by the count, truncated toward zero. Max/Min
@@ -33,6 +39,10 @@ Value Min(At x, std::vector<int64_t> axes = {}, bool keepdims = false);
 Value Prod(At x, std::vector<int64_t> axes = {}, bool keepdims = false);
 Value ArgMax(At x, int64_t axis = 0, bool keepdims = true, bool select_last_index = false);
 Value ArgMin(At x, int64_t axis = 0, bool keepdims = true, bool select_last_index = false);
+struct TopKResult {
+  Value values, indices;
+};
+TopKResult TopK(At x, int64_t k, int64_t axis = -1, bool largest = true, bool sorted = true);
 
 // The reduced axes of a rank-`rank` input, sorted and in [0, rank): `axes` empty means all of them;
 // negative axes count from the end. Fails on an axis out of range or named twice. Shared by

@@ -3,6 +3,7 @@
 #include "ir/ops/reduce_grad.h"
 
 #include "ir/ops/array.h"
+#include "ir/ops/array_elements.h"
 #include "ir/ops/array_like.h"
 #include "ir/ops/math.h"
 #include "ir/ops/op_helpers.h"
@@ -71,12 +72,21 @@ Status SumLikeGrad(GradContext& ctx) {
   return OkStatus();
 }
 
+// TopK: each value's gradient goes back to the element it was taken from (the indices differ).
+Status TopKGrad(GradContext& ctx) {
+  if (!ctx.grad(0).valid()) return OkStatus();
+  KILN_ASSIGN_OR_RETURN(int64_t axis, ctx.attrs().GetInt("axis"));
+  Value x = ctx.input(0);
+  ctx.SetInputGrad(0, ScatterElements(ZerosLike(x), ctx.output(1), ctx.grad(0), axis, "add"));
+  return OkStatus();
+}
+
 }  // namespace
 
 const std::map<std::string, GradFn>& ReduceGradients() {
   static const std::map<std::string, GradFn> grads = {
-      {"Sum", SumGrad},      {"Mean", MeanGrad}, {"Max", ExtremumGrad},
-      {"Min", ExtremumGrad}, {"Prod", ProdGrad}, {"SumLike", SumLikeGrad},
+      {"Sum", SumGrad},   {"Mean", MeanGrad},       {"Max", ExtremumGrad}, {"Min", ExtremumGrad},
+      {"Prod", ProdGrad}, {"SumLike", SumLikeGrad}, {"TopK", TopKGrad},
   };
   return grads;
 }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <vector>
@@ -152,6 +153,62 @@ KernelFn ArgKernel(int sign) {
   };
 }
 
+// TopK along one axis: each row's order by value (ties by index, NaN above every number), the
+// first k of it; values copied bytewise, so every dtype keeps its bits.
+Status TopKKernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const int64_t k = ctx.attrs().Find("k")->get<int64_t>();
+  const bool largest = ctx.attrs().Find("largest")->get<bool>();
+  KILN_ASSIGN_OR_RETURN(std::vector<int> axes,
+                        NormalizeReduceAxes({ctx.attrs().Find("axis")->get<int64_t>()}, x.rank()));
+  const std::vector<int64_t>& dims = x.shape().dims();
+  const size_t d = static_cast<size_t>(axes.at(0));
+  const int64_t n = dims[d];
+  if (k < 0 || k > n)
+    return ctx.Fail("k is ", k, " for ", n, " elements along axis ", d, " of ", x.Summary(0));
+  Shape out_shape = x.shape();
+  out_shape.set_dim(static_cast<int>(d), k);
+  for (int i = 0; i < 2; ++i) {
+    if (ctx.output(i).valid()) continue;
+    KILN_ASSIGN_OR_RETURN(ctx.output(i), Tensor::Create(i == 0 ? x.dtype() : i64, out_shape));
+  }
+  Tensor& values = ctx.output(0);
+  Tensor& indices = ctx.output(1);
+  int64_t outer = 1, inner = 1;
+  for (size_t a = 0; a < d; ++a) outer *= dims[a];
+  for (size_t a = d + 1; a < dims.size(); ++a) inner *= dims[a];
+  const bool integral = !IsFloat(x.dtype());
+  const size_t bytes = static_cast<size_t>(DTypeSize(x.dtype()));
+  const auto* from = static_cast<const uint8_t*>(x.raw_data());
+  auto* to = static_cast<uint8_t*>(values.raw_data());
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      const int64_t base = o * n * inner + i;
+      auto before = [&](int64_t a, int64_t b) {  // a is taken before b
+        if (integral) {
+          const int64_t va = x.GetInt(base + a * inner), vb = x.GetInt(base + b * inner);
+          if (va != vb) return largest ? va > vb : va < vb;
+          return a < b;
+        }
+        const double va = x.GetDouble(base + a * inner), vb = x.GetDouble(base + b * inner);
+        const bool a_nan = std::isnan(va), b_nan = std::isnan(vb);
+        if (a_nan != b_nan) return largest ? a_nan : b_nan;
+        if (!a_nan && va != vb) return largest ? va > vb : va < vb;
+        return a < b;
+      };
+      for (int64_t j = 0; j < n; ++j) order[static_cast<size_t>(j)] = j;
+      std::partial_sort(order.begin(), order.begin() + k, order.end(), before);
+      for (int64_t j = 0; j < k; ++j) {
+        const int64_t at = o * k * inner + j * inner + i;
+        const int64_t src = base + order[static_cast<size_t>(j)] * inner;
+        std::memcpy(to + at * bytes, from + src * bytes, bytes);
+        indices.SetInt(at, order[static_cast<size_t>(j)]);
+      }
+    }
+  return OkStatus();
+}
+
 // Sums x into y (already zeroed, shape of `like`) through the broadcast index map.
 Status SumLikeKernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
@@ -195,6 +252,7 @@ void RegisterReduceKernels(KernelRegistry& r) {
   r.Register("Min", FoldKernel({kInf, NanMin, kMaxInt, imin, true, false}));
   r.Register("ArgMax", ArgKernel(+1));
   r.Register("ArgMin", ArgKernel(-1));
+  r.Register("TopK", TopKKernel);
 }
 
 }  // namespace kiln::reference

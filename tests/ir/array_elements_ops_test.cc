@@ -3,6 +3,7 @@
 
 #include "ir/ops/array_elements.h"
 #include "ir/ops/math.h"
+#include "ir/ops/reduce.h"
 #include "tests/testing/eval.h"
 #include "tests/testing/gradcheck_op.h"
 
@@ -92,6 +93,14 @@ TEST_CASE("array: GatherElements and ScatterElements inference and errors", "[ar
                             g2.Constant(I64({1}, {-4})),
                             g2.Constant(Tensor::FromVector<float>({1}, {9})));
   CHECK_THAT(RunError(g2, s, {}), Contains("index -4 is out of range for axis 0 of size 3"));
+}
+
+TEST_CASE("reduce: TopK's gradient goes to the elements it took", "[reduce]") {
+  for (bool largest : {true, false})
+    CheckOpGradient({RandomTensor({3, 5}, 4)},
+                    [largest](GraphBuilder&, const std::vector<Value>& in) {
+                      return TopK(in[0], 2, 1, largest).values;
+                    });
 }
 
 TEST_CASE("array: GatherElements and ScatterElements gradients", "[array]") {

@@ -79,6 +79,42 @@ TEST_CASE("ONNX Slice with fed starts and ends runs on every backend", "[onnx]")
   }
 }
 
+TEST_CASE("ONNX TopK with a fed K, and GatherND and ScatterND over a symbolic batch", "[onnx]") {
+  // y = TopK(x, k) along axis 1; g = GatherND(x, idx) with idx [batch, 1, 2];
+  // s = ScatterND(x, idx, upd) with upd [batch, 1] (one element per tuple).
+  OnnxModel m;
+  m.Input("x", 1, {-1, 5}).Input("k", 7, {1}).Input("idx", 7, {-1, 1, 2}).Input("upd", 1, {-1, 1});
+  m.Output("y").Output("i", 7).Output("g").Output("s");
+  m.Node("TopK", {"x", "k"}, {"y", "i"}, "top");
+  m.Node("GatherND", {"x", "idx"}, {"g"}, "gather");
+  m.Node("ScatterND", {"x", "idx", "upd"}, {"s"}, "scatter");
+  const Graph g = Import(m);
+  CHECK(CountOps(g, "Deferred") == 3);
+  const Tensor x = Iota({3, 5});
+  const Tensor idx = Tensor::FromVector<int64_t>({3, 1, 2}, {2, 4, 0, -1, 1, 0});
+  const Tensor upd = Tensor::FromVector<float>({3, 1}, {-1, -2, -3});
+  for (const std::string& backend : testing::AvailableBackends()) {
+    INFO(backend);
+    Session s(g, {.backend = backend});
+    for (int64_t k : {2, 1}) {
+      Result<std::vector<Tensor>> out =
+          s.Run({{"x", x}, {"k", Ints({k})}, {"idx", idx}, {"upd", upd}}, {"y", "i", "g", "s"});
+      INFO((out.ok() ? std::string() : out.error().ToString()));
+      REQUIRE(out.ok());
+      CHECK(out->at(0).shape() == Shape{3, k});
+      CHECK(out->at(0).ToDoubles() ==
+            (k == 2 ? std::vector<double>{4, 3, 9, 8, 14, 13} : std::vector<double>{4, 9, 14}));
+      CHECK(out->at(1).ToInts() ==
+            (k == 2 ? std::vector<int64_t>{4, 3, 4, 3, 4, 3} : std::vector<int64_t>{4, 4, 4}));
+      CHECK(out->at(2).shape() == Shape{3, 1});
+      CHECK(out->at(2).ToDoubles() == std::vector<double>{14, 4, 5});  // x[2,4], x[0,4], x[1,0]
+      std::vector<double> scattered = x.ToDoubles();
+      scattered[14] = -1, scattered[4] = -2, scattered[5] = -3;
+      CHECK(out->at(3).ToDoubles() == scattered);
+    }
+  }
+}
+
 TEST_CASE("the compiled backends compile a deferred node once per fed value", "[onnx][cpu]") {
   if (testing::CompiledBackends().empty()) return;
   const Graph g = Import(FedSlice());

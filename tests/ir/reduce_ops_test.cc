@@ -192,6 +192,46 @@ TEST_CASE("reduce: ArgMax and ArgMin", "[reduce]") {
         std::vector<int64_t>{3});
 }
 
+TEST_CASE("reduce: TopK's values and indices, ties, NaN and every direction", "[reduce]") {
+  // x = [[1, 5, 5, 0], [7, 2, 7, 9]]
+  Tensor x = Tensor::FromVector<float>({2, 4}, {1, 5, 5, 0, 7, 2, 7, 9});
+  auto top = [&](const Tensor& in, int64_t k, int64_t axis, bool largest) {
+    GraphBuilder g;
+    TopKResult r = TopK(g.Placeholder("x", in.dtype(), in.shape()), k, axis, largest);
+    g.Output("values", r.values);
+    g.Output("indices", r.indices);
+    Result<Graph> graph = g.Build();
+    REQUIRE(graph.ok());
+    Session session(std::move(*graph));
+    auto out = session.Run({{"x", in}}, {"values", "indices"});
+    INFO((out.ok() ? std::string("ok") : out.error().ToString()));
+    REQUIRE(out.ok());
+    return *out;
+  };
+  std::vector<Tensor> r = top(x, 2, -1, true);
+  CHECK(r[0].shape() == Shape{2, 2});
+  CHECK(r[0].ToDoubles() == std::vector<double>{5, 5, 9, 7});
+  CHECK(r[1].ToInts() == std::vector<int64_t>{1, 2, 3, 0});  // equal values in index order
+  r = top(x, 3, 1, false);
+  CHECK(r[0].ToDoubles() == std::vector<double>{0, 1, 5, 2, 7, 7});
+  CHECK(r[1].ToInts() == std::vector<int64_t>{3, 0, 1, 1, 0, 2});
+  r = top(x, 1, 0, true);  // along the rows
+  CHECK(r[0].shape() == Shape{1, 4});
+  CHECK(r[0].ToDoubles() == std::vector<double>{7, 5, 7, 9});
+  CHECK(r[1].ToInts() == std::vector<int64_t>{1, 0, 1, 1});
+  CHECK(top(x, 0, 1, true)[0].shape() == Shape{2, 0});
+  // NaN above every number; integers exactly.
+  Tensor xn = Tensor::FromVector<float>({4}, {1, NAN, 5, -2});
+  CHECK(top(xn, 2, 0, true)[1].ToInts() == std::vector<int64_t>{1, 2});
+  CHECK(top(xn, 2, 0, false)[1].ToInts() == std::vector<int64_t>{3, 0});
+  Tensor xi = Tensor::FromVector<int64_t>({3}, {int64_t{1} << 60, (int64_t{1} << 60) + 1, 3});
+  r = top(xi, 1, 0, true);
+  CHECK(r[0].ToInts() == std::vector<int64_t>{(int64_t{1} << 60) + 1});
+  // k past the axis is refused when the graph is built.
+  CHECK_THAT(BuildError(f32, {2, 4}, [](Value v) { return TopK(v, 5).values; }),
+             Catch::Contains("k is 5 for 4 elements along axis 1"));
+}
+
 TEST_CASE("reduce: inference with unknown dims", "[reduce]") {
   Shape s{-1, 3, -1};
   CHECK(TypeOf(f32, s, [](Value x) { return Sum(x, {1}); }).shape == Shape{-1, -1});
