@@ -55,7 +55,7 @@ Result<OptimizedPlan> OptimizePlanGraph(const RunPlan& given) {
   for (const Node* node : given.nodes)
     if (!for_fetches.count(node->name)) graph->mutable_update_ops().push_back(node->name);
 
-  Result<std::vector<PassRun>> runs = RunPasses(*graph, {"simplify", "cse", "dce"});
+  Result<std::vector<PassRun>> runs = RunPasses(*graph, {"simplify", "conv-taps", "cse", "dce"});
   if (!runs.ok()) {  // the plan compiles as it was; kiln inspect --fusion says why
     out.changes.push_back("not run: " + runs.error().message());
     return out;

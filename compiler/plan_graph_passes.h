@@ -1,5 +1,6 @@
 // The graph passes a plan gets before it is compiled (Session, `kiln compile`, `kiln bench` and
-// `kiln inspect` alike): simplify, cse and dce (passes/), run on the plan's own subgraph, so that
+// `kiln inspect` alike): simplify, conv-taps, cse and dce (passes/), run on the plan's own
+// subgraph (where the feeds' shapes make every shape known), so that
 // they may merge and drop whatever this plan does not fetch while every name the plan fetches or
 // runs stays as it was. Constants fold later, with the plan's feed shapes (static_types.h).
 //

@@ -10,6 +10,7 @@
 #include "ir/serialize.h"
 #include "ir/verifier.h"
 #include "passes/check_numerics.h"
+#include "passes/conv_taps.h"
 #include "passes/cse.h"
 #include "passes/dce.h"
 #include "passes/mixed_precision.h"
@@ -29,6 +30,9 @@ const std::vector<PassEntry>& Registry() {
        [](const PassOptions&) { return std::make_unique<CheckNumericsPass>(); }},
       {{"constant-fold", "evaluate small nodes whose inputs are all constants into constants"},
        [](const PassOptions& o) { return std::make_unique<ConstantFolding>(o.evaluate); }},
+      {{"conv-taps", "drop convolution kernel taps that read only padding (a 3x3 over 1x1)",
+        /*exact=*/false},
+       [](const PassOptions&) { return std::make_unique<ConvPaddingTaps>(); }},
       {{"cse", "merge nodes that compute the same thing from the same inputs"},
        [](const PassOptions&) { return std::make_unique<CommonSubexpressionElimination>(); }},
       {{"dce", "remove nodes that no output, target or state update needs"},

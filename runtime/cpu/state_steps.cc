@@ -35,18 +35,21 @@ class CopyStep : public StepRunner {
 };
 
 // out = value, base + value or base - value; T is the arithmetic type (unsigned for the integer
-// dtypes, so that they wrap as the reference's integer Add and Sub do).
+// dtypes, so that they wrap as the reference's integer Add and Sub do). Large updates are split
+// over `threads`.
 template <typename T>
-void Combine(int64_t mode, const void* base_data, const void* value_data, void* out_data,
-             int64_t n) {
+void Combine(int64_t mode, const void* base_data, const void* value_data, void* out_data, int64_t n,
+             int threads) {
   const T* base = static_cast<const T*>(base_data);
   const T* value = static_cast<const T*>(value_data);
   T* out = static_cast<T*>(out_data);
   if (mode == 0) {
     std::memcpy(out, value, static_cast<size_t>(n) * sizeof(T));
   } else if (mode > 0) {
+#pragma omp parallel for simd num_threads(threads) schedule(static) if (n > (1 << 16))
     for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(base[i] + value[i]);
   } else {
+#pragma omp parallel for simd num_threads(threads) schedule(static) if (n > (1 << 16))
     for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(base[i] - value[i]);
   }
 }
@@ -75,12 +78,12 @@ class AssignStep : public StepRunner {
     const void* value = env.data[step_.inputs[1]];
     if (current && may_update_in_place_ && OnlyThisRunHolds(*current, env)) {
       Tensor& stored = *env.variables->FindMutable(name);
-      Apply(base, value, stored.raw_data(), stored.num_elements(), type.dtype);
+      Apply(base, value, stored.raw_data(), stored.num_elements(), type.dtype, env.threads);
       env.data[step_.outputs[0]] = stored.raw_data();
       return OkStatus();
     }
-    Tensor result(type.dtype, type.shape);
-    Apply(base, value, result.raw_data(), result.num_elements(), type.dtype);
+    Tensor result = Tensor::Uninitialized(type.dtype, type.shape);  // Apply writes every element
+    Apply(base, value, result.raw_data(), result.num_elements(), type.dtype, env.threads);
     env.variables->Set(name, result);
     env.pinned.push_back(result);
     env.data[step_.outputs[0]] = env.pinned.back().raw_data();
@@ -88,15 +91,16 @@ class AssignStep : public StepRunner {
   }
 
  private:
-  void Apply(const void* base, const void* value, void* out, int64_t n, DType dtype) const {
+  void Apply(const void* base, const void* value, void* out, int64_t n, DType dtype,
+             int threads) const {
     if (dtype == f32)
-      Combine<float>(mode_, base, value, out, n);
+      Combine<float>(mode_, base, value, out, n, threads);
     else if (dtype == f64)
-      Combine<double>(mode_, base, value, out, n);
+      Combine<double>(mode_, base, value, out, n, threads);
     else if (dtype == i32)
-      Combine<uint32_t>(mode_, base, value, out, n);
+      Combine<uint32_t>(mode_, base, value, out, n, threads);
     else
-      Combine<uint64_t>(mode_, base, value, out, n);
+      Combine<uint64_t>(mode_, base, value, out, n, threads);
   }
 
   // Whether the stored tensor's storage is held only by the store and this run's pins.

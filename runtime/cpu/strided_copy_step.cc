@@ -1,8 +1,12 @@
 // Library step "strided_copy" (compiler/copy_lowering.h: Slice, SliceGrad, constant Pad): fills
 // the destination with fill_value when asked, then copies the region `dims` from the source view
 // (src_offset, src_strides) to the destination view (dst_offset, dst_strides), element by element
-// of any dtype, a contiguous innermost run as one memcpy. The outer positions are split over the
-// session's threads. At load every element the views reach is checked to lie in its buffer.
+// of any dtype, a contiguous innermost run as one memcpy. Dims of extent 1 are dropped and dims
+// both views walk as one merged at load. The outer positions (or, when there are fewer rows than
+// threads, pieces of each row) are split over the session's threads. At load every element the
+// views reach is checked to lie in its buffer.
+#include <omp.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -37,32 +41,91 @@ class StridedCopyStep : public StepRunner {
     if (count == 0) return OkStatus();
     const int rank = static_cast<int>(dims_.size());
     const int64_t inner = rank == 0 ? 1 : dims_.back();
-    const bool contiguous = rank == 0 || (src_.strides.back() == 1 && dst_.strides.back() == 1);
     const int64_t rows = count / inner;
-    const int64_t e = element_;
+    if (rows < env.threads) {  // few long rows (a strided gather along one dim): split each
+      const int64_t pieces = std::min<int64_t>(env.threads, inner / 4096 + 1);
 #pragma omp parallel for num_threads(env.threads) schedule(static) if (count > (1 << 15))
-    for (int64_t row = 0; row < rows; ++row) {
-      // The row's position in the outer dims, as source and destination offsets.
-      int64_t s = src_.offset, t = dst_.offset, rest = row;
-      for (int d = rank - 2; d >= 0; --d) {
-        const int64_t i = rest % dims_[d];
-        rest /= dims_[d];
-        s += i * src_.strides[d];
-        t += i * dst_.strides[d];
+      for (int64_t task = 0; task < rows * pieces; ++task) {
+        const int64_t row = task / pieces, piece = task % pieces;
+        Position at = PositionOf(row);
+        CopyRun(dst, src, at.t, at.s, inner * piece / pieces, inner * (piece + 1) / pieces);
       }
-      if (contiguous) {
-        std::memcpy(dst + t * e, src + s * e, static_cast<size_t>(inner * e));
-        continue;
+      return OkStatus();
+    }
+    const int threads = count > (1 << 15) ? env.threads : 1;
+#pragma omp parallel num_threads(threads) if (threads > 1)
+    {
+      // Each thread walks its block of rows with an odometer over the outer dims.
+      const int64_t parts = omp_get_num_threads(), part = omp_get_thread_num();
+      const int64_t first = rows * part / parts, last = rows * (part + 1) / parts;
+      Position at = PositionOf(first);
+      for (int64_t row = first; row < last; ++row) {
+        CopyRun(dst, src, at.t, at.s, 0, inner);
+        for (int d = rank - 2; d >= 0; --d) {  // the next row
+          at.s += src_.strides[d];
+          at.t += dst_.strides[d];
+          if (++at.index[d] < dims_[d]) break;
+          at.s -= dims_[d] * src_.strides[d];
+          at.t -= dims_[d] * dst_.strides[d];
+          at.index[d] = 0;
+        }
       }
-      const int64_t ss = rank == 0 ? 0 : src_.strides.back(),
-                    ts = rank == 0 ? 0 : dst_.strides.back();
-      for (int64_t i = 0; i < inner; ++i)
-        std::memcpy(dst + (t + i * ts) * e, src + (s + i * ss) * e, static_cast<size_t>(e));
     }
     return OkStatus();
   }
 
  private:
+  // A row's index in the outer dims and its first element's offsets in the two views.
+  struct Position {
+    std::vector<int64_t> index;
+    int64_t s = 0, t = 0;
+  };
+  Position PositionOf(int64_t row) const {
+    Position at{std::vector<int64_t>(dims_.size(), 0), src_.offset, dst_.offset};
+    for (int d = static_cast<int>(dims_.size()) - 2; d >= 0; --d) {
+      at.index[d] = row % dims_[d];
+      row /= dims_[d];
+      at.s += at.index[d] * src_.strides[d];
+      at.t += at.index[d] * dst_.strides[d];
+    }
+    return at;
+  }
+
+  // Elements [begin, end) of the innermost dim of the row at element offsets s (source) and t.
+  void CopyRun(char* dst, const char* src, int64_t t, int64_t s, int64_t begin, int64_t end) const {
+    const int64_t ss = dims_.empty() ? 0 : src_.strides.back();
+    const int64_t ts = dims_.empty() ? 0 : dst_.strides.back();
+    const int64_t e = element_;
+    if (ss == 1 && ts == 1 && (end - begin) * e >= 64) {
+      std::memcpy(dst + (t + begin) * e, src + (s + begin) * e,
+                  static_cast<size_t>((end - begin) * e));
+      return;
+    }
+    switch (e) {  // typed steps for the common widths: one load and store per element
+      case 2:
+        return Strided<uint16_t>(dst, src, t, s, ts, ss, begin, end);
+      case 4:
+        return Strided<uint32_t>(dst, src, t, s, ts, ss, begin, end);
+      case 8:
+        return Strided<uint64_t>(dst, src, t, s, ts, ss, begin, end);
+      default:
+        if (ss == 1 && ts == 1) {
+          std::memcpy(dst + (t + begin) * e, src + (s + begin) * e,
+                      static_cast<size_t>((end - begin) * e));
+          return;
+        }
+        for (int64_t i = begin; i < end; ++i)
+          std::memcpy(dst + (t + i * ts) * e, src + (s + i * ss) * e, static_cast<size_t>(e));
+    }
+  }
+  template <typename T>
+  static void Strided(char* dst, const char* src, int64_t t, int64_t s, int64_t ts, int64_t ss,
+                      int64_t begin, int64_t end) {
+    T* to = reinterpret_cast<T*>(dst) + t;
+    const T* from = reinterpret_cast<const T*>(src) + s;
+    for (int64_t i = begin; i < end; ++i) to[i * ts] = from[i * ss];
+  }
+
   void Fill(char* dst) const {
     const bool zero = std::all_of(fill_.begin(), fill_.end(), [](char c) { return c == 0; });
     if (zero) {
@@ -92,6 +155,29 @@ bool Inside(const View& view, const std::vector<int64_t>& dims, int64_t elements
     if (__builtin_add_overflow(end, span, &end)) return false;
   }
   return lo >= 0 && hi < elements;
+}
+
+// The same copy over fewer dims: dims of extent 1 dropped, and neighbours that both views walk
+// as one (a stride equal to the next dim's extent times its stride) merged, so that the rows are
+// as long as they can be.
+void Simplify(std::vector<int64_t>& dims, View& src, View& dst) {
+  std::vector<int64_t> d2, s2, t2;
+  for (size_t d = 0; d < dims.size(); ++d) {
+    if (dims[d] == 1) continue;
+    if (!d2.empty() && s2.back() == dims[d] * src.strides[d] &&
+        t2.back() == dims[d] * dst.strides[d]) {
+      d2.back() *= dims[d];
+      s2.back() = src.strides[d];
+      t2.back() = dst.strides[d];
+      continue;
+    }
+    d2.push_back(dims[d]);
+    s2.push_back(src.strides[d]);
+    t2.push_back(dst.strides[d]);
+  }
+  dims = std::move(d2);
+  src.strides = std::move(s2);
+  dst.strides = std::move(t2);
 }
 
 }  // namespace
@@ -128,6 +214,7 @@ Result<std::unique_ptr<StepRunner>> MakeStridedCopyStep(const Step& step, const 
       (!Inside(src, dims, from.shape.NumElements()) || !Inside(dst, dims, to.shape.NumElements())))
     return MakeError(ErrorCode::kInternal, "strided_copy: the views reach outside ",
                      from.ToString(), " or ", to.ToString());
+  if (!empty) Simplify(dims, src, dst);
   std::vector<char> fill_bytes;
   if (fill) {
     Tensor one = Tensor::FromDoubles(to.dtype, Shape{1}, {fill_value});

@@ -87,7 +87,7 @@ TEST_CASE("kiln opt: $KILN_DUMP_DIR gets the graph after each pass", "[passes][c
 TEST_CASE("kiln opt: usage errors exit 2 with one line", "[passes][cli]") {
   std::string out = TempPath("never.kgraph");
   CheckFails(Opt({DigitsPath(), "--passes=cse,fold", "-o", out}),
-             "unknown pass 'fold' (available: check-numerics, constant-fold, cse, dce, "
+             "unknown pass 'fold' (available: check-numerics, constant-fold, conv-taps, cse, dce, "
              "mixed-precision, simplify)",
              2);
   CheckFails(Opt({DigitsPath(), "--passes=cse,,dce", "-o", out}), "has an empty pass name", 2);
