@@ -272,6 +272,7 @@ const ConverterTable& Converters() {
     AddIndexConverters(*t);
     AddRnnConverters(*t);
     AddControlConverters(*t);
+    AddSignalConverters(*t);
     return t;
   }();
   return *table;

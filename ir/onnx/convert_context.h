@@ -144,6 +144,7 @@ void AddResizeConverters(ConverterTable& t);
 void AddIndexConverters(ConverterTable& t);
 void AddRnnConverters(ConverterTable& t);
 void AddControlConverters(ConverterTable& t);
+void AddSignalConverters(ConverterTable& t);
 
 // Every converter, by ONNX op type.
 const ConverterTable& Converters();

@@ -4,6 +4,7 @@
 // dims flattened, a tuple's row its row-major linear index, negative entries counted from the end)
 // and the trailing dims as columns. GatherND's batch_dims become blocks of rows, offset per batch.
 // Both need the data's dims and the tuple length known (else they convert once the run knows them).
+// ReverseSequence is a GatherElements along the time axis.
 #include <algorithm>
 
 #include "ir/onnx/convert_context.h"
@@ -122,6 +123,34 @@ Status ConvertScatterElements(OnnxNode& n) {
   return OkStatus();
 }
 
+// ReverseSequence: along time_axis, the first sequence_lens[b] elements of batch entry b in
+// reverse order, the rest as they are: a GatherElements along time_axis with, at time t,
+// len - 1 - t where t < len, else t.
+Status ConvertReverseSequence(OnnxNode& n) {
+  KILN_ASSIGN_OR_RETURN(Value x, n.input(0));
+  KILN_ASSIGN_OR_RETURN(Value lens, n.input(1));
+  KILN_ASSIGN_OR_RETURN(int64_t batch_axis, n.Int("batch_axis", 1));
+  KILN_ASSIGN_OR_RETURN(int64_t time_axis, n.Int("time_axis", 0));
+  const int r = x.rank();
+  if (r < 2 || batch_axis < 0 || time_axis < 0 || batch_axis >= r || time_axis >= r ||
+      batch_axis == time_axis || lens.rank() != 1)
+    return n.Fail("batch_axis ", batch_axis, " and time_axis ", time_axis, " for input ",
+                  x.type().ToString(), " and sequence_lens ", lens.type().ToString());
+  if (!x.shape().IsFullyKnown())
+    return n.NotKnownYet("needs the input's dims known, got ", x.shape().ToString());
+  const std::vector<int64_t>& dims = x.shape().dims();
+  const int64_t steps = dims[static_cast<size_t>(time_axis)];
+  std::vector<int64_t> iota(static_cast<size_t>(steps)), along_time(r, 1), along_batch(r, 1);
+  for (int64_t i = 0; i < steps; ++i) iota[static_cast<size_t>(i)] = i;
+  along_time[static_cast<size_t>(time_axis)] = steps;
+  along_batch[static_cast<size_t>(batch_axis)] = dims[static_cast<size_t>(batch_axis)];
+  Value t = n.g().Constant(Tensor::FromVector<int64_t>(Shape(along_time), iota));
+  Value len = Reshape(lens.dtype() == i64 ? lens : Cast(lens, i64), along_batch);
+  Value at = Select(Less(t, len), len - 1.0 - t, t);
+  n.SetOutput(0, GatherElements(x, BroadcastTo(at, dims), time_axis));
+  return OkStatus();
+}
+
 }  // namespace
 
 void AddIndexConverters(ConverterTable& t) {
@@ -130,6 +159,7 @@ void AddIndexConverters(ConverterTable& t) {
   t["Scatter"] = ConvertScatterElements;
   t["GatherND"] = ConvertGatherND;
   t["ScatterND"] = ConvertScatterND;
+  t["ReverseSequence"] = ConvertReverseSequence;
 }
 
 }  // namespace kiln::onnx_import

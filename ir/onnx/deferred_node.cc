@@ -7,6 +7,7 @@
 #include <optional>
 #include <set>
 
+#include "ir/io/onnx_tensor.h"
 #include "ir/ops/deferred.h"
 
 namespace kiln::onnx_import {
@@ -39,7 +40,8 @@ const std::set<std::string>& RankKeepingOps() {
                                             "BatchNormalization",
                                             "Transpose",
                                             "Identity",
-                                            "ScatterND"};
+                                            "ScatterND",
+                                            "ReverseSequence"};
   return ops;
 }
 
@@ -81,6 +83,13 @@ std::optional<TensorType> ImpliedType(const OnnxNode& n, int i) {
   if (op == "Dropout") return Unknown(i == 0 ? dtype : DType::kBool, rank);
   if (op == "TopK") return Unknown(i == 0 ? dtype : DType::kI64, rank);
   if (op == "Range") return Unknown(dtype, 1);
+  if (op == "HannWindow" || op == "HammingWindow" || op == "BlackmanWindow") {
+    Result<int64_t> onnx_type = n.Int("output_datatype", 1);
+    std::optional<DType> out =
+        onnx_type.ok() ? DTypeOfOnnx(static_cast<int32_t>(*onnx_type)) : std::nullopt;
+    if (!out) return std::nullopt;
+    return Unknown(*out, 1);
+  }
   if (op == "GatherND") {  // (q - 1) + (r - batch_dims - k) for indices [..., k] of rank q
     Result<Value> indices = n.input(1);
     Result<int64_t> b = n.Int("batch_dims", 0);
