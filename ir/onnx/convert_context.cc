@@ -255,6 +255,12 @@ Result<int> Axis(const OnnxNode& n, int64_t axis, int rank) {
   return a;
 }
 
+bool IsDefaultDomain(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }
+
+std::string ConverterKey(const onnx::NodeProto& node) {
+  return IsDefaultDomain(node.domain()) ? node.op_type() : node.domain() + "." + node.op_type();
+}
+
 const ConverterTable& Converters() {
   static const ConverterTable* table = [] {
     auto* t = new ConverterTable;
@@ -273,6 +279,7 @@ const ConverterTable& Converters() {
     AddRnnConverters(*t);
     AddControlConverters(*t);
     AddSignalConverters(*t);
+    AddTrainingConverters(*t);
     return t;
   }();
   return *table;

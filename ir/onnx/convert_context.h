@@ -145,9 +145,15 @@ void AddIndexConverters(ConverterTable& t);
 void AddRnnConverters(ConverterTable& t);
 void AddControlConverters(ConverterTable& t);
 void AddSignalConverters(ConverterTable& t);
+void AddTrainingConverters(ConverterTable& t);
 
-// Every converter, by ONNX op type.
+// Every converter, by ConverterKey.
 const ConverterTable& Converters();
+// Whether `domain` is ONNX's default one ("" or "ai.onnx").
+bool IsDefaultDomain(const std::string& domain);
+// A node's op as the converter table names it: the op type in the default domain, else
+// "<domain>.<op type>" (ai.onnx.preview.training.Adam).
+std::string ConverterKey(const onnx::NodeProto& node);
 
 // Graphs of nodes (ir/onnx/convert_graph.cc), for the model's graph and for If's and Loop's
 // subgraphs alike.

@@ -9,8 +9,6 @@
 namespace kiln::onnx_import {
 namespace {
 
-bool IsDefaultDomain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
-
 // A name usable as a kiln scope: '/' and ':' would read as scope and port separators.
 std::string ScopeName(const onnx::NodeProto& n, int index) {
   std::string s = n.name().empty() ? n.op_type() + "_" + std::to_string(index) : n.name();
@@ -62,7 +60,7 @@ void CollectOuterNames(const onnx::GraphProto& body, std::set<std::string>& defi
 }  // namespace
 
 std::string NodeLabel(const onnx::NodeProto& n, int index) {
-  std::string op = IsDefaultDomain(n.domain()) ? n.op_type() : n.domain() + "." + n.op_type();
+  const std::string op = ConverterKey(n);
   if (n.name().empty()) return "node #" + std::to_string(index) + " (" + op + ")";
   return "node '" + n.name() + "' (" + op + ")";
 }
@@ -78,8 +76,7 @@ Status ConvertNode(GraphBuilder& g, std::map<std::string, OnnxValue>& values,
                    int index, int64_t opset, const std::string& origin) {
   const std::string label = origin + ": " + NodeLabel(node, index);
   OnnxNode n(g, node, opset, values, label);
-  if (!IsDefaultDomain(node.domain()) || !Converters().count(node.op_type()))
-    return n.Unsupported("unsupported ONNX op type");
+  if (!Converters().count(ConverterKey(node))) return n.Unsupported("unsupported ONNX op type");
   for (int i = 0; i < node.input_size(); ++i)
     if (n.has_input(i)) KILN_RETURN_IF_ERROR(n.input(i).status());
   for (int i = 0; i < node.output_size(); ++i)
@@ -90,7 +87,7 @@ Status ConvertNode(GraphBuilder& g, std::map<std::string, OnnxValue>& values,
     GraphBuilder::SourceOverride at(&g, label);
     Scope::Entered scope(&g, ScopeName(node, index));
     const size_t nodes_before = g.num_nodes();
-    Status converted = Converters().at(node.op_type())(n);
+    Status converted = Converters().at(ConverterKey(node))(n);
     if (!converted.ok()) {
       // A value or dim known only at run time: convert the node when it is (deferred_node.h).
       if (!n.waits_for_values() || converted.error().code() != ErrorCode::kUnimplemented ||

@@ -153,7 +153,7 @@ Result<DeferredExpansion> ExpandOnnxNode(const Node& node, const std::vector<Ten
   if (!google::protobuf::TextFormat::ParseFromString(text, &proto))
     return node.MakeNodeError(ErrorCode::kInvalidArgument,
                               "its source_node is not an ONNX NodeProto in text form");
-  auto converter = Converters().find(proto.op_type());
+  auto converter = Converters().find(ConverterKey(proto));
   if (converter == Converters().end())
     return node.MakeNodeError(ErrorCode::kUnimplemented, "ONNX op '", proto.op_type(),
                               "' has no converter");

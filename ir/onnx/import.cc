@@ -14,19 +14,32 @@
 namespace kiln {
 namespace {
 
+using onnx_import::ConverterKey;
 using onnx_import::Converters;
+using onnx_import::IsDefaultDomain;
 using onnx_import::OnnxNode;
 using onnx_import::OnnxValue;
 
-bool IsDefaultDomain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
+// Whether a node of `graph` (or of its subgraphs) is of the default domain.
+bool UsesDefaultDomain(const onnx::GraphProto& graph) {
+  for (const onnx::NodeProto& n : graph.node()) {
+    if (IsDefaultDomain(n.domain())) return true;
+    for (const onnx::AttributeProto& a : n.attribute()) {
+      if (a.has_g() && UsesDefaultDomain(a.g())) return true;
+      for (const onnx::GraphProto& g : a.graphs())
+        if (UsesDefaultDomain(g)) return true;
+    }
+  }
+  return false;
+}
 
 // Every node without a converter (in the graph and its If and Loop subgraphs), by op type.
 void FindUnsupported(const onnx::GraphProto& graph,
                      std::map<std::string, std::vector<std::string>>& missing) {
   for (int i = 0; i < graph.node_size(); ++i) {
     const onnx::NodeProto& n = graph.node(i);
-    std::string op = IsDefaultDomain(n.domain()) ? n.op_type() : n.domain() + "." + n.op_type();
-    if (!IsDefaultDomain(n.domain()) || !Converters().count(n.op_type()))
+    const std::string op = ConverterKey(n);
+    if (!Converters().count(op))
       missing[op].push_back(n.name().empty() ? "#" + std::to_string(i) : "'" + n.name() + "'");
     for (const onnx::AttributeProto& a : n.attribute()) {
       if (a.has_g()) FindUnsupported(a.g(), missing);
@@ -158,6 +171,8 @@ class Importer {
       opset_ = o.version();
     }
     if (!found) {
+      // A model of other domains' ops only (the training optimizers) needs no default opset.
+      if (model_.opset_import_size() > 0 && !UsesDefaultDomain(model_.graph())) return OkStatus();
       if (model_.ir_version() >= 3 || model_.opset_import_size() > 0)
         return MakeError(ErrorCode::kInvalidArgument, origin_,
                          ": the model imports no version of the default ONNX opset");
