@@ -4,7 +4,8 @@
 // dims flattened, a tuple's row its row-major linear index, negative entries counted from the end)
 // and the trailing dims as columns. GatherND's batch_dims become blocks of rows, offset per batch.
 // Both need the data's dims and the tuple length known (else they convert once the run knows them).
-// ReverseSequence is a GatherElements along the time axis.
+// ReverseSequence is a GatherElements along the time axis; NonZero maps to kiln's, and Compress is
+// a Gather of its condition's NonZero positions.
 #include <algorithm>
 
 #include "ir/onnx/convert_context.h"
@@ -151,6 +152,32 @@ Status ConvertReverseSequence(OnnxNode& n) {
   return OkStatus();
 }
 
+Status ConvertNonZero(OnnxNode& n) {
+  KILN_ASSIGN_OR_RETURN(Value x, n.input(0));
+  n.SetOutput(0, NonZero(x));
+  return OkStatus();
+}
+
+// Compress: the slices along `axis` (of the flattened input without one) where the 1-D condition
+// is true, a Gather of its NonZero positions (a condition shorter than the axis selects none of
+// the rest).
+Status ConvertCompress(OnnxNode& n) {
+  KILN_ASSIGN_OR_RETURN(Value x, n.input(0));
+  KILN_ASSIGN_OR_RETURN(Value condition, n.input(1));
+  if (condition.rank() != 1)
+    return n.Fail("the condition must be 1-D, got ", condition.type().ToString());
+  Value picked = Reshape(NonZero(condition), {-1});
+  if (!n.has_attr("axis")) {
+    n.SetOutput(0, Gather(Reshape(x, {-1}), picked, 0));
+    return OkStatus();
+  }
+  KILN_ASSIGN_OR_RETURN(int64_t axis, n.Int("axis", 0));
+  if (axis < -x.rank() || axis >= x.rank())
+    return n.Fail("axis ", axis, " is out of range for ", x.type().ToString());
+  n.SetOutput(0, Gather(x, picked, axis));
+  return OkStatus();
+}
+
 }  // namespace
 
 void AddIndexConverters(ConverterTable& t) {
@@ -160,6 +187,8 @@ void AddIndexConverters(ConverterTable& t) {
   t["GatherND"] = ConvertGatherND;
   t["ScatterND"] = ConvertScatterND;
   t["ReverseSequence"] = ConvertReverseSequence;
+  t["NonZero"] = ConvertNonZero;
+  t["Compress"] = ConvertCompress;
 }
 
 }  // namespace kiln::onnx_import

@@ -354,10 +354,10 @@ Status ExportScatterElements(NodeExport& e) {
 std::map<std::string, OpExporter> BuildTable() {
   std::map<std::string, OpExporter> t;
   for (const char* op :
-       {"Abs",     "Acos", "Add", "And",   "Asin",    "Atan",       "Ceil", "Cos",   "Div",
-        "Equal",   "Erf",  "Exp", "Floor", "Greater", "Identity",   "Less", "Log",   "Mul",
-        "Neg",     "Not",  "Or",  "Pow",   "Range",   "Reciprocal", "Relu", "Round", "Shape",
-        "Sigmoid", "Sign", "Sin", "Sqrt",  "Sub",     "Tanh"})
+       {"Abs",   "Acos",    "Add",  "And",   "Asin",    "Atan",     "Ceil",       "Cos",  "Div",
+        "Equal", "Erf",     "Exp",  "Floor", "Greater", "Identity", "Less",       "Log",  "Mul",
+        "Neg",   "NonZero", "Not",  "Or",    "Pow",     "Range",    "Reciprocal", "Relu", "Round",
+        "Shape", "Sigmoid", "Sign", "Sin",   "Sqrt",    "Sub",      "Tanh"})
     t[op] = As(op);
   t["StopGradient"] = As("Identity");
   t["CheckNumerics"] = As("Identity");

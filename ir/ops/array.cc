@@ -102,6 +102,8 @@ Value OneHot(At indices, int64_t depth, DType dtype, double on_value, double off
   return MakeOp("OneHot", {indices.value}, std::move(a), indices.loc);
 }
 
+Value NonZero(At x) { return MakeOp("NonZero", {x.value}, {}, x.loc); }
+
 Value Range(At start, Value limit, Value delta) {
   return MakeOp("Range", {start.value, limit, delta}, {}, start.loc);
 }
@@ -227,6 +229,13 @@ void RegisterArrayOps(OpRegistry& r) {
           .Output("y")
           .Types("T", NumericTypes())
           .Infer(InferRange)
+          .NotDifferentiable()
+          .NoPrecisionList());
+  reg(OpDefBuilder("NonZero", "array")
+          .Input("x", "T")
+          .Output("indices")
+          .Types("T", any)
+          .Infer(InferNonZero)
           .NotDifferentiable()
           .NoPrecisionList());
   reg(backward("TileGrad")

@@ -1,6 +1,6 @@
 // Op family "array": ops that move, select or create elements without arithmetic on them —
 // Reshape, Transpose, Concat, Split, Slice, Gather, Pad, Tile, BroadcastTo, Squeeze, Unsqueeze,
-// Flatten, Shape, OneHot and Range. All but OneHot, Range and Shape take any dtype.
+// Flatten, Shape, OneHot, Range and NonZero. All but OneHot and Range take any dtype.
 //
 // Shapes follow ONNX/numpy, with every parameter a compile-time attribute:
 // - Reshape: at most one -1 (inferred), 0 copies the input dim at the same position.
@@ -16,12 +16,15 @@
 //   error; negative indices count from the end.
 // - Range: length max(0, ceil((limit - start) / delta)), computed exactly for integer dtypes;
 //   element i is start + i * delta. delta == 0 is an error.
-// Gradients: every op but Shape, OneHot and Range is differentiable (ir/ops/array_grad.cc). The
-// backward ops TileGrad, SliceGrad, PadGrad, GatherGrad and ConcatGrad (not differentiable
-// themselves) take the forward op's attributes and, as `*_like`, the forward op's input, whose
-// run-time shape their result takes; they add (scatter) dy back into zeros of that shape.
-// Invalid input Values give invalid Values (the builder recorded the first error); bad attributes
-// are reported by GraphBuilder::Build() with the node and the C++ line that built it.
+// - NonZero: the positions of x's non-zero elements (true for bools, NaN counts as non-zero) in
+//   row-major order, as i64 [rank, count]: column j holds the j-th one's index in every dim
+//   (ONNX NonZero). count is known only once x's values are.
+// Gradients: every op but Shape, OneHot, Range and NonZero is differentiable
+// (ir/ops/array_grad.cc). The backward ops TileGrad, SliceGrad, PadGrad, GatherGrad and ConcatGrad
+// (not differentiable themselves) take the forward op's attributes and, as `*_like`, the forward
+// op's input, whose run-time shape their result takes; they add (scatter) dy back into zeros of
+// that shape. Invalid input Values give invalid Values (the builder recorded the first error); bad
+// attributes are reported by GraphBuilder::Build() with the node and the C++ line that built it.
 #pragma once
 
 #include <cstdint>
@@ -70,6 +73,7 @@ Value OneHot(At indices, int64_t depth, DType dtype = f32, double on_value = 1.0
              double off_value = 0.0, int64_t axis = -1);
 // 1-D [start, start + delta, ...) up to `limit`, from three numeric scalars of one dtype.
 Value Range(At start, Value limit, Value delta);
+Value NonZero(At x);
 
 // Backward ops (float dtypes; `dy` must have the forward output's shape).
 // Sums the tiles of dy: dx[i] = sum of dy over the copies of x[i].

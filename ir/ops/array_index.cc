@@ -273,4 +273,14 @@ Status InferRange(InferContext& ctx) {
   return OkStatus();
 }
 
+Status InferNonZero(InferContext& ctx) {
+  int64_t count = kUnknownDim;  // known only from a known value
+  if (const Tensor* x = ctx.value(0)) {
+    count = 0;
+    for (int64_t i = 0; i < x->num_elements(); ++i) count += x->GetDouble(i) != 0;
+  }
+  ctx.AddOutput(i64, Shape{ctx.shape(0).rank(), count});
+  return OkStatus();
+}
+
 }  // namespace kiln::internal

@@ -35,6 +35,7 @@ Status InferGather(InferContext& ctx);
 Status InferPad(InferContext& ctx);
 Status InferOneHot(InferContext& ctx);
 Status InferRange(InferContext& ctx);
+Status InferNonZero(InferContext& ctx);
 // Inference (array_grad.cc): the backward ops, whose output has the run-time shape of their
 // "like" input (the forward op's input) and whose incoming gradient must fit the forward output.
 Status InferTileGrad(InferContext& ctx);

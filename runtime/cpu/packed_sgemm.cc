@@ -51,12 +51,18 @@ void PackB(const float* b, bool trans, int64_t ldb, int64_t p0, int64_t kc, int6
     const int cols = static_cast<int>(std::min<int64_t>(kNr, nc - s));
     float* panel = out + s * kc;
     if (trans) {  // op(b)(p, j) = b[j * ldb + p]
-      for (int j = 0; j < cols; ++j) {
-        const float* src = b + (j0 + s + j) * ldb + p0;
-        for (int64_t p = 0; p < kc; ++p) panel[p * kNr + j] = src[p];
+      // In blocks of 16 rows of the panel (2 KiB, kept in L1 while every column is written
+      // into them), not a whole column at a time (a stride of kNr floats through the panel).
+      constexpr int64_t kBlock = 16;
+      for (int64_t q = 0; q < kc; q += kBlock) {
+        const int64_t rows = std::min(kBlock, kc - q);
+        for (int j = 0; j < cols; ++j) {
+          const float* src = b + (j0 + s + j) * ldb + p0 + q;
+          for (int64_t p = 0; p < rows; ++p) panel[(q + p) * kNr + j] = src[p];
+        }
+        for (int j = cols; j < kNr; ++j)
+          for (int64_t p = 0; p < rows; ++p) panel[(q + p) * kNr + j] = 0.0f;
       }
-      for (int j = cols; j < kNr; ++j)
-        for (int64_t p = 0; p < kc; ++p) panel[p * kNr + j] = 0.0f;
     } else {  // op(b)(p, j) = b[p * ldb + j]: each p's columns are contiguous
       for (int64_t p = 0; p < kc; ++p) {
         const float* src = b + (p0 + p) * ldb + j0 + s;

@@ -132,6 +132,7 @@ void RegisterArrayKernels(KernelRegistry& r) {
   r.Register("Pad", array_internal::PadKernel);
   r.Register("OneHot", array_internal::OneHotKernel);
   r.Register("Range", array_internal::RangeKernel);
+  r.Register("NonZero", array_internal::NonZeroKernel);
   r.Register("TileGrad", array_internal::TileGradKernel);
   r.Register("SliceGrad", array_internal::SliceGradKernel);
   r.Register("PadGrad", array_internal::PadGradKernel);

@@ -132,4 +132,25 @@ Status RangeKernel(KernelContext& ctx) {
   return OkStatus();
 }
 
+Status NonZeroKernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  std::vector<int64_t> hits;
+  for (int64_t i = 0; i < x.num_elements(); ++i)
+    if (x.GetDouble(i) != 0) hits.push_back(i);
+  const int rank = x.rank();
+  const auto count = static_cast<int64_t>(hits.size());
+  Result<Tensor> y = Tensor::Create(i64, Shape{rank, count});
+  if (!y.ok()) return ctx.node().MakeNodeError(y.error().code(), y.error().message());
+  int64_t* at = y->data<int64_t>();
+  for (int64_t j = 0; j < count; ++j) {
+    int64_t rest = hits[static_cast<size_t>(j)];
+    for (int d = rank - 1; d >= 0; --d) {
+      at[d * count + j] = rest % x.shape()[d];
+      rest /= x.shape()[d];
+    }
+  }
+  ctx.set_output(0, std::move(*y));
+  return OkStatus();
+}
+
 }  // namespace kiln::reference::array_internal

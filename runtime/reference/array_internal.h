@@ -69,6 +69,7 @@ Status GatherKernel(KernelContext& ctx);
 Status PadKernel(KernelContext& ctx);
 Status OneHotKernel(KernelContext& ctx);
 Status RangeKernel(KernelContext& ctx);
+Status NonZeroKernel(KernelContext& ctx);
 // Backward kernels, defined in array_grad.cc (ConcatGrad is Split's kernel).
 Status TileGradKernel(KernelContext& ctx);
 Status SliceGradKernel(KernelContext& ctx);

@@ -324,3 +324,23 @@ TEST_CASE("array: extreme attribute values give errors, never overflow", "[array
   Range(r2.Scalar(0), r2.Scalar(1e30), r2.Scalar(1));
   CHECK_THAT(BuildError(r2), Contains("is not a finite int64"));
 }
+
+TEST_CASE("array: NonZero gives positions in row-major order, a count known from values",
+          "[array]") {
+  GraphBuilder g;
+  Value x = g.Placeholder("x", f32, {2, 3});
+  Value nz = NonZero(x);
+  CHECK(nz.dtype() == i64);
+  CHECK(nz.shape() == Shape{2, -1});
+  // [[0, 2, 0], [NaN, 0, -1]]: (0, 1), (1, 0), (1, 2)
+  Tensor y = Eval(g, nz, {{"x", Tensor::FromVector<float>({2, 3}, {0, 2, 0, NAN, 0, -1})}});
+  REQUIRE(y.shape() == Shape{2, 3});
+  CHECK(y.ToInts() == Ints{0, 1, 1, 1, 0, 2});
+  CHECK(Eval(g, nz, {{"x", Tensor(f32, Shape{2, 3})}}).shape() == Shape{2, 0});
+  // A constant's count is known when the graph is built; bools and scalars too.
+  GraphBuilder c;
+  Value flags = NonZero(c.Constant(Tensor::FromVector<bool>({4}, {true, false, true, true})));
+  CHECK(flags.shape() == Shape{1, 3});
+  CHECK(EvalAll(c, {flags}, {})[0].ToInts() == Ints{0, 2, 3});
+  CHECK(NonZero(c.Scalar(5)).shape() == Shape{0, 1});
+}
