@@ -17,6 +17,7 @@ void RegisterReferenceSteps(OpLowerings& lowerings) {
       {"Shape", "a tensor's shape, folded at compile time where it is known"},
       {"Range", "its length depends on its inputs' values"},
       {"NonZero", "its length depends on its input's values"},
+      {"NonMaxSuppression", "its length depends on its inputs' values"},
       {"CheckNumerics", "it checks its input and names the node on the host"},
       {"Dropout", "its mask comes from the session's random stream, the same on every backend"},
       {"ArgMax", "no generated index reduction yet"},

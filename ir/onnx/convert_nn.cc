@@ -1,9 +1,13 @@
 // ONNX convolution, pooling and normalization: Conv, MaxPool, AveragePool (1-D and 2-D, through
 // kiln's 2-D ops; auto_pad needs the spatial dims known at import), GlobalAveragePool,
 // GlobalMaxPool, BatchNormalization (inference, and training mode with running statistics),
-// InstanceNormalization, LayerNormalization and MeanVarianceNormalization (composed).
+// InstanceNormalization, LayerNormalization and MeanVarianceNormalization (composed), and
+// NonMaxSuppression (kiln's, its absent limits as constants).
+#include <limits>
+
 #include "ir/onnx/convert_context.h"
 #include "ir/ops/array.h"
+#include "ir/ops/detection.h"
 #include "ir/ops/linalg.h"
 #include "ir/ops/math.h"
 #include "ir/ops/nn.h"
@@ -348,7 +352,28 @@ Status ConvertMvn(OnnxNode& n) {
 
 }  // namespace
 
+// NonMaxSuppression: the optional limits as constants where absent (keep none; IoU 0; no score
+// threshold, -inf), each a scalar.
+Status ConvertNonMaxSuppression(OnnxNode& n) {
+  KILN_ASSIGN_OR_RETURN(Value boxes, n.input(0));
+  KILN_ASSIGN_OR_RETURN(Value scores, n.input(1));
+  KILN_ASSIGN_OR_RETURN(int64_t center, n.Int("center_point_box", 0));
+  std::vector<Value> limits;
+  const double absent[] = {0.0, 0.0, -std::numeric_limits<double>::infinity()};
+  for (int i = 2; i < 5; ++i) {
+    if (!n.has_input(i)) {
+      limits.push_back(n.g().Scalar(absent[i - 2], i == 2 ? i64 : f32));
+      continue;
+    }
+    KILN_ASSIGN_OR_RETURN(Value v, n.input(i));
+    limits.push_back(v.rank() == 0 ? v : Reshape(v, {}));
+  }
+  n.SetOutput(0, NonMaxSuppression(boxes, scores, limits[0], limits[1], limits[2], center != 0));
+  return OkStatus();
+}
+
 void AddNnConverters(ConverterTable& t) {
+  t["NonMaxSuppression"] = ConvertNonMaxSuppression;
   t["Conv"] = ConvertConv;
   t["ConvInteger"] = ConvertConvInteger;
   t["ConvTranspose"] = ConvertConvTranspose;

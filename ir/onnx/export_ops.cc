@@ -231,6 +231,12 @@ Status ExportArgReduce(NodeExport& e, const char* onnx_op) {
   return OkStatus();
 }
 
+Status ExportNonMaxSuppression(NodeExport& e) {
+  KILN_ASSIGN_OR_RETURN(bool center, e.attrs().GetBool("center_point_box"));
+  SetAttr(e.Add("NonMaxSuppression", AllInputs(e), {e.out()}), "center_point_box", int64_t{center});
+  return OkStatus();
+}
+
 Status ExportTopK(NodeExport& e) {
   KILN_ASSIGN_OR_RETURN(int64_t k, e.attrs().GetInt("k"));
   KILN_ASSIGN_OR_RETURN(int64_t axis, e.attrs().GetInt("axis"));
@@ -398,6 +404,7 @@ std::map<std::string, OpExporter> BuildTable() {
   t["ArgMax"] = [](NodeExport& e) { return ExportArgReduce(e, "ArgMax"); };
   t["ArgMin"] = [](NodeExport& e) { return ExportArgReduce(e, "ArgMin"); };
   t["TopK"] = ExportTopK;
+  t["NonMaxSuppression"] = ExportNonMaxSuppression;
   t["Sum"] = Reduce("ReduceSum");
   t["Mean"] = Reduce("ReduceMean");
   t["Max"] = Reduce("ReduceMax");

@@ -344,6 +344,7 @@ void RegisterNnOps(OpRegistry& registry) {
   // Each op has its gradient in NnGradients() or is marked not differentiable (the backward ops:
   // no second derivatives).
   internal::RegistryWithGradients r(registry, internal::NnGradients());
+  RegisterDetectionOps(registry);
   // Pooling and its backward ops share the attributes.
   auto pool = [&r](const char* op, bool avg, std::vector<const char*> inputs, InferFn infer) {
     OpDefBuilder b(op, "nn");

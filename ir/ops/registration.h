@@ -8,6 +8,7 @@ void RegisterStateOps(OpRegistry& r);
 void RegisterMathOps(OpRegistry& r);
 void RegisterLinalgOps(OpRegistry& r);
 void RegisterNnOps(OpRegistry& r);
+void RegisterDetectionOps(OpRegistry& r);  // called by RegisterNnOps
 void RegisterReduceOps(OpRegistry& r);
 void RegisterArrayOps(OpRegistry& r);
 void RegisterArrayLikeOps(OpRegistry& r);      // called by RegisterArrayOps

@@ -87,6 +87,7 @@ void RegisterStateKernels(KernelRegistry& r);
 void RegisterMathKernels(KernelRegistry& r);
 void RegisterLinalgKernels(KernelRegistry& r);
 void RegisterNnKernels(KernelRegistry& r);
+void RegisterDetectionKernels(KernelRegistry& r);  // called by RegisterNnKernels
 void RegisterReduceKernels(KernelRegistry& r);
 void RegisterArrayKernels(KernelRegistry& r);
 void RegisterArrayLikeKernels(KernelRegistry& r);      // called by RegisterArrayKernels

@@ -348,6 +348,7 @@ void RegisterNnKernels(KernelRegistry& r) {
   r.Register("SoftmaxCrossEntropy", SoftmaxCrossEntropyKernel);
   r.Register("SoftmaxCrossEntropyGrad", SoftmaxCrossEntropyGradKernel);
   r.Register("Dropout", DropoutKernel);
+  RegisterDetectionKernels(r);
 }
 
 }  // namespace kiln::reference

@@ -1,0 +1,61 @@
+// NonMaxSuppression (ir/ops/detection.h) against hand-worked selections: greedy by score, IoU
+// above the threshold suppresses, per batch entry and class, corner and centre boxes, limits;
+// and the shapes it refuses.
+#include <catch2/catch.hpp>
+#include <limits>
+
+#include "ir/ops/detection.h"
+#include "tests/testing/eval.h"
+
+using namespace kiln;
+using Ints = std::vector<int64_t>;
+
+namespace {
+
+// The selection for `boxes` [1, N, 4] and `scores` [1, C, N] with the given limits.
+Ints Select(const std::vector<float>& boxes, const std::vector<float>& scores, int64_t classes,
+            int64_t keep, float iou, float floor, bool center = false) {
+  const auto n = static_cast<int64_t>(boxes.size() / 4);
+  GraphBuilder g;
+  Value b = g.Constant(Tensor::FromVector<float>({1, n, 4}, boxes));
+  Value s = g.Constant(Tensor::FromVector<float>({1, classes, n}, scores));
+  Value picked = NonMaxSuppression(b, s, g.Scalar(static_cast<double>(keep), i64), g.Scalar(iou),
+                                   g.Scalar(floor), center);
+  Tensor out = testing::Eval(g, picked);
+  REQUIRE(out.shape().rank() == 2);
+  return out.ToInts();
+}
+
+}  // namespace
+
+TEST_CASE("NonMaxSuppression takes boxes greedily by score, dropping overlaps", "[nn]") {
+  // Boxes 0 and 1 overlap ([0, 0, 10, 10] and [2, 0, 12, 10]: intersection 8 x 10 = 80, union
+  // 120, IoU 0.667); box 2 is apart. Scores 0.9, 0.8, 0.7.
+  const std::vector<float> boxes = {0, 0, 10, 10, 2, 0, 12, 10, 20, 20, 30, 30};
+  const std::vector<float> scores = {0.9f, 0.8f, 0.7f};
+  const float no_floor = -std::numeric_limits<float>::infinity();
+  CHECK(Select(boxes, scores, 1, 10, 0.5f, no_floor) == Ints{0, 0, 0, 0, 0, 2});
+  CHECK(Select(boxes, scores, 1, 10, 0.7f, no_floor) == Ints{0, 0, 0, 0, 0, 1, 0, 0, 2});
+  CHECK(Select(boxes, scores, 1, 1, 0.5f, no_floor) == Ints{0, 0, 0});  // the limit
+  CHECK(Select(boxes, scores, 1, 0, 0.5f, no_floor).empty());
+  CHECK(Select(boxes, scores, 1, 10, 0.5f, 0.75f) == Ints{0, 0, 0});  // scores above 0.75 only
+  // Equal scores in index order; opposite corners in either order; a second class.
+  const std::vector<float> flipped = {10, 10, 0, 0, 2, 0, 12, 10, 20, 20, 30, 30};
+  CHECK(Select(flipped, {0.5f, 0.5f, 0.5f, 0.1f, 0.2f, 0.3f}, 2, 10, 0.5f, no_floor) ==
+        Ints{0, 0, 0, 0, 0, 2, 0, 1, 2, 0, 1, 1});
+  // Centre boxes [xc, yc, w, h]: the same three boxes.
+  const std::vector<float> centred = {5, 5, 10, 10, 5, 7, 10, 10, 25, 25, 10, 10};
+  CHECK(Select(centred, scores, 1, 10, 0.5f, no_floor, true) == Ints{0, 0, 0, 0, 0, 2});
+}
+
+TEST_CASE("NonMaxSuppression refuses boxes and scores that do not fit", "[nn]") {
+  GraphBuilder g;
+  Value boxes = g.Placeholder("boxes", f32, {1, 3, 5});
+  Value scores = g.Placeholder("scores", f32, {1, 2, 3});
+  NonMaxSuppression(boxes, scores, g.Scalar(1, i64), g.Scalar(0.5), g.Scalar(0));
+  CHECK_THAT(testing::BuildError(g), Catch::Contains("boxes must be [batch, boxes, 4]"));
+  GraphBuilder h;
+  NonMaxSuppression(h.Placeholder("boxes", f32, {1, 3, 4}), h.Placeholder("scores", f32, {1, 2, 4}),
+                    h.Scalar(1, i64), h.Scalar(0.5), h.Scalar(0));
+  CHECK_THAT(testing::BuildError(h), Catch::Contains("disagree on the number of boxes"));
+}
