@@ -2,11 +2,12 @@
 // kiln's 2-D ops; auto_pad needs the spatial dims known at import), GlobalAveragePool,
 // GlobalMaxPool, BatchNormalization (inference, and training mode with running statistics),
 // InstanceNormalization, LayerNormalization and MeanVarianceNormalization (composed), and
-// NonMaxSuppression (kiln's, its absent limits as constants).
+// NonMaxSuppression (kiln's, its absent limits as constants), MaxUnpool (a ScatterElements).
 #include <limits>
 
 #include "ir/onnx/convert_context.h"
 #include "ir/ops/array.h"
+#include "ir/ops/array_elements.h"
 #include "ir/ops/detection.h"
 #include "ir/ops/linalg.h"
 #include "ir/ops/math.h"
@@ -372,7 +373,56 @@ Status ConvertNonMaxSuppression(OnnxNode& n) {
   return OkStatus();
 }
 
+// MaxUnpool(X, I, output_shape?): X's values scattered to the flat positions I (as MaxPool's
+// Indices give them) of zeros shaped as the pooling's input would be, (H - 1) * stride + kernel -
+// pads in each spatial dim; a larger output_shape adds zeros after the last row and column.
+// Needs X's dims and output_shape's values known (else it converts when the run knows them).
+Status ConvertMaxUnpool(OnnxNode& n) {
+  KILN_ASSIGN_OR_RETURN(Value x, n.input(0));
+  KILN_ASSIGN_OR_RETURN(Value indices, n.input(1));
+  if (!x.shape().IsFullyKnown() || (n.has_input(2) && !n.known(2)))
+    return n.NotKnownYet("needs its input's dims and output_shape known");
+  const int spatial = x.rank() - 2;
+  if (spatial < 1) return n.Fail("needs an input of rank >= 3, got ", x.type().ToString());
+  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> kernel, n.Ints("kernel_shape"));
+  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> strides,
+                        n.Ints("strides", std::vector<int64_t>(spatial, 1)));
+  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> pads,
+                        n.Ints("pads", std::vector<int64_t>(2 * spatial, 0)));
+  if (static_cast<int>(kernel.size()) != spatial || static_cast<int>(strides.size()) != spatial ||
+      static_cast<int>(pads.size()) != 2 * spatial)
+    return n.Fail("kernel_shape, strides and pads must have ", spatial, ", ", spatial, " and ",
+                  2 * spatial, " entries");
+  std::vector<int64_t> dims = x.shape().dims();
+  for (int d = 0; d < spatial; ++d)
+    dims[2 + d] = (dims[2 + d] - 1) * strides[d] - pads[d] - pads[spatial + d] + kernel[d];
+  int64_t total = 1;
+  for (int64_t d : dims) total *= d;
+  if (total <= 0 || total > (int64_t{1} << 31))
+    return n.Fail("the unpooled shape ", Shape(dims).ToString(), " is empty or too large");
+  Value zeros = BroadcastTo(n.g().Scalar(0, x.dtype()), {total});
+  Value flat_index = Reshape(indices.dtype() == i64 ? indices : Cast(indices, i64), {-1});
+  Value y = Reshape(ScatterElements(zeros, flat_index, Reshape(x, {-1}), 0), dims);
+  if (n.has_input(2)) {
+    KILN_ASSIGN_OR_RETURN(std::vector<int64_t> want, n.ConstInts(2));
+    if (want.size() != dims.size())
+      return n.Fail("output_shape has ", want.size(), " entries for an input of rank ",
+                    dims.size());
+    std::vector<int64_t> grow(2 * dims.size(), 0);
+    for (size_t d = 0; d < dims.size(); ++d) {
+      if (want[d] < dims[d] || (d < 2 && want[d] != dims[d]))
+        return n.Fail("output_shape ", Shape(want).ToString(), " is smaller than the unpooled ",
+                      Shape(dims).ToString(), " or changes its batch or channels");
+      grow[dims.size() + d] = want[d] - dims[d];
+    }
+    y = Pad(y, grow);
+  }
+  n.SetOutput(0, y);
+  return OkStatus();
+}
+
 void AddNnConverters(ConverterTable& t) {
+  t["MaxUnpool"] = ConvertMaxUnpool;
   t["NonMaxSuppression"] = ConvertNonMaxSuppression;
   t["Conv"] = ConvertConv;
   t["ConvInteger"] = ConvertConvInteger;

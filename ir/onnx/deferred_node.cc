@@ -41,7 +41,8 @@ const std::set<std::string>& RankKeepingOps() {
                                             "Transpose",
                                             "Identity",
                                             "ScatterND",
-                                            "ReverseSequence"};
+                                            "ReverseSequence",
+                                            "MaxUnpool"};
   return ops;
 }
 
