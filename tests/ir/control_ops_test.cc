@@ -91,6 +91,18 @@ Graph ScanLoss(int64_t max_iterations, int64_t scan_rows) {
   return BuildOrFail(g);
 }
 
+// d loss / d x and d w (3 elements each) of `graph` fed `feeds`, against float64 differences.
+void CheckXwGradients(const Graph& graph, const FeedList& feeds) {
+  Result<std::vector<GradCheckResult>> results = CheckGradients(graph, "loss", {"x", "w"}, feeds);
+  INFO((results.ok() ? std::string() : results.error().ToString()));
+  REQUIRE(results.ok());
+  for (const GradCheckResult& r : *results) {
+    INFO(r.wrt);
+    CHECK(r.checked == 3);
+    CHECK(r.max_rel_error < 1e-6);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("Cond runs the branch its condition picks, on every backend", "[control]") {
@@ -213,14 +225,7 @@ TEST_CASE("Cond's gradient matches float64 central differences in both branches"
     const FeedList feeds = {{"pred", Tensor::Scalar<bool>(p)},
                             {"x", Vec({0.5f, -1.0f, 2.0f})},
                             {"w", Vec({1.5f, 0.25f, -0.75f})}};
-    Result<std::vector<GradCheckResult>> results = CheckGradients(graph, "loss", {"x", "w"}, feeds);
-    INFO((results.ok() ? std::string() : results.error().ToString()));
-    REQUIRE(results.ok());
-    for (const GradCheckResult& r : *results) {
-      INFO(r.wrt);
-      CHECK(r.checked == 3);
-      CHECK(r.max_rel_error < 1e-6);
-    }
+    CheckXwGradients(graph, feeds);
   }
 }
 
@@ -253,25 +258,12 @@ FeedList LoopFeeds(int64_t iterations) {
           {"w", Vec({0.75f, 0.5f, -1.25f})}};
 }
 
-// d loss / d x and d w of a loop model fed LoopFeeds(iterations) against float64 differences.
-void CheckLoopGradients(const Graph& graph, int64_t iterations) {
-  Result<std::vector<GradCheckResult>> results =
-      CheckGradients(graph, "loss", {"x", "w"}, LoopFeeds(iterations));
-  INFO((results.ok() ? std::string() : results.error().ToString()));
-  REQUIRE(results.ok());
-  for (const GradCheckResult& r : *results) {
-    INFO(r.wrt);
-    CHECK(r.checked == 3);
-    CHECK(r.max_rel_error < 1e-6);
-  }
-}
-
 TEST_CASE("WhileLoop's gradient matches float64 central differences", "[control]") {
   for (int64_t max_iterations : {-1, 5}) {
     const Graph graph = LoopLoss(max_iterations, false);
     for (int64_t iterations : {3, 1, 0, 7}) {
       INFO(iterations << " iterations, at most " << max_iterations);
-      CheckLoopGradients(graph, iterations);
+      CheckXwGradients(graph, LoopFeeds(iterations));
     }
   }
 }
@@ -315,7 +307,7 @@ TEST_CASE("While's gradient through its scan outputs matches float64 central dif
     const Graph graph = ScanLoss(scan_rows >= 0 ? 6 : -1, scan_rows);
     for (int64_t iterations : {4, 1, 0}) {
       INFO(iterations << " iterations, scan_rows " << scan_rows);
-      CheckLoopGradients(graph, iterations);
+      CheckXwGradients(graph, LoopFeeds(iterations));
     }
   }
 }
