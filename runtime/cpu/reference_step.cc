@@ -28,7 +28,7 @@ class ReferenceStep : public StepRunner {
         inputs.push_back(exe.constants[b.index]);
         continue;
       }
-      Tensor t(b.type.dtype, b.type.shape);
+      Tensor t = Tensor::Uninitialized(b.type.dtype, b.type.shape);  // copied in whole
       std::memcpy(t.raw_data(), env.data[id], b.bytes());
       inputs.push_back(std::move(t));
     }
