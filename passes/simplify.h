@@ -21,7 +21,8 @@
 //   (f32 -> f16 -> f32) rounds and is kept.
 // - A While that recomputes another (attribute "recomputes": a While's gradient records the loop
 //   by running it again with more variables) from the same loop variables and maximum replaces
-//   it: the loop runs once. (The first outputs of the recomputing loop are the other's.)
+//   it: the loop runs once. (The recomputing loop's first loop variables are the other's, and
+//   its first scan outputs, after all of its loop variables, are the other's scan outputs.)
 // The inner node of a chain is bypassed only when it is not pinned and has no control inputs.
 // Reads of state are safe to look through: a Variable node's output is the value it had when the
 // node ran (an Assign replaces the stored value, it never mutates it), so Identity(v) is v.
