@@ -78,9 +78,14 @@ class Simplifier {
       // Output k of the loop is output port_of(k) of the record.
       const size_t vars = loop->inputs.size(), more_vars = record.inputs.size() - vars;
       const size_t scans = loop->output_types.size() - vars;
-      bool same = IntAttrOr(*loop, "max_iterations", -1) == IntAttrOr(record, "max_iterations", -1);
-      same = same && (scans == 0 ||
-                      IntAttrOr(*loop, "scan_rows", -1) == IntAttrOr(record, "scan_rows", -1));
+      const OpDef* def = OpRegistry::Global().Find("While");
+      const AttrMap loop_attrs = def->WithDefaults(loop->attrs);
+      const AttrMap record_attrs = def->WithDefaults(record.attrs);
+      auto same_int = [&](const char* name) {
+        Result<int64_t> a = loop_attrs.GetInt(name), b = record_attrs.GetInt(name);
+        return a.ok() && b.ok() && *a == *b;
+      };
+      bool same = same_int("max_iterations") && (scans == 0 || same_int("scan_rows"));
       auto port_of = [&](size_t k) { return k < vars ? k : k + more_vars; };
       same = same && record.output_types.size() >= record.inputs.size() + scans;
       for (size_t k = 0; same && k < vars; ++k) same = loop->inputs[k] == record.inputs[k];
@@ -91,12 +96,6 @@ class Simplifier {
         rewirer_.ReplaceTensor(TensorRef{loop->name, static_cast<int>(k)},
                                TensorRef{record.name, static_cast<int>(port_of(k))});
     }
-  }
-
-  // The int attribute `name` of `node`, or `otherwise` where it has none (or another type).
-  static int64_t IntAttrOr(const Node& node, const char* name, int64_t otherwise) {
-    const AttrValue* a = node.attrs.Find(name);
-    return a && a->type() == AttrType::kInt ? a->get<int64_t>() : otherwise;
   }
 
   Result<Replacement> Simplify(Node& node) {
