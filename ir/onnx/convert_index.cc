@@ -5,14 +5,16 @@
 // and the trailing dims as columns. GatherND's batch_dims become blocks of rows, offset per batch.
 // Both need the data's dims and the tuple length known (else they convert once the run knows them).
 // ReverseSequence is a GatherElements along the time axis; NonZero maps to kiln's, and Compress is
-// a Gather of its condition's NonZero positions.
+// a Gather of its condition's NonZero positions. Unique maps to kiln's.
 #include <algorithm>
+#include <optional>
 
 #include "ir/onnx/convert_context.h"
 #include "ir/ops/array.h"
 #include "ir/ops/array_elements.h"
 #include "ir/ops/math.h"
 #include "ir/ops/reduce.h"
+#include "ir/ops/unique.h"
 
 namespace kiln::onnx_import {
 namespace {
@@ -178,9 +180,26 @@ Status ConvertCompress(OnnxNode& n) {
   return OkStatus();
 }
 
+Status ConvertUnique(OnnxNode& n) {
+  KILN_ASSIGN_OR_RETURN(Value x, n.input(0));
+  KILN_ASSIGN_OR_RETURN(int64_t sorted, n.Int("sorted", 1));
+  std::optional<int64_t> axis;
+  if (n.has_attr("axis")) {
+    KILN_ASSIGN_OR_RETURN(axis, n.Int("axis", 0));
+    if (*axis < -x.rank() || *axis >= x.rank())
+      return n.Fail("axis ", *axis, " is out of range for ", x.type().ToString());
+  }
+  UniqueResult u = Unique(x, axis, sorted != 0);
+  const Value outputs[] = {u.y, u.indices, u.inverse, u.counts};
+  for (int i = 0; i < 4; ++i)
+    if (n.wants_output(i)) n.SetOutput(i, outputs[i]);
+  return OkStatus();
+}
+
 }  // namespace
 
 void AddIndexConverters(ConverterTable& t) {
+  t["Unique"] = ConvertUnique;
   t["GatherElements"] = ConvertGatherElements;
   t["ScatterElements"] = ConvertScatterElements;
   t["Scatter"] = ConvertScatterElements;

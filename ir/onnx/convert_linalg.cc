@@ -1,8 +1,9 @@
 // ONNX matrix products and linear quantization: MatMul, Gemm (MatMul, scaled, plus C),
 // MatMulInteger (in int32), QuantizeLinear and DequantizeLinear (composed; per-tensor or per-axis
-// scales).
+// scales), Det.
 #include "ir/onnx/convert_context.h"
 #include "ir/ops/array.h"
+#include "ir/ops/determinant.h"
 #include "ir/ops/linalg.h"
 #include "ir/ops/math.h"
 #include "ir/ops/reduce.h"
@@ -118,6 +119,11 @@ Status ConvertDynamicQuantize(OnnxNode& n) {
 
 void AddLinalgConverters(ConverterTable& t) {
   t["MatMul"] = ConvertMatMul;
+  t["Det"] = [](OnnxNode& n) -> Status {
+    KILN_ASSIGN_OR_RETURN(Value x, n.input(0));
+    n.SetOutput(0, Det(x));
+    return OkStatus();
+  };
   t["Gemm"] = ConvertGemm;
   t["MatMulInteger"] = ConvertMatMulInteger;
   t["QuantizeLinear"] = ConvertQuantize;

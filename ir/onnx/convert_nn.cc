@@ -421,9 +421,34 @@ Status ConvertMaxUnpool(OnnxNode& n) {
   return OkStatus();
 }
 
+// RoiAlign: before opset 16 boxes had no half-pixel shift (output_half_pixel).
+Status ConvertRoiAlign(OnnxNode& n) {
+  KILN_ASSIGN_OR_RETURN(Value x, n.input(0));
+  KILN_ASSIGN_OR_RETURN(Value rois, n.input(1));
+  KILN_ASSIGN_OR_RETURN(Value indices, n.input(2));
+  RoiAlignOptions o;
+  KILN_ASSIGN_OR_RETURN(o.output_height, n.Int("output_height", 1));
+  KILN_ASSIGN_OR_RETURN(o.output_width, n.Int("output_width", 1));
+  KILN_ASSIGN_OR_RETURN(o.sampling_ratio, n.Int("sampling_ratio", 0));
+  KILN_ASSIGN_OR_RETURN(o.spatial_scale, n.Float("spatial_scale", 1.0));
+  KILN_ASSIGN_OR_RETURN(std::string mode, n.String("mode", "avg"));
+  if (mode != "avg" && mode != "max") return n.Fail("mode must be avg or max, got '", mode, "'");
+  o.max = mode == "max";
+  KILN_ASSIGN_OR_RETURN(std::string coords, n.String("coordinate_transformation_mode",
+                                                     n.opset() >= 16 ? "half_pixel" : ""));
+  if (!coords.empty() && coords != "half_pixel" && coords != "output_half_pixel")
+    return n.Fail("coordinate_transformation_mode must be half_pixel or output_half_pixel, got '",
+                  coords, "'");
+  o.half_pixel = coords == "half_pixel";
+  if (rois.dtype() != x.dtype()) rois = Cast(rois, x.dtype());
+  n.SetOutput(0, RoiAlign(x, rois, indices, o));
+  return OkStatus();
+}
+
 void AddNnConverters(ConverterTable& t) {
   t["MaxUnpool"] = ConvertMaxUnpool;
   t["NonMaxSuppression"] = ConvertNonMaxSuppression;
+  t["RoiAlign"] = ConvertRoiAlign;
   t["Conv"] = ConvertConv;
   t["ConvInteger"] = ConvertConvInteger;
   t["ConvTranspose"] = ConvertConvTranspose;

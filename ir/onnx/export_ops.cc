@@ -237,6 +237,35 @@ Status ExportNonMaxSuppression(NodeExport& e) {
   return OkStatus();
 }
 
+Status ExportRoiAlign(NodeExport& e) {
+  const AttrMap& a = e.attrs();
+  KILN_ASSIGN_OR_RETURN(bool max, a.GetBool("max"));
+  KILN_ASSIGN_OR_RETURN(bool half_pixel, a.GetBool("half_pixel"));
+  onnx::NodeProto& n = e.Add("RoiAlign", AllInputs(e), {e.out()});
+  for (const char* name : {"output_height", "output_width", "sampling_ratio"}) {
+    KILN_ASSIGN_OR_RETURN(int64_t v, a.GetInt(name));
+    SetAttr(n, name, v);
+  }
+  KILN_ASSIGN_OR_RETURN(double scale, a.GetFloat("spatial_scale"));
+  SetAttr(n, "spatial_scale", scale);
+  SetAttr(n, "mode", std::string(max ? "max" : "avg"));
+  SetAttr(n, "coordinate_transformation_mode",
+          std::string(half_pixel ? "half_pixel" : "output_half_pixel"));
+  return OkStatus();
+}
+
+Status ExportUnique(NodeExport& e) {
+  KILN_ASSIGN_OR_RETURN(bool flatten, e.attrs().GetBool("flatten"));
+  KILN_ASSIGN_OR_RETURN(bool sorted, e.attrs().GetBool("sorted"));
+  onnx::NodeProto& n = e.Add("Unique", AllInputs(e), AllOutputs(e));
+  SetAttr(n, "sorted", int64_t{sorted});
+  if (!flatten) {
+    KILN_ASSIGN_OR_RETURN(int64_t axis, e.attrs().GetInt("axis"));
+    SetAttr(n, "axis", axis);
+  }
+  return OkStatus();
+}
+
 Status ExportTopK(NodeExport& e) {
   KILN_ASSIGN_OR_RETURN(int64_t k, e.attrs().GetInt("k"));
   KILN_ASSIGN_OR_RETURN(int64_t axis, e.attrs().GetInt("axis"));
@@ -360,10 +389,10 @@ Status ExportScatterElements(NodeExport& e) {
 std::map<std::string, OpExporter> BuildTable() {
   std::map<std::string, OpExporter> t;
   for (const char* op :
-       {"Abs",   "Acos",    "Add",  "And",   "Asin",    "Atan",     "Ceil",       "Cos",  "Div",
-        "Equal", "Erf",     "Exp",  "Floor", "Greater", "Identity", "Less",       "Log",  "Mul",
-        "Neg",   "NonZero", "Not",  "Or",    "Pow",     "Range",    "Reciprocal", "Relu", "Round",
-        "Shape", "Sigmoid", "Sign", "Sin",   "Sqrt",    "Sub",      "Tanh"})
+       {"Abs",   "Acos",  "Add",     "And",  "Asin",  "Atan",    "Ceil",     "Cos",        "Div",
+        "Det",   "Equal", "Erf",     "Exp",  "Floor", "Greater", "Identity", "Less",       "Log",
+        "Mul",   "Neg",   "NonZero", "Not",  "Or",    "Pow",     "Range",    "Reciprocal", "Relu",
+        "Round", "Shape", "Sigmoid", "Sign", "Sin",   "Sqrt",    "Sub",      "Tanh"})
     t[op] = As(op);
   t["StopGradient"] = As("Identity");
   t["CheckNumerics"] = As("Identity");
@@ -404,7 +433,9 @@ std::map<std::string, OpExporter> BuildTable() {
   t["ArgMax"] = [](NodeExport& e) { return ExportArgReduce(e, "ArgMax"); };
   t["ArgMin"] = [](NodeExport& e) { return ExportArgReduce(e, "ArgMin"); };
   t["TopK"] = ExportTopK;
+  t["Unique"] = ExportUnique;
   t["NonMaxSuppression"] = ExportNonMaxSuppression;
+  t["RoiAlign"] = ExportRoiAlign;
   t["Sum"] = Reduce("ReduceSum");
   t["Mean"] = Reduce("ReduceMean");
   t["Max"] = Reduce("ReduceMax");

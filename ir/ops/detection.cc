@@ -32,7 +32,46 @@ Status InferNonMaxSuppression(InferContext& ctx) {
   return OkStatus();
 }
 
+Status InferRoiAlign(InferContext& ctx) {
+  const Shape& x = ctx.shape(0);
+  const Shape& rois = ctx.shape(1);
+  const Shape& indices = ctx.shape(2);
+  if (x.rank() != 4) return ctx.Fail("x must be [N, C, H, W], got ", ctx.input(0).ToString());
+  if (rois.rank() != 2 || (rois[1] >= 0 && rois[1] != 4))
+    return ctx.Fail("rois must be [R, 4], got ", ctx.input(1).ToString());
+  if (indices.rank() != 1 || (indices[0] >= 0 && rois[0] >= 0 && indices[0] != rois[0]))
+    return ctx.Fail("batch_indices must be [R] with R = ", rois[0], " (the rows of rois), got ",
+                    ctx.input(2).ToString());
+  if (ctx.dtype(1) != ctx.dtype(0))
+    return ctx.Fail("rois must be ", DTypeName(ctx.dtype(0)), " as x is, got ",
+                    ctx.input(1).ToString());
+  int64_t size[2];
+  const char* names[] = {"output_height", "output_width"};
+  for (int i = 0; i < 2; ++i) {
+    KILN_ASSIGN_OR_RETURN(size[i], ctx.attrs().GetInt(names[i]));
+    if (size[i] < 1) return ctx.Fail("attribute '", names[i], "' must be >= 1, got ", size[i]);
+  }
+  KILN_ASSIGN_OR_RETURN(int64_t ratio, ctx.attrs().GetInt("sampling_ratio"));
+  if (ratio < 0) return ctx.Fail("attribute 'sampling_ratio' must be >= 0, got ", ratio);
+  ctx.AddOutput(ctx.dtype(0), Shape{rois[0] >= 0 ? rois[0] : indices[0], x[1], size[0], size[1]});
+  return OkStatus();
+}
+
+// Four multiply-adds per sample point, about four points per output element.
+double RoiAlignFlops(const FlopsContext& c) { return 32.0 * KnownElements(c.output); }
+
 }  // namespace
+
+Value RoiAlign(At x, Value rois, Value batch_indices, const RoiAlignOptions& options) {
+  AttrMap a;
+  a.Set("output_height", options.output_height);
+  a.Set("output_width", options.output_width);
+  a.Set("sampling_ratio", options.sampling_ratio);
+  a.Set("spatial_scale", options.spatial_scale);
+  a.Set("max", options.max);
+  a.Set("half_pixel", options.half_pixel);
+  return internal::MakeOp("RoiAlign", {x.value, rois, batch_indices}, std::move(a), x.loc);
+}
 
 Value NonMaxSuppression(At boxes, Value scores, Value max_per_class, Value iou_threshold,
                         Value score_threshold, bool center_point_box) {
@@ -59,6 +98,24 @@ void RegisterDetectionOps(OpRegistry& r) {
                  .NotDifferentiable()
                  .NoPrecisionList()
                  .Flops(NoFlops())
+                 .Build());
+  r.Register(OpDefBuilder("RoiAlign", "nn")
+                 .Input("x", "T")
+                 .Input("rois", "T")
+                 .Input("batch_indices", "I")
+                 .Output("y")
+                 .Types("T", FloatTypes())
+                 .Types("I", IndexTypes())
+                 .Attr("output_height", AttrType::kInt, int64_t{1})
+                 .Attr("output_width", AttrType::kInt, int64_t{1})
+                 .Attr("sampling_ratio", AttrType::kInt, int64_t{0})
+                 .Attr("spatial_scale", AttrType::kFloat, 1.0)
+                 .Attr("max", AttrType::kBool, false)
+                 .Attr("half_pixel", AttrType::kBool, true)
+                 .Infer(InferRoiAlign)
+                 .NotDifferentiable()
+                 .Precision(PrecisionList::kFollow)
+                 .Flops(RoiAlignFlops)
                  .Build());
 }
 

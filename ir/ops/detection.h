@@ -1,5 +1,5 @@
-// Op family "detection" (a part of "nn"): NonMaxSuppression, ONNX's box selection for object
-// detectors.
+// Op family "detection" (a part of "nn"): NonMaxSuppression and RoiAlign, ONNX's box selection
+// and region pooling for object detectors.
 //
 // NonMaxSuppression(boxes [B, N, 4], scores [B, C, N], max_per_class, iou_threshold,
 // score_threshold) -> selected i64 [S, 3]: for every batch entry b and class c, the boxes whose
@@ -12,6 +12,16 @@
 // max_per_class an integer (0 or less: nothing is taken), the thresholds floats (a
 // score_threshold of -inf takes every box). S is known only from the values. Floats; not
 // differentiable.
+//
+// RoiAlign(x [N, C, H, W], rois [R, 4], batch_indices [R]) -> [R, C, output_height,
+// output_width]: region r, the box [x1, y1, x2, y2] of rois row r times spatial_scale (minus half
+// a pixel with half_pixel; without it, boxes are at least 1 x 1) over image batch_indices[r], is
+// cut into output_height x output_width bins, each sampled on a regular grid of sampling_ratio^2
+// points (0: ceil(bin size) per axis) that are bilinearly interpolated (a point more than one
+// pixel outside the image reads 0; one inside that border reads the edge). "avg" averages a
+// bin's samples; "max" takes, over its samples, the largest of the four weighted corner values
+// (as ONNX Runtime and the ONNX reference do). Floats; batch_indices i32 or i64 within [0, N).
+// Not differentiable (yet).
 #pragma once
 
 #include "ir/builder.h"
@@ -20,5 +30,14 @@ namespace kiln {
 
 Value NonMaxSuppression(At boxes, Value scores, Value max_per_class, Value iou_threshold,
                         Value score_threshold, bool center_point_box = false);
+
+struct RoiAlignOptions {
+  int64_t output_height = 1, output_width = 1;
+  int64_t sampling_ratio = 0;
+  double spatial_scale = 1.0;
+  bool max = false;        // "max" mode; "avg" otherwise
+  bool half_pixel = true;  // ONNX's coordinate_transformation_mode half_pixel (opset 16 on)
+};
+Value RoiAlign(At x, Value rois, Value batch_indices, const RoiAlignOptions& options = {});
 
 }  // namespace kiln

@@ -286,6 +286,7 @@ void RegisterLinalgOps(OpRegistry& registry) {
   // Each op has its gradient in LinalgGradients() or is marked not differentiable (the backward
   // ops). Matrix math is worth 16 bits wherever it is (mixed precision's always16 list).
   internal::RegistryWithGradients r(registry, internal::LinalgGradients());
+  RegisterDeterminantOps(registry);
   r.Register(OpDefBuilder("MatMul", "linalg")
                  .Input("a", "T")
                  .Input("b", "T")

@@ -8,9 +8,11 @@ void RegisterStateOps(OpRegistry& r);
 void RegisterMathOps(OpRegistry& r);
 void RegisterLinalgOps(OpRegistry& r);
 void RegisterNnOps(OpRegistry& r);
-void RegisterDetectionOps(OpRegistry& r);  // called by RegisterNnOps
+void RegisterDetectionOps(OpRegistry& r);    // called by RegisterNnOps
+void RegisterDeterminantOps(OpRegistry& r);  // called by RegisterLinalgOps
 void RegisterReduceOps(OpRegistry& r);
 void RegisterArrayOps(OpRegistry& r);
+void RegisterUniqueOps(OpRegistry& r);         // called by RegisterArrayOps
 void RegisterArrayLikeOps(OpRegistry& r);      // called by RegisterArrayOps
 void RegisterArrayElementsOps(OpRegistry& r);  // called by RegisterArrayOps
 void RegisterDeferredOps(OpRegistry& r);

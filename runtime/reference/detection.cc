@@ -1,8 +1,9 @@
-// The reference kernel of NonMaxSuppression (ir/ops/detection.h).
+// The reference kernels of NonMaxSuppression and RoiAlign (ir/ops/detection.h).
 #include "ir/ops/detection.h"
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "runtime/reference/kernel.h"
@@ -83,10 +84,106 @@ Status NonMaxSuppressionKernel(KernelContext& ctx) {
   return OkStatus();
 }
 
+// One bilinear sample of channel plane `plane` (H x W) at (y, x): the four corners and their
+// weights, as ONNX Runtime's RoiAlign computes them.
+struct Sample {
+  int64_t at[4] = {0, 0, 0, 0};
+  double weight[4] = {0, 0, 0, 0};
+};
+
+Sample SampleAt(double y, double x, int64_t height, int64_t width) {
+  Sample s;
+  if (y < -1.0 || y > static_cast<double>(height) || x < -1.0 || x > static_cast<double>(width))
+    return s;  // outside: reads 0
+  y = std::max(y, 0.0);
+  x = std::max(x, 0.0);
+  auto y_low = static_cast<int64_t>(y), x_low = static_cast<int64_t>(x);
+  int64_t y_high = y_low + 1, x_high = x_low + 1;
+  if (y_low >= height - 1) y = static_cast<double>(y_high = y_low = height - 1);
+  if (x_low >= width - 1) x = static_cast<double>(x_high = x_low = width - 1);
+  const double ly = y - static_cast<double>(y_low), lx = x - static_cast<double>(x_low);
+  const double hy = 1 - ly, hx = 1 - lx;
+  s.at[0] = y_low * width + x_low;
+  s.at[1] = y_low * width + x_high;
+  s.at[2] = y_high * width + x_low;
+  s.at[3] = y_high * width + x_high;
+  s.weight[0] = hy * hx;
+  s.weight[1] = hy * lx;
+  s.weight[2] = ly * hx;
+  s.weight[3] = ly * lx;
+  return s;
+}
+
+Status RoiAlignKernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& rois = ctx.input(1);
+  const Tensor& indices = ctx.input(2);
+  const AttrMap& a = ctx.attrs();
+  const int64_t out_h = a.Find("output_height")->get<int64_t>();
+  const int64_t out_w = a.Find("output_width")->get<int64_t>();
+  const int64_t ratio = a.Find("sampling_ratio")->get<int64_t>();
+  const double scale = a.Find("spatial_scale")->get<double>();
+  const bool max = a.Find("max")->get<bool>();
+  const double offset = a.Find("half_pixel")->get<bool>() ? 0.5 : 0.0;
+  const int64_t batch = x.shape()[0], channels = x.shape()[1];
+  const int64_t height = x.shape()[2], width = x.shape()[3];
+  const int64_t count = rois.shape()[0];
+  if (indices.num_elements() != count)
+    return ctx.Fail("batch_indices has ", indices.num_elements(), " entries for ", count, " rois");
+  Tensor& y = ctx.output(0);
+  for (int64_t r = 0; r < count; ++r) {
+    const int64_t image = indices.GetInt(r);
+    if (image < 0 || image >= batch)
+      return ctx.Fail("batch_indices[", r, "] is ", image, ", outside [0, ", batch, ")");
+    const double x1 = rois.GetDouble(r * 4) * scale - offset;
+    const double y1 = rois.GetDouble(r * 4 + 1) * scale - offset;
+    double roi_w = rois.GetDouble(r * 4 + 2) * scale - offset - x1;
+    double roi_h = rois.GetDouble(r * 4 + 3) * scale - offset - y1;
+    if (offset == 0) {
+      roi_w = std::max(roi_w, 1.0);
+      roi_h = std::max(roi_h, 1.0);
+    }
+    const double bin_h = roi_h / static_cast<double>(out_h);
+    const double bin_w = roi_w / static_cast<double>(out_w);
+    const int64_t grid_h = ratio > 0 ? ratio : static_cast<int64_t>(std::ceil(bin_h));
+    const int64_t grid_w = ratio > 0 ? ratio : static_cast<int64_t>(std::ceil(bin_w));
+    const double points = static_cast<double>(std::max<int64_t>(grid_h * grid_w, 1));
+    for (int64_t c = 0; c < channels; ++c) {
+      const int64_t plane = (image * channels + c) * height * width;
+      for (int64_t ph = 0; ph < out_h; ++ph)
+        for (int64_t pw = 0; pw < out_w; ++pw) {
+          double sum = 0, best = 0;
+          bool first = true;
+          for (int64_t iy = 0; iy < grid_h; ++iy) {
+            const double sy = y1 + static_cast<double>(ph) * bin_h +
+                              (static_cast<double>(iy) + 0.5) * bin_h / static_cast<double>(grid_h);
+            for (int64_t ix = 0; ix < grid_w; ++ix) {
+              const double sx =
+                  x1 + static_cast<double>(pw) * bin_w +
+                  (static_cast<double>(ix) + 0.5) * bin_w / static_cast<double>(grid_w);
+              const Sample s = SampleAt(sy, sx, height, width);
+              double corner_max = -std::numeric_limits<double>::infinity();
+              for (int k = 0; k < 4; ++k) {
+                const double v = s.weight[k] * x.GetDouble(plane + s.at[k]);
+                sum += v;
+                corner_max = std::max(corner_max, v);
+              }
+              best = first ? corner_max : std::max(best, corner_max);
+              first = false;
+            }
+          }
+          y.SetDouble(((r * channels + c) * out_h + ph) * out_w + pw, max ? best : sum / points);
+        }
+    }
+  }
+  return OkStatus();
+}
+
 }  // namespace
 
 void RegisterDetectionKernels(KernelRegistry& r) {
   r.Register("NonMaxSuppression", NonMaxSuppressionKernel);
+  r.Register("RoiAlign", RoiAlignKernel);
 }
 
 }  // namespace kiln::reference

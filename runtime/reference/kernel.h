@@ -87,9 +87,11 @@ void RegisterStateKernels(KernelRegistry& r);
 void RegisterMathKernels(KernelRegistry& r);
 void RegisterLinalgKernels(KernelRegistry& r);
 void RegisterNnKernels(KernelRegistry& r);
-void RegisterDetectionKernels(KernelRegistry& r);  // called by RegisterNnKernels
+void RegisterDetectionKernels(KernelRegistry& r);    // called by RegisterNnKernels
+void RegisterDeterminantKernels(KernelRegistry& r);  // called by RegisterLinalgKernels
 void RegisterReduceKernels(KernelRegistry& r);
 void RegisterArrayKernels(KernelRegistry& r);
+void RegisterUniqueKernels(KernelRegistry& r);         // called by RegisterArrayKernels
 void RegisterArrayLikeKernels(KernelRegistry& r);      // called by RegisterArrayKernels
 void RegisterArrayElementsKernels(KernelRegistry& r);  // called by RegisterArrayKernels
 void RegisterDeferredKernels(KernelRegistry& r);

@@ -195,6 +195,7 @@ void RegisterLinalgKernels(KernelRegistry& r) {
   r.Register("Conv2D", Conv2DKernel);
   r.Register("Conv2DBackpropInput", Conv2DBackpropInputKernel);
   r.Register("Conv2DBackpropFilter", Conv2DBackpropFilterKernel);
+  RegisterDeterminantKernels(r);
 }
 
 }  // namespace kiln::reference

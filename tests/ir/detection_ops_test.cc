@@ -1,6 +1,6 @@
 // NonMaxSuppression (ir/ops/detection.h) against hand-worked selections: greedy by score, IoU
 // above the threshold suppresses, per batch entry and class, corner and centre boxes, limits;
-// and the shapes it refuses.
+// and the shapes it refuses; RoiAlign against bilinear samples of a linear image.
 #include <catch2/catch.hpp>
 #include <limits>
 
@@ -58,4 +58,64 @@ TEST_CASE("NonMaxSuppression refuses boxes and scores that do not fit", "[nn]") 
   NonMaxSuppression(h.Placeholder("boxes", f32, {1, 3, 4}), h.Placeholder("scores", f32, {1, 2, 4}),
                     h.Scalar(1, i64), h.Scalar(0.5), h.Scalar(0));
   CHECK_THAT(testing::BuildError(h), Catch::Contains("disagree on the number of boxes"));
+}
+
+namespace {
+
+// RoiAlign over x = 0, 1, ..., 15 as one 4x4 image (the value at (y, x) is 4y + x, so a bilinear
+// sample at (y, x) inside the image is 4y + x too).
+std::vector<double> Align(const std::vector<float>& rois, const RoiAlignOptions& o,
+                          std::vector<int64_t> images = {0}) {
+  GraphBuilder g;
+  const auto count = static_cast<int64_t>(rois.size() / 4);
+  Value y = RoiAlign(g.Constant(testing::Iota({1, 1, 4, 4})),
+                     g.Constant(Tensor::FromVector<float>({count, 4}, rois)),
+                     g.Constant(Tensor::FromVector<int64_t>({count}, images)), o);
+  return testing::Eval(g, y).ToDoubles();
+}
+
+}  // namespace
+
+TEST_CASE("RoiAlign samples bins bilinearly, averages or takes the largest corner", "[nn]") {
+  RoiAlignOptions o;
+  o.sampling_ratio = 1;
+  o.half_pixel = false;
+  // One bin over [0, 3] x [0, 3]: one sample at its centre (1.5, 1.5).
+  CHECK(Align({0, 0, 3, 3}, o) == std::vector<double>{7.5});
+  // 2x2 bins over the same box: centres 0.75 and 2.25 per axis.
+  o.output_height = o.output_width = 2;
+  CHECK(Align({0, 0, 3, 3}, o) == std::vector<double>{3.75, 5.25, 9.75, 11.25});
+  // half_pixel shifts the box by half a pixel: [0.5, 3.5] is [0, 3] again.
+  o.half_pixel = true;
+  CHECK(Align({0.5f, 0.5f, 3.5f, 3.5f}, o) == std::vector<double>{3.75, 5.25, 9.75, 11.25});
+  // spatial_scale: the box in a 2x coarser frame.
+  o.half_pixel = false;
+  o.spatial_scale = 2;
+  CHECK(Align({0, 0, 1.5f, 1.5f}, o) == std::vector<double>{3.75, 5.25, 9.75, 11.25});
+  // Samples past the last row or column read the edge; more than a pixel out, zero. Boxes are at
+  // least one pixel without half_pixel.
+  o = RoiAlignOptions{};
+  o.sampling_ratio = 1;
+  o.half_pixel = false;
+  CHECK(Align({3, 3, 3, 3}, o) == std::vector<double>{15});
+  CHECK(Align({6, 6, 7, 7}, o) == std::vector<double>{0});
+  // max: the largest weighted corner of the sample at (1.5, 1.5): 0.25 * 10.
+  o.max = true;
+  CHECK(Align({0, 0, 3, 3}, o) == std::vector<double>{2.5});
+}
+
+TEST_CASE("RoiAlign refuses rois and image indices that do not fit", "[nn]") {
+  GraphBuilder g;
+  RoiAlign(g.Placeholder("x", f32, {1, 1, 4, 4}), g.Placeholder("rois", f32, {2, 5}),
+           g.Placeholder("i", i64, {2}));
+  CHECK_THAT(testing::BuildError(g), Catch::Contains("rois must be [R, 4]"));
+  GraphBuilder h;
+  RoiAlign(h.Placeholder("x", f32, {1, 1, 4, 4}), h.Placeholder("rois", f32, {2, 4}),
+           h.Placeholder("i", i64, {3}));
+  CHECK_THAT(testing::BuildError(h), Catch::Contains("batch_indices must be [R] with R = 2"));
+  GraphBuilder k;
+  Value y = RoiAlign(k.Constant(testing::Iota({1, 1, 4, 4})),
+                     k.Constant(Tensor::FromVector<float>({1, 4}, {0, 0, 1, 1})),
+                     k.Constant(Tensor::FromVector<int64_t>({1}, {1})));
+  CHECK_THAT(testing::RunError(k, y, {}), Catch::Contains("batch_indices[0] is 1, outside [0, 1)"));
 }
