@@ -20,6 +20,7 @@ void RegisterReferenceSteps(OpLowerings& lowerings) {
       {"Unique", "its length depends on its input's values"},
       {"NonMaxSuppression", "its length depends on its inputs' values"},
       {"RoiAlign", "no generated kernel yet"},
+      {"TfIdfVectorizer", "n-gram lookups in a table: no generated kernel"},
       {"CheckNumerics", "it checks its input and names the node on the host"},
       {"Dropout", "its mask comes from the session's random stream, the same on every backend"},
       {"ArgMax", "no generated index reduction yet"},

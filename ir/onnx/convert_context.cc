@@ -279,6 +279,7 @@ const ConverterTable& Converters() {
     AddRnnConverters(*t);
     AddControlConverters(*t);
     AddSignalConverters(*t);
+    AddTextConverters(*t);
     AddTrainingConverters(*t);
     return t;
   }();

@@ -145,6 +145,7 @@ void AddIndexConverters(ConverterTable& t);
 void AddRnnConverters(ConverterTable& t);
 void AddControlConverters(ConverterTable& t);
 void AddSignalConverters(ConverterTable& t);
+void AddTextConverters(ConverterTable& t);
 void AddTrainingConverters(ConverterTable& t);
 
 // Every converter, by ConverterKey.

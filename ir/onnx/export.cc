@@ -63,6 +63,10 @@ void SetAttr(onnx::NodeProto& node, const std::string& name, const std::vector<i
   onnx::AttributeProto* a = NewAttr(node, name, onnx::AttributeProto::INTS);
   for (int64_t x : v) a->add_ints(x);
 }
+void SetAttr(onnx::NodeProto& node, const std::string& name, const std::vector<double>& v) {
+  onnx::AttributeProto* a = NewAttr(node, name, onnx::AttributeProto::FLOATS);
+  for (double x : v) a->add_floats(static_cast<float>(x));
+}
 
 NodeExport::NodeExport(GraphWriter& writer, const Node& node, std::vector<std::string> inputs,
                        std::vector<TensorType> input_types, std::vector<std::string> outputs)

@@ -42,6 +42,7 @@ void SetAttr(onnx::NodeProto& node, const std::string& name, int64_t v);
 void SetAttr(onnx::NodeProto& node, const std::string& name, double v);
 void SetAttr(onnx::NodeProto& node, const std::string& name, const std::string& v);
 void SetAttr(onnx::NodeProto& node, const std::string& name, const std::vector<int64_t>& v);
+void SetAttr(onnx::NodeProto& node, const std::string& name, const std::vector<double>& v);
 
 struct ModelState {
   onnx::GraphProto* top = nullptr;  // where initializers go

@@ -266,6 +266,28 @@ Status ExportUnique(NodeExport& e) {
   return OkStatus();
 }
 
+Status ExportTfIdfVectorizer(NodeExport& e) {
+  const AttrMap& a = e.attrs();
+  onnx::NodeProto& n = e.Add("TfIdfVectorizer", AllInputs(e), {e.out()});
+  for (auto [kiln_name, onnx_name] : {std::pair{"min_gram_length", "min_gram_length"},
+                                      {"max_gram_length", "max_gram_length"},
+                                      {"max_skip_count", "max_skip_count"}}) {
+    KILN_ASSIGN_OR_RETURN(int64_t v, a.GetInt(kiln_name));
+    SetAttr(n, onnx_name, v);
+  }
+  for (auto [kiln_name, onnx_name] : {std::pair{"pool", "pool_int64s"},
+                                      {"pool_starts", "ngram_counts"},
+                                      {"ngram_indexes", "ngram_indexes"}}) {
+    KILN_ASSIGN_OR_RETURN(std::vector<int64_t> v, a.GetInts(kiln_name));
+    SetAttr(n, onnx_name, v);
+  }
+  KILN_ASSIGN_OR_RETURN(std::string mode, a.GetString("mode"));
+  SetAttr(n, "mode", mode);
+  KILN_ASSIGN_OR_RETURN(std::vector<double> weights, a.GetFloats("weights"));
+  if (!weights.empty()) SetAttr(n, "weights", weights);
+  return OkStatus();
+}
+
 Status ExportTopK(NodeExport& e) {
   KILN_ASSIGN_OR_RETURN(int64_t k, e.attrs().GetInt("k"));
   KILN_ASSIGN_OR_RETURN(int64_t axis, e.attrs().GetInt("axis"));
@@ -434,6 +456,7 @@ std::map<std::string, OpExporter> BuildTable() {
   t["ArgMin"] = [](NodeExport& e) { return ExportArgReduce(e, "ArgMin"); };
   t["TopK"] = ExportTopK;
   t["Unique"] = ExportUnique;
+  t["TfIdfVectorizer"] = ExportTfIdfVectorizer;
   t["NonMaxSuppression"] = ExportNonMaxSuppression;
   t["RoiAlign"] = ExportRoiAlign;
   t["Sum"] = Reduce("ReduceSum");

@@ -13,6 +13,7 @@ void RegisterDeterminantOps(OpRegistry& r);  // called by RegisterLinalgOps
 void RegisterReduceOps(OpRegistry& r);
 void RegisterArrayOps(OpRegistry& r);
 void RegisterUniqueOps(OpRegistry& r);         // called by RegisterArrayOps
+void RegisterTextOps(OpRegistry& r);           // called by RegisterArrayOps
 void RegisterArrayLikeOps(OpRegistry& r);      // called by RegisterArrayOps
 void RegisterArrayElementsOps(OpRegistry& r);  // called by RegisterArrayOps
 void RegisterDeferredOps(OpRegistry& r);

@@ -120,6 +120,7 @@ SourceFn TileSource(const Shape& x) {
 void RegisterArrayKernels(KernelRegistry& r) {
   RegisterArrayLikeKernels(r);
   RegisterUniqueKernels(r);
+  RegisterTextKernels(r);
   RegisterArrayElementsKernels(r);
   for (const char* op : {"Reshape", "Squeeze", "Unsqueeze", "Flatten"}) r.Register(op, CopyKernel);
   r.Register("Transpose", TransposeKernel);

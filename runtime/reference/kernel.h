@@ -92,6 +92,7 @@ void RegisterDeterminantKernels(KernelRegistry& r);  // called by RegisterLinalg
 void RegisterReduceKernels(KernelRegistry& r);
 void RegisterArrayKernels(KernelRegistry& r);
 void RegisterUniqueKernels(KernelRegistry& r);         // called by RegisterArrayKernels
+void RegisterTextKernels(KernelRegistry& r);           // called by RegisterArrayKernels
 void RegisterArrayLikeKernels(KernelRegistry& r);      // called by RegisterArrayKernels
 void RegisterArrayElementsKernels(KernelRegistry& r);  // called by RegisterArrayKernels
 void RegisterDeferredKernels(KernelRegistry& r);
