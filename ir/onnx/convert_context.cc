@@ -280,6 +280,7 @@ const ConverterTable& Converters() {
     AddControlConverters(*t);
     AddSignalConverters(*t);
     AddTextConverters(*t);
+    AddGridSampleConverter(*t);
     AddTrainingConverters(*t);
     return t;
   }();

@@ -146,6 +146,7 @@ void AddRnnConverters(ConverterTable& t);
 void AddControlConverters(ConverterTable& t);
 void AddSignalConverters(ConverterTable& t);
 void AddTextConverters(ConverterTable& t);
+void AddGridSampleConverter(ConverterTable& t);
 void AddTrainingConverters(ConverterTable& t);
 
 // Every converter, by ConverterKey.

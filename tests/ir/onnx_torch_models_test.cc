@@ -96,6 +96,7 @@ const std::vector<TorchModel>& Models() {
       {"loop_rnn_loss", {"x", "label"}, {"loss"}, true},
       {"while_stop", {"x"}, {"y", "count"}, true},   // a while loop with a data-dependent stop
       {"fed_reshape", {"x", "shape"}, {"y"}, true},  // a Reshape to a fed shape
+      {"grid_sample_loss", {"x"}, {"loss"}},         // GridSample in four modes at a learnable grid
   };
   return models;
 }
@@ -164,7 +165,8 @@ TEST_CASE("ONNX from PyTorch: kiln grad of an imported loss matches autograd", "
                                    "conv2.bias", "fc.weight", "fc.bias", "x"}),
       std::make_pair(std::string("loop_rnn_loss"),
                      std::vector<std::string>{"inp.weight", "inp.bias", "rec.weight", "fc.weight",
-                                              "fc.bias", "x"}));
+                                              "fc.bias", "x"}),
+      std::make_pair(std::string("grid_sample_loss"), std::vector<std::string>{"offset", "x"}));
   const std::string name = model.first;  // (clang 14 captures no structured binding)
   const std::vector<std::string>& wrt = model.second;
   const TorchModel& m = *std::find_if(Models().begin(), Models().end(),

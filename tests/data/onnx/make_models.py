@@ -47,6 +47,11 @@ Models (small on purpose, so the committed fixtures stay far under 2 MB each):
   fed_reshape/  a scripted reshape of x [2, 6] to the shape fed as an int64 input [2] (then
                 times 2): an ONNX Reshape whose target is computed from a fed tensor; other/: the
                 shape [4, 3] instead of [3, 4].
+  grid_sample_loss/ grid_sample of x [2, 3, 6, 7] at a grid of [2, 4, 5] points (a fixed base
+                plus trainable offsets "offset", reaching past the image) in four modes:
+                bilinear/zeros, bilinear/border with align_corners, bicubic/reflection,
+                nearest/reflection with align_corners; the loss weighs each output by fixed random
+                weights; the loss and the float64 autograd gradients of offset and x.
   gpt_block/    a GPT-2 style pre-norm decoder block: LayerNorm -> causal multi-head
                 self-attention (4 heads, d_model 32, the mask a constant) -> residual -> LayerNorm
                 -> Linear(32, 128) -> exact GELU (Erf) -> Linear(128, 32) -> residual; input
@@ -169,6 +174,29 @@ class LoopRnnLoss(nn.Module):
         else:
             h = h - 1.0
         return nn.functional.cross_entropy(self.fc(h), label)
+
+
+class GridSampleLoss(nn.Module):
+    """grid_sample of x at a learnable grid (a fixed base plus trainable offsets, reaching past
+    the image), in four modes, each output weighed by fixed random weights into one loss."""
+
+    def __init__(self, gen):
+        super().__init__()
+        ys, xs = torch.meshgrid(torch.linspace(-1.25, 1.2, 4), torch.linspace(-1.1, 1.35, 5),
+                                indexing="ij")
+        self.register_buffer("base", torch.stack([xs, ys], -1).unsqueeze(0).repeat(2, 1, 1, 1))
+        self.offset = nn.Parameter(torch.rand(2, 4, 5, 2, generator=gen) * 0.3 - 0.15)
+        self.register_buffer("w", torch.rand(4, 2, 3, 4, 5, generator=gen) * 2 - 1)
+
+    def forward(self, x):
+        grid = self.base + self.offset
+        sample = nn.functional.grid_sample
+        a = sample(x, grid, mode="bilinear", padding_mode="zeros", align_corners=False)
+        b = sample(x, grid, mode="bilinear", padding_mode="border", align_corners=True)
+        c = sample(x, grid, mode="bicubic", padding_mode="reflection", align_corners=False)
+        d = sample(x, grid, mode="nearest", padding_mode="reflection", align_corners=True)
+        return ((a * self.w[0]).sum() + (b * self.w[1]).sum() + (c * self.w[2]).sum() +
+                (d * self.w[3]).sum())
 
 
 class WhileStop(nn.Module):
@@ -333,6 +361,19 @@ def extra_models(only):
         save_gradients(folder, model64, [x, label])
         size = os.path.getsize(os.path.join(folder, "model.onnx"))
         print(f"loop_rnn_loss: model.onnx {size} bytes")
+    if "grid_sample_loss" in only:
+        model = GridSampleLoss(gen)
+        x = torch.rand(2, 3, 6, 7, generator=gen) * 2 - 1
+        folder = os.path.join(HERE, "grid_sample_loss")
+        run_and_save(model, [x], ["x"], ["loss"], folder)
+        torch.onnx.export(model, (x,), os.path.join(folder, "model.onnx"), opset_version=OPSET,
+                          input_names=["x"], output_names=["loss"], do_constant_folding=False,
+                          dynamo=False)
+        model64 = GridSampleLoss(gen).double()
+        model64.load_state_dict({k: v.double() for k, v in model.state_dict().items()})
+        save_gradients(folder, model64, [x])
+        size = os.path.getsize(os.path.join(folder, "model.onnx"))
+        print(f"grid_sample_loss: model.onnx {size} bytes")
     if "cnn_bn_loss" in only:
         # Exported in training mode: BatchNorm normalizes with the batch's statistics (and the
         # exporter folds nothing into the convolution).
