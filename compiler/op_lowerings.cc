@@ -29,6 +29,8 @@ void RegisterReferenceSteps(OpLowerings& lowerings) {
       {"Det", "an LU factorization per matrix: no generated kernel yet"},
       {"DetGrad", "an LU factorization per matrix: no generated kernel yet"},
       {"Acos", "no scalar body yet"},
+      {"ShiftLeft", "no scalar body yet"},
+      {"ShiftRight", "no scalar body yet"},
       {"Asin", "no scalar body yet"},
       {"Atan", "no scalar body yet"},
       {"GatherElements", "no lowering yet"},

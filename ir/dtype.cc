@@ -6,7 +6,8 @@
 namespace kiln {
 
 const std::vector<DType>& AllDTypes() {
-  static const std::vector<DType> all = {f32, f64, f16, bf16, i8, u8, i32, i64, boolean};
+  static const std::vector<DType> all = {f32, f64,     f16, bf16, i8,  u8, i32,
+                                         i64, boolean, i16, u16,  u32, u64};
   return all;
 }
 
@@ -30,6 +31,14 @@ std::string_view DTypeName(DType t) {
       return "i64";
     case DType::kBool:
       return "bool";
+    case DType::kI16:
+      return "i16";
+    case DType::kU16:
+      return "u16";
+    case DType::kU32:
+      return "u32";
+    case DType::kU64:
+      return "u64";
     case DType::kInvalid:
       break;
   }
@@ -46,12 +55,16 @@ int DTypeSize(DType t) {
   switch (t) {
     case DType::kF64:
     case DType::kI64:
+    case DType::kU64:
       return 8;
     case DType::kF32:
     case DType::kI32:
+    case DType::kU32:
       return 4;
     case DType::kF16:
     case DType::kBF16:
+    case DType::kI16:
+    case DType::kU16:
       return 2;
     case DType::kI8:
     case DType::kU8:
@@ -64,7 +77,11 @@ int DTypeSize(DType t) {
 }
 
 bool IsFloat(DType t) { return t == f32 || t == f64 || t == f16 || t == bf16; }
-bool IsInteger(DType t) { return t == i8 || t == u8 || t == i32 || t == i64; }
+bool IsInteger(DType t) { return t == i8 || t == i16 || t == i32 || t == i64 || IsUnsigned(t); }
+bool IsUnsigned(DType t) { return t == u8 || t == u16 || t == u32 || t == u64; }
+bool HasGeneratedKernels(DType t) {
+  return IsFloat(t) || t == boolean || t == i8 || t == u8 || t == i32 || t == i64;
+}
 
 uint16_t FloatToHalf(float f) {
   uint32_t x = std::bit_cast<uint32_t>(f);

@@ -1,6 +1,9 @@
 // Element types of kiln tensors, their names and sizes, and 16-bit float conversions.
 //
 // Names are the short forms used everywhere in kiln's text ("f32", "bf16", "i64", "bool").
+// i16, u16, u32 and u64 (appended last, so that the earlier codes keep their values) are stored,
+// fed, fetched, cast and computed by the reference kernels; generated kernels do not take them
+// (those nodes run their reference kernels on the compiled backends).
 // Half (IEEE binary16) and bfloat16 conversions round to nearest even and keep inf and NaN.
 #pragma once
 
@@ -13,7 +16,22 @@
 
 namespace kiln {
 
-enum class DType : uint8_t { kInvalid = 0, kF32, kF64, kF16, kBF16, kI8, kU8, kI32, kI64, kBool };
+enum class DType : uint8_t {
+  kInvalid = 0,
+  kF32,
+  kF64,
+  kF16,
+  kBF16,
+  kI8,
+  kU8,
+  kI32,
+  kI64,
+  kBool,
+  kI16,
+  kU16,
+  kU32,
+  kU64
+};
 
 inline constexpr DType f32 = DType::kF32;
 inline constexpr DType f64 = DType::kF64;
@@ -24,6 +42,10 @@ inline constexpr DType u8 = DType::kU8;
 inline constexpr DType i32 = DType::kI32;
 inline constexpr DType i64 = DType::kI64;
 inline constexpr DType boolean = DType::kBool;
+inline constexpr DType i16 = DType::kI16;
+inline constexpr DType u16 = DType::kU16;
+inline constexpr DType u32 = DType::kU32;
+inline constexpr DType u64 = DType::kU64;
 
 // Every valid dtype, in enum order.
 const std::vector<DType>& AllDTypes();
@@ -33,8 +55,11 @@ std::optional<DType> DTypeFromName(std::string_view name);
 // Bytes per element (bool is one byte).
 int DTypeSize(DType t);
 
-bool IsFloat(DType t);    // f32 f64 f16 bf16
-bool IsInteger(DType t);  // i8 u8 i32 i64
+bool IsFloat(DType t);     // f32 f64 f16 bf16
+bool IsInteger(DType t);   // i8 u8 i16 u16 i32 u32 i64 u64
+bool IsUnsigned(DType t);  // u8 u16 u32 u64
+// The integer dtypes generated kernels take (i8 u8 i32 i64); the others run reference kernels.
+bool HasGeneratedKernels(DType t);
 inline bool IsNumeric(DType t) { return IsFloat(t) || IsInteger(t); }
 
 uint16_t FloatToHalf(float f);

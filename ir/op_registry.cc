@@ -11,11 +11,11 @@ const std::vector<DType>& FloatTypes() {
   return v;
 }
 const std::vector<DType>& IntegerTypes() {
-  static const std::vector<DType> v = {i8, u8, i32, i64};
+  static const std::vector<DType> v = {i8, u8, i16, u16, i32, u32, i64, u64};
   return v;
 }
 const std::vector<DType>& NumericTypes() {
-  static const std::vector<DType> v = {f32, f64, f16, bf16, i8, u8, i32, i64};
+  static const std::vector<DType> v = {f32, f64, f16, bf16, i8, u8, i16, u16, i32, u32, i64, u64};
   return v;
 }
 const std::vector<DType>& IndexTypes() {

@@ -172,6 +172,14 @@ proto::DataType DTypeToProto(DType t) {
       return proto::DT_I64;
     case DType::kBool:
       return proto::DT_BOOL;
+    case DType::kI16:
+      return proto::DT_I16;
+    case DType::kU16:
+      return proto::DT_U16;
+    case DType::kU32:
+      return proto::DT_U32;
+    case DType::kU64:
+      return proto::DT_U64;
     case DType::kInvalid:
       break;
   }
@@ -198,6 +206,14 @@ Result<DType> DTypeFromProto(int t) {
       return i64;
     case proto::DT_BOOL:
       return boolean;
+    case proto::DT_I16:
+      return i16;
+    case proto::DT_U16:
+      return u16;
+    case proto::DT_U32:
+      return u32;
+    case proto::DT_U64:
+      return u64;
     default:
       break;
   }

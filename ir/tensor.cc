@@ -114,6 +114,14 @@ double Tensor::GetDouble(int64_t i) const {
       return static_cast<double>(data<int64_t>()[i]);
     case DType::kBool:
       return data<uint8_t>()[i] ? 1.0 : 0.0;
+    case DType::kI16:
+      return data<int16_t>()[i];
+    case DType::kU16:
+      return data<uint16_t>()[i];
+    case DType::kU32:
+      return data<uint32_t>()[i];
+    case DType::kU64:
+      return static_cast<double>(data<uint64_t>()[i]);
     case DType::kInvalid:
       break;
   }
@@ -149,6 +157,18 @@ void Tensor::SetDouble(int64_t i, double v) {
     case DType::kBool:
       data<uint8_t>()[i] = v != 0.0;
       return;
+    case DType::kI16:
+      data<int16_t>()[i] = SaturatingFromDouble<int16_t>(v);
+      return;
+    case DType::kU16:
+      data<uint16_t>()[i] = SaturatingFromDouble<uint16_t>(v);
+      return;
+    case DType::kU32:
+      data<uint32_t>()[i] = SaturatingFromDouble<uint32_t>(v);
+      return;
+    case DType::kU64:
+      data<uint64_t>()[i] = SaturatingFromDouble<uint64_t>(v);
+      return;
     case DType::kInvalid:
       break;
   }
@@ -167,6 +187,14 @@ int64_t Tensor::GetInt(int64_t i) const {
       return data<int64_t>()[i];
     case DType::kBool:
       return data<uint8_t>()[i] ? 1 : 0;
+    case DType::kI16:
+      return data<int16_t>()[i];
+    case DType::kU16:
+      return data<uint16_t>()[i];
+    case DType::kU32:
+      return data<uint32_t>()[i];
+    case DType::kU64:  // the same 64 bits: values from 2^63 on read as negative
+      return static_cast<int64_t>(data<uint64_t>()[i]);
     default:
       return SaturatingFromDouble<int64_t>(GetDouble(i));
   }
@@ -188,6 +216,18 @@ void Tensor::SetInt(int64_t i, int64_t v) {
       return;
     case DType::kBool:
       data<uint8_t>()[i] = v != 0;
+      return;
+    case DType::kI16:
+      data<int16_t>()[i] = static_cast<int16_t>(v);
+      return;
+    case DType::kU16:
+      data<uint16_t>()[i] = static_cast<uint16_t>(v);
+      return;
+    case DType::kU32:
+      data<uint32_t>()[i] = static_cast<uint32_t>(v);
+      return;
+    case DType::kU64:
+      data<uint64_t>()[i] = static_cast<uint64_t>(v);
       return;
     default:
       SetDouble(i, static_cast<double>(v));

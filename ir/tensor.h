@@ -45,6 +45,22 @@ constexpr DType DTypeOf<int64_t>() {
   return i64;
 }
 template <>
+constexpr DType DTypeOf<int16_t>() {
+  return i16;
+}
+template <>
+constexpr DType DTypeOf<uint16_t>() {
+  return u16;
+}
+template <>
+constexpr DType DTypeOf<uint32_t>() {
+  return u32;
+}
+template <>
+constexpr DType DTypeOf<uint64_t>() {
+  return u64;
+}
+template <>
 constexpr DType DTypeOf<bool>() {
   return boolean;
 }

@@ -209,6 +209,12 @@ Status CheckScalarOp(const std::string& op, const std::vector<DType>& args, DTyp
       return MakeError(ErrorCode::kInvalidArgument, "invalid operand dtype");
   if (result == DType::kInvalid)
     return MakeError(ErrorCode::kInvalidArgument, "invalid result dtype");
+  for (DType t : args)
+    if (!HasGeneratedKernels(t))
+      return MakeError(ErrorCode::kUnimplemented, "generated kernels do not take ", DTypeName(t));
+  if (!HasGeneratedKernels(result))
+    return MakeError(ErrorCode::kUnimplemented, "generated kernels do not take ",
+                     DTypeName(result));
   auto bad = [&](const char* what) {
     return MakeError(ErrorCode::kUnimplemented, "op '", op, "' ", what, "; got operands ",
                      Names(args), " -> ", DTypeName(result));

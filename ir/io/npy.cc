@@ -31,9 +31,12 @@ constexpr Descr kDescrs[] = {
     {"<f4", 'f', 4, DType::kF32},  {"<f8", 'f', 8, DType::kF64}, {"<f2", 'f', 2, DType::kF16},
     {"|V2", 'V', 2, DType::kBF16}, {"|i1", 'i', 1, DType::kI8},  {"|u1", 'u', 1, DType::kU8},
     {"<i4", 'i', 4, DType::kI32},  {"<i8", 'i', 8, DType::kI64}, {"|b1", 'b', 1, DType::kBool},
+    {"<i2", 'i', 2, DType::kI16},  {"<u2", 'u', 2, DType::kU16}, {"<u4", 'u', 4, DType::kU32},
+    {"<u8", 'u', 8, DType::kU64},
 };
 constexpr char kSupported[] =
-    "'<f4', '<f8', '<f2', '|V2' (bf16), '|i1', '|u1', '<i4', '<i8', '|b1'";
+    "'<f4', '<f8', '<f2', '|V2' (bf16), '|i1', '|u1', '<i2', '<u2', '<i4', '<u4', '<i8', '<u8', "
+    "'|b1'";
 
 // A value of the header dict: a string, a bool or a tuple of integers.
 struct HeaderValue {

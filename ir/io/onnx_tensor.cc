@@ -26,6 +26,9 @@ const char* TypedFieldName(DType dtype) {
       return "double_data";
     case DType::kI64:
       return "int64_data";
+    case DType::kU32:
+    case DType::kU64:
+      return "uint64_data";
     default:
       return "int32_data";
   }
@@ -40,6 +43,9 @@ int64_t TypedFieldSize(const P& p, DType dtype) {
       return p.double_data_size();
     case DType::kI64:
       return p.int64_data_size();
+    case DType::kU32:
+    case DType::kU64:
+      return p.uint64_data_size();
     default:
       return p.int32_data_size();
   }
@@ -74,8 +80,14 @@ void CopyTypedValues(const P& p, Tensor& t) {
       return;
     case DType::kI8:
     case DType::kU8:
+    case DType::kI16:
+    case DType::kU16:
     case DType::kBool:
       for (int64_t i = 0; i < n; ++i) t.SetInt(i, p.int32_data(i));
+      return;
+    case DType::kU32:
+    case DType::kU64:
+      for (int64_t i = 0; i < n; ++i) t.SetInt(i, static_cast<int64_t>(p.uint64_data(i)));
       return;
     case DType::kInvalid:
       break;
@@ -105,6 +117,14 @@ int32_t OnnxTypeOf(DType t) {
       return P::INT64;
     case DType::kBool:
       return P::BOOL;
+    case DType::kI16:
+      return P::INT16;
+    case DType::kU16:
+      return P::UINT16;
+    case DType::kU32:
+      return P::UINT32;
+    case DType::kU64:
+      return P::UINT64;
     case DType::kInvalid:
       break;
   }
@@ -141,6 +161,14 @@ std::optional<DType> DTypeOfOnnx(int32_t t) {
       return i64;
     case P::BOOL:
       return boolean;
+    case P::INT16:
+      return i16;
+    case P::UINT16:
+      return u16;
+    case P::UINT32:
+      return u32;
+    case P::UINT64:
+      return u64;
     default:
       return std::nullopt;
   }
@@ -155,7 +183,7 @@ Result<Tensor> OnnxTensorFromProto(const onnx::TensorProto& p, const std::string
     return MakeError(ErrorCode::kUnimplemented, "'", origin, "': ONNX tensor data type ",
                      OnnxTypeName(p.data_type()),
                      " is not supported; expected FLOAT, DOUBLE, FLOAT16, "
-                     "BFLOAT16, INT8, UINT8, INT32, INT64 or BOOL");
+                     "BFLOAT16, INT8, UINT8, INT16, UINT16, INT32, UINT32, INT64, UINT64 or BOOL");
   if (p.has_segment())
     return MakeError(ErrorCode::kUnimplemented, "'", origin,
                      "': segmented ONNX tensors are not supported");

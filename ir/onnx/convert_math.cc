@@ -1,6 +1,6 @@
 // ONNX elementwise math: unary and binary arithmetic, comparisons, logic, Where, Cast, Clip, Mod,
-// IsNaN/IsInf and the variadic Sum/Mean/Max/Min. Integer arithmetic on values known at import is
-// folded (shape computations).
+// BitShift, IsNaN/IsInf and the variadic Sum/Mean/Max/Min. Integer arithmetic on values known at
+// import is folded (shape computations).
 #include <cmath>
 #include <limits>
 
@@ -235,6 +235,16 @@ Status ConvertClip(OnnxNode& n) {
 }
 
 // fmod = 1: the sign of the dividend (C fmod); fmod = 0: the sign of the divisor (Python %).
+Status ConvertBitShift(OnnxNode& n) {
+  KILN_ASSIGN_OR_RETURN(Value a, n.input(0));
+  KILN_ASSIGN_OR_RETURN(Value b, n.input(1));
+  KILN_ASSIGN_OR_RETURN(std::string direction, n.String("direction", ""));
+  if (direction != "LEFT" && direction != "RIGHT")
+    return n.Fail("direction must be LEFT or RIGHT, got '", direction, "'");
+  n.SetOutput(0, direction == "LEFT" ? ShiftLeft(a, b) : ShiftRight(a, b));
+  return OkStatus();
+}
+
 Status ConvertMod(OnnxNode& n) {
   KILN_ASSIGN_OR_RETURN(Value a, n.input(0));
   KILN_ASSIGN_OR_RETURN(Value b, n.input(1));
@@ -296,6 +306,7 @@ void AddMathConverters(ConverterTable& t) {
   t["CastLike"] = ConvertCast;
   t["Clip"] = ConvertClip;
   t["Mod"] = ConvertMod;
+  t["BitShift"] = ConvertBitShift;
   t["IsInf"] = ConvertIsInf;
 }
 

@@ -417,6 +417,11 @@ std::map<std::string, OpExporter> BuildTable() {
         "Round", "Shape", "Sigmoid", "Sign", "Sin",   "Sqrt",    "Sub",      "Tanh"})
     t[op] = As(op);
   t["StopGradient"] = As("Identity");
+  for (auto [op, direction] : {std::pair{"ShiftLeft", "LEFT"}, {"ShiftRight", "RIGHT"}})
+    t[op] = [direction](NodeExport& e) {
+      SetAttr(e.Add("BitShift", AllInputs(e), {e.out()}), "direction", std::string(direction));
+      return OkStatus();
+    };
   t["CheckNumerics"] = As("Identity");
   t["GreaterEqual"] = As("GreaterOrEqual");
   t["LessEqual"] = As("LessOrEqual");

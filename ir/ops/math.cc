@@ -79,6 +79,8 @@ Value Greater(At a, Value b) { return MakeOp("Greater", {a.value, b}, {}, a.loc)
 Value GreaterEqual(At a, Value b) { return MakeOp("GreaterEqual", {a.value, b}, {}, a.loc); }
 Value And(At a, Value b) { return MakeOp("And", {a.value, b}, {}, a.loc); }
 Value Or(At a, Value b) { return MakeOp("Or", {a.value, b}, {}, a.loc); }
+Value ShiftLeft(At a, Value b) { return MakeOp("ShiftLeft", {a.value, b}, {}, a.loc); }
+Value ShiftRight(At a, Value b) { return MakeOp("ShiftRight", {a.value, b}, {}, a.loc); }
 Value Select(At c, Value x, Value y) { return MakeOp("Select", {c.value, x, y}, {}, c.loc); }
 
 namespace {
@@ -230,6 +232,17 @@ void RegisterMathOps(OpRegistry& registry) {
   for (const char* op : {"Less", "LessEqual", "Greater", "GreaterEqual"})
     binary(op, NumericTypes(), boolean, P::kNeutral);
   for (const char* op : {"And", "Or"}) binary(op, BoolTypes(), boolean, std::nullopt);
+  for (const char* op : {"ShiftLeft", "ShiftRight"})
+    r.Register(OpDefBuilder(op, "math")
+                   .Input("a", "T")
+                   .Input("b", "T")
+                   .Output("y")
+                   .Types("T", {u8, u16, u32, u64})
+                   .Infer(BroadcastInputs(std::nullopt))
+                   .NotDifferentiable()
+                   .NoPrecisionList()
+                   .Flops(FlopsPerOutputElement())
+                   .Build());
   r.Register(OpDefBuilder("Select", "math")
                  .Input("cond", "C")
                  .Input("x", "T")

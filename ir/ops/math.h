@@ -2,8 +2,11 @@
 // Binary ops, comparisons and Select broadcast their inputs the numpy way.
 //
 // Integer semantics: Div truncates toward zero (as C and ONNX); Pow on integers is exact repeated
-// multiplication for non-negative exponents. Float ops compute in double and round to the dtype
-// in the reference executor.
+// multiplication for non-negative exponents. ShiftLeft and ShiftRight shift unsigned integers
+// (u8, u16, u32, u64) by the bits b holds (logical shifts; b at or past the width gives 0); not
+// differentiable. The reference kernels compute u64 in int64's two's complement: exact below
+// 2^63, where comparisons, Max/Min and Div of larger values would see them as negative. Float ops
+// compute in double and round to the dtype in the reference executor.
 #pragma once
 
 #include "ir/builder.h"
@@ -60,6 +63,8 @@ Value Greater(At a, Value b);
 Value GreaterEqual(At a, Value b);
 // Logic on bool.
 Value And(At a, Value b);
+Value ShiftLeft(At a, Value b);
+Value ShiftRight(At a, Value b);
 Value Or(At a, Value b);
 Value Not(At a);
 // cond ? x : y, elementwise with broadcasting of all three.

@@ -38,6 +38,10 @@ static_assert(KILN_DTYPE_U8 == static_cast<int>(DType::kU8));
 static_assert(KILN_DTYPE_I32 == static_cast<int>(DType::kI32));
 static_assert(KILN_DTYPE_I64 == static_cast<int>(DType::kI64));
 static_assert(KILN_DTYPE_BOOL == static_cast<int>(DType::kBool));
+static_assert(KILN_DTYPE_I16 == static_cast<int>(DType::kI16));
+static_assert(KILN_DTYPE_U16 == static_cast<int>(DType::kU16));
+static_assert(KILN_DTYPE_U32 == static_cast<int>(DType::kU32));
+static_assert(KILN_DTYPE_U64 == static_cast<int>(DType::kU64));
 // kiln_code is ErrorCode + 1 (0 is KILN_OK).
 static_assert(KILN_INVALID_ARGUMENT == static_cast<int>(ErrorCode::kInvalidArgument) + 1);
 static_assert(KILN_NOT_FOUND == static_cast<int>(ErrorCode::kNotFound) + 1);
@@ -190,13 +194,13 @@ void kiln_status_free(kiln_status* status) {
 }
 
 const char* kiln_dtype_name(kiln_dtype dtype) {
-  if (dtype <= KILN_DTYPE_INVALID || dtype > KILN_DTYPE_BOOL) return nullptr;
+  if (dtype <= KILN_DTYPE_INVALID || dtype > KILN_DTYPE_U64) return nullptr;
   // DTypeName's views are of string literals, hence NUL-terminated.
   return kiln::DTypeName(static_cast<kiln::DType>(dtype)).data();
 }
 
 int kiln_dtype_size(kiln_dtype dtype) {
-  if (dtype <= KILN_DTYPE_INVALID || dtype > KILN_DTYPE_BOOL) return -1;
+  if (dtype <= KILN_DTYPE_INVALID || dtype > KILN_DTYPE_U64) return -1;
   return kiln::DTypeSize(static_cast<kiln::DType>(dtype));
 }
 

@@ -46,7 +46,11 @@ typedef enum kiln_dtype {
   KILN_DTYPE_U8 = 6,
   KILN_DTYPE_I32 = 7,
   KILN_DTYPE_I64 = 8,
-  KILN_DTYPE_BOOL = 9
+  KILN_DTYPE_BOOL = 9,
+  KILN_DTYPE_I16 = 10,
+  KILN_DTYPE_U16 = 11,
+  KILN_DTYPE_U32 = 12,
+  KILN_DTYPE_U64 = 13
 } kiln_dtype;
 
 /* Error codes: KILN_OK, then kiln::ErrorCode (ir/status.h) in its order. */

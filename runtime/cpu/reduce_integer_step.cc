@@ -1,4 +1,4 @@
-// Library step "reduce_integer": Sum, Mean, Prod, Max and Min over an i8, u8, i32 or i64
+// Library step "reduce_integer": Sum, Mean, Prod, Max and Min over an integer
 // tensor, computed exactly as the reference kernels compute them: max and min in the dtype itself,
 // sums and products in int64 with wrap-around, a mean truncated toward zero, each result converted
 // to the dtype as Tensor::SetInt converts. Attributes: "reduced" (one 0/1 per input dim, as
@@ -88,6 +88,14 @@ class ReduceIntegerStep : public StepRunner {
         return ByFold(static_cast<const int32_t*>(x), static_cast<int32_t*>(y), env.threads);
       case DType::kI64:
         return ByFold(static_cast<const int64_t*>(x), static_cast<int64_t*>(y), env.threads);
+      case DType::kI16:
+        return ByFold(static_cast<const int16_t*>(x), static_cast<int16_t*>(y), env.threads);
+      case DType::kU16:
+        return ByFold(static_cast<const uint16_t*>(x), static_cast<uint16_t*>(y), env.threads);
+      case DType::kU32:
+        return ByFold(static_cast<const uint32_t*>(x), static_cast<uint32_t*>(y), env.threads);
+      case DType::kU64:
+        return ByFold(static_cast<const uint64_t*>(x), static_cast<uint64_t*>(y), env.threads);
       default:
         return MakeError(ErrorCode::kInternal, "reduce_integer over ", DTypeName(dtype_));
     }

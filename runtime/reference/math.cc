@@ -140,6 +140,15 @@ void RegisterMathKernels(KernelRegistry& r) {
                            [](int64_t a, int64_t b) { return int64_t(a != 0 && b != 0); }));
   r.Register("Or", Binary([](double a, double b) { return double(a != 0 || b != 0); },
                           [](int64_t a, int64_t b) { return int64_t(a != 0 || b != 0); }));
+  // Logical shifts of the value's 64 bits; SetInt keeps the dtype's low bits.
+  r.Register("ShiftLeft", Binary(nullptr, [](int64_t a, int64_t b) {
+               const auto s = static_cast<uint64_t>(b);
+               return s >= 64 ? int64_t{0} : static_cast<int64_t>(static_cast<uint64_t>(a) << s);
+             }));
+  r.Register("ShiftRight", Binary(nullptr, [](int64_t a, int64_t b) {
+               const auto s = static_cast<uint64_t>(b);
+               return s >= 64 ? int64_t{0} : static_cast<int64_t>(static_cast<uint64_t>(a) >> s);
+             }));
   r.Register("Select", SelectKernel);
   r.Register("ZerosLike", [](KernelContext&) { return OkStatus(); });  // outputs start zeroed
   r.Register("OnesLike", [](KernelContext& ctx) {

@@ -31,10 +31,20 @@ inline AttrMap Attrs(std::vector<std::pair<std::string, AttrValue>> items) {
   return m;
 }
 
-// Every op the generator supports, with every dtype the op's schema accepts.
+// The dtypes of `types` that generated kernels take (HasGeneratedKernels).
+inline std::vector<DType> Generated(const std::vector<DType>& types) {
+  std::vector<DType> out;
+  for (DType t : types)
+    if (HasGeneratedKernels(t)) out.push_back(t);
+  return out;
+}
+
+// Every op the generator supports, with every dtype the op's schema accepts that generated
+// kernels take.
 inline std::vector<OpCase> AllOpCases() {
   std::vector<OpCase> cases;
-  const std::vector<DType> floats = FloatTypes(), numeric = NumericTypes(), all = AllDTypes();
+  const std::vector<DType> floats = FloatTypes(), numeric = Generated(NumericTypes()),
+                           all = Generated(AllDTypes());
   auto unary = [&](const std::string& op, const std::vector<DType>& types, AttrMap attrs = {}) {
     for (DType t : types) cases.push_back({op, {t}, t, attrs});
   };

@@ -87,6 +87,8 @@ TEST_CASE("codegen: every op case emits, CanEmit agrees", "[codegen]") {
   CHECK_FALSE(CanEmit("Select", {DType::kI8, DType::kF32, DType::kF32}, DType::kF32));
   CHECK_FALSE(CanEmit("Relu", {DType::kF32, DType::kF32}, DType::kF32));
   CHECK(CanEmit("Cast", {DType::kBF16}, DType::kU8));
+  CHECK_FALSE(CanEmit("Add", {DType::kU16, DType::kU16}, DType::kU16));
+  CHECK_FALSE(CanEmit("Cast", {DType::kF32}, DType::kU64));
   CHECK(CanEmit("Constant", {}, DType::kF16));
 }
 

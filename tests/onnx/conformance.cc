@@ -82,7 +82,8 @@ std::string UnsupportedType(const onnx::TypeProto& t) {
   if (e == onnx::TensorProto::STRING) return "STRING tensors (kiln has no string dtype)";
   if (e == onnx::TensorProto::COMPLEX64 || e == onnx::TensorProto::COMPLEX128)
     return "complex tensors (kiln has no complex dtype)";
-  return OnnxTypeName(e) + " tensors (kiln's integer dtypes are i8, u8, i32, i64)";
+  return OnnxTypeName(e) +
+         " tensors (kiln's integer dtypes are i8, u8, i16, u16, i32, u32, i64, u64)";
 }
 
 // Reads a case's tensor. The suite stores bfloat16 data as UINT16 (numpy has no bfloat16): such a

@@ -99,6 +99,14 @@ Result<TypeSpelling> SpellingOf(DType t) {
       return TypeSpelling{"kI64", "int64_t"};
     case DType::kBool:
       return TypeSpelling{"kBool", "bool"};
+    case DType::kI16:
+      return TypeSpelling{"kI16", "int16_t"};
+    case DType::kU16:
+      return TypeSpelling{"kU16", "uint16_t"};
+    case DType::kU32:
+      return TypeSpelling{"kU32", "uint32_t"};
+    case DType::kU64:
+      return TypeSpelling{"kU64", "uint64_t"};
     case DType::kInvalid:
       break;
   }
