@@ -1,6 +1,7 @@
 #include "ir/onnx/convert_context.h"
 
 #include "ir/io/onnx_tensor.h"
+#include "ir/ops/math.h"
 
 namespace kiln::onnx_import {
 namespace {
@@ -253,6 +254,14 @@ Result<int> Axis(const OnnxNode& n, int64_t axis, int rank) {
   Result<int> a = NormalizeAxis(axis, rank);
   if (!a.ok()) return n.Fail("axis ", axis, " is out of range for rank ", rank);
   return a;
+}
+
+Result<Value> Requantize(const OnnxNode& n, Value acc, Value multiplier, Value zp) {
+  if (zp.dtype() != u8 && zp.dtype() != i8)
+    return n.Unsupported("only uint8 and int8 outputs are supported, got ", zp.type().ToString());
+  Value q = Round(acc * multiplier) + Cast(zp, f64);
+  q = zp.dtype() == u8 ? Clip(q, 0, 255) : Clip(q, -128, 127);
+  return Cast(q, zp.dtype());
 }
 
 bool IsDefaultDomain(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }

@@ -192,6 +192,10 @@ Result<DType> OnnxDType(const OnnxNode& n, int64_t onnx_type);
 Result<Tensor> NewTensor(const OnnxNode& n, DType dtype, Shape shape);
 // Normalizes axis against rank or fails naming the node.
 Result<int> Axis(const OnnxNode& n, int64_t axis, int rank);
+// QLinear ops' output: the exact integer accumulator `acc` (f64) times `multiplier` (f64, input
+// scales over the output scale, broadcast to acc), rounded half to even, plus zero point `zp` (u8
+// or i8), saturated to zp's dtype.
+Result<Value> Requantize(const OnnxNode& n, Value acc, Value multiplier, Value zp);
 
 // Shape vectors whose values are known only at run time (ir/onnx/dynamic_shape.cc), e.g. a shape
 // computed from a dynamic batch dim. One entry: a number known at import, or (`runtime` valid) a

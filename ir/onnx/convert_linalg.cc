@@ -1,6 +1,6 @@
 // ONNX matrix products and linear quantization: MatMul, Gemm (MatMul, scaled, plus C),
 // MatMulInteger (in int32), QuantizeLinear and DequantizeLinear (composed; per-tensor or per-axis
-// scales), Det.
+// scales), QLinearMatMul (requantized products), Det.
 #include "ir/onnx/convert_context.h"
 #include "ir/ops/array.h"
 #include "ir/ops/determinant.h"
@@ -69,6 +69,27 @@ Status ConvertMatMulInteger(OnnxNode& n) {
   return OkStatus();
 }
 
+// QLinearMatMul: the product of the zero-point-shifted integers (exact in f64), requantized with
+// a_scale * b_scale / y_scale (per row of A and per column of B when they are vectors).
+Status ConvertQLinearMatMul(OnnxNode& n) {
+  std::vector<Value> in;
+  for (int i = 0; i < 8; ++i) {
+    KILN_ASSIGN_OR_RETURN(Value v, n.input(i));
+    in.push_back(v);
+  }
+  const Value &a = in[0], &a_scale = in[1], &a_zp = in[2], &b = in[3], &b_scale = in[4];
+  const Value &b_zp = in[5], &y_scale = in[6], &y_zp = in[7];
+  if (a.rank() < 2 || b.rank() < 2)
+    return n.Unsupported("needs A and B of rank >= 2, got ", a.type().ToString(), " and ",
+                         b.type().ToString());
+  auto row = [](Value v) { return v.rank() == 1 ? Reshape(v, {-1, 1}) : v; };  // per row of A
+  Value acc = MatMul(Cast(a, f64) - row(Cast(a_zp, f64)), Cast(b, f64) - Cast(b_zp, f64));
+  Value multiplier = row(Cast(a_scale, f64)) * Cast(b_scale, f64) / Cast(y_scale, f64);
+  KILN_ASSIGN_OR_RETURN(Value y, Requantize(n, acc, multiplier, y_zp));
+  n.SetOutput(0, y);
+  return OkStatus();
+}
+
 Status ConvertQuantize(OnnxNode& n) {
   KILN_ASSIGN_OR_RETURN(Value x, n.input(0));
   KILN_ASSIGN_OR_RETURN(Value scale, n.input(1));
@@ -126,6 +147,7 @@ void AddLinalgConverters(ConverterTable& t) {
   };
   t["Gemm"] = ConvertGemm;
   t["MatMulInteger"] = ConvertMatMulInteger;
+  t["QLinearMatMul"] = ConvertQLinearMatMul;
   t["QuantizeLinear"] = ConvertQuantize;
   t["DequantizeLinear"] = ConvertDequantize;
   t["DynamicQuantizeLinear"] = ConvertDynamicQuantize;

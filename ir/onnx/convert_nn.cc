@@ -1,8 +1,9 @@
 // ONNX convolution, pooling and normalization: Conv, MaxPool, AveragePool (1-D and 2-D, through
 // kiln's 2-D ops; auto_pad needs the spatial dims known at import), GlobalAveragePool,
 // GlobalMaxPool, BatchNormalization (inference, and training mode with running statistics),
-// InstanceNormalization, LayerNormalization and MeanVarianceNormalization (composed), and
-// NonMaxSuppression (kiln's, its absent limits as constants), MaxUnpool (a ScatterElements).
+// InstanceNormalization, LayerNormalization and MeanVarianceNormalization (composed),
+// NonMaxSuppression (kiln's, its absent limits as constants), MaxUnpool (a ScatterElements),
+// and QLinearConv (requantized).
 #include <limits>
 
 #include "ir/onnx/convert_context.h"
@@ -194,6 +195,36 @@ Status ConvertConvInteger(OnnxNode& n) {
   }
   KILN_ASSIGN_OR_RETURN(Value y, Convolve(n, x, w));
   n.SetOutput(0, Cast(y, i32));
+  return OkStatus();
+}
+
+// QLinearConv: the convolution of the zero-point-shifted integers plus the int32 bias (exact in
+// f64), requantized with x_scale * w_scale / y_scale (w_scale and w_zero_point per output channel
+// when they are vectors).
+Status ConvertQLinearConv(OnnxNode& n) {
+  std::vector<Value> in;
+  for (int i = 0; i < 8; ++i) {
+    KILN_ASSIGN_OR_RETURN(Value v, n.input(i));
+    in.push_back(v);
+  }
+  auto channel = [](Value v) { return v.rank() == 1 ? Reshape(v, {-1, 1, 1, 1}) : v; };
+  Value x = Cast(in[0], f64) - Cast(in[2], f64);
+  Value w = Cast(in[3], f64) - channel(Cast(in[5], f64));
+  KILN_ASSIGN_OR_RETURN(Value acc, Convolve(n, x, w));
+  const int rank = acc.rank();
+  auto per_channel = [rank](Value v) {  // [O] along axis 1 of the output
+    if (v.rank() != 1) return v;
+    std::vector<int64_t> shape(rank - 1, 1);
+    shape[0] = -1;
+    return Reshape(v, shape);
+  };
+  if (n.has_input(8)) {
+    KILN_ASSIGN_OR_RETURN(Value bias, n.input(8));
+    acc = acc + per_channel(Cast(bias, f64));
+  }
+  Value multiplier = Cast(in[1], f64) * per_channel(Cast(in[4], f64)) / Cast(in[6], f64);
+  KILN_ASSIGN_OR_RETURN(Value y, Requantize(n, acc, multiplier, in[7]));
+  n.SetOutput(0, y);
   return OkStatus();
 }
 
@@ -451,6 +482,7 @@ void AddNnConverters(ConverterTable& t) {
   t["RoiAlign"] = ConvertRoiAlign;
   t["Conv"] = ConvertConv;
   t["ConvInteger"] = ConvertConvInteger;
+  t["QLinearConv"] = ConvertQLinearConv;
   t["ConvTranspose"] = ConvertConvTranspose;
   t["LRN"] = ConvertLrn;
   t["MaxPool"] = ConvertPool;

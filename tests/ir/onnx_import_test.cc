@@ -189,7 +189,8 @@ TEST_CASE("ONNX import: Einsum, explicit and implicit, and what it refuses", "[o
   };
   Tensor a = Tensor::FromVector<float>({2, 3}, {1, 2, 3, 4, 5, 6});
   Tensor b = Tensor::FromVector<float>({3, 4}, {1, 0, 0, 1, 0, 1, 0, 1, 0, 0, 1, 1});
-  for (const std::string equation : {"ij,jk->ik", "ij,jk", "ij, jk -> ik"}) {
+  for (const std::string equation :
+       {"ij,jk->ik", "ij,jk", "ij, jk -> ik", "...j,jk->...k", "...j,jk", "i...,...k->ik"}) {
     Result<Graph> g = einsum(equation);
     INFO(equation << ": " << g.status().ToString());
     REQUIRE(g.ok());
@@ -207,8 +208,8 @@ TEST_CASE("ONNX import: Einsum, explicit and implicit, and what it refuses", "[o
   REQUIRE(y.ok());
   CHECK(transposed->TypeOf(*y)->shape == Shape{4, 2});
   for (const auto& [equation, error] : std::vector<std::pair<std::string, std::string>>{
-           {"...j,jk->...k", "ellipsis"},
-           {"ii,jk->k", "diagonal"},
+           {"ii,jk->k", "takes a diagonal over dims of lengths 2 and 3"},
+           {"i....,jk->k", "unexpected character '.'"},
            {"ij->i", "has 1 operands but the node has 2 inputs"},
            {"ijk,jk->i", "operand 0 has rank 2"},
            {"ij,jk->iz", "output subscript 'z'"},
@@ -218,6 +219,27 @@ TEST_CASE("ONNX import: Einsum, explicit and implicit, and what it refuses", "[o
     REQUIRE(!g.ok());
     CHECK_THAT(g.error().message(), Catch::Contains(error));
   }
+}
+
+TEST_CASE("ONNX import: Einsum diagonals and broadcast ellipses", "[onnx]") {
+  // x [2, 3, 3]: "...ii->...i" is each matrix's diagonal, "bii->b" its trace, "ii...->i..." the
+  // same diagonal with the ellipsis last; y [3] broadcasts against x's batch through "...".
+  OnnxModel m;
+  m.Input("x", 1, {2, 3, 3}).Input("v", 1, {3}).Output("d").Output("t").Output("s");
+  OnnxModel::AttrString(m.Node("Einsum", {"x"}, {"d"}), "equation", "...ii->...i");
+  OnnxModel::AttrString(m.Node("Einsum", {"x"}, {"t"}), "equation", "bii");
+  OnnxModel::AttrString(m.Node("Einsum", {"x", "v"}, {"s"}), "equation", "...ij,...j->...i");
+  Graph g = Import(m);
+  Session session(g, SessionOptions{.backend = "reference"});
+  Tensor x = Tensor::FromVector<float>({2, 3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9,  //
+                                                   0, 1, 0, 1, 0, 1, 2, 2, 2});
+  Tensor v = Tensor::FromVector<float>({3}, {1, 0, -1});
+  Result<std::vector<Tensor>> y = session.Run({{"x", x}, {"v", v}}, {"d", "t", "s"});
+  INFO((y.ok() ? std::string() : y.error().ToString()));
+  REQUIRE(y.ok());
+  CHECK((*y)[0].ToDoubles() == std::vector<double>{1, 5, 9, 0, 0, 2});
+  CHECK((*y)[1].ToDoubles() == std::vector<double>{15, 2});
+  CHECK((*y)[2].ToDoubles() == std::vector<double>{-2, -2, -2, 0, 0, 0});
 }
 
 TEST_CASE("ONNX import: Gather with known indices that pick one slice or a run becomes a Slice",
