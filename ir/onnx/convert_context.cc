@@ -290,6 +290,7 @@ const ConverterTable& Converters() {
     AddSignalConverters(*t);
     AddTextConverters(*t);
     AddGridSampleConverter(*t);
+    AddPoolConverters(*t);
     AddTrainingConverters(*t);
     return t;
   }();

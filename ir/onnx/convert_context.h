@@ -147,6 +147,7 @@ void AddControlConverters(ConverterTable& t);
 void AddSignalConverters(ConverterTable& t);
 void AddTextConverters(ConverterTable& t);
 void AddGridSampleConverter(ConverterTable& t);
+void AddPoolConverters(ConverterTable& t);
 void AddTrainingConverters(ConverterTable& t);
 
 // Every converter, by ConverterKey.

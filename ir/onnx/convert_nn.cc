@@ -1,5 +1,5 @@
-// ONNX convolution, pooling and normalization: Conv, MaxPool, AveragePool (1-D and 2-D, through
-// kiln's 2-D ops; auto_pad needs the spatial dims known at import), GlobalAveragePool,
+// ONNX convolution, pooling and normalization: Conv (1-D and 2-D, through kiln's 2-D op; auto_pad
+// needs the spatial dims known at import), GlobalAveragePool,
 // GlobalMaxPool, BatchNormalization (inference, and training mode with running statistics),
 // InstanceNormalization, LayerNormalization and MeanVarianceNormalization (composed),
 // NonMaxSuppression (kiln's, its absent limits as constants), MaxUnpool (a ScatterElements),
@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "ir/onnx/convert_context.h"
+#include "ir/onnx/onnx_window.h"
 #include "ir/ops/array.h"
 #include "ir/ops/array_elements.h"
 #include "ir/ops/detection.h"
@@ -24,56 +25,16 @@ struct Window {
   bool one_d = false;  // the op is 1-D: a size-1 H axis is inserted around it
 };
 
-// Reads kernel_shape (or `kernel` from the weights), strides, dilations, pads and auto_pad for an
-// input of spatial dims `spatial` (1 or 2 of them).
+// The node's window (onnx_window.h) in kiln's 2-D form; 1-D and 2-D only.
 Result<Window> ReadWindow(const OnnxNode& n, const Shape& x, std::vector<int64_t> kernel) {
-  int k = x.rank() - 2;
+  const int k = x.rank() - 2;
   if (k != 1 && k != 2)
     return n.Unsupported("only 1-D and 2-D windows are supported, got an input of shape ",
                          x.ToString());
-  if (n.has_attr("kernel_shape")) {
-    KILN_ASSIGN_OR_RETURN(std::vector<int64_t> attr, n.Ints("kernel_shape"));
-    // `kernel` holds the weights' spatial dims, where there are weights: the attribute must agree.
-    for (size_t i = 0; i < kernel.size() && i < attr.size(); ++i)
-      if (kernel[i] >= 0 && attr[i] != kernel[i])
-        return n.Fail("kernel_shape ", Shape(attr).ToString(), " contradicts the weights, whose ",
-                      "spatial dims are ", Shape(kernel).ToString());
-    kernel = attr;
-  }
-  if (static_cast<int>(kernel.size()) != k)
-    return n.Fail("kernel_shape must have ", k, " entries, got ", kernel.size());
-  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> strides,
-                        n.Ints("strides", std::vector<int64_t>(k, 1)));
-  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> dil, n.Ints("dilations", std::vector<int64_t>(k, 1)));
-  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> pads, n.Ints("pads", std::vector<int64_t>(2 * k, 0)));
-  KILN_ASSIGN_OR_RETURN(std::string auto_pad, n.String("auto_pad", "NOTSET"));
-  if (static_cast<int>(strides.size()) != k || static_cast<int>(dil.size()) != k ||
-      static_cast<int>(pads.size()) != 2 * k)
-    return n.Fail("strides, dilations and pads must have ", k, ", ", k, " and ", 2 * k, " entries");
-  if (auto_pad == "VALID") {
-    pads.assign(2 * k, 0);
-  } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-    for (int i = 0; i < k; ++i) {
-      int64_t in = x[2 + i];
-      if (in < 0) return n.NotKnownYet("auto_pad ", auto_pad, " needs known spatial dims");
-      if (strides[i] <= 0) return n.Fail("strides must be positive");
-      int64_t out = (in + strides[i] - 1) / strides[i];
-      int64_t total =
-          std::max<int64_t>(0, (out - 1) * strides[i] + (kernel[i] - 1) * dil[i] + 1 - in);
-      int64_t small = total / 2, large = total - small;
-      pads[i] = auto_pad == "SAME_UPPER" ? small : large;
-      pads[k + i] = total - pads[i];
-    }
-  } else if (auto_pad != "NOTSET") {
-    return n.Fail("unknown auto_pad '", auto_pad, "'");
-  }
-  Window w;
-  if (k == 2) {
-    w = {kernel, strides, {pads[0], pads[1], pads[2], pads[3]}, dil};
-  } else {
-    w = {{1, kernel[0]}, {1, strides[0]}, {0, pads[0], 0, pads[1]}, {1, dil[0]}, true};
-  }
-  return w;
+  KILN_ASSIGN_OR_RETURN(OnnxWindow o, ReadOnnxWindow(n, x, std::move(kernel)));
+  if (k == 2) return Window{o.kernel, o.strides, o.pads, o.dilations};
+  return Window{
+      {1, o.kernel[0]}, {1, o.strides[0]}, {0, o.pads[0], 0, o.pads[1]}, {1, o.dilations[0]}, true};
 }
 
 // Conv of x and w (the node's attributes), 1-D or 2-D.
@@ -250,29 +211,6 @@ Status ConvertLrn(OnnxNode& n) {
   }
   Value base = sum * (alpha / static_cast<double>(size)) + bias;
   n.SetOutput(0, x / Pow(base, n.g().Scalar(beta, x.dtype())));
-  return OkStatus();
-}
-
-Status ConvertPool(OnnxNode& n) {
-  KILN_ASSIGN_OR_RETURN(Value x, n.input(0));
-  KILN_ASSIGN_OR_RETURN(Window win, ReadWindow(n, x.shape(), {}));
-  for (int64_t d : win.dilations)
-    if (d != 1) return n.Unsupported("pooling with dilations is not supported");
-  if (n.wants_output(1)) return n.Unsupported("MaxPool's Indices output is not supported");
-  KILN_ASSIGN_OR_RETURN(int64_t ceil_mode, n.Int("ceil_mode", 0));
-  KILN_ASSIGN_OR_RETURN(int64_t include_pad, n.Int("count_include_pad", 0));
-  Pool2DOptions o{.kernel = win.kernel,
-                  .strides = win.strides,
-                  .pads = win.pads,
-                  .ceil_mode = ceil_mode != 0,
-                  .count_include_pad = include_pad != 0};
-  DType dtype = x.dtype();
-  if (!IsFloat(dtype)) x = Cast(x, f64);  // integer max pooling: exact in float64
-  if (win.one_d) x = Unsqueeze(x, {2});
-  Value y = n.op_type() == "MaxPool" ? MaxPool2D(x, o) : AvgPool2D(x, o);
-  if (win.one_d) y = Squeeze(y, {2});
-  if (!IsFloat(dtype)) y = Cast(y, dtype);
-  n.SetOutput(0, y);
   return OkStatus();
 }
 
@@ -485,8 +423,6 @@ void AddNnConverters(ConverterTable& t) {
   t["QLinearConv"] = ConvertQLinearConv;
   t["ConvTranspose"] = ConvertConvTranspose;
   t["LRN"] = ConvertLrn;
-  t["MaxPool"] = ConvertPool;
-  t["AveragePool"] = ConvertPool;
   t["GlobalAveragePool"] = ConvertGlobalPool;
   t["GlobalMaxPool"] = ConvertGlobalPool;
   t["BatchNormalization"] = ConvertBatchNorm;
