@@ -39,10 +39,9 @@ Result<Value> Diagonal(const OnnxNode& n, Value x, std::string& term, size_t p, 
   perm.push_back(static_cast<int64_t>(q));
   std::vector<int64_t> flat(perm.size() - 1, 0);
   flat.back() = d * d;
-  std::vector<int64_t> at(static_cast<size_t>(d));
-  for (int64_t i = 0; i < d; ++i) at[i] = i * (d + 1);
-  Value diagonal = Gather(Reshape(Transpose(x, perm), flat),
-                          n.g().Constant(Tensor::FromVector<int64_t>({d}, at)),
+  KILN_ASSIGN_OR_RETURN(Tensor at, NewTensor(n, i64, Shape{d}));
+  for (int64_t i = 0; i < d; ++i) at.data<int64_t>()[i] = i * (d + 1);
+  Value diagonal = Gather(Reshape(Transpose(x, perm), flat), n.g().Constant(at),
                           static_cast<int64_t>(perm.size()) - 2);
   term = rest + term[p];
   return diagonal;

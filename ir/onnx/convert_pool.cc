@@ -74,11 +74,11 @@ Result<std::vector<Value>> SlicedMaxPool(const OnnxNode& n, Value x, const OnnxW
     std::vector<int64_t> column_stride(dims.rank(), 1);
     for (int d = 3; d < dims.rank(); ++d) column_stride[d] = column_stride[d - 1] * dims[d - 1];
     const int64_t plane = dims.NumElements() / std::max<int64_t>(dims[0] * dims[1], 1);
-    std::vector<int64_t> at(static_cast<size_t>(dims.NumElements()));
-    for (size_t i = 0; i < at.size(); ++i) {
-      const auto flat = static_cast<int64_t>(i);
+    KILN_ASSIGN_OR_RETURN(Tensor table, NewTensor(n, i64, dims));
+    int64_t* at = table.data<int64_t>();
+    for (int64_t flat = 0; flat < table.num_elements(); ++flat) {
       if (!column_major_indices) {
-        at[i] = flat;
+        at[flat] = flat;
         continue;
       }
       int64_t rest = flat % plane, moved = 0;
@@ -86,10 +86,9 @@ Result<std::vector<Value>> SlicedMaxPool(const OnnxNode& n, Value x, const OnnxW
         moved += (rest % dims[d]) * column_stride[d];
         rest /= dims[d];
       }
-      at[i] = flat - flat % plane + moved;
+      at[flat] = flat - flat % plane + moved;
     }
-    positions =
-        Pad(n.g().Constant(Tensor::FromVector<int64_t>(x.shape(), at)), pads, "constant", -1);
+    positions = Pad(n.g().Constant(table), pads, "constant", -1);
   }
   Value best, best_at;
   std::vector<int64_t> offset(k, 0);

@@ -68,9 +68,13 @@ Result<int64_t> KnownCount(OnnxNode& n, int i, const char* what, int64_t low) {
 // The discrete Fourier transform of x [..., N at `axis`, ..., 1 or 2 (real, imaginary)] over
 // `length` points along `axis` (x cut or padded with zeros to it): [..., K, ..., 2] with K =
 // length / 2 + 1 when onesided, else length. inverse: e^{+i...} / length instead of e^{-i...}.
-Value Dft(GraphBuilder& g, Value x, int axis, int64_t length, bool inverse, bool onesided) {
+// The matrices are built at import: a length whose matrices exceed kiln's largest tensor is
+// refused.
+Result<Value> Dft(const OnnxNode& n, Value x, int axis, int64_t length, bool inverse,
+                  bool onesided) {
+  GraphBuilder& g = n.g();
   const int rank = x.rank();
-  const int64_t n = x.shape()[axis];
+  const int64_t points = x.shape()[axis];
   const int64_t bins = onesided ? length / 2 + 1 : length;
   // The signal's real and imaginary parts, the transformed axis last, in float64.
   std::vector<int64_t> perm;
@@ -82,27 +86,29 @@ Value Dft(GraphBuilder& g, Value x, int axis, int64_t length, bool inverse, bool
   auto part = [&](int64_t c) {
     Value v = Transpose(Squeeze(Slice(x, {c}, {c + 1}, {rank - 1}), {rank - 1}), perm);
     v = Cast(v, f64);
-    if (length < n) return Slice(v, {0}, {length}, {rank - 2});
-    if (length > n) {
+    if (length < points) return Slice(v, {0}, {length}, {rank - 2});
+    if (length > points) {
       std::vector<int64_t> pads(2 * (rank - 1), 0);
-      pads[2 * (rank - 1) - 1] = length - n;  // the end of the last dim
+      pads[2 * (rank - 1) - 1] = length - points;  // the end of the last dim
       return Pad(v, pads);
     }
     return v;
   };
   // cos[t, k] = cos(2 pi k t / length), sin likewise: y[k] = sum_t x[t] e^{-+ 2 pi i k t / length}.
-  std::vector<double> cosines(static_cast<size_t>(length * bins));
-  std::vector<double> sines(cosines.size());
+  KILN_ASSIGN_OR_RETURN(Tensor cosines, NewTensor(n, f64, Shape{length, bins}));
+  KILN_ASSIGN_OR_RETURN(Tensor sines, NewTensor(n, f64, Shape{length, bins}));
+  double* cos_at = cosines.data<double>();
+  double* sin_at = sines.data<double>();
   const double scale = inverse ? 1.0 / static_cast<double>(length) : 1.0;
   for (int64_t t = 0; t < length; ++t)
     for (int64_t k = 0; k < bins; ++k) {
       const double angle = 2 * std::numbers::pi * static_cast<double>((k * t) % length) /
                            static_cast<double>(length);
-      cosines[t * bins + k] = scale * std::cos(angle);
-      sines[t * bins + k] = scale * std::sin(angle) * (inverse ? 1 : -1);
+      cos_at[t * bins + k] = scale * std::cos(angle);
+      sin_at[t * bins + k] = scale * std::sin(angle) * (inverse ? 1 : -1);
     }
-  Value cos_m = g.Constant(Tensor::FromDoubles(f64, Shape{length, bins}, cosines));
-  Value sin_m = g.Constant(Tensor::FromDoubles(f64, Shape{length, bins}, sines));
+  Value cos_m = g.Constant(cosines);
+  Value sin_m = g.Constant(sines);
   // (a + ib)(c + is) = (ac - bs) + i(as + bc) per term.
   Value re = part(0);
   Value real = MatMul(re, cos_m), imag = MatMul(re, sin_m);
@@ -143,7 +149,9 @@ Status ConvertDft(OnnxNode& n) {
     KILN_ASSIGN_OR_RETURN(length, KnownCount(n, 1, "dft_length", 1));
   }
   if (length < 1) return n.Fail("the transform needs at least one point, got ", length);
-  n.SetOutput(0, Dft(n.g(), x, static_cast<int>(axis), length, inverse != 0, onesided != 0));
+  KILN_ASSIGN_OR_RETURN(Value y,
+                        Dft(n, x, static_cast<int>(axis), length, inverse != 0, onesided != 0));
+  n.SetOutput(0, y);
   return OkStatus();
 }
 
@@ -172,13 +180,13 @@ Status ConvertStft(OnnxNode& n) {
   if (total < 0) return n.NotKnownYet("needs the signal's length known");
   if (total < frame) return n.Fail("the signal has ", total, " points, less than a frame ", frame);
   const int64_t frames = (total - frame) / step + 1;
-  std::vector<int64_t> at;
+  KILN_ASSIGN_OR_RETURN(Tensor at, NewTensor(n, i64, Shape{frames, frame}));
   for (int64_t f = 0; f < frames; ++f)
-    for (int64_t j = 0; j < frame; ++j) at.push_back(f * step + j);
-  Value framed =
-      Gather(signal, n.g().Constant(Tensor::FromVector<int64_t>({frames, frame}, at)), 1);
+    for (int64_t j = 0; j < frame; ++j) at.data<int64_t>()[f * frame + j] = f * step + j;
+  Value framed = Gather(signal, n.g().Constant(at), 1);
   if (window) framed = framed * Reshape(Cast(*window, signal.dtype()), {1, 1, frame, 1});
-  n.SetOutput(0, Dft(n.g(), framed, 2, frame, false, onesided != 0));
+  KILN_ASSIGN_OR_RETURN(Value y, Dft(n, framed, 2, frame, false, onesided != 0));
+  n.SetOutput(0, y);
   return OkStatus();
 }
 
@@ -208,9 +216,9 @@ Status ConvertMelWeightMatrix(OnnxNode& n) {
         std::floor(static_cast<double>(dft_length + 1) * hz / static_cast<double>(rate)));
   }
   const int64_t bins = dft_length / 2 + 1;
-  std::vector<double> w(static_cast<size_t>(bins * mels), 0.0);
+  KILN_ASSIGN_OR_RETURN(Tensor w, NewTensor(n, *dtype, Shape{bins, mels}));
   auto set = [&](int64_t bin, int64_t mel, double v) {
-    if (bin >= 0 && bin < bins) w[bin * mels + mel] = v;
+    if (bin >= 0 && bin < bins) w.SetDouble(bin * mels + mel, v);
   };
   for (int64_t m = 0; m < mels; ++m) {
     const int64_t left = edge[m], centre = edge[m + 1], right = edge[m + 2];
@@ -220,7 +228,7 @@ Status ConvertMelWeightMatrix(OnnxNode& n) {
     for (int64_t j = centre; j < right; ++j)
       set(j, m, static_cast<double>(right - j) / static_cast<double>(right - centre));
   }
-  n.SetOutput(0, n.g().Constant(Tensor::FromDoubles(*dtype, Shape{bins, mels}, w)));
+  n.SetOutput(0, n.g().Constant(w));
   return OkStatus();
 }
 

@@ -5,6 +5,7 @@
 #include "ir/op_registry.h"
 #include "ir/ops/op_helpers.h"
 #include "ir/ops/registration.h"
+#include "ir/tensor.h"
 
 namespace kiln {
 namespace {
@@ -43,8 +44,10 @@ Status InferTfIdfVectorizer(InferContext& ctx) {
                     " n-grams");
   if (!weights.empty() && weights.size() != columns.size())
     return ctx.Fail("weights has ", weights.size(), " entries for ", columns.size(), " n-grams");
-  if (std::any_of(columns.begin(), columns.end(), [](int64_t c) { return c < 0; }))
-    return ctx.Fail("ngram_indexes must not be negative");
+  if (std::any_of(columns.begin(), columns.end(),
+                  [](int64_t c) { return c < 0 || c >= kMaxTensorBytes / 4; }))
+    return ctx.Fail("ngram_indexes must be in [0, ", kMaxTensorBytes / 4,
+                    ") (the output's columns)");
   const int64_t width = columns.empty() ? 0 : *std::max_element(columns.begin(), columns.end()) + 1;
   ctx.AddOutput(f32, x.rank() == 1 ? Shape{width} : Shape{x[0], width});
   return OkStatus();

@@ -145,8 +145,15 @@ Status RoiAlignKernel(KernelContext& ctx) {
     }
     const double bin_h = roi_h / static_cast<double>(out_h);
     const double bin_w = roi_w / static_cast<double>(out_w);
-    const int64_t grid_h = ratio > 0 ? ratio : static_cast<int64_t>(std::ceil(bin_h));
-    const int64_t grid_w = ratio > 0 ? ratio : static_cast<int64_t>(std::ceil(bin_w));
+    // At most 2^24 sample points per bin (a box of ~1e30 pixels would never finish).
+    const double rows = ratio > 0 ? static_cast<double>(ratio) : std::ceil(bin_h);
+    const double columns = ratio > 0 ? static_cast<double>(ratio) : std::ceil(bin_w);
+    if (!(rows * columns <= double{1 << 24}) || !std::isfinite(x1) || !std::isfinite(y1))
+      return ctx.Fail("region ", r, " (", rois.GetDouble(r * 4), ", ", rois.GetDouble(r * 4 + 1),
+                      ", ", rois.GetDouble(r * 4 + 2), ", ", rois.GetDouble(r * 4 + 3), ") needs ",
+                      rows, " x ", columns,
+                      " samples per bin; expected a finite box of at most 2^24");
+    const auto grid_h = static_cast<int64_t>(rows), grid_w = static_cast<int64_t>(columns);
     const double points = static_cast<double>(std::max<int64_t>(grid_h * grid_w, 1));
     for (int64_t c = 0; c < channels; ++c) {
       const int64_t plane = (image * channels + c) * height * width;

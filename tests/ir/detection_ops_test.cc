@@ -2,6 +2,7 @@
 // above the threshold suppresses, per batch entry and class, corner and centre boxes, limits;
 // and the shapes it refuses; RoiAlign against bilinear samples of a linear image.
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <limits>
 
 #include "ir/ops/detection.h"
@@ -118,4 +119,12 @@ TEST_CASE("RoiAlign refuses rois and image indices that do not fit", "[nn]") {
                      k.Constant(Tensor::FromVector<float>({1, 4}, {0, 0, 1, 1})),
                      k.Constant(Tensor::FromVector<int64_t>({1}, {1})));
   CHECK_THAT(testing::RunError(k, y, {}), Catch::Contains("batch_indices[0] is 1, outside [0, 1)"));
+  // A box of 1e30 pixels (adaptive sampling would take 1e60 samples per bin) or of NaN corners.
+  for (float corner : {1e30f, NAN}) {
+    GraphBuilder h2;
+    Value z = RoiAlign(h2.Constant(testing::Iota({1, 1, 4, 4})),
+                       h2.Constant(Tensor::FromVector<float>({1, 4}, {0, 0, corner, corner})),
+                       h2.Constant(Tensor::FromVector<int64_t>({1}, {0})));
+    CHECK_THAT(testing::RunError(h2, z, {}), Catch::Contains("samples per bin; expected a finite"));
+  }
 }

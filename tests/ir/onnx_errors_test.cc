@@ -173,6 +173,25 @@ TEST_CASE("ONNX import errors: a huge declared tensor is refused before allocati
   CHECK_THAT(e.message(), Catch::Contains("initializer 'w'"));
 }
 
+TEST_CASE("ONNX import errors: tables built at import are refused when too large", "[onnx]") {
+  // A DFT of 2^24 points needs two 2^24 x 2^24 matrices; MaxPool's Indices a table of every
+  // position of a declared 2^20 x 2^20 image.
+  OnnxModel dft;
+  dft.Input("x", 1, {1, 8, 1}).Output("y");
+  dft.Initializer("n", Tensor::Scalar<int64_t>(int64_t{1} << 24));
+  dft.Node("DFT", {"x", "n"}, {"y"}, "dft");
+  Error e = ImportError(dft.Bytes());
+  CHECK(e.code() == ErrorCode::kResourceExhausted);
+  CHECK_THAT(e.message(), Catch::Contains("node 'dft' (DFT)"));
+  OnnxModel pool;
+  pool.Input("x", 1, {1, 1, 1 << 20, 1 << 20}).Output("y").Output("i", 7);
+  onnx::NodeProto* max = pool.Node("MaxPool", {"x"}, {"y", "i"}, "pool");
+  OnnxModel::AttrInts(max, "kernel_shape", {2, 2});
+  e = ImportError(pool.Bytes());
+  CHECK(e.code() == ErrorCode::kResourceExhausted);
+  CHECK_THAT(e.message(), Catch::Contains("node 'pool' (MaxPool)"));
+}
+
 TEST_CASE("ONNX import errors: non-tensor and unsupported input types", "[onnx]") {
   OnnxModel m;
   m.Input("s", 8, {2}).Output("s", 8);  // STRING

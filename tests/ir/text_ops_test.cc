@@ -67,7 +67,13 @@ TEST_CASE("TfIdfVectorizer refuses pools that do not add up", "[array]") {
   o.ngram_indexes = {0, 1};
   GraphBuilder h;
   TfIdfVectorizer(h.Placeholder("x", i64, {5}), o);
-  CHECK_THAT(testing::BuildError(h), Catch::Contains("ngram_indexes has 2 entries for the pool's 4"));
+  CHECK_THAT(testing::BuildError(h),
+             Catch::Contains("ngram_indexes has 2 entries for the pool's 4"));
+  o = Pool();
+  o.ngram_indexes = {0, 1, 2, int64_t{1} << 62};
+  GraphBuilder big;
+  TfIdfVectorizer(big.Placeholder("x", i64, {5}), o);
+  CHECK_THAT(testing::BuildError(big), Catch::Contains("ngram_indexes must be in [0, "));
   GraphBuilder f;
   TfIdfVectorizer(f.Placeholder("x", f32, {5}), Pool());
   CHECK_THAT(testing::BuildError(f), Catch::Contains("TfIdfVectorizer"));
