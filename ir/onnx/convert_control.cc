@@ -11,7 +11,8 @@
 // Scan (opset 9 on) becomes While over (t, T, states..., scan inputs with their scan axis first,
 // captured...) with the scan outputs stacked: iteration t gives the body row t of each scan input
 // (row T-1-t for a reversed one) and stacks its scan outputs, which are then reversed and moved to
-// their axes as the attributes say. Opset 8's Scan (a batch axis, sequence_lens) is not imported.
+// their axes as the attributes say. Opset 8's Scan (a batch axis on everything) runs that loop per
+// batch entry (the batch known at import); its sequence_lens is not supported.
 #include <limits>
 #include <set>
 
@@ -212,20 +213,121 @@ Status ConvertLoop(OnnxNode& n) {
   return OkStatus();
 }
 
-// Scan (opset 9 on): N states and M scan inputs, sliced along their axes (in either direction),
-// through the body, giving N final states and K scan outputs stacked along their axes.
+// The While of a Scan: `states` and `scans` (each with its scan axis first, reversed per
+// `in_dirs`) through `body`, giving the final states, then each scan output stacked along axis 0
+// in iteration order (the last iteration first where `out_dirs` says so).
+Result<std::vector<Value>> ScanLoop(const OnnxNode& n, const onnx::GraphProto& body,
+                                    const std::vector<Value>& states,
+                                    const std::vector<Value>& scans,
+                                    const std::vector<int64_t>& in_dirs,
+                                    const std::vector<int64_t>& out_dirs) {
+  GraphBuilder& g = n.g();
+  const int count = static_cast<int>(states.size()), scans_in = static_cast<int>(scans.size());
+  const int scans_out = static_cast<int>(out_dirs.size());
+  // The loop variables: t, T, the states, the scan inputs, the captured values.
+  std::vector<Value> vars = {g.Constant(Tensor::Scalar<int64_t>(0)), Value()};
+  vars.insert(vars.end(), states.begin(), states.end());
+  vars.insert(vars.end(), scans.begin(), scans.end());
+  vars[1] = Reshape(Slice(ShapeOf(scans[0]), {0}, {1}), {});
+  const std::vector<std::string> captured = OuterNames(body);
+  GraphBuilder bg;
+  KILN_ASSIGN_OR_RETURN(std::vector<Value> args, LoopArguments(n, captured, vars, bg));
+  std::map<std::string, OnnxValue> values;
+  for (int k = 0; k < count; ++k) values[body.input(k).name()].value = args[2 + k];
+  for (int j = 0; j < scans_in; ++j) {
+    Value t = in_dirs[j] ? args[1] - 1.0 - args[0] : args[0];  // reversed: T - 1 - t
+    values[body.input(count + j).name()].value = Gather(args[2 + count + j], t);
+  }
+  BindCaptured(n, captured, args, 2 + count + scans_in, values);
+  KILN_RETURN_IF_ERROR(ConvertSubgraphNodes(bg, body, n.opset(), n.label() + " body", values));
+  KILN_ASSIGN_OR_RETURN(std::vector<Value> out, SubgraphResults(n, body, values));
+  std::vector<Value> next = {args[0] + 1.0, args[1]};
+  for (int k = 0; k < count; ++k) next.push_back(out[k]);
+  for (size_t k = 2 + count; k < args.size(); ++k) next.push_back(args[k]);  // unchanged
+  AddScanResults(body, count, out, next);
+  KILN_ASSIGN_OR_RETURN(std::shared_ptr<const Graph> loop_body, Finish(n, bg, next, "body"));
+  std::vector<TensorType> types;
+  for (const Value& a : args) types.push_back(a.type());
+  KILN_ASSIGN_OR_RETURN(std::shared_ptr<const Graph> cond,
+                        BuildBody(types, [](const std::vector<Value>& a) {
+                          return std::vector<Value>{Less(a[0], a[1])};
+                        }));
+  std::vector<Value> finals =
+      While(vars, cond, loop_body, -1, SourceLocation::current(), "", {scans_out, -1});
+  if (finals.size() != vars.size() + static_cast<size_t>(scans_out))
+    return n.Fail("its loop could not be built");
+  std::vector<Value> result(finals.begin() + 2, finals.begin() + 2 + count);
+  for (int j = 0; j < scans_out; ++j) {
+    Value y = finals[vars.size() + j];
+    if (out_dirs[j]) {  // the last iteration's output first
+      Value t = vars[1];
+      y = Gather(y, Range(t - 1.0, g.Scalar(-1, i64), g.Scalar(-1, i64)));
+    }
+    result.push_back(y);
+  }
+  return result;
+}
+
+// The number of scan outputs of a Scan body with `states` states and `inputs` inputs, checked.
+Result<int> ScanOutputCount(const OnnxNode& n, const onnx::GraphProto& body, int states,
+                            int inputs) {
+  const int scans_out = body.output_size() - states;
+  if (body.input_size() != inputs || scans_out < 0)
+    return n.Fail("its body takes ", body.input_size(), " inputs and gives ", body.output_size(),
+                  " outputs for ", states, " states and ", inputs - states, " scan inputs");
+  return scans_out;
+}
+
+// Scan of opset 8: every state, scan input and output has a batch axis 0 (the scan axis of the
+// inputs is 1): the opset-9 loop per batch entry (the batch known at import), the results stacked
+// along the batch. sequence_lens (per-entry lengths) is not supported.
+Status ConvertBatchScan(OnnxNode& n, const onnx::GraphProto& body, int scans_in) {
+  if (n.has_input(0))
+    return n.Unsupported("Scan of opset 8 with sequence_lens (per-entry lengths)");
+  const int states = n.num_inputs() - 1 - scans_in;
+  if (states < 0)
+    return n.Fail("num_scan_inputs is ", scans_in, " for ", n.num_inputs() - 1, " inputs");
+  KILN_ASSIGN_OR_RETURN(int scans_out, ScanOutputCount(n, body, states, states + scans_in));
+  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> in_dirs,
+                        n.Ints("directions", std::vector<int64_t>(scans_in, 0)));
+  if (static_cast<int>(in_dirs.size()) != scans_in)
+    return n.Fail("directions needs one entry per scan input");
+  std::vector<Value> inputs;
+  for (int i = 1; i < n.num_inputs(); ++i) {
+    KILN_ASSIGN_OR_RETURN(Value v, n.input(i));
+    if (v.rank() < 1 + (i > states ? 1 : 0))
+      return n.Fail("input ", i, " needs a batch axis", i > states ? " and a scan axis" : "",
+                    ", got ", v.type().ToString());
+    inputs.push_back(v);
+  }
+  const int64_t batch = inputs[0].shape()[0];
+  if (batch < 0) return n.NotKnownYet("needs the batch dim known");
+  std::vector<std::vector<Value>> per_entry(states + scans_out);
+  for (int64_t b = 0; b < batch; ++b) {
+    Value at = n.g().Constant(Tensor::Scalar<int64_t>(b));
+    std::vector<Value> entry_states, entry_scans;
+    for (int k = 0; k < states; ++k) entry_states.push_back(Gather(inputs[k], at));
+    for (int j = 0; j < scans_in; ++j) entry_scans.push_back(Gather(inputs[states + j], at));
+    KILN_ASSIGN_OR_RETURN(
+        std::vector<Value> out,
+        ScanLoop(n, body, entry_states, entry_scans, in_dirs, std::vector<int64_t>(scans_out, 0)));
+    for (size_t o = 0; o < out.size(); ++o) per_entry[o].push_back(Unsqueeze(out[o], {0}));
+  }
+  for (size_t o = 0; o < per_entry.size(); ++o)
+    n.SetOutput(static_cast<int>(o), Concat(per_entry[o], 0));
+  return OkStatus();
+}
+
+// Scan: N states and M scan inputs, sliced along their axes (in either direction), through the
+// body, giving N final states and K scan outputs stacked along their axes.
 Status ConvertScan(OnnxNode& n) {
-  if (n.opset() < 9)
-    return n.Unsupported("Scan before opset 9 (a batch axis and sequence_lens) is not supported");
   KILN_ASSIGN_OR_RETURN(const onnx::GraphProto* body, GraphAttr(n, "body"));
   KILN_ASSIGN_OR_RETURN(int64_t m, n.Int("num_scan_inputs", -1));
   const int total = n.num_inputs();
   if (m < 1 || m > total) return n.Fail("num_scan_inputs is ", m, " for ", total, " inputs");
+  if (n.opset() < 9) return ConvertBatchScan(n, *body, static_cast<int>(m));
   const int scans_in = static_cast<int>(m), states = total - scans_in;
-  const int scans_out = body->output_size() - states;
-  if (body->input_size() != total || scans_out < 0)
-    return n.Fail("its body takes ", body->input_size(), " inputs and gives ", body->output_size(),
-                  " outputs for ", states, " states and ", scans_in, " scan inputs");
+  KILN_ASSIGN_OR_RETURN(int scans_out, ScanOutputCount(n, *body, states, total));
   KILN_ASSIGN_OR_RETURN(std::vector<int64_t> in_axes,
                         n.Ints("scan_input_axes", std::vector<int64_t>(scans_in, 0)));
   KILN_ASSIGN_OR_RETURN(std::vector<int64_t> in_dirs,
@@ -239,13 +341,10 @@ Status ConvertScan(OnnxNode& n) {
       static_cast<int>(out_axes.size()) != scans_out ||
       static_cast<int>(out_dirs.size()) != scans_out)
     return n.Fail("its scan axes and directions need one entry per scan input and output");
-  GraphBuilder& g = n.g();
-  // The loop variables: t, T, the states, the scan inputs (scan axis first), the captured
-  // values, the scan outputs' accumulators.
-  std::vector<Value> vars = {g.Constant(Tensor::Scalar<int64_t>(0)), Value()};
+  std::vector<Value> states_in, scans;
   for (int k = 0; k < states; ++k) {
     KILN_ASSIGN_OR_RETURN(Value s, n.input(k));
-    vars.push_back(s);
+    states_in.push_back(s);
   }
   for (int j = 0; j < scans_in; ++j) {
     KILN_ASSIGN_OR_RETURN(Value x, n.input(states + j));
@@ -256,44 +355,13 @@ Status ConvertScan(OnnxNode& n) {
         if (d != axis) perm.push_back(d);
       x = Transpose(x, perm);
     }
-    vars.push_back(x);
+    scans.push_back(x);
   }
-  vars[1] = Reshape(Slice(ShapeOf(vars[2 + states]), {0}, {1}), {});
-  const std::vector<std::string> captured = OuterNames(*body);
-  GraphBuilder bg;
-  KILN_ASSIGN_OR_RETURN(std::vector<Value> args, LoopArguments(n, captured, vars, bg));
-  std::map<std::string, OnnxValue> values;
-  for (int k = 0; k < states; ++k) values[body->input(k).name()].value = args[2 + k];
-  for (int j = 0; j < scans_in; ++j) {
-    Value t = in_dirs[j] ? args[1] - 1.0 - args[0] : args[0];  // reversed: T - 1 - t
-    values[body->input(states + j).name()].value = Gather(args[2 + states + j], t);
-  }
-  BindCaptured(n, captured, args, 2 + states + scans_in, values);
-  KILN_RETURN_IF_ERROR(ConvertSubgraphNodes(bg, *body, n.opset(), n.label() + " body", values));
-  KILN_ASSIGN_OR_RETURN(std::vector<Value> out, SubgraphResults(n, *body, values));
-  std::vector<Value> next = {args[0] + 1.0, args[1]};
-  for (int k = 0; k < states; ++k) next.push_back(out[k]);
-  for (size_t k = 2 + states; k < args.size(); ++k) next.push_back(args[k]);  // unchanged
-  AddScanResults(*body, states, out, next);
-  KILN_ASSIGN_OR_RETURN(std::shared_ptr<const Graph> loop_body, Finish(n, bg, next, "body"));
-  std::vector<TensorType> types;
-  for (const Value& a : args) types.push_back(a.type());
-  KILN_ASSIGN_OR_RETURN(std::shared_ptr<const Graph> cond,
-                        BuildBody(types, [](const std::vector<Value>& a) {
-                          return std::vector<Value>{Less(a[0], a[1])};
-                        }));
-  std::vector<Value> finals =
-      While(vars, cond, loop_body, -1, SourceLocation::current(), "", {scans_out, -1});
-  if (finals.size() != vars.size() + static_cast<size_t>(scans_out))
-    return n.Fail("its loop could not be built");
-  for (int k = 0; k < states; ++k) n.SetOutput(k, finals[2 + k]);
-  const size_t first_acc = vars.size();
+  KILN_ASSIGN_OR_RETURN(std::vector<Value> out,
+                        ScanLoop(n, *body, states_in, scans, in_dirs, out_dirs));
+  for (int k = 0; k < states; ++k) n.SetOutput(k, out[k]);
   for (int j = 0; j < scans_out; ++j) {
-    Value y = finals[first_acc + j];
-    if (out_dirs[j]) {  // the last iteration's output first
-      Value t = vars[1];
-      y = Gather(y, Range(t - 1.0, g.Scalar(-1, i64), g.Scalar(-1, i64)));
-    }
+    Value y = out[states + j];
     KILN_ASSIGN_OR_RETURN(int axis, Axis(n, out_axes[j], y.rank()));
     if (axis != 0) {
       std::vector<int64_t> perm;

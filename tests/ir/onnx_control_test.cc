@@ -179,3 +179,42 @@ TEST_CASE("ONNX Scan over fed sequences of two lengths, forwards and backwards",
     }
   }
 }
+
+TEST_CASE("ONNX Scan of opset 8: a batch axis on every state, input and output",
+          "[onnx][control]") {
+  // Per batch entry b: s = s + x[b, t] along t (reversed with directions [1]), y[b, t] = s.
+  OnnxModel body;
+  body.Input("s_in", kFloat, {2}).Input("x_t", kFloat, {2});
+  body.Node("Add", {"s_in", "x_t"}, {"s_out"});
+  body.Node("Identity", {"s_out"}, {"y_t"});
+  body.Output("s_out", kFloat, {2}).Output("y_t", kFloat, {2});
+  for (bool backwards : {false, true}) {
+    INFO((backwards ? "backwards" : "forwards"));
+    OnnxModel m(8);
+    m.Input("s0", kFloat, {2, 2}).Input("x", kFloat, {2, 3, 2});
+    m.Output("s", kFloat, {2, 2}).Output("y", kFloat, {2, 3, 2});
+    auto* scan = m.Node("Scan", {"", "s0", "x"}, {"s", "y"}, "scan");
+    OnnxModel::AttrGraph(scan, "body", body);
+    OnnxModel::AttrInt(scan, "num_scan_inputs", 1);
+    if (backwards) OnnxModel::AttrInts(scan, "directions", {1});
+    const Graph g = Import(m);
+    Tensor x(f32, Shape{2, 3, 2});
+    for (int64_t i = 0; i < x.num_elements(); ++i) x.SetDouble(i, static_cast<double>(i + 1));
+    Tensor s0 = Tensor::FromVector<float>({2, 2}, {0, 0, 100, 100});
+    for (const std::string& backend : testing::AvailableBackends()) {
+      INFO(backend);
+      std::vector<Tensor> out = RunOn(g, backend, {{"s0", s0}, {"x", x}}, {"s", "y"});
+      REQUIRE(out[1].shape() == Shape{2, 3, 2});
+      for (int64_t b = 0; b < 2; ++b)
+        for (int64_t c = 0; c < 2; ++c) {
+          double running = s0.GetDouble(b * 2 + c);
+          for (int64_t step = 0; step < 3; ++step) {
+            const int64_t t = backwards ? 2 - step : step;
+            running += x.GetDouble((b * 3 + t) * 2 + c);
+            CHECK(out[1].GetDouble((b * 3 + step) * 2 + c) == running);  // in iteration order
+          }
+          CHECK(out[0].GetDouble(b * 2 + c) == running);
+        }
+    }
+  }
+}
