@@ -213,7 +213,9 @@ bool LowerGather(Step& step, const Executable& exe, bool grad) {
 bool LowerIntegerReduction(Step& step, const Executable& exe, const std::string& fold) {
   if (step.inputs.size() != 1 || step.outputs.size() != 1) return false;
   const TensorType& x = exe.buffers[step.inputs[0]].type;
-  if (IsFloat(x.dtype) || !exe.buffers[step.inputs[0]].layout.empty()) return false;
+  // u64 stays on the reference kernel, which computes it as int64 (ir/dtype.h).
+  if (IsFloat(x.dtype) || x.dtype == u64 || !exe.buffers[step.inputs[0]].layout.empty())
+    return false;
   std::optional<std::vector<int64_t>> reduced = SummedDims(step.node, x.shape, nullptr);
   if (!reduced) return false;
   int64_t count = 1;

@@ -106,6 +106,8 @@ Status ConvertGridSample(OnnxNode& n) {
     return n.Fail("the grid must be [N, H_out, W_out, 2], got ", grid.type().ToString());
   const Shape& xs = x.shape();
   const Shape& gs = grid.shape();
+  if (xs[0] >= 0 && gs[0] >= 0 && xs[0] != gs[0])
+    return n.Fail("X has ", xs[0], " images but the grid ", gs[0]);
   if (xs[1] < 0 || xs[2] < 0 || xs[3] < 0 || gs[1] < 0 || gs[2] < 0)
     return n.NotKnownYet("needs C, H, W and the grid's dims known");
   if (xs[2] == 0 || xs[3] == 0) return n.Fail("cannot sample an empty image ", x.type().ToString());

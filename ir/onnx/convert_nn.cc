@@ -168,7 +168,13 @@ Status ConvertQLinearConv(OnnxNode& n) {
     KILN_ASSIGN_OR_RETURN(Value v, n.input(i));
     in.push_back(v);
   }
-  auto channel = [](Value v) { return v.rank() == 1 ? Reshape(v, {-1, 1, 1, 1}) : v; };
+  const int w_rank = in[3].rank();
+  auto channel = [w_rank](Value v) {  // [O] along the weight's axis 0
+    if (v.rank() != 1 || w_rank < 1) return v;
+    std::vector<int64_t> shape(w_rank, 1);
+    shape[0] = -1;
+    return Reshape(v, shape);
+  };
   Value x = Cast(in[0], f64) - Cast(in[2], f64);
   Value w = Cast(in[3], f64) - channel(Cast(in[5], f64));
   KILN_ASSIGN_OR_RETURN(Value acc, Convolve(n, x, w));

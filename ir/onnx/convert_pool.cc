@@ -29,6 +29,7 @@ namespace {
 int64_t PooledLength(int64_t in, int64_t begin, int64_t end, int64_t extent, int64_t stride,
                      bool ceil) {
   const int64_t span = in + begin + end - extent;
+  if (span < 0) return 0;  // no window fits
   int64_t out = (ceil ? (span + stride - 1) / stride : span / stride) + 1;
   if (ceil && (out - 1) * stride >= in + begin) --out;
   return out;
@@ -47,12 +48,19 @@ Value Pool2D(Value x, const Pool2DOptions& o, bool max) {
 Result<std::vector<Value>> SlicedMaxPool(const OnnxNode& n, Value x, const OnnxWindow& w, bool ceil,
                                          bool indices, bool column_major_indices) {
   const int k = x.rank() - 2;
+  // One Slice (and a Maximum or two Selects) per kernel offset.
+  int64_t offsets = 1;
+  for (int64_t size : w.kernel) {
+    if (size < 1) return n.NotKnownYet("needs kernel_shape");
+    offsets *= std::min<int64_t>(size, 1 << 13);
+    if (offsets > 4096)
+      return n.Unsupported("a window of more than 4096 points ", Shape(w.kernel).ToString(),
+                           " with dilations, Indices or 3 or more spatial dims");
+  }
   std::vector<int64_t> out(k), pads(2 * x.rank(), 0), axes(k);
   for (int i = 0; i < k; ++i) {
     const int64_t in = x.shape()[2 + i];
     if (in < 0) return n.NotKnownYet("needs the spatial dims known");
-    if (w.kernel[i] < 1 || w.strides[i] < 1 || w.dilations[i] < 1)
-      return n.Fail("kernel_shape, strides and dilations must be positive");
     const int64_t extent = (w.kernel[i] - 1) * w.dilations[i] + 1;
     out[i] = PooledLength(in, w.pads[i], w.pads[k + i], extent, w.strides[i], ceil);
     if (out[i] < 1) return n.Fail("the window does not fit the input ", x.shape().ToString());

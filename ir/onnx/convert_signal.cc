@@ -57,6 +57,9 @@ Status ConvertHann(OnnxNode& n) { return ConvertWindow(n, {0.5, 0.5, 0}); }
 Status ConvertHamming(OnnxNode& n) { return ConvertWindow(n, {25.0 / 46, 21.0 / 46, 0}); }
 Status ConvertBlackman(OnnxNode& n) { return ConvertWindow(n, {0.42, 0.5, 0.08}); }
 
+// The longest transform: its two matrices take 2 x 8192^2 x 8 bytes = 1 GiB.
+constexpr int64_t kMaxDftLength = 8192;
+
 // A known scalar input as a whole number in [low, 2^24].
 Result<int64_t> KnownCount(OnnxNode& n, int i, const char* what, int64_t low) {
   KILN_ASSIGN_OR_RETURN(double v, n.ConstScalar(i));
@@ -76,6 +79,9 @@ Result<Value> Dft(const OnnxNode& n, Value x, int axis, int64_t length, bool inv
   const int rank = x.rank();
   const int64_t points = x.shape()[axis];
   const int64_t bins = onesided ? length / 2 + 1 : length;
+  if (length > kMaxDftLength)
+    return n.Unsupported("a DFT of ", length, " points (at most ", kMaxDftLength,
+                         ": the transform is a product with two length x length matrices)");
   // The signal's real and imaginary parts, the transformed axis last, in float64.
   std::vector<int64_t> perm;
   for (int d = 0; d < rank - 1; ++d)
@@ -149,6 +155,8 @@ Status ConvertDft(OnnxNode& n) {
     KILN_ASSIGN_OR_RETURN(length, KnownCount(n, 1, "dft_length", 1));
   }
   if (length < 1) return n.Fail("the transform needs at least one point, got ", length);
+  if (onesided && x.shape()[rank - 1] == 2)
+    return n.Fail("a onesided DFT needs a real signal [..., 1], got ", x.type().ToString());
   KILN_ASSIGN_OR_RETURN(Value y,
                         Dft(n, x, static_cast<int>(axis), length, inverse != 0, onesided != 0));
   n.SetOutput(0, y);
@@ -176,6 +184,9 @@ Status ConvertStft(OnnxNode& n) {
       return n.Fail("the window has ", window->shape()[0], " points for frames of ", frame);
   }
   if (frame < 1) return n.Fail("needs a window or a frame_length");
+  if (onesided && signal.shape()[2] == 2)
+    return n.Fail("a onesided STFT needs a real signal [batch, length, 1], got ",
+                  signal.type().ToString());
   const int64_t total = signal.shape()[1];
   if (total < 0) return n.NotKnownYet("needs the signal's length known");
   if (total < frame) return n.Fail("the signal has ", total, " points, less than a frame ", frame);

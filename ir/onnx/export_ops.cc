@@ -241,7 +241,13 @@ Status ExportRoiAlign(NodeExport& e) {
   const AttrMap& a = e.attrs();
   KILN_ASSIGN_OR_RETURN(bool max, a.GetBool("max"));
   KILN_ASSIGN_OR_RETURN(bool half_pixel, a.GetBool("half_pixel"));
-  onnx::NodeProto& n = e.Add("RoiAlign", AllInputs(e), {e.out()});
+  std::vector<std::string> inputs = AllInputs(e);
+  if (e.in_type(2).dtype != i64) {  // ONNX takes int64 indices only
+    const std::string cast = e.Temp("indices");
+    SetAttr(e.Add("Cast", {inputs[2]}, {cast}), "to", int64_t{OnnxTypeOf(i64)});
+    inputs[2] = cast;
+  }
+  onnx::NodeProto& n = e.Add("RoiAlign", inputs, {e.out()});
   for (const char* name : {"output_height", "output_width", "sampling_ratio"}) {
     KILN_ASSIGN_OR_RETURN(int64_t v, a.GetInt(name));
     SetAttr(n, name, v);
@@ -417,11 +423,13 @@ std::map<std::string, OpExporter> BuildTable() {
         "Round", "Shape", "Sigmoid", "Sign", "Sin",   "Sqrt",    "Sub",      "Tanh"})
     t[op] = As(op);
   t["StopGradient"] = As("Identity");
-  for (auto [op, direction] : {std::pair{"ShiftLeft", "LEFT"}, {"ShiftRight", "RIGHT"}})
-    t[op] = [direction](NodeExport& e) {
-      SetAttr(e.Add("BitShift", AllInputs(e), {e.out()}), "direction", std::string(direction));
+  for (const auto& shift : {std::pair{"ShiftLeft", "LEFT"}, {"ShiftRight", "RIGHT"}}) {
+    const std::string direction = shift.second;  // (clang 14 captures no structured binding)
+    t[shift.first] = [direction](NodeExport& e) {
+      SetAttr(e.Add("BitShift", AllInputs(e), {e.out()}), "direction", direction);
       return OkStatus();
     };
+  }
   t["CheckNumerics"] = As("Identity");
   t["GreaterEqual"] = As("GreaterOrEqual");
   t["LessEqual"] = As("LessOrEqual");

@@ -27,6 +27,20 @@ Result<OnnxWindow> ReadOnnxWindow(const OnnxNode& n, const Shape& x, std::vector
   if (static_cast<int>(strides.size()) != k || static_cast<int>(dil.size()) != k ||
       static_cast<int>(pads.size()) != 2 * k)
     return n.Fail("strides, dilations and pads must have ", k, ", ", k, " and ", 2 * k, " entries");
+  // Bounded so that extents and padded lengths cannot overflow.
+  constexpr int64_t kLimit = int64_t{1} << 31;
+  auto check = [&](const char* name, const std::vector<int64_t>& v, int64_t low,
+                   bool unknown_ok) -> Status {
+    for (int64_t e : v)
+      if ((e < low || e >= kLimit) && !(unknown_ok && e == -1))
+        return n.Fail("attribute '", name, "' must be >= ", low, " (and below 2^31), got ",
+                      Shape(v).ToString());
+    return OkStatus();
+  };
+  KILN_RETURN_IF_ERROR(check("kernel_shape", kernel, 1, true));  // -1: weights not known yet
+  KILN_RETURN_IF_ERROR(check("strides", strides, 1, false));
+  KILN_RETURN_IF_ERROR(check("dilations", dil, 1, false));
+  KILN_RETURN_IF_ERROR(check("pads", pads, 0, false));
   if (auto_pad == "VALID") {
     pads.assign(2 * k, 0);
   } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {

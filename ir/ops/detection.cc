@@ -37,6 +37,8 @@ Status InferRoiAlign(InferContext& ctx) {
   const Shape& rois = ctx.shape(1);
   const Shape& indices = ctx.shape(2);
   if (x.rank() != 4) return ctx.Fail("x must be [N, C, H, W], got ", ctx.input(0).ToString());
+  if (x[2] == 0 || x[3] == 0)
+    return ctx.Fail("cannot sample an empty image ", ctx.input(0).ToString());
   if (rois.rank() != 2 || (rois[1] >= 0 && rois[1] != 4))
     return ctx.Fail("rois must be [R, 4], got ", ctx.input(1).ToString());
   if (indices.rank() != 1 || (indices[0] >= 0 && rois[0] >= 0 && indices[0] != rois[0]))

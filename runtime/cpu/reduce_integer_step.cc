@@ -94,8 +94,6 @@ class ReduceIntegerStep : public StepRunner {
         return ByFold(static_cast<const uint16_t*>(x), static_cast<uint16_t*>(y), env.threads);
       case DType::kU32:
         return ByFold(static_cast<const uint32_t*>(x), static_cast<uint32_t*>(y), env.threads);
-      case DType::kU64:
-        return ByFold(static_cast<const uint64_t*>(x), static_cast<uint64_t*>(y), env.threads);
       default:
         return MakeError(ErrorCode::kInternal, "reduce_integer over ", DTypeName(dtype_));
     }

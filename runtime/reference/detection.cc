@@ -128,6 +128,8 @@ Status RoiAlignKernel(KernelContext& ctx) {
   const int64_t batch = x.shape()[0], channels = x.shape()[1];
   const int64_t height = x.shape()[2], width = x.shape()[3];
   const int64_t count = rois.shape()[0];
+  if (height == 0 || width == 0)
+    return ctx.Fail("cannot sample an empty image ", x.shape().ToString());
   if (indices.num_elements() != count)
     return ctx.Fail("batch_indices has ", indices.num_elements(), " entries for ", count, " rois");
   Tensor& y = ctx.output(0);
@@ -135,6 +137,10 @@ Status RoiAlignKernel(KernelContext& ctx) {
     const int64_t image = indices.GetInt(r);
     if (image < 0 || image >= batch)
       return ctx.Fail("batch_indices[", r, "] is ", image, ", outside [0, ", batch, ")");
+    for (int c = 0; c < 4; ++c)
+      if (!std::isfinite(rois.GetDouble(r * 4 + c)))
+        return ctx.Fail("region ", r,
+                        " has a corner that is not finite: ", rois.GetDouble(r * 4 + c));
     const double x1 = rois.GetDouble(r * 4) * scale - offset;
     const double y1 = rois.GetDouble(r * 4 + 1) * scale - offset;
     double roi_w = rois.GetDouble(r * 4 + 2) * scale - offset - x1;
@@ -148,11 +154,16 @@ Status RoiAlignKernel(KernelContext& ctx) {
     // At most 2^24 sample points per bin (a box of ~1e30 pixels would never finish).
     const double rows = ratio > 0 ? static_cast<double>(ratio) : std::ceil(bin_h);
     const double columns = ratio > 0 ? static_cast<double>(ratio) : std::ceil(bin_w);
-    if (!(rows * columns <= double{1 << 24}) || !std::isfinite(x1) || !std::isfinite(y1))
+    // The whole op at most 2^32 sample points (each a few multiply-adds).
+    const double work = rows * columns * static_cast<double>(channels * out_h * out_w * count);
+    if (!(rows >= 0 && columns >= 0 && rows * columns <= double{1 << 24} &&
+          work <= double(int64_t{1} << 32)) ||
+        !std::isfinite(x1) || !std::isfinite(y1))
       return ctx.Fail("region ", r, " (", rois.GetDouble(r * 4), ", ", rois.GetDouble(r * 4 + 1),
                       ", ", rois.GetDouble(r * 4 + 2), ", ", rois.GetDouble(r * 4 + 3), ") needs ",
                       rows, " x ", columns,
-                      " samples per bin; expected a finite box of at most 2^24");
+                      " samples per bin; expected a finite box of at most 2^24 (and 2^32 samples "
+                      "in all)");
     const auto grid_h = static_cast<int64_t>(rows), grid_w = static_cast<int64_t>(columns);
     const double points = static_cast<double>(std::max<int64_t>(grid_h * grid_w, 1));
     for (int64_t c = 0; c < channels; ++c) {

@@ -14,7 +14,9 @@ Status TfIdfVectorizerKernel(KernelContext& ctx) {
   const AttrMap& a = ctx.attrs();
   const int64_t min_n = a.Find("min_gram_length")->get<int64_t>();
   const int64_t max_n = a.Find("max_gram_length")->get<int64_t>();
-  const int64_t gaps = a.Find("max_skip_count")->get<int64_t>() + 1;
+  // A gap past the text's length forms no n-gram longer than 1: at most `length` gaps matter.
+  const int64_t length = x.shape()[x.rank() - 1];
+  const int64_t gaps = std::min(a.Find("max_skip_count")->get<int64_t>(), length) + 1;
   const std::string& mode = a.Find("mode")->get<std::string>();
   const auto& pool = a.Find("pool")->get<std::vector<int64_t>>();
   const auto& starts = a.Find("pool_starts")->get<std::vector<int64_t>>();
@@ -31,13 +33,14 @@ Status TfIdfVectorizerKernel(KernelContext& ctx) {
   }
   Tensor& y = ctx.output(0);
   const int64_t texts = x.rank() == 1 ? 1 : x.shape()[0];
-  const int64_t length = x.shape()[x.rank() - 1];
   const int64_t width = y.shape()[y.rank() - 1];
-  std::vector<int64_t> counts(columns.size());
+  std::vector<int64_t> counts(static_cast<size_t>(width));
   std::vector<int64_t> gram;
   for (int64_t t = 0; t < texts; ++t) {
     std::fill(counts.begin(), counts.end(), 0);
-    for (int64_t n = min_n; n <= max_n; ++n) {
+    // Gram lengths beyond the pool's levels match nothing.
+    for (int64_t n = min_n; n <= std::min<int64_t>(max_n, static_cast<int64_t>(starts.size()));
+         ++n) {
       auto level = ngrams.find(n);
       if (level == ngrams.end()) continue;
       for (int64_t d = 1; d <= (n == 1 ? 1 : gaps); ++d)
@@ -45,16 +48,16 @@ Status TfIdfVectorizerKernel(KernelContext& ctx) {
           gram.clear();
           for (int64_t i = 0; i < n; ++i) gram.push_back(x.GetInt(t * length + p + i * d));
           auto hit = level->second.find(gram);
-          if (hit != level->second.end()) ++counts[hit->second];
+          if (hit != level->second.end()) ++counts[columns[hit->second]];
         }
     }
-    for (size_t i = 0; i < columns.size(); ++i) {
-      const double weight = weights.empty() ? 1.0 : weights[i];
-      const auto count = static_cast<double>(counts[i]);
+    for (int64_t c = 0; c < width; ++c) {
+      const double weight = c < static_cast<int64_t>(weights.size()) ? weights[c] : 1.0;
+      const auto count = static_cast<double>(counts[c]);
       const double v = mode == "TF"    ? count
                        : mode == "IDF" ? (count > 0 ? weight : 0)
                                        : count * weight;
-      y.SetDouble(t * width + columns[i], v);
+      y.SetDouble(t * width + c, v);
     }
   }
   return OkStatus();

@@ -27,6 +27,11 @@ struct Slices {
   int Compare(int64_t a, int64_t b) const {
     for (int64_t k = 0; k < size(); ++k) {
       const int64_t i = At(a, k), j = At(b, k);
+      if (x.dtype() == u64) {
+        const uint64_t u = x.data<uint64_t>()[i], v = x.data<uint64_t>()[j];
+        if (u != v) return u < v ? -1 : 1;
+        continue;
+      }
       if (integral) {
         const int64_t u = x.GetInt(i), v = x.GetInt(j);
         if (u != v) return u < v ? -1 : 1;

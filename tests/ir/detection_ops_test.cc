@@ -119,12 +119,18 @@ TEST_CASE("RoiAlign refuses rois and image indices that do not fit", "[nn]") {
                      k.Constant(Tensor::FromVector<float>({1, 4}, {0, 0, 1, 1})),
                      k.Constant(Tensor::FromVector<int64_t>({1}, {1})));
   CHECK_THAT(testing::RunError(k, y, {}), Catch::Contains("batch_indices[0] is 1, outside [0, 1)"));
+  // An empty image has nothing to sample.
+  GraphBuilder empty;
+  RoiAlign(empty.Placeholder("x", f32, {1, 1, 0, 4}), empty.Placeholder("rois", f32, {1, 4}),
+           empty.Placeholder("i", i64, {1}));
+  CHECK_THAT(testing::BuildError(empty), Catch::Contains("cannot sample an empty image"));
   // A box of 1e30 pixels (adaptive sampling would take 1e60 samples per bin) or of NaN corners.
-  for (float corner : {1e30f, NAN}) {
+  for (float corner : {1e30f, NAN, INFINITY}) {
     GraphBuilder h2;
     Value z = RoiAlign(h2.Constant(testing::Iota({1, 1, 4, 4})),
                        h2.Constant(Tensor::FromVector<float>({1, 4}, {0, 0, corner, corner})),
                        h2.Constant(Tensor::FromVector<int64_t>({1}, {0})));
-    CHECK_THAT(testing::RunError(h2, z, {}), Catch::Contains("samples per bin; expected a finite"));
+    CHECK_THAT(testing::RunError(h2, z, {}),
+               Catch::Contains(std::isfinite(corner) ? "samples per bin" : "not finite"));
   }
 }

@@ -304,3 +304,27 @@ TEST_CASE("ONNX import: Mod of known integers folds, with the divisor's or the d
   for (const Node& n : g.nodes()) CHECK(n.op != "Mod");
   CHECK(OnlyNodeOf(g, "Reshape").output_types[0].shape == Shape{2, 2, 1, 1});
 }
+
+TEST_CASE("ONNX import: a 1-D QLinearConv with per-channel weight scales and zero points",
+          "[onnx]") {
+  // x [1, 1, 4] and two output channels of kernel 2: y[o, t] = round((sum_k (x[t+k] - 10) *
+  // (w[o, k] - zw[o])) * 0.5 * sw[o] / 0.25) + 3.
+  OnnxModel m(10);
+  m.Input("x", 2, {1, 1, 4}).Output("y", 2);
+  m.Initializer("xs", Tensor::Scalar<float>(0.5f));
+  m.Initializer("xz", Tensor::Scalar<uint8_t>(10));
+  m.Initializer("w", Tensor::FromVector<uint8_t>({2, 1, 2}, {1, 2, 5, 4}));
+  m.Initializer("ws", Tensor::FromVector<float>({2}, {1, 0.5f}));
+  m.Initializer("wz", Tensor::FromVector<uint8_t>({2}, {0, 4}));
+  m.Initializer("ys", Tensor::Scalar<float>(0.25f));
+  m.Initializer("yz", Tensor::Scalar<uint8_t>(3));
+  m.Node("QLinearConv", {"x", "xs", "xz", "w", "ws", "wz", "ys", "yz"}, {"y"});
+  Session session(Import(m), SessionOptions{.backend = "reference"});
+  Tensor x = Tensor::FromVector<uint8_t>({1, 1, 4}, {11, 12, 14, 10});
+  Result<std::vector<Tensor>> y = session.Run({{"x", x}}, {"y"});
+  INFO((y.ok() ? std::string() : y.error().ToString()));
+  REQUIRE(y.ok());
+  // Channel 0: (1*1 + 2*2, 2*1 + 4*2, 4*1 + 0*2) = (5, 10, 4), times 0.5 * 1 / 0.25 = 2, plus 3.
+  // Channel 1: weights (1, 0): (1, 2, 4), times 0.5 * 0.5 / 0.25 = 1, plus 3.
+  CHECK((*y)[0].ToInts() == std::vector<int64_t>{13, 23, 11, 4, 5, 7});
+}

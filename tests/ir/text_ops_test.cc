@@ -48,6 +48,17 @@ TEST_CASE("TfIdfVectorizer counts n-grams with gaps, in three modes", "[array]")
   o.mode = "IDF";
   CHECK(Vectorize(Tensor::FromVector<int32_t>({3}, {1, 1, 2}), o).ToDoubles() ==
         Doubles{0.5, 0, 1, 0});
+  // Gram lengths past the pool's change nothing; gaps past the text are every gap it has (1 _ _ 2
+  // and 1 _ _ _ 3 join in). Both finish at once.
+  o = Pool();
+  o.max_gram_length = int64_t{1} << 62;
+  CHECK(Vectorize(x, o).ToDoubles() == Doubles{2, 1, 2, 1});
+  o.max_skip_count = int64_t{1} << 62;
+  CHECK(Vectorize(x, o).ToDoubles() == Doubles{2, 1, 3, 2});
+  // Two n-grams sharing a column add up.
+  o = Pool();
+  o.ngram_indexes = {0, 1, 1, 2};
+  CHECK(Vectorize(x, o).ToDoubles() == Doubles{2, 3, 1});
   // A batch of texts, one row each; columns may be shared and reordered.
   o = Pool();
   o.ngram_indexes = {3, 0, 1, 2};

@@ -44,6 +44,11 @@ TEST_CASE("Unique of flattened values, sorted and in order of appearance", "[arr
   const int64_t big = int64_t{1} << 60;
   r = RunUnique(Tensor::FromVector<int64_t>({3}, {big + 1, big, big + 1}), std::nullopt, true);
   CHECK(r[0].ToInts() == Ints{big, big + 1});
+  // u64 from 2^63 on sorts after the smaller values.
+  Tensor wide = Tensor::FromVector<uint64_t>({2}, {(uint64_t{1} << 63) + 5, 1});
+  r = RunUnique(wide, std::nullopt, true);
+  CHECK(r[0].data<uint64_t>()[0] == 1);
+  CHECK(r[0].data<uint64_t>()[1] == (uint64_t{1} << 63) + 5);
 }
 
 TEST_CASE("Unique slices along an axis", "[array]") {

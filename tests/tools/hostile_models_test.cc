@@ -166,7 +166,7 @@ std::vector<Hostile> Cases() {
          M::AttrInts(m.Node("MaxPool", {"x"}, {"y"}), "kernel_shape", {0, 2});
        },
        {{"x", Tensor(f32, Shape{1, 1, 4, 4})}},
-       "attribute 'kernel' values must be >= 1",
+       "attribute 'kernel_shape' must be >= 1",
        std::nullopt});
   add({"average pool with stride 0",
        [](M& m) {
@@ -176,7 +176,7 @@ std::vector<Hostile> Cases() {
          M::AttrInts(n, "strides", {0, 0});
        },
        {{"x", Tensor(f32, Shape{1, 1, 4, 4})}},
-       "attribute 'strides' values must be >= 1",
+       "attribute 'strides' must be >= 1",
        std::nullopt});
   add({"slice with step 0",
        [](M& m) {
