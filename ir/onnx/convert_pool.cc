@@ -137,15 +137,21 @@ Result<Value> SeparableAvgPool3D(const OnnxNode& n, Value x, const OnnxWindow& w
                       .pads = {w.pads[1], w.pads[2], w.pads[4], w.pads[5]},
                       .ceil_mode = ceil,
                       .count_include_pad = include_pad};
+  // The pooled lengths, checked here (the ops' results are not read before the graph builds).
+  int64_t out[3];
+  for (int i = 0; i < 3; ++i) {
+    out[i] = PooledLength(s[2 + i], w.pads[i], w.pads[3 + i], w.kernel[i], w.strides[i], ceil);
+    if (out[i] < 1) return n.Fail("the window does not fit the input ", x.type().ToString());
+  }
+  const int64_t h = out[1], wd = out[2];
   Value y = AvgPool2D(Reshape(x, {0, s[1] * s[2], s[3], s[4]}), plane);
-  const int64_t h = y.shape()[2], wd = y.shape()[3];
   Pool2DOptions depth{.kernel = {w.kernel[0], 1},
                       .strides = {w.strides[0], 1},
                       .pads = {w.pads[0], 0, w.pads[3], 0},
                       .ceil_mode = ceil,
                       .count_include_pad = include_pad};
   y = AvgPool2D(Reshape(y, {0, s[1], s[2], h * wd}), depth);
-  return Reshape(y, {0, s[1], y.shape()[2], h, wd});
+  return Reshape(y, {0, s[1], out[0], h, wd});
 }
 
 Status ConvertPool(OnnxNode& n) {

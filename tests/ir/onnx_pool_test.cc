@@ -109,3 +109,13 @@ TEST_CASE("ONNX 3-D pooling, dilations, ceil mode and Indices match a direct loo
     }
   }
 }
+
+TEST_CASE("ONNX 3-D AveragePool whose window does not fit is a clear error", "[onnx]") {
+  OnnxModel m;
+  m.Input("x", 1, {1, 1, 3, 3, 3}).Output("y");
+  OnnxModel::AttrInts(m.Node("AveragePool", {"x"}, {"y"}, "pool"), "kernel_shape", {2, 5, 2});
+  Result<Graph> g = ImportOnnxFromBytes(m.Bytes(), "", "pool.onnx");
+  REQUIRE_FALSE(g.ok());
+  CHECK_THAT(g.error().message(), Catch::Contains("node 'pool' (AveragePool): the window does not "
+                                                  "fit the input f32[1, 1, 3, 3, 3]"));
+}
