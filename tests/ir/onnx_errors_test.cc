@@ -205,6 +205,14 @@ TEST_CASE("ONNX import errors: tables built at import are refused when too large
              Catch::Contains("attribute 'dilations' must be >= 1 (and below 2^31)"));
 }
 
+TEST_CASE("ONNX import errors: GridSample's grid must have X's batch", "[onnx]") {
+  OnnxModel m(16);
+  m.Input("x", 1, {2, 1, 4, 4}).Input("grid", 1, {3, 2, 2, 2}).Output("y");
+  m.Node("GridSample", {"x", "grid"}, {"y"}, "sample");
+  CHECK_THAT(ImportError(m.Bytes()).message(),
+             Catch::Contains("node 'sample' (GridSample): X has 2 images but the grid 3"));
+}
+
 TEST_CASE("ONNX import errors: non-tensor and unsupported input types", "[onnx]") {
   OnnxModel m;
   m.Input("s", 8, {2}).Output("s", 8);  // STRING

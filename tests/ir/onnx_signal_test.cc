@@ -100,3 +100,20 @@ TEST_CASE("ONNX STFT: windowed frames, each transformed", "[onnx]") {
     }
   }
 }
+
+TEST_CASE("ONNX DFT and STFT refuse a onesided transform of a complex signal", "[onnx]") {
+  OnnxModel dft;
+  dft.Input("x", 1, {1, 5, 2}).Output("y");
+  OnnxModel::AttrInt(dft.Node("DFT", {"x"}, {"y"}, "dft"), "onesided", 1);
+  Result<Graph> g = ImportOnnxFromBytes(dft.Bytes(), "", "dft.onnx");
+  REQUIRE_FALSE(g.ok());
+  CHECK_THAT(g.error().message(), Catch::Contains("a onesided DFT needs a real signal"));
+  OnnxModel stft;
+  stft.Input("x", 1, {1, 10, 2}).Output("y");
+  stft.Initializer("step", Tensor::Scalar<int64_t>(3));
+  stft.Initializer("length", Tensor::Scalar<int64_t>(4));
+  stft.Node("STFT", {"x", "step", "", "length"}, {"y"}, "stft");
+  g = ImportOnnxFromBytes(stft.Bytes(), "", "stft.onnx");
+  REQUIRE_FALSE(g.ok());
+  CHECK_THAT(g.error().message(), Catch::Contains("a onesided STFT needs a real signal"));
+}
