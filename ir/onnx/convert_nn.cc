@@ -179,8 +179,8 @@ Status ConvertQLinearConv(OnnxNode& n) {
   Value w = Cast(in[3], f64) - channel(Cast(in[5], f64));
   KILN_ASSIGN_OR_RETURN(Value acc, Convolve(n, x, w));
   const int rank = acc.rank();
-  auto per_channel = [rank](Value v) {  // [O] along axis 1 of the output
-    if (v.rank() != 1) return v;
+  auto per_channel = [rank](Value v) {        // [O] along axis 1 of the output
+    if (v.rank() != 1 || rank < 2) return v;  // (a refused convolution: the build reports it)
     std::vector<int64_t> shape(rank - 1, 1);
     shape[0] = -1;
     return Reshape(v, shape);

@@ -328,3 +328,22 @@ TEST_CASE("ONNX import: a 1-D QLinearConv with per-channel weight scales and zer
   // Channel 1: weights (1, 0): (1, 2, 4), times 0.5 * 0.5 / 0.25 = 1, plus 3.
   CHECK((*y)[0].ToInts() == std::vector<int64_t>{13, 23, 11, 4, 5, 7});
 }
+
+TEST_CASE("ONNX import: a QLinearConv whose weights do not fit its input is a clear error",
+          "[onnx]") {
+  // x has 6 channels, w expects 1 (found by fuzz_onnx_import: the refused convolution's result
+  // was shaped for the per-channel scales).
+  OnnxModel m(10);
+  m.Input("x", 2, {1, 6, 7, 7}).Output("y", 2);
+  m.Initializer("xs", Tensor::Scalar<float>(0.5f));
+  m.Initializer("xz", Tensor::Scalar<uint8_t>(10));
+  m.Initializer("w", Tensor::FromVector<uint8_t>({1, 1, 1, 1}, {3}));
+  m.Initializer("ws", Tensor::FromVector<float>({1}, {1}));
+  m.Initializer("wz", Tensor::FromVector<uint8_t>({1}, {0}));
+  m.Initializer("ys", Tensor::Scalar<float>(0.25f));
+  m.Initializer("yz", Tensor::Scalar<uint8_t>(3));
+  m.Node("QLinearConv", {"x", "xs", "xz", "w", "ws", "wz", "ys", "yz"}, {"y"}, "qconv");
+  Result<Graph> g = ImportOnnxFromBytes(m.Bytes(), "", "qconv.onnx");
+  REQUIRE_FALSE(g.ok());
+  CHECK_THAT(g.error().message(), Catch::Contains("qconv"));
+}
