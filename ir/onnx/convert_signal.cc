@@ -77,6 +77,8 @@ Result<Value> Dft(const OnnxNode& n, Value x, int axis, int64_t length, bool inv
                   bool onesided) {
   GraphBuilder& g = n.g();
   const int rank = x.rank();
+  if (rank < 2 || axis >= rank - 1)  // (a signal the builder refused: the build reports it)
+    return n.Fail("cannot transform ", x.type().ToString(), " along axis ", axis);
   const int64_t points = x.shape()[axis];
   const int64_t bins = onesided ? length / 2 + 1 : length;
   if (length > kMaxDftLength)
