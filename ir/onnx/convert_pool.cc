@@ -23,18 +23,6 @@
 namespace kiln::onnx_import {
 namespace {
 
-// Output length of one axis of `in` points, pads `begin` and `end`, an effective kernel extent
-// `extent` ((k - 1) * dilation + 1) and stride `stride`; in ceil mode the last window must start
-// inside the input or its left padding.
-int64_t PooledLength(int64_t in, int64_t begin, int64_t end, int64_t extent, int64_t stride,
-                     bool ceil) {
-  const int64_t span = in + begin + end - extent;
-  if (span < 0) return 0;  // no window fits
-  int64_t out = (ceil ? (span + stride - 1) / stride : span / stride) + 1;
-  if (ceil && (out - 1) * stride >= in + begin) --out;
-  return out;
-}
-
 // The 2-D pooling of x [N, C, H, W] (kiln's op), integer max pooling through float64.
 Value Pool2D(Value x, const Pool2DOptions& o, bool max) {
   const DType dtype = x.dtype();

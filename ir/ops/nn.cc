@@ -123,19 +123,29 @@ Result<PoolWindow> ReadPoolWindow(const InferContext& ctx) {
   return w;
 }
 
+}  // namespace
+
+int64_t PooledLength(int64_t in, int64_t pad_begin, int64_t pad_end, int64_t extent, int64_t stride,
+                     bool ceil_mode) {
+  const int64_t span = in + pad_begin + pad_end - extent;
+  if (span < 0) return 0;  // no window fits
+  int64_t out = (ceil_mode ? (span + stride - 1) / stride : span / stride) + 1;
+  // A last window that would start in the end padding is dropped (ONNX, PyTorch).
+  if (ceil_mode && (out - 1) * stride >= in + pad_begin) --out;
+  return out;
+}
+
+namespace {
+
 // The pooled size of one spatial dimension (-1 when `in` is unknown).
 Result<int64_t> PooledSize(const InferContext& ctx, const char* what, int64_t in, int64_t k,
                            int64_t s, int64_t pad_begin, int64_t pad_end, bool ceil_mode) {
   if (in == kUnknownDim) return kUnknownDim;
   if (in == 0) return ctx.Fail("cannot pool an empty input: its ", what, " is 0");
-  int64_t span = in + pad_begin + pad_end - k;
-  if (span < 0)
+  if (in + pad_begin + pad_end < k)
     return ctx.Fail("input ", what, " ", in, " plus padding ", pad_begin + pad_end,
                     " is smaller than the kernel ", what, " ", k);
-  int64_t out = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
-  // A last window that would start in the end padding is dropped (ONNX, PyTorch).
-  if (ceil_mode && (out - 1) * s >= in + pad_begin) --out;
-  return out;
+  return PooledLength(in, pad_begin, pad_end, k, s, ceil_mode);
 }
 
 Status InferPool2D(InferContext& ctx) {

@@ -62,6 +62,11 @@ struct Pool2DOptions {
   bool count_include_pad = false;  // AvgPool2D only (ignored by MaxPool2D)
 };
 
+// The number of windows along one axis of `in` points with the given padding, window extent
+// ((kernel - 1) * dilation + 1) and stride; in ceil mode a last window that would start in the end
+// padding is dropped (ONNX, PyTorch). 0 when no window fits.
+int64_t PooledLength(int64_t in, int64_t pad_begin, int64_t pad_end, int64_t extent, int64_t stride,
+                     bool ceil_mode);
 Value MaxPool2D(At x, const Pool2DOptions& options);
 Value AvgPool2D(At x, const Pool2DOptions& options);
 // [N, C, d1, ..., dk] -> [N, C, 1, ..., 1] (rank >= 3).
