@@ -44,6 +44,13 @@ void RegisterReferenceSteps(OpLowerings& lowerings) {
        "known only at run time"},
   };
   for (const auto& [op, why] : reference) lowerings.Add(op).reference = why;
+  // Sequences and optionals live on the host: a plan holding one runs on the reference executor
+  // (compiler/static_types.cc refuses to compile it), so these never become steps of a plan.
+  for (const char* op :
+       {"SequenceEmpty", "SequenceConstruct", "SequenceInsert", "SequenceErase", "SequenceAt",
+        "SequenceLength", "OptionalOf", "OptionalNone", "OptionalHasElement", "OptionalGetElement"})
+    lowerings.Add(op).reference =
+        "it takes or gives a sequence or optional, which live on the host";
   // Integer division must report a zero divisor (a generated kernel would not): it keeps the
   // reference kernel's check.
   lowerings.Add("Div").keeps_reference = [](const Node& node, const StaticInfo& info) {

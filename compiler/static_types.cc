@@ -49,6 +49,13 @@ Status ResolveNode(const Node& node, StaticInfo& info) {
     all_known &= value != info.values.end();
   }
   KILN_ASSIGN_OR_RETURN(std::vector<TensorType> out_types, InferNode(node, in_types, in_values));
+  for (const std::vector<TensorType>* types : {&in_types, &out_types})
+    for (const TensorType& t : *types)
+      if (IsContainer(t.dtype))
+        return node.MakeNodeError(ErrorCode::kUnimplemented, "it takes or gives a ",
+                                  DTypeName(t.dtype),
+                                  " value: containers live on the host, so the plan runs on the "
+                                  "reference executor");
   for (size_t i = 0; i < out_types.size(); ++i) {
     if (!out_types[i].shape.IsFullyKnown())
       return node.MakeNodeError(ErrorCode::kUnimplemented, "output ", i, " has type ",

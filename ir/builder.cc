@@ -131,6 +131,11 @@ Value GraphBuilder::Constant(const Tensor& value, SourceLocation loc) {
 }
 
 Value GraphBuilder::Scalar(double value, DType dtype, SourceLocation loc) {
+  if (!IsNumeric(dtype) && dtype != boolean) {  // (x + 1.0 on a sequence, say)
+    RecordError(MakeError(ErrorCode::kInvalidArgument, "at ", loc.ToString(), ": a scalar ", value,
+                          " of dtype ", DTypeName(dtype), ": not a tensor dtype"));
+    return Value();
+  }
   return Constant(Tensor::FromDoubles(dtype, Shape{}, {value}), loc);
 }
 

@@ -39,6 +39,10 @@ std::string_view DTypeName(DType t) {
       return "u32";
     case DType::kU64:
       return "u64";
+    case DType::kSeq:
+      return "seq";
+    case DType::kOptional:
+      return "optional";
     case DType::kInvalid:
       break;
   }
@@ -47,6 +51,8 @@ std::string_view DTypeName(DType t) {
 
 std::optional<DType> DTypeFromName(std::string_view name) {
   for (DType t : AllDTypes())
+    if (DTypeName(t) == name) return t;
+  for (DType t : {seq, optional})
     if (DTypeName(t) == name) return t;
   return std::nullopt;
 }
@@ -70,6 +76,8 @@ int DTypeSize(DType t) {
     case DType::kU8:
     case DType::kBool:
       return 1;
+    case DType::kSeq:
+    case DType::kOptional:
     case DType::kInvalid:
       break;
   }

@@ -30,7 +30,12 @@ enum class DType : uint8_t {
   kI16,
   kU16,
   kU32,
-  kU64
+  kU64,
+  // Not tensors: host containers of tensors (ONNX's sequence and optional types). A value of
+  // these types is a Tensor of shape [] that holds its elements (Tensor::Sequence,
+  // Tensor::Optional); they have no bytes, no element accessors and no compiled kernels.
+  kSeq,
+  kOptional
 };
 
 inline constexpr DType f32 = DType::kF32;
@@ -46,13 +51,18 @@ inline constexpr DType i16 = DType::kI16;
 inline constexpr DType u16 = DType::kU16;
 inline constexpr DType u32 = DType::kU32;
 inline constexpr DType u64 = DType::kU64;
+inline constexpr DType seq = DType::kSeq;
+inline constexpr DType optional = DType::kOptional;
 
-// Every valid dtype, in enum order.
+// Every tensor dtype, in enum order (not the containers seq and optional: an op takes those only
+// where it says so).
 const std::vector<DType>& AllDTypes();
+// seq or optional.
+inline bool IsContainer(DType t) { return t == DType::kSeq || t == DType::kOptional; }
 
 std::string_view DTypeName(DType t);
 std::optional<DType> DTypeFromName(std::string_view name);
-// Bytes per element (bool is one byte).
+// Bytes per element (bool is one byte; 0 for the containers, which hold no bytes).
 int DTypeSize(DType t);
 
 bool IsFloat(DType t);     // f32 f64 f16 bf16

@@ -52,6 +52,10 @@ OpDefBuilder& OpDefBuilder::VariadicInput(std::string name, std::string type_var
   def_.inputs.push_back({std::move(name), std::move(type_var), true});
   return *this;
 }
+OpDefBuilder& OpDefBuilder::OptionalInput(std::string name, std::string type_var) {
+  def_.inputs.push_back({std::move(name), std::move(type_var), false, true});
+  return *this;
+}
 OpDefBuilder& OpDefBuilder::Output(std::string name) {
   def_.outputs.push_back(std::move(name));
   return *this;

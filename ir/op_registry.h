@@ -34,6 +34,7 @@ struct InputSpec {
   std::string name;
   std::string type_var;   // inputs naming the same variable share a dtype; "": any, each its own
   bool variadic = false;  // only the last input may be variadic (one or more tensors)
+  bool optional = false;  // only last inputs may be optional (absent: fewer inputs)
 };
 
 struct AttrSpec {
@@ -158,6 +159,8 @@ class OpDefBuilder {
   OpDefBuilder(std::string name, std::string family);
   OpDefBuilder& Input(std::string name, std::string type_var);
   OpDefBuilder& VariadicInput(std::string name, std::string type_var);
+  // An input a node may leave out; only inputs after it may follow, each optional too.
+  OpDefBuilder& OptionalInput(std::string name, std::string type_var);
   OpDefBuilder& Output(std::string name);
   OpDefBuilder& VariadicOutput(std::string name);
   OpDefBuilder& Types(std::string type_var, std::vector<DType> allowed);

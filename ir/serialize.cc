@@ -180,6 +180,10 @@ proto::DataType DTypeToProto(DType t) {
       return proto::DT_U32;
     case DType::kU64:
       return proto::DT_U64;
+    case DType::kSeq:
+      return proto::DT_SEQ;
+    case DType::kOptional:
+      return proto::DT_OPTIONAL;
     case DType::kInvalid:
       break;
   }
@@ -214,6 +218,10 @@ Result<DType> DTypeFromProto(int t) {
       return u32;
     case proto::DT_U64:
       return u64;
+    case proto::DT_SEQ:
+      return seq;
+    case proto::DT_OPTIONAL:
+      return optional;
     default:
       break;
   }

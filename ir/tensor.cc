@@ -26,6 +26,9 @@ std::shared_ptr<uint8_t> AllocateAligned(int64_t bytes, bool zero_filled) {
 
 Result<int64_t> CheckedByteSize(DType dtype, const Shape& shape) {
   if (dtype == DType::kInvalid) return MakeError(ErrorCode::kInvalidArgument, "invalid dtype");
+  if (IsContainer(dtype))
+    return MakeError(ErrorCode::kInvalidArgument, "a ", DTypeName(dtype),
+                     " value holds tensors, not bytes of its own");
   int64_t n = 1;
   for (int64_t d : shape.dims()) {
     if (d < 0)
@@ -87,6 +90,47 @@ Result<Tensor> Tensor::Create(DType dtype, Shape shape) {
   }
 }
 
+Result<Tensor> Tensor::Sequence(DType element_dtype, std::vector<Tensor> elements) {
+  if (!IsNumeric(element_dtype) && element_dtype != boolean)
+    return MakeError(ErrorCode::kInvalidArgument, "a sequence holds tensors, not ",
+                     DTypeName(element_dtype));
+  for (size_t i = 0; i < elements.size(); ++i)
+    if (elements[i].dtype() != element_dtype)
+      return MakeError(ErrorCode::kInvalidArgument, "element ", i, " of a sequence of ",
+                       DTypeName(element_dtype), " is ",
+                       elements[i].valid() ? DTypeName(elements[i].dtype()) : "missing");
+  Tensor t;
+  t.dtype_ = seq;
+  t.container_ = std::make_shared<const Container>(Container{element_dtype, std::move(elements)});
+  return t;
+}
+
+Tensor Tensor::Optional(DType element_dtype) {
+  Tensor t;
+  t.dtype_ = optional;
+  t.container_ = std::make_shared<const Container>(Container{element_dtype, {}});
+  return t;
+}
+
+Tensor Tensor::Optional(Tensor value) {
+  KILN_CHECK(value.valid());
+  Tensor t;
+  t.dtype_ = optional;
+  const DType element_dtype = value.dtype();
+  t.container_ = std::make_shared<const Container>(Container{element_dtype, {std::move(value)}});
+  return t;
+}
+
+DType Tensor::element_dtype() const {
+  KILN_CHECK(container_ != nullptr);
+  return container_->element_dtype;
+}
+
+const std::vector<Tensor>& Tensor::elements() const {
+  KILN_CHECK(container_ != nullptr);
+  return container_->elements;
+}
+
 Tensor Tensor::FromDoubles(DType dtype, Shape shape, const std::vector<double>& values) {
   Tensor t(dtype, std::move(shape));
   KILN_CHECK(static_cast<int64_t>(values.size()) == t.num_elements());
@@ -122,6 +166,8 @@ double Tensor::GetDouble(int64_t i) const {
       return data<uint32_t>()[i];
     case DType::kU64:
       return static_cast<double>(data<uint64_t>()[i]);
+    case DType::kSeq:
+    case DType::kOptional:
     case DType::kInvalid:
       break;
   }
@@ -169,6 +215,8 @@ void Tensor::SetDouble(int64_t i, double v) {
     case DType::kU64:
       data<uint64_t>()[i] = SaturatingFromDouble<uint64_t>(v);
       return;
+    case DType::kSeq:
+    case DType::kOptional:
     case DType::kInvalid:
       break;
   }
@@ -248,7 +296,7 @@ std::vector<int64_t> Tensor::ToInts() const {
 }
 
 Tensor Tensor::Clone() const {
-  if (!valid()) return Tensor();
+  if (!valid() || container_) return *this;  // (containers are immutable)
   Tensor t = Uninitialized(dtype_, shape_);
   if (byte_size()) std::memcpy(t.raw_data(), raw_data(), byte_size());
   return t;
@@ -277,6 +325,14 @@ Tensor Tensor::CastTo(DType dtype) const {
 }
 
 bool Tensor::BitwiseEquals(const Tensor& other) const {
+  if (container_ || other.container_) {
+    if (dtype_ != other.dtype_ || !container_ || !other.container_ ||
+        element_dtype() != other.element_dtype() || elements().size() != other.elements().size())
+      return false;
+    for (size_t i = 0; i < elements().size(); ++i)
+      if (!elements()[i].BitwiseEquals(other.elements()[i])) return false;
+    return true;
+  }
   return dtype_ == other.dtype_ && shape_ == other.shape_ &&
          (byte_size() == 0 || std::memcmp(raw_data(), other.raw_data(), byte_size()) == 0);
 }
@@ -284,6 +340,21 @@ bool Tensor::BitwiseEquals(const Tensor& other) const {
 std::string Tensor::Summary(int max_values) const {
   if (!valid()) return "<empty>";
   std::ostringstream os;
+  if (container_) {  // "seq(f32, 2) {f32[3] {...}, f32[1] {...}}"
+    os << DTypeName(dtype_) << "(" << DTypeName(element_dtype()) << ", " << elements().size()
+       << ")";
+    if (max_values <= 0 || elements().empty()) return os.str();
+    os << " {";
+    for (size_t i = 0; i < elements().size(); ++i) {
+      if (i == 3) {
+        os << ", ...";
+        break;
+      }
+      os << (i ? ", " : "") << elements()[i].Summary(max_values);
+    }
+    os << "}";
+    return os.str();
+  }
   os << DTypeName(dtype_) << shape_.ToString();
   if (max_values <= 0) return os.str();
   os << " {";

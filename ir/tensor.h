@@ -1,5 +1,9 @@
 // Tensor: a dense, row-major array of one dtype and a fully known shape.
 //
+// It also carries the two container values (dtype seq or optional; ir/dtype.h): shape [], no
+// bytes and no elements of its own, but a list of tensors: a sequence's elements (each of its
+// element dtype), or an optional's value (none or one). Containers are immutable and shared.
+//
 // Storage is reference counted and 64-byte aligned; copying a Tensor shares it (use Clone() for a
 // deep copy). Element accessors by double/int64 work for every dtype and are meant for the
 // reference executor, tests and tools; fast paths use data<T>() on the native type.
@@ -88,6 +92,16 @@ class Tensor {
   // Converts each double to `dtype` (rounding floats, truncating toward zero for integers).
   static Tensor FromDoubles(DType dtype, Shape shape, const std::vector<double>& values);
 
+  // A sequence of tensors of `element_dtype` (a tensor dtype; their shapes may differ). Fails when
+  // an element is invalid, a container or of another dtype.
+  static Result<Tensor> Sequence(DType element_dtype, std::vector<Tensor> elements);
+  // An optional holding none (of `element_dtype`, a tensor dtype or seq), or `value` (valid).
+  static Tensor Optional(DType element_dtype);
+  static Tensor Optional(Tensor value);
+  // A container's element dtype and elements (an optional's: none or its value).
+  DType element_dtype() const;
+  const std::vector<Tensor>& elements() const;
+
   bool valid() const { return dtype_ != DType::kInvalid; }
   DType dtype() const { return dtype_; }
   const Shape& shape() const { return shape_; }
@@ -132,6 +146,11 @@ class Tensor {
   Shape shape_;
   int64_t num_elements_ = 0;
   std::shared_ptr<uint8_t> storage_;
+  struct Container {
+    DType element_dtype;
+    std::vector<Tensor> elements;
+  };
+  std::shared_ptr<const Container> container_;  // set for dtype seq and optional
 };
 
 template <typename T>

@@ -18,6 +18,13 @@ Status CheckArity(const OpDef& def, const Node& node) {
   int fixed = static_cast<int>(def.inputs.size());
   bool variadic = !def.inputs.empty() && def.inputs.back().variadic;
   int given = static_cast<int>(node.inputs.size());
+  int required = fixed;
+  while (required > 0 && def.inputs[required - 1].optional) --required;
+  if (required < fixed) {
+    if (given >= required && given <= fixed) return OkStatus();
+    return node.MakeNodeError(ErrorCode::kInvalidArgument, "expects ", required, " to ", fixed,
+                              " inputs, got ", given);
+  }
   if (variadic ? given < fixed : given != fixed) {
     return node.MakeNodeError(ErrorCode::kInvalidArgument, "expects ", variadic ? "at least " : "",
                               fixed, " input(s), got ", given);

@@ -64,7 +64,8 @@ class Folder {
       return false;
     if (node.output_types.size() > 1 && control_targets_.count(node.name)) return false;
     for (const TensorType& t : node.output_types)
-      if (!t.shape.IsFullyKnown() || t.shape.NumElements() > max_elements_) return false;
+      if (IsContainer(t.dtype) || !t.shape.IsFullyKnown() || t.shape.NumElements() > max_elements_)
+        return false;
     return true;
   }
 

@@ -5,8 +5,18 @@ namespace kiln {
 std::set<TensorRef> SmallFeeds(const RunPlan& plan) {
   std::set<TensorRef> feeds;
   for (const auto& [ref, tensor] : plan.feeds)
-    if (tensor.num_elements() <= kMaxFeedElements) feeds.insert(ref);
+    if (tensor.num_elements() <= kMaxFeedElements && !IsContainer(tensor.dtype()))
+      feeds.insert(ref);
   return feeds;
+}
+
+bool HoldsContainers(const RunPlan& plan) {
+  for (const auto& [ref, tensor] : plan.feeds)
+    if (IsContainer(tensor.dtype())) return true;
+  for (const Node* node : plan.nodes)
+    for (const TensorType& t : node->output_types)
+      if (IsContainer(t.dtype)) return true;
+  return false;
 }
 
 std::string ValuesKey(const RunPlan& plan, const std::vector<TensorRef>& feeds) {

@@ -305,6 +305,9 @@ std::string SerializeNpy(const Tensor& t) {
 Status WriteNpy(const std::string& path, const Tensor& t) {
   if (!t.valid())
     return MakeError(ErrorCode::kInvalidArgument, "cannot write an invalid tensor to '", path, "'");
+  if (IsContainer(t.dtype()))
+    return MakeError(ErrorCode::kInvalidArgument, "cannot write a ", DTypeName(t.dtype()),
+                     " value to '", path, "': .npy holds one tensor");
   return WriteFileAtomically(path, SerializeNpy(t));
 }
 

@@ -38,7 +38,7 @@ Result<Tensor> ReadNpy(const std::string& path);
 Result<Tensor> ParseNpy(const std::string& bytes, const std::string& origin);
 // Writes `t` to `path` atomically (temporary file, fsync, rename).
 Status WriteNpy(const std::string& path, const Tensor& t);
-// The bytes of a .npy file holding `t`.
+// The bytes of a .npy file holding `t` (a tensor, not a container).
 std::string SerializeNpy(const Tensor& t);
 
 }  // namespace kiln

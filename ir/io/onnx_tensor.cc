@@ -89,6 +89,8 @@ void CopyTypedValues(const P& p, Tensor& t) {
     case DType::kU64:
       for (int64_t i = 0; i < n; ++i) t.SetInt(i, static_cast<int64_t>(p.uint64_data(i)));
       return;
+    case DType::kSeq:
+    case DType::kOptional:
     case DType::kInvalid:
       break;
   }
@@ -125,6 +127,8 @@ int32_t OnnxTypeOf(DType t) {
       return P::UINT32;
     case DType::kU64:
       return P::UINT64;
+    case DType::kSeq:
+    case DType::kOptional:
     case DType::kInvalid:
       break;
   }
@@ -226,6 +230,44 @@ Result<Tensor> ReadOnnxTensor(const std::string& path) {
     return MakeError(ErrorCode::kDataLoss, "'", path,
                      "' is not a valid serialized ONNX TensorProto");
   return OnnxTensorFromProto(p, path);
+}
+
+Result<Tensor> OnnxSequenceFromProto(const onnx::SequenceProto& p, DType element_dtype,
+                                     const std::string& origin) {
+  if (p.sequence_values_size() > 0 || p.optional_values_size() > 0 ||
+      (p.elem_type() != onnx::SequenceProto::TENSOR &&
+       p.elem_type() != onnx::SequenceProto::UNDEFINED))
+    return MakeError(ErrorCode::kUnimplemented, origin,
+                     ": a sequence of non-tensors (kiln's sequences hold tensors)");
+  std::vector<Tensor> elements;
+  for (int i = 0; i < p.tensor_values_size(); ++i) {
+    KILN_ASSIGN_OR_RETURN(Tensor t, OnnxTensorFromProto(p.tensor_values(i),
+                                                        origin + ": element " + std::to_string(i)));
+    elements.push_back(std::move(t));
+  }
+  if (!elements.empty()) element_dtype = elements[0].dtype();
+  Result<Tensor> sequence = Tensor::Sequence(element_dtype, std::move(elements));
+  if (!sequence.ok()) return sequence.error().WithContext(origin);
+  return sequence;
+}
+
+Result<Tensor> OnnxOptionalFromProto(const onnx::OptionalProto& p, DType element_dtype,
+                                     DType sequence_element_dtype, const std::string& origin) {
+  if (p.has_tensor_value()) {
+    KILN_ASSIGN_OR_RETURN(Tensor t, OnnxTensorFromProto(p.tensor_value(), origin));
+    return Tensor::Optional(std::move(t));
+  }
+  if (p.has_sequence_value()) {
+    KILN_ASSIGN_OR_RETURN(
+        Tensor s, OnnxSequenceFromProto(p.sequence_value(), sequence_element_dtype, origin));
+    return Tensor::Optional(std::move(s));
+  }
+  if (p.has_optional_value())
+    return MakeError(ErrorCode::kUnimplemented, origin, ": an optional of an optional");
+  if (element_dtype == DType::kInvalid)
+    return MakeError(ErrorCode::kInvalidArgument, origin,
+                     ": an empty optional of a type kiln does not know");
+  return Tensor::Optional(element_dtype);
 }
 
 void OnnxTensorToProto(const Tensor& t, const std::string& name, onnx::TensorProto* p) {

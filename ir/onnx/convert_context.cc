@@ -92,6 +92,18 @@ void OnnxNode::SetOutput(int i, Value v) {
   out.value = v;
   out.known = Tensor();
   out.partial.clear();
+  out.element = nullptr;
+}
+
+void OnnxNode::SetOutput(int i, Value v, ElementTypePtr element) {
+  SetOutput(i, v);
+  if (wants_output(i) && v.valid()) values_[node_.output(i)].element = std::move(element);
+}
+
+ElementTypePtr OnnxNode::element_of(int i) const {
+  if (!has_input(i)) return nullptr;
+  const OnnxValue* v = value_of(node_.input(i));
+  return v ? v->element : nullptr;
 }
 
 void OnnxNode::SetKnown(int i, const Tensor& t) {
@@ -292,6 +304,7 @@ const ConverterTable& Converters() {
     AddGridSampleConverter(*t);
     AddPoolConverters(*t);
     AddTrainingConverters(*t);
+    AddSequenceConverters(*t);
     return t;
   }();
   return *table;

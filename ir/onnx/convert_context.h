@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,9 +34,28 @@ struct DimEntry {
 };
 inline const char* const kRunTimeEntry = "<run time>";
 
+// What the import knows of the elements of a sequence or optional value (from declared types and
+// the ops that built it): SequenceAt and OptionalGetElement declare their outputs with it.
+struct ElementType {
+  DType dtype = DType::kInvalid;  // kInvalid: unknown; seq for an optional holding a sequence
+  std::optional<Shape> shape;     // a tensor's shape (-1 dims unknown); nullopt: rank unknown
+  std::shared_ptr<const ElementType> element;  // a nested sequence's elements
+};
+using ElementTypePtr = std::shared_ptr<const ElementType>;
+// The element type of an ONNX sequence or optional type (null for a tensor type).
+ElementTypePtr ElementTypeOf(const onnx::TypeProto& type);
+// A value of ONNX type `type` (a tensor or a sequence) as an element (null for other types).
+ElementTypePtr TypeAsElement(const onnx::TypeProto& type);
+// The type both `a` and `b` fit (dims that differ unknown; null when either is).
+ElementTypePtr JoinElementTypes(const ElementTypePtr& a, const ElementTypePtr& b);
+// The elements of a sequence of `before` elements after elements of `added` join it: their join,
+// or `added` when `before` has no rank (an empty sequence's elements are only a dtype).
+ElementTypePtr GrownElementType(const ElementTypePtr& before, const ElementTypePtr& added);
+
 struct OnnxValue {
   Value value;
-  Tensor known;  // invalid when not known
+  ElementTypePtr element;  // of a sequence or optional value, when known
+  Tensor known;            // invalid when not known
   // For a scalar or 1-D integer value that is not fully known: what is known of each entry.
   std::vector<DimEntry> partial;
 };
@@ -70,6 +90,10 @@ class OnnxNode {
   // True when output i exists and is used (named).
   bool wants_output(int i) const { return i < node_.output_size() && !node_.output(i).empty(); }
   void SetOutput(int i, Value v);
+  // Output i is the sequence or optional `v` whose elements are `element`.
+  void SetOutput(int i, Value v, ElementTypePtr element);
+  // What is known of input i's elements (a sequence or optional; null when unknown or absent).
+  ElementTypePtr element_of(int i) const;
   // Output i is `t`, computed at import: a Constant.
   void SetKnown(int i, const Tensor& t);
   // The entries of input i when it is a partly known shape vector (or known: then all numbers);
@@ -149,6 +173,7 @@ void AddTextConverters(ConverterTable& t);
 void AddGridSampleConverter(ConverterTable& t);
 void AddPoolConverters(ConverterTable& t);
 void AddTrainingConverters(ConverterTable& t);
+void AddSequenceConverters(ConverterTable& t);
 
 // Every converter, by ConverterKey.
 const ConverterTable& Converters();

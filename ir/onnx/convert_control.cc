@@ -20,6 +20,7 @@
 #include "ir/ops/array.h"
 #include "ir/ops/control.h"
 #include "ir/ops/math.h"
+#include "ir/ops/sequence.h"
 
 namespace kiln::onnx_import {
 namespace {
@@ -53,7 +54,10 @@ std::vector<Value> BindArguments(const OnnxNode& n, GraphBuilder& g,
     OnnxValue v;
     v.value =
         g.Placeholder("arg_" + std::to_string(first_index + k), outer[k].dtype(), outer[k].shape());
-    if (const OnnxValue* known = n.value_of(names[k])) v.known = known->known;
+    if (const OnnxValue* known = n.value_of(names[k])) {
+      v.known = known->known;
+      v.element = known->element;
+    }
     args.push_back(v.value);
     values[names[k]] = std::move(v);
   }
@@ -92,6 +96,7 @@ Status ConvertIf(OnnxNode& n) {
       if (seen.insert(name).second) captured.push_back(name);
   KILN_ASSIGN_OR_RETURN(std::vector<Value> inputs, OuterValues(n, captured));
   std::shared_ptr<const Graph> branches[2];
+  std::vector<ElementTypePtr> elements[2];  // of the branches' container results
   for (int b = 0; b < 2; ++b) {
     const char* which = b == 0 ? "then_branch" : "else_branch";
     GraphBuilder g;
@@ -101,6 +106,8 @@ Status ConvertIf(OnnxNode& n) {
                                               n.label() + " " + which, values));
     KILN_ASSIGN_OR_RETURN(std::vector<Value> results,
                           SubgraphResults(n, b == 0 ? *then_graph : *else_graph, values));
+    for (const onnx::ValueInfoProto& out : (b == 0 ? *then_graph : *else_graph).output())
+      elements[b].push_back(values[out.name()].element);
     KILN_ASSIGN_OR_RETURN(branches[b], Finish(n, g, results, which));
   }
   if (branches[0]->outputs().size() != static_cast<size_t>(n.num_outputs()))
@@ -108,7 +115,10 @@ Status ConvertIf(OnnxNode& n) {
                   n.num_outputs());
   Value flag = cond.rank() == 0 ? cond : Reshape(cond, {});
   std::vector<Value> outs = If(flag, inputs, branches[0], branches[1]);
-  for (size_t i = 0; i < outs.size(); ++i) n.SetOutput(static_cast<int>(i), outs[i]);
+  for (size_t i = 0; i < outs.size(); ++i)
+    n.SetOutput(
+        static_cast<int>(i), outs[i],
+        i < elements[1].size() ? JoinElementTypes(elements[0][i], elements[1][i]) : nullptr);
   return OkStatus();
 }
 
@@ -134,7 +144,10 @@ void BindCaptured(const OnnxNode& n, const std::vector<std::string>& captured,
   for (size_t k = 0; k < captured.size(); ++k) {
     OnnxValue v;
     v.value = args[first + k];
-    if (const OnnxValue* known = n.value_of(captured[k])) v.known = known->known;
+    if (const OnnxValue* known = n.value_of(captured[k])) {
+      v.known = known->known;
+      v.element = known->element;
+    }
     values[captured[k]] = std::move(v);
   }
 }
@@ -185,6 +198,10 @@ Status ConvertLoop(OnnxNode& n) {
     if (name.empty()) continue;
     OnnxValue v;
     v.value = args[k < 2 ? k : k + 1];  // M sits between the condition and the carried values
+    if (k >= 2) {
+      v.element = ElementTypeOf(body->input(k).type());
+      if (!v.element) v.element = n.element_of(k);
+    }
     values[name] = std::move(v);
   }
   BindCaptured(n, captured, args, 3 + carried, values);
@@ -192,7 +209,14 @@ Status ConvertLoop(OnnxNode& n) {
   KILN_ASSIGN_OR_RETURN(std::vector<Value> out, SubgraphResults(n, *body, values));
   std::vector<Value> next = {args[0] + 1.0, out[0].rank() == 0 ? out[0] : Reshape(out[0], {}),
                              args[2]};
-  for (int k = 0; k < carried; ++k) next.push_back(out[1 + k]);
+  // A carried optional the body replaces with its value (opset 16's "optional until the first
+  // iteration sets it") stays an optional in the loop: the body wraps its result, the Loop's
+  // output is the value.
+  std::vector<bool> unwrap(carried, false);
+  for (int k = 0; k < carried; ++k) {
+    unwrap[k] = vars[3 + k].dtype() == optional && out[1 + k].dtype() != optional;
+    next.push_back(unwrap[k] ? OptionalOf(out[1 + k]) : out[1 + k]);
+  }
   for (size_t k = 0; k < captured.size(); ++k) next.push_back(args[3 + carried + k]);
   AddScanResults(*body, 1 + carried, out, next);
   KILN_ASSIGN_OR_RETURN(std::shared_ptr<const Graph> loop_body, Finish(n, bg, next, "body"));
@@ -208,7 +232,16 @@ Status ConvertLoop(OnnxNode& n) {
   if (finals.size() != vars.size() + static_cast<size_t>(scans))
     return n.Fail("its loop could not be built");
   int output = 0;
-  for (int k = 0; k < carried; ++k) n.SetOutput(output++, finals[3 + k]);
+  for (int k = 0; k < carried; ++k) {
+    const std::string& result = body->output(1 + k).name();
+    const ElementTypePtr after = values.count(result) ? values[result].element : nullptr;
+    if (unwrap[k]) {
+      const Value& y = out[1 + k];
+      n.SetOutput(output++, OptionalGetElement(finals[3 + k], y.dtype(), y.shape()), after);
+      continue;
+    }
+    n.SetOutput(output++, finals[3 + k], GrownElementType(n.element_of(2 + k), after));
+  }
   for (int j = 0; j < scans; ++j) n.SetOutput(output++, finals[vars.size() + j]);
   return OkStatus();
 }

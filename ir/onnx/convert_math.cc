@@ -67,6 +67,10 @@ Status ConvertUnary(OnnxNode& n) {
     n.SetKnown(0, t);
     return OkStatus();
   }
+  if (IsContainer(x.dtype())) {  // Identity of a sequence or optional (others refuse it)
+    n.SetOutput(0, UnaryOps().at(n.op_type())(x), n.element_of(0));
+    return OkStatus();
+  }
   n.SetOutput(0, UnaryOps().at(n.op_type())(x));
   return OkStatus();
 }

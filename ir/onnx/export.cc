@@ -25,6 +25,14 @@ std::string NameScope::Fresh(const std::string& base) {
 void SetValueInfo(const std::string& name, const TensorType& type, onnx::ValueInfoProto* info,
                   const std::string& dim_param) {
   info->set_name(name);
+  if (type.dtype == seq) {  // kiln's containers carry no element type: left unspecified
+    info->mutable_type()->mutable_sequence_type();
+    return;
+  }
+  if (type.dtype == optional) {
+    info->mutable_type()->mutable_optional_type();
+    return;
+  }
   onnx::TypeProto_Tensor* t = info->mutable_type()->mutable_tensor_type();
   t->set_elem_type(OnnxTypeOf(type.dtype));
   onnx::TensorShapeProto* shape = t->mutable_shape();

@@ -34,7 +34,8 @@ class NameScope {
 };
 
 // The ONNX type of a kiln tensor type (an unknown dim: a dim without a value, or `dim_param`
-// followed by its index when `dim_param` is not empty).
+// followed by its index when `dim_param` is not empty); a seq or optional becomes ONNX's sequence
+// or optional type with its element type left unspecified.
 void SetValueInfo(const std::string& name, const TensorType& type, onnx::ValueInfoProto* info,
                   const std::string& dim_param = "");
 

@@ -75,6 +75,14 @@ const char* TypeKind(const onnx::TypeProto& t) {
 }
 
 Result<TensorType> InputType(const onnx::ValueInfoProto& vi, const std::string& origin) {
+  // Sequences and optionals of tensors: fed as Tensor::Sequence and Tensor::Optional.
+  if (vi.type().has_sequence_type() || vi.type().has_optional_type()) {
+    if (!onnx_import::ElementTypeOf(vi.type()))
+      return MakeError(ErrorCode::kUnimplemented, origin, ": graph input '", vi.name(), "' is ",
+                       TypeKind(vi.type()),
+                       " of a type kiln does not support (kiln's hold tensors or sequences)");
+    return TensorType{vi.type().has_sequence_type() ? seq : optional, Shape{}};
+  }
   if (!vi.type().has_tensor_type())
     return MakeError(ErrorCode::kUnimplemented, origin, ": graph input '", vi.name(), "' is ",
                      TypeKind(vi.type()), "; kiln imports tensors only");
@@ -142,6 +150,13 @@ class Importer {
   // A graph output's declared element type and shape (where given: symbolic or missing dims say
   // nothing) must be what the graph computes.
   Status CheckDeclaredOutput(const onnx::ValueInfoProto& out, const Value& v) const {
+    const DType container = out.type().has_sequence_type()   ? seq
+                            : out.type().has_optional_type() ? optional
+                                                             : DType::kInvalid;
+    if (container != DType::kInvalid && v.dtype() != container)
+      return MakeError(ErrorCode::kInvalidArgument, origin_, ": graph output '", out.name(),
+                       "' is declared ", TypeKind(out.type()), " but the graph computes ",
+                       DTypeName(v.dtype()), v.shape().ToString());
     if (!out.type().has_tensor_type()) return OkStatus();
     const auto& tt = out.type().tensor_type();
     auto contradiction = [&](const std::string& what) {
@@ -224,6 +239,7 @@ class Importer {
         v.value = g_.Constant(t).Named(NodeName(vi.name()));
       } else {
         v.value = g_.Placeholder(NodeName(vi.name()), type.dtype, type.shape);
+        v.element = onnx_import::ElementTypeOf(vi.type());
       }
       if (!v.value.valid()) return BuilderError("graph input '" + vi.name() + "'");
       values_[vi.name()] = std::move(v);

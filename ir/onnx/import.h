@@ -4,9 +4,12 @@
 //   kiln::Result<kiln::Graph> graph = kiln::ImportOnnx("resnet.onnx");
 //
 // - Graph inputs that are not initializers become Placeholders named as in ONNX (a symbolic or
-//   missing dim is -1). Graph outputs become graph outputs of the same name. In the names of
-//   inputs and initializers, ':' (kiln's port separator) becomes '_': PyTorch's initializer
-//   "onnx::Conv_193" is the Variable "onnx__Conv_193".
+//   missing dim is -1). An input of a sequence or optional type (of tensors) becomes a
+//   Placeholder of dtype seq or optional (fed as Tensor::Sequence, Tensor::Optional; the
+//   sequence ops are ir/ops/sequence.h); SequenceMap becomes a While over the elements. Graph
+//   outputs become graph outputs of the same name. In the names of inputs and initializers, ':'
+//   (kiln's port separator) becomes '_': PyTorch's initializer "onnx::Conv_193" is the Variable
+//   "onnx__Conv_193".
 // - Initializers of a float dtype become trainable Variables starting from their values
 //   (Initializer::FromTensor), so an imported model can be trained, differentiated and frozen;
 //   other initializers (shapes, indices) become Constants. With `initializers_as_constants` all

@@ -133,6 +133,7 @@ std::vector<Value> ConcatGrad(At dy, const std::vector<Value>& values_like, int6
 void RegisterArrayOps(OpRegistry& r) {
   RegisterArrayLikeOps(r);
   RegisterUniqueOps(r);
+  RegisterSequenceOps(r);
   RegisterTextOps(r);
   RegisterArrayElementsOps(r);
   using namespace internal;  // NOLINT: the Infer* functions

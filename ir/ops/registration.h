@@ -14,6 +14,7 @@ void RegisterReduceOps(OpRegistry& r);
 void RegisterArrayOps(OpRegistry& r);
 void RegisterUniqueOps(OpRegistry& r);         // called by RegisterArrayOps
 void RegisterTextOps(OpRegistry& r);           // called by RegisterArrayOps
+void RegisterSequenceOps(OpRegistry& r);       // called by RegisterArrayOps
 void RegisterArrayLikeOps(OpRegistry& r);      // called by RegisterArrayOps
 void RegisterArrayElementsOps(OpRegistry& r);  // called by RegisterArrayOps
 void RegisterDeferredOps(OpRegistry& r);

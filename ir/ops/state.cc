@@ -63,12 +63,16 @@ namespace {
 Status InferPlaceholder(InferContext& ctx) {
   KILN_ASSIGN_OR_RETURN(DType dtype, ctx.attrs().GetDType("dtype"));
   KILN_ASSIGN_OR_RETURN(Shape shape, ctx.attrs().GetShape("shape"));
+  if (IsContainer(dtype) && shape.rank() != 0)
+    return ctx.Fail("a ", DTypeName(dtype), " placeholder has shape [], not ", shape.ToString());
   ctx.AddOutput(dtype, shape);
   return OkStatus();
 }
 
 Status InferConstant(InferContext& ctx) {
   KILN_ASSIGN_OR_RETURN(Tensor value, ctx.attrs().GetTensor("value"));
+  if (IsContainer(value.dtype()))
+    return ctx.Fail("a constant holds a tensor, not a ", DTypeName(value.dtype()));
   ctx.AddOutput(value.dtype(), value.shape());
   return OkStatus();
 }
@@ -172,10 +176,12 @@ void RegisterStateOps(OpRegistry& r) {
                    .NoPrecisionList()
                    .Flops(FlopsPerOutputElement())
                    .Build());
+  std::vector<DType> all_and_containers = all;  // Identity passes sequences and optionals too
+  all_and_containers.insert(all_and_containers.end(), {seq, optional});
   r.Register(OpDefBuilder("Identity", "state")
                  .Input("x", "T")
                  .Output("y")
-                 .Types("T", all)
+                 .Types("T", all_and_containers)
                  .Infer(SameAsInput(0))
                  .Grad([](GradContext& ctx) {
                    ctx.SetInputGrad(0, ctx.grad(0));

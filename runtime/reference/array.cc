@@ -121,6 +121,7 @@ void RegisterArrayKernels(KernelRegistry& r) {
   RegisterArrayLikeKernels(r);
   RegisterUniqueKernels(r);
   RegisterTextKernels(r);
+  RegisterSequenceKernels(r);
   RegisterArrayElementsKernels(r);
   for (const char* op : {"Reshape", "Squeeze", "Unsqueeze", "Flatten"}) r.Register(op, CopyKernel);
   r.Register("Transpose", TransposeKernel);

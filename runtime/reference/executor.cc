@@ -84,7 +84,7 @@ Result<std::vector<Tensor>> ReferenceExecutor::Run(const RunPlan& plan, Variable
                       RunState{&variables, &counters_, nullptr, memory_limit_});
     double outputs_bytes = 0;  // of this node's outputs allocated so far
     for (size_t i = 0; i < out_types.size(); ++i)
-      if (out_types[i].shape.IsFullyKnown()) {
+      if (out_types[i].shape.IsFullyKnown() && !IsContainer(out_types[i].dtype)) {
         const double bytes = DenseBytes(out_types[i]);
         outputs_bytes += bytes;
         if (static_cast<double>(live) + outputs_bytes > static_cast<double>(budget.bytes))

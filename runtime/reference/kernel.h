@@ -93,6 +93,7 @@ void RegisterReduceKernels(KernelRegistry& r);
 void RegisterArrayKernels(KernelRegistry& r);
 void RegisterUniqueKernels(KernelRegistry& r);         // called by RegisterArrayKernels
 void RegisterTextKernels(KernelRegistry& r);           // called by RegisterArrayKernels
+void RegisterSequenceKernels(KernelRegistry& r);       // called by RegisterArrayKernels
 void RegisterArrayLikeKernels(KernelRegistry& r);      // called by RegisterArrayKernels
 void RegisterArrayElementsKernels(KernelRegistry& r);  // called by RegisterArrayKernels
 void RegisterDeferredKernels(KernelRegistry& r);

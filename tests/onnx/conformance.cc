@@ -7,8 +7,9 @@
 // Each case is "passed", "failed" (imported, but running or comparing failed: the reason says how)
 // or "unsupported" (kiln refuses the model on purpose, at import or when a node waiting for its
 // inputs' values is converted at run time: an op without a converter, a data type kiln does not
-// have such as strings, sequences, optionals, complex or 16/32/64-bit unsigned integers, or an
-// attribute value kiln does not implement). Outputs are compared with |got - want| <= atol + rtol *
+// have such as strings, maps or complex numbers, or an attribute value kiln does not implement).
+// Sequence and optional values (SequenceProto, OptionalProto) are fed and compared element by
+// element. Outputs are compared with |got - want| <= atol + rtol *
 // |want| (rtol 1e-3, atol 1e-5; NaN matches NaN; integers and bools exactly). One case needs
 // otherwise: bfloat16 outputs match within one bfloat16 step (rtol 2^-7), because onnx 1.12's
 // expected values truncate float to bfloat16 and kiln rounds to nearest even.
@@ -72,9 +73,11 @@ std::string Brief(const std::string& message) {
 
 // Why a value type is outside what kiln supports, or "" when it is a supported tensor.
 std::string UnsupportedType(const onnx::TypeProto& t) {
-  if (t.has_sequence_type()) return "sequence values (kiln has tensors only)";
-  if (t.has_optional_type()) return "optional values (kiln has tensors only)";
-  if (t.has_map_type()) return "map values (kiln has tensors only)";
+  if (t.has_sequence_type() && t.sequence_type().has_elem_type())
+    return UnsupportedType(t.sequence_type().elem_type());
+  if (t.has_optional_type() && t.optional_type().has_elem_type())
+    return UnsupportedType(t.optional_type().elem_type());
+  if (t.has_map_type()) return "map values (kiln has tensors, sequences and optionals)";
   if (t.has_sparse_tensor_type()) return "sparse tensors";
   if (!t.has_tensor_type()) return "";
   int32_t e = t.tensor_type().elem_type();
@@ -86,11 +89,38 @@ std::string UnsupportedType(const onnx::TypeProto& t) {
          " tensors (kiln's integer dtypes are i8, u8, i16, u16, i32, u32, i64, u64)";
 }
 
-// Reads a case's tensor. The suite stores bfloat16 data as UINT16 (numpy has no bfloat16): such a
-// tensor is read as the BFLOAT16 its model declares.
+// The kiln dtype of the tensors a sequence or optional type holds (seq for an optional sequence;
+// kInvalid when not a tensor type kiln has).
+DType ElementDType(const onnx::TypeProto& t) {
+  if (t.has_sequence_type()) return seq;
+  if (!t.has_tensor_type()) return DType::kInvalid;
+  return DTypeOfOnnx(t.tensor_type().elem_type()).value_or(DType::kInvalid);
+}
+
+// Reads a case's value. The suite stores bfloat16 data as UINT16 (numpy has no bfloat16): such a
+// tensor is read as the BFLOAT16 its model declares. Sequences and optionals (SequenceProto,
+// OptionalProto) become kiln's sequence and optional values.
 Result<Tensor> ReadCaseTensor(const std::string& path, const onnx::ValueInfoProto& declared) {
   Result<std::string> bytes = ReadFileToString(path, kMaxTensorBytes);
   if (!bytes.ok()) return bytes.error();
+  const onnx::TypeProto& type = declared.type();
+  if (type.has_sequence_type()) {
+    onnx::SequenceProto p;
+    if (!p.ParseFromString(*bytes))
+      return MakeError(ErrorCode::kDataLoss, "'", path, "' is not a SequenceProto");
+    return OnnxSequenceFromProto(p, ElementDType(type.sequence_type().elem_type()), path);
+  }
+  if (type.has_optional_type()) {
+    onnx::OptionalProto p;
+    if (!p.ParseFromString(*bytes))
+      return MakeError(ErrorCode::kDataLoss, "'", path, "' is not an OptionalProto");
+    const onnx::TypeProto& inner = type.optional_type().elem_type();
+    return OnnxOptionalFromProto(p, ElementDType(inner),
+                                 inner.has_sequence_type()
+                                     ? ElementDType(inner.sequence_type().elem_type())
+                                     : DType::kInvalid,
+                                 path);
+  }
   onnx::TensorProto p;
   if (!p.ParseFromString(*bytes))
     return MakeError(ErrorCode::kDataLoss, "'", path, "' is not a TensorProto");
@@ -102,6 +132,17 @@ Result<Tensor> ReadCaseTensor(const std::string& path, const onnx::ValueInfoProt
 
 // Compares one output; "" when it matches.
 std::string Compare(const std::string& name, const Tensor& got, const Tensor& want) {
+  if (IsContainer(want.dtype()) && got.dtype() == want.dtype()) {  // element by element
+    if (got.elements().size() != want.elements().size())
+      return "output '" + name + "': " + std::to_string(got.elements().size()) +
+             " elements, expected " + std::to_string(want.elements().size());
+    for (size_t i = 0; i < want.elements().size(); ++i)
+      if (std::string diff =
+              Compare(name + "[" + std::to_string(i) + "]", got.elements()[i], want.elements()[i]);
+          !diff.empty())
+        return diff;
+    return "";
+  }
   if (got.dtype() != want.dtype())
     return "output '" + name + "': dtype " + std::string(DTypeName(got.dtype())) + ", expected " +
            std::string(DTypeName(want.dtype()));
@@ -252,8 +293,8 @@ int Main(int argc, char** argv) {
        << "- failed: imported (or meant to be), but the import, the run or the comparison "
           "failed; the reason says how.\n"
        << "- unsupported: refused on purpose: an op kiln has no converter for, a type kiln does "
-          "not have (strings, sequences, optionals, complex, 16/32/64-bit unsigned and 16-bit "
-          "integers), or an attribute or input value kiln does not implement (found at import, "
+          "not have (strings, maps, complex numbers), or an attribute or input value kiln does "
+          "not implement (found at import, "
           "or when a node waiting for its inputs' values is converted at run time).\n\n"
        << "## Not passing, by reason\n\n| cases | status | reason |\n|---|---|---|\n";
     // The reasons with what is particular to a case (node lists) left out.

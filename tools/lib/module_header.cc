@@ -107,6 +107,8 @@ Result<TypeSpelling> SpellingOf(DType t) {
       return TypeSpelling{"kU32", "uint32_t"};
     case DType::kU64:
       return TypeSpelling{"kU64", "uint64_t"};
+    case DType::kSeq:
+    case DType::kOptional:
     case DType::kInvalid:
       break;
   }
