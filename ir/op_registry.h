@@ -137,8 +137,9 @@ struct OpDef {
   bool variadic_outputs = false;
   std::vector<AttrSpec> attrs;
   InferFn infer;
-  bool stateful = false;  // reads or writes state (variables, RNG): never folded or merged
-  GradFn grad;            // how to differentiate it (see passes/autodiff.h)
+  bool stateful = false;          // reads or writes state (variables, RNG): never folded or merged
+  bool gives_containers = false;  // may output a seq or optional (ir/dtype.h); others never do
+  GradFn grad;                    // how to differentiate it (see passes/autodiff.h)
   bool not_differentiable = false;  // explicitly has no gradient (comparisons, ArgMax, Shape, ...)
   // Its default list in mixed precision (ir/precision.h), or explicitly none (no_precision_list:
   // state, constants, casts, logic and integer work, and math left to float32): one of the two.
@@ -168,6 +169,8 @@ class OpDefBuilder {
   OpDefBuilder& RequiredAttr(std::string name, AttrType type);
   OpDefBuilder& Infer(InferFn fn);
   OpDefBuilder& Stateful();
+  // The op may output sequences and optionals (its kernel makes them, or passes them through).
+  OpDefBuilder& GivesContainers();
   OpDefBuilder& Grad(GradFn fn);
   OpDefBuilder& NotDifferentiable();
   OpDefBuilder& Precision(PrecisionList list);

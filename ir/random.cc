@@ -30,6 +30,8 @@ double RandomNormal(uint64_t seed, uint64_t counter, uint64_t index) {
 
 Tensor RandomTensor(DType dtype, const Shape& shape, int64_t classes, uint64_t seed,
                     uint64_t counter) {
+  if (dtype == seq) return *Tensor::Sequence(f32, {});
+  if (dtype == optional) return Tensor::Optional(f32);
   Tensor t(dtype, shape);
   int64_t n = t.num_elements();
   if (dtype == f32) {

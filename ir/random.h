@@ -17,7 +17,8 @@ double RandomUniform(uint64_t seed, uint64_t counter, uint64_t index);
 double RandomNormal(uint64_t seed, uint64_t counter, uint64_t index);
 
 // A tensor of seeded random data from stream (seed, counter): floats standard normal, integers
-// uniform in [0, classes) (at least 1), bools 0 or 1. For benchmarks' and fuzzers' inputs.
+// uniform in [0, classes) (at least 1), bools 0 or 1. For benchmarks' and fuzzers' inputs. A
+// container dtype gives an empty one (of f32 elements: kiln's types do not say their elements').
 Tensor RandomTensor(DType dtype, const Shape& shape, int64_t classes, uint64_t seed,
                     uint64_t counter);
 

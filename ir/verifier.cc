@@ -97,6 +97,10 @@ Result<std::vector<TensorType>> InferNode(const Node& node, const std::vector<Te
   // No tensor's size may overflow the byte counts every allocation and copy computes with.
   for (size_t i = 0; i < ctx.outputs().size(); ++i) {
     const TensorType& out = ctx.outputs()[i];
+    if (IsContainer(out.dtype) && !def->gives_containers)
+      return node.MakeNodeError(ErrorCode::kInvalidArgument, "output ", i, " would be a ",
+                                DTypeName(out.dtype), ", which ", node.op,
+                                " does not give (it gives tensors)");
     std::optional<int64_t> bytes = DTypeSize(out.dtype);
     for (int64_t d : out.shape.dims())
       if (bytes && d >= 0) bytes = CheckedMul(*bytes, d);

@@ -118,6 +118,9 @@ Result<Executable> ExecutableFromProto(const proto::ExecutableProto& p) {
     b.kind = static_cast<BufferDesc::Kind>(bp.kind());
     Result<DType> dtype = DTypeFromProto(bp.dtype());
     if (!dtype.ok()) return error(dtype.error());
+    if (IsContainer(*dtype))  // containers live on the host: no compiled plan holds one
+      return MakeError(ErrorCode::kInvalidArgument, "executable buffer %", i, ": dtype ",
+                       DTypeName(*dtype), " is not a tensor dtype");
     Result<Shape> shape = ShapeFromProto(bp.shape());
     if (!shape.ok()) return error(shape.error());
     b.type = TensorType{*dtype, *shape};

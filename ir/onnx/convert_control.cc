@@ -116,9 +116,10 @@ Status ConvertIf(OnnxNode& n) {
   Value flag = cond.rank() == 0 ? cond : Reshape(cond, {});
   std::vector<Value> outs = If(flag, inputs, branches[0], branches[1]);
   for (size_t i = 0; i < outs.size(); ++i)
-    n.SetOutput(
-        static_cast<int>(i), outs[i],
-        i < elements[1].size() ? JoinElementTypes(elements[0][i], elements[1][i]) : nullptr);
+    n.SetOutput(static_cast<int>(i), outs[i],
+                i < elements[0].size() && i < elements[1].size()
+                    ? JoinElementTypes(elements[0][i], elements[1][i])
+                    : nullptr);
   return OkStatus();
 }
 

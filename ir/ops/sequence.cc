@@ -107,7 +107,7 @@ std::vector<DType> TensorAndSequenceTypes() {
 
 OpDefBuilder ContainerOp(const char* name) {
   OpDefBuilder b(name, "array");
-  b.NotDifferentiable().NoPrecisionList().Flops(NoFlops());
+  b.NotDifferentiable().NoPrecisionList().Flops(NoFlops()).GivesContainers();
   return b;
 }
 

@@ -122,6 +122,7 @@ void RegisterStateOps(OpRegistry& r) {
                  .RequiredAttr("dtype", AttrType::kDType)
                  .RequiredAttr("shape", AttrType::kShape)
                  .Infer(InferPlaceholder)
+                 .GivesContainers()
                  .NotDifferentiable()
                  .NoPrecisionList()
                  .Flops(NoFlops())
@@ -182,6 +183,7 @@ void RegisterStateOps(OpRegistry& r) {
                  .Input("x", "T")
                  .Output("y")
                  .Types("T", all_and_containers)
+                 .GivesContainers()
                  .Infer(SameAsInput(0))
                  .Grad([](GradContext& ctx) {
                    ctx.SetInputGrad(0, ctx.grad(0));

@@ -34,6 +34,9 @@ Result<ModuleTensorSpec> SpecFromProto(const proto::ModuleProto::TensorSpec& p,
   if (spec.name.empty()) return MakeError(ErrorCode::kInvalidArgument, what, " has no name");
   Result<DType> dtype = DTypeFromProto(p.dtype());
   if (!dtype.ok()) return dtype.error().WithContext(what + " '" + spec.name + "'");
+  if (IsContainer(*dtype))
+    return MakeError(ErrorCode::kInvalidArgument, what, " '", spec.name, "' has dtype ",
+                     DTypeName(*dtype), "; a module's inputs and outputs are tensors");
   Result<Shape> shape = ShapeFromProto(p.shape());
   if (!shape.ok()) return shape.error().WithContext(what + " '" + spec.name + "'");
   if (!shape->IsFullyKnown())

@@ -164,6 +164,14 @@ TEST_CASE("Containers are refused where a tensor is required", "[runtime]") {
   Result<Graph> refused = h.Build();
   REQUIRE_FALSE(refused.ok());
   CHECK_THAT(refused.error().message(), Catch::Contains("seq"));
+  // Only ops that make containers give them: a Cast to seq (a hostile graph file) is refused.
+  GraphBuilder c;
+  AttrMap to;
+  to.Set("to", seq);
+  c.AddOp("Cast", {c.Placeholder("x", f32, {2})}, to, SourceLocation::current());
+  Result<Graph> cast = c.Build();
+  REQUIRE_FALSE(cast.ok());
+  CHECK_THAT(cast.error().message(), Catch::Contains("does not give"));
   // A sequence placeholder is a scalar.
   GraphBuilder k;
   k.Placeholder("s", seq, {2});
