@@ -45,7 +45,7 @@ void RegisterReferenceSteps(OpLowerings& lowerings) {
   };
   for (const auto& [op, why] : reference) lowerings.Add(op).reference = why;
   // Sequences and optionals live on the host: a plan holding one runs on the reference executor
-  // (compiler/static_types.cc refuses to compile it), so these never become steps of a plan.
+  // (compiler/static_types.h declines it), so these never become steps of a plan.
   for (const char* op :
        {"SequenceEmpty", "SequenceConstruct", "SequenceInsert", "SequenceErase", "SequenceAt",
         "SequenceLength", "OptionalOf", "OptionalNone", "OptionalHasElement", "OptionalGetElement"})

@@ -11,6 +11,9 @@ namespace {
 // time (larger ones would make compiling slow and the constant pool big).
 constexpr int64_t kMaxFoldedElements = 1 << 16;
 
+constexpr const char* kContainersOnHost =
+    " value: containers live on the host, so the plan runs on the reference executor";
+
 bool AllOutputsSmall(const std::vector<TensorType>& types) {
   for (const TensorType& t : types)
     if (t.shape.NumElements() > kMaxFoldedElements) return false;
@@ -29,6 +32,10 @@ StaticInfo FeedsStaticInfo(const RunPlan& plan, const std::set<TensorRef>& known
 }
 
 Result<StaticInfo> ResolveStaticTypes(const RunPlan& plan, const std::set<TensorRef>& known_feeds) {
+  for (const auto& [ref, tensor] : plan.feeds)
+    if (IsContainer(tensor.dtype()))
+      return MakeError(ErrorCode::kUnimplemented, "feed '", ref.ToString(), "' is a ",
+                       DTypeName(tensor.dtype()), kContainersOnHost);
   StaticInfo info = FeedsStaticInfo(plan, known_feeds);
   for (const Node* node : plan.nodes) KILN_RETURN_IF_ERROR(ResolveNode(*node, info));
   return info;
@@ -53,9 +60,7 @@ Status ResolveNode(const Node& node, StaticInfo& info) {
     for (const TensorType& t : *types)
       if (IsContainer(t.dtype))
         return node.MakeNodeError(ErrorCode::kUnimplemented, "it takes or gives a ",
-                                  DTypeName(t.dtype),
-                                  " value: containers live on the host, so the plan runs on the "
-                                  "reference executor");
+                                  DTypeName(t.dtype), kContainersOnHost);
   for (size_t i = 0; i < out_types.size(); ++i) {
     if (!out_types[i].shape.IsFullyKnown())
       return node.MakeNodeError(ErrorCode::kUnimplemented, "output ", i, " has type ",

@@ -6,7 +6,8 @@
 // A plan whose shapes depend on values computed at run time fails with kUnimplemented, naming the
 // node; the cpu backend then tries again with its small feeds' values known
 // (`known_feeds`: the plan is then valid for those values only) and else runs that plan on the
-// reference executor.
+// reference executor. So does a plan holding a sequence or optional (a feed or a node's input or
+// output): containers live on the host.
 #pragma once
 
 #include <map>

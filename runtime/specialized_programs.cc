@@ -10,15 +10,6 @@ std::set<TensorRef> SmallFeeds(const RunPlan& plan) {
   return feeds;
 }
 
-bool HoldsContainers(const RunPlan& plan) {
-  for (const auto& [ref, tensor] : plan.feeds)
-    if (IsContainer(tensor.dtype())) return true;
-  for (const Node* node : plan.nodes)
-    for (const TensorType& t : node->output_types)
-      if (IsContainer(t.dtype)) return true;
-  return false;
-}
-
 std::string ValuesKey(const RunPlan& plan, const std::vector<TensorRef>& feeds) {
   std::string key;
   for (const TensorRef& ref : feeds) {

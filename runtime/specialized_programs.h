@@ -30,9 +30,6 @@ inline constexpr int64_t kMaxFeedElements = 64;
 // The feeds of `plan` a compiler may specialize on: those of at most kMaxFeedElements elements
 // (scalars, shape vectors, scales, flags; not data).
 std::set<TensorRef> SmallFeeds(const RunPlan& plan);
-// Whether a feed of `plan` or an output of its nodes is a sequence or optional: containers live
-// on the host, so such a plan runs on the reference executor.
-bool HoldsContainers(const RunPlan& plan);
 // The values of `feeds` in `plan`, as a key (their bytes, dtypes and shapes).
 std::string ValuesKey(const RunPlan& plan, const std::vector<TensorRef>& feeds);
 
@@ -103,7 +100,6 @@ Result<ProgramT*> FindProgram(std::map<std::string, SpecializedPrograms<ProgramT
                               const std::string& key, const RunPlan& plan,
                               const typename SpecializedPrograms<ProgramT>::CompileFn& compile,
                               int& fallbacks) {
-  if (HoldsContainers(plan)) return static_cast<ProgramT*>(nullptr);
   auto [entry, inserted] = cache.try_emplace(key);
   Result<ProgramT*> found = entry->second.Find(plan, compile);
   if (!found.ok()) {

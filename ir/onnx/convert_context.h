@@ -42,6 +42,8 @@ struct ElementType {
   std::shared_ptr<const ElementType> element;  // a nested sequence's elements
 };
 using ElementTypePtr = std::shared_ptr<const ElementType>;
+// A tensor element of `dtype` and `shape` (nullopt: rank unknown).
+ElementTypePtr TensorElementType(DType dtype, std::optional<Shape> shape);
 // The element type of an ONNX sequence or optional type (null for a tensor type).
 ElementTypePtr ElementTypeOf(const onnx::TypeProto& type);
 // A value of ONNX type `type` (a tensor or a sequence) as an element (null for other types).
@@ -203,6 +205,10 @@ Status ConvertSubgraphNodes(GraphBuilder& g, const onnx::GraphProto& body, int64
 std::vector<std::string> OuterNames(const onnx::GraphProto& body);
 
 // Shared helpers for converters.
+// The dtype and shape a node declares for a value of `element` (a tensor, or a sequence: seq[]),
+// or kUnimplemented naming `what` when the import does not know them.
+Result<TensorType> DeclaredElementType(const OnnxNode& n, const ElementTypePtr& element,
+                                       const char* what);
 // The integer elements of a known tensor.
 std::vector<int64_t> KnownInts(const Tensor& t);
 // True when every present input is known at import and is a small integer or bool tensor: the

@@ -1,7 +1,7 @@
-// ONNX If, Loop and Scan as kiln If and While (ir/ops/control.h). An ONNX subgraph reads values of
-// the enclosing graphs by name; kiln's bodies see only their arguments, so every such name (found
-// by OuterNames) becomes an argument: If passes them in after the condition, Loop carries them
-// along unchanged.
+// ONNX If, Loop, Scan and SequenceMap as kiln If and While (ir/ops/control.h). An ONNX subgraph
+// reads values of the enclosing graphs by name; kiln's bodies see only their arguments, so every
+// such name (found by OuterNames) becomes an argument: If passes them in after the condition, Loop
+// carries them along unchanged.
 //
 // Loop(M, cond, v...) with body (iteration, cond_in, v...) -> (cond_out, v..., scan...) becomes
 // While over (i, keep_going, M, v..., captured...): its condition is
@@ -13,6 +13,10 @@
 // (row T-1-t for a reversed one) and stacks its scan outputs, which are then reversed and moved to
 // their axes as the attributes say. Opset 8's Scan (a batch axis on everything) runs that loop per
 // batch entry (the batch known at import); its sequence_lens is not supported.
+//
+// SequenceMap(s0, x1, ...) with body (e0, x1, ...) -> (y0, ...) becomes While over (t, length of
+// s0, the inputs, the captured values, the output sequences): iteration t gives the body element
+// t of every sequence input (the others as they are) and appends each result to its sequence.
 #include <limits>
 #include <set>
 
@@ -409,9 +413,74 @@ Status ConvertScan(OnnxNode& n) {
   return OkStatus();
 }
 
+Status ConvertSequenceMap(OnnxNode& n) {
+  KILN_ASSIGN_OR_RETURN(const onnx::GraphProto* body, GraphAttr(n, "body"));
+  if (body->input_size() != n.num_inputs())
+    return n.Fail("its body takes ", body->input_size(), " inputs for ", n.num_inputs());
+  if (body->output_size() != n.num_outputs() || n.num_outputs() < 1)
+    return n.Fail("its body gives ", body->output_size(), " outputs for ", n.num_outputs());
+  GraphBuilder& g = n.g();
+  KILN_ASSIGN_OR_RETURN(Value first, n.input(0));
+  if (first.dtype() != seq) return n.Fail("input 0 must be a seq, got ", first.type().ToString());
+  // The loop variables: t, the length, the inputs, the captured values; the output sequences
+  // join them once the body's results are known.
+  std::vector<Value> vars = {g.Constant(Tensor::Scalar<int64_t>(0)), SequenceLength(first)};
+  for (int k = 0; k < n.num_inputs(); ++k) {
+    KILN_ASSIGN_OR_RETURN(Value v, n.input(k));
+    vars.push_back(v);
+  }
+  const std::vector<std::string> captured = OuterNames(*body);
+  GraphBuilder bg;
+  KILN_ASSIGN_OR_RETURN(std::vector<Value> args, LoopArguments(n, captured, vars, bg));
+  std::map<std::string, OnnxValue> values;
+  for (int k = 0; k < n.num_inputs(); ++k) {
+    OnnxValue v;
+    v.value = args[2 + k];
+    v.element = n.element_of(k);
+    if (v.value.dtype() == seq) {  // element t
+      ElementTypePtr element = ElementTypeOf(body->input(k).type());
+      if (!element || !element->shape) element = v.element;
+      KILN_ASSIGN_OR_RETURN(TensorType declared,
+                            DeclaredElementType(n, element, "the sequence's elements"));
+      v.value = SequenceAt(v.value, args[0], declared.dtype, declared.shape);
+      v.element = nullptr;
+    }
+    values[body->input(k).name()] = std::move(v);
+  }
+  BindCaptured(n, captured, args, 2 + n.num_inputs(), values);
+  KILN_RETURN_IF_ERROR(ConvertSubgraphNodes(bg, *body, n.opset(), n.label() + " body", values));
+  KILN_ASSIGN_OR_RETURN(std::vector<Value> results, SubgraphResults(n, *body, values));
+  std::vector<Value> next = {args[0] + 1.0};
+  next.insert(next.end(), args.begin() + 1, args.end());  // unchanged
+  std::vector<ElementTypePtr> out_elements;
+  for (const Value& y : results) {
+    if (IsContainer(y.dtype()))
+      return n.Unsupported("a body output of type ", DTypeName(y.dtype()),
+                           " (kiln's sequences hold tensors)");
+    Value out = bg.Placeholder("arg_" + std::to_string(vars.size()), seq, Shape{});
+    next.push_back(SequenceInsert(out, y));
+    vars.push_back(SequenceEmpty(g, y.dtype()));
+    out_elements.push_back(TensorElementType(y.dtype(), y.shape()));
+  }
+  KILN_ASSIGN_OR_RETURN(std::shared_ptr<const Graph> loop_body, Finish(n, bg, next, "body"));
+  std::vector<TensorType> types;
+  for (const Value& v : vars) types.push_back(v.type());
+  KILN_ASSIGN_OR_RETURN(std::shared_ptr<const Graph> cond,
+                        BuildBody(types, [](const std::vector<Value>& a) {
+                          return std::vector<Value>{Less(a[0], a[1])};
+                        }));
+  std::vector<Value> finals = While(vars, cond, loop_body);
+  if (finals.size() != vars.size()) return n.Fail("its loop could not be built");
+  const size_t first_output = vars.size() - results.size();
+  for (size_t j = 0; j < results.size(); ++j)
+    n.SetOutput(static_cast<int>(j), finals[first_output + j], out_elements[j]);
+  return OkStatus();
+}
+
 }  // namespace
 
 void AddControlConverters(ConverterTable& t) {
+  t["SequenceMap"] = ConvertSequenceMap;
   t["Scan"] = ConvertScan;
   t["If"] = ConvertIf;
   t["Loop"] = ConvertLoop;

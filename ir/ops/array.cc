@@ -13,15 +13,11 @@ namespace kiln {
 
 using internal::MakeOp;
 using internal::MakeOpN;
+using internal::OneAttr;
 
 namespace {
 using Ints = std::vector<int64_t>;
 
-AttrMap OneAttr(const char* attr, AttrValue value) {
-  AttrMap a;
-  a.Set(attr, std::move(value));
-  return a;
-}
 Value OneAttrOp(const char* op, const At& x, const char* attr, AttrValue value) {
   return MakeOp(op, {x.value}, OneAttr(attr, std::move(value)), x.loc);
 }

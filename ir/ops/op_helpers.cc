@@ -2,6 +2,12 @@
 
 namespace kiln::internal {
 
+AttrMap OneAttr(const char* name, AttrValue value) {
+  AttrMap a;
+  a.Set(name, std::move(value));
+  return a;
+}
+
 std::vector<Value> MakeOpN(const char* op, const std::vector<Value>& inputs, AttrMap attrs,
                            SourceLocation loc, size_t num_outputs) {
   for (const Value& v : inputs) {

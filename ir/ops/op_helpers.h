@@ -18,6 +18,9 @@ Value MakeOp(const char* op, const std::vector<Value>& inputs, AttrMap attrs, So
 std::vector<Value> MakeOpN(const char* op, const std::vector<Value>& inputs, AttrMap attrs,
                            SourceLocation loc, size_t num_outputs);
 
+// An attribute map holding one attribute.
+AttrMap OneAttr(const char* name, AttrValue value);
+
 // For gradients: `grad` summed down to the shape of `like` (undoing broadcasting); no node is
 // added when both shapes are fully known and equal.
 Value SumToShapeOf(Value grad, Value like);

@@ -8,16 +8,11 @@ namespace kiln {
 namespace {
 
 using internal::MakeOp;
+using internal::OneAttr;
 
 std::vector<Value> WithOptional(std::vector<Value> inputs, Value optional) {
   if (optional.valid()) inputs.push_back(optional);
   return inputs;
-}
-
-AttrMap OneAttr(const char* name, AttrValue value) {
-  AttrMap a;
-  a.Set(name, std::move(value));
-  return a;
 }
 
 AttrMap DeclaredElement(DType dtype, Shape shape) {
@@ -27,12 +22,10 @@ AttrMap DeclaredElement(DType dtype, Shape shape) {
   return a;
 }
 
-// Inputs from `first` on are at most one position, a scalar.
-Status CheckPosition(InferContext& ctx, int first) {
-  if (ctx.num_inputs() > first + 1)
-    return ctx.Fail("takes at most one position, got ", ctx.num_inputs() - first);
-  if (ctx.num_inputs() == first + 1 && ctx.shape(first).rank() != 0)
-    return ctx.Fail("its position must be a scalar, got ", ctx.input(first).ToString());
+// Input i, the position (where present), is a scalar.
+Status CheckPosition(InferContext& ctx, int i) {
+  if (i < ctx.num_inputs() && ctx.shape(i).rank() != 0)
+    return ctx.Fail("its position must be a scalar, got ", ctx.input(i).ToString());
   return OkStatus();
 }
 
