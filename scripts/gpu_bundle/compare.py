@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
 """Compares two .npy files of float32/float64/int64 values without numpy.
 
-usage: compare.py ACTUAL.npy EXPECTED.npy [--rtol 1e-3] [--atol 1e-4]
+usage: compare.py ACTUAL.npy EXPECTED.npy [--rtol 1e-3] [--atol 1e-4] [--of-largest 1]
 Exit 0 when they have the same shape and every element is within atol + rtol * |expected|
-(NaN equals NaN; integers exactly), else 1 with one line saying where they differ.
+(NaN equals NaN; integers exactly), else 1 with one line saying where they differ. With
+--of-largest 1, rtol is of the largest |expected| of the tensor instead of each element's: the
+check for bf16 results, where an element that is the small difference of large terms carries the
+rounding error of those terms (8 bits of mantissa each), not of itself.
 """
 import array
 import ast
@@ -34,22 +37,26 @@ def main(argv):
         sys.exit(__doc__)
     opts = dict(zip(argv[3::2], argv[4::2]))
     rtol, atol = float(opts.get("--rtol", "1e-3")), float(opts.get("--atol", "1e-4"))
+    of_largest = opts.get("--of-largest", "0") == "1"
     (ashape, a), (eshape, e) = read_npy(argv[1]), read_npy(argv[2])
     if ashape != eshape:
         print("shape %s, expected %s" % (ashape, eshape))
         return 1
+    largest = max((abs(y) for y in e if not (isinstance(y, float) and math.isnan(y))), default=0)
     worst, where = 0.0, -1
     for i, (x, y) in enumerate(zip(a, e)):
         if isinstance(y, float):
             if math.isnan(y) and math.isnan(x):
                 continue
-            excess = abs(x - y) - (atol + rtol * abs(y)) if not math.isnan(x) else math.inf
+            scale = largest if of_largest else abs(y)
+            excess = abs(x - y) - (atol + rtol * scale) if not math.isnan(x) else math.inf
         else:
             excess = math.inf if x != y else 0.0
         if excess > worst:
             worst, where = excess, i
     if where >= 0:
-        print("element %d: %r, expected %r (rtol %g, atol %g)" % (where, a[where], e[where], rtol, atol))
+        print("element %d: %r, expected %r (rtol %g%s, atol %g)" % (
+            where, a[where], e[where], rtol, " of %g" % largest if of_largest else "", atol))
         return 1
     return 0
 
