@@ -57,6 +57,55 @@ class Builder {
     return OkStatus();
   }
 
+  // The engine configurations a finalized heuristics descriptor ranks, best first.
+  Result<std::vector<Descriptor>> RankedConfigs(const Descriptor& heuristics) {
+    int64_t count = 0;
+    KILN_RETURN_IF_ERROR(
+        Check(api_.cudnnBackendGetAttribute(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                            CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, nullptr),
+              "cudnnBackendGetAttribute(CUDNN_ATTR_ENGINEHEUR_RESULTS)"));
+    std::vector<Descriptor> configs;
+    std::vector<cudnnBackendDescriptor_t> handles;
+    for (int64_t i = 0; i < count; ++i) {
+      KILN_ASSIGN_OR_RETURN(Descriptor config, Make(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR));
+      handles.push_back(config.get());
+      configs.push_back(std::move(config));
+    }
+    if (count > 0)
+      KILN_RETURN_IF_ERROR(Check(api_.cudnnBackendGetAttribute(
+                                     heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                     CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &count, handles.data()),
+                                 "cudnnBackendGetAttribute(CUDNN_ATTR_ENGINEHEUR_RESULTS)"));
+    configs.resize(static_cast<size_t>(std::max<int64_t>(count, 0)));
+    return configs;
+  }
+
+  // Why the engine of `config` would compute below the call's precision ("" when it would not):
+  // it converts its inputs down (to f16), or it runs f32 data on tensor cores (TF32: 10 bits of
+  // mantissa; kiln's f32 convolutions are exact f32, as PyTorch's are unless TF32 is allowed).
+  // An engine whose numerical notes cannot be read is taken as it is.
+  std::string LowerPrecision(const Descriptor& config) {
+    Result<Descriptor> engine = Make(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+    if (!engine.ok()) return "";
+    cudnnBackendDescriptor_t handle = engine->get();
+    int64_t count = 0;
+    if (api_.cudnnBackendGetAttribute(config.get(), CUDNN_ATTR_ENGINECFG_ENGINE,
+                                      CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &count,
+                                      &handle) != CUDNN_STATUS_SUCCESS)
+      return "";
+    cudnnBackendNumericalNote_t notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
+    if (api_.cudnnBackendGetAttribute(handle, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE,
+                                      CUDNN_TYPE_NUMERICAL_NOTE, CUDNN_NUMERICAL_NOTE_TYPE_COUNT,
+                                      &count, notes) != CUDNN_STATUS_SUCCESS)
+      return "";
+    for (int64_t i = 0; i < std::min<int64_t>(count, CUDNN_NUMERICAL_NOTE_TYPE_COUNT); ++i) {
+      if (notes[i] == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS) return "converts its inputs down";
+      if (notes[i] == CUDNN_NUMERICAL_NOTE_TENSOR_CORE && call_.dtype == DType::kF32)
+        return "runs f32 data on tensor cores (TF32)";
+    }
+    return "";
+  }
+
   // A 4-d tensor of `dims` (dense, row-major), with its unique id; virtual tensors are f32
   // intermediates that never reach memory.
   Result<Descriptor> Tensor(const std::array<int64_t, 4>& dims, int64_t uid, DType dtype,
@@ -274,37 +323,29 @@ Result<std::shared_ptr<PreparedConv>> DriverConvs::Prepare(const ConvCall& call,
   KILN_RETURN_IF_ERROR(
       b.Set(graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle_));
   KILN_RETURN_IF_ERROR(b.Finalize(graph));
-  KILN_ASSIGN_OR_RETURN(Descriptor heuristics, b.Make(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR));
-  const cudnnBackendHeurMode_t mode = CUDNN_HEUR_MODE_A;
-  KILN_RETURN_IF_ERROR(b.Set(heuristics, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH,
-                             CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, graph.address()));
-  KILN_RETURN_IF_ERROR(
-      b.Set(heuristics, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode));
-  KILN_RETURN_IF_ERROR(b.Finalize(heuristics));
-  int64_t count = 0;
-  KILN_RETURN_IF_ERROR(
-      b.Check(api_.cudnnBackendGetAttribute(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
-                                            CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, nullptr),
-              "cudnnBackendGetAttribute(CUDNN_ATTR_ENGINEHEUR_RESULTS)"));
-  std::vector<Descriptor> configs;
-  std::vector<cudnnBackendDescriptor_t> config_handles;
-  for (int64_t i = 0; i < count; ++i) {
-    KILN_ASSIGN_OR_RETURN(Descriptor config, b.Make(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR));
-    config_handles.push_back(config.get());
-    configs.push_back(std::move(config));
+  // Mode A's configurations, then the fallback mode's, which also lists engines mode A leaves out.
+  std::vector<Descriptor> heuristics, configs;
+  for (cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
+    KILN_ASSIGN_OR_RETURN(Descriptor ranked, b.Make(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR));
+    KILN_RETURN_IF_ERROR(b.Set(ranked, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH,
+                               CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, graph.address()));
+    KILN_RETURN_IF_ERROR(b.Set(ranked, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode));
+    if (!b.Finalize(ranked).ok()) continue;  // a mode this graph has no heuristics for
+    KILN_ASSIGN_OR_RETURN(std::vector<Descriptor> ranked_configs, b.RankedConfigs(ranked));
+    for (Descriptor& config : ranked_configs) configs.push_back(std::move(config));
+    heuristics.push_back(std::move(ranked));
   }
-  if (count > 0)
-    KILN_RETURN_IF_ERROR(
-        b.Check(api_.cudnnBackendGetAttribute(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
-                                              CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &count,
-                                              config_handles.data()),
-                "cudnnBackendGetAttribute(CUDNN_ATTR_ENGINEHEUR_RESULTS)"));
-  // The first kAutotuneCandidates configurations (in the heuristics' order) that finalize with a
-  // workspace that fits.
+  const int64_t count = static_cast<int64_t>(configs.size());
+  // The first kAutotuneCandidates configurations (in the heuristics' order) that compute at the
+  // call's precision and finalize with a workspace that fits.
   std::string refusals;
   std::vector<std::pair<Descriptor, int64_t>> candidates;  // plan, its configuration
   const size_t wanted = AutotuneEnabled() ? kAutotuneCandidates : 1;
   for (int64_t i = 0; i < count && candidates.size() < wanted; ++i) {
+    if (std::string lower = b.LowerPrecision(configs[i]); !lower.empty()) {
+      if (refusals.empty()) refusals = "engine " + std::to_string(i) + " " + lower;
+      continue;
+    }
     KILN_ASSIGN_OR_RETURN(Descriptor plan, b.Make(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR));
     KILN_RETURN_IF_ERROR(
         b.Set(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle_));
@@ -355,7 +396,8 @@ Result<std::shared_ptr<PreparedConv>> DriverConvs::Prepare(const ConvCall& call,
                      candidates.size(), " engines cuDNN planned for it ran");
   prepared->plan = std::move(candidates[best].first);
   keep.push_back(std::move(configs[candidates[best].second]));  // the plan's configuration
-  for (Descriptor* d : {&x, &w, &y, &conv, &graph, &heuristics}) keep.push_back(std::move(*d));
+  for (Descriptor* d : {&x, &w, &y, &conv, &graph}) keep.push_back(std::move(*d));
+  for (Descriptor& d : heuristics) keep.push_back(std::move(d));
   for (Descriptor& op : ops) keep.push_back(std::move(op));
   return std::shared_ptr<PreparedConv>(std::move(prepared));
 }
