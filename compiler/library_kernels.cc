@@ -1,5 +1,6 @@
 #include "compiler/library_kernels.h"
 
+#include <algorithm>
 #include <iterator>
 #include <map>
 #include <set>
@@ -126,9 +127,24 @@ Result<Spec> Pool2DGrad(const Step& step, const Executable& exe, const std::stri
   return Made(name, ShapeOf(exe, step.outputs[0]).NumElements(), EmitPool2DGradKernel(name, p));
 }
 
+// How many parts a batch norm's per-channel sums are split into, so that a GPU has blocks enough
+// to fold them (one block per part): the largest divisor of a channel's elements (N x spatial)
+// that keeps channels x parts at most kBatchNormRows and each part at least kBatchNormPart
+// elements; 1 where none does.
+constexpr int64_t kBatchNormRows = 512, kBatchNormPart = 2048;
+int64_t BatchNormSplits(const Shape& x) {
+  if (x.rank() < 2) return 1;
+  const int64_t channels = x[1], per_channel = x.NumElements() / std::max<int64_t>(x[1], 1);
+  int64_t best = 1;
+  for (int64_t s = 2; s * channels <= kBatchNormRows && per_channel / s >= kBatchNormPart; ++s)
+    if (per_channel % s == 0) best = s;
+  return best;
+}
+
 // batch_norm (x, scale, bias, mean, var) -> (y, batch_mean, batch_var) and batch_norm_grad (dy, x,
 // scale, mean, var) -> (dx, dscale, dbias), over dense [N, C, spatial...]; with 16-bit data in
-// training or the gradient, two f32 [C] scratch outputs follow (BatchNormScratch).
+// training or the gradient, two f32 [C] scratch outputs follow, then, where the sums are split,
+// the parts' sums (ScratchOutputs).
 Result<Spec> BatchNorm(const Step& step, const Executable& exe, const std::string& name) {
   if (step.inputs.size() != 5 || step.outputs.size() < 3 || !Covered(step, exe, {f32, bf16, f16}))
     return Spec();
@@ -142,7 +158,9 @@ Result<Spec> BatchNorm(const Step& step, const Executable& exe, const std::strin
   // The second loop reads the statistics (or dscale, dbias) back: from f32 scratch outputs when
   // the data is 16-bit (the 16-bit outputs would round them).
   p.f32_scratch = x.dtype != f32 && (p.grad || p.training);
-  if (x.shape.rank() < 2 || step.outputs.size() != (p.f32_scratch ? 5u : 3u)) return Spec();
+  if (p.grad || p.training) p.splits = BatchNormSplits(x.shape);
+  const size_t outputs = 3 + (p.f32_scratch ? 2 : 0) + (p.splits > 1 ? 1 : 0);
+  if (x.shape.rank() < 2 || step.outputs.size() != outputs) return Spec();
   p.dtype = x.dtype;
   p.batch = x.shape[0];
   p.channels = x.shape[1];
@@ -155,9 +173,15 @@ Result<Spec> BatchNorm(const Step& step, const Executable& exe, const std::strin
           step, "operand " + std::to_string(i) + " is not " + (data ? x : channel).ToString());
   }
   const TensorType scratch{f32, Shape{p.channels}};
-  for (size_t o = 0; o < step.outputs.size(); ++o)
-    if (!(exe.buffers[step.outputs[o]].type == (o == 0 ? x : o < 3 ? channel : scratch)))
+  const TensorType parts{f32, Shape{2 * p.channels * p.splits}};
+  for (size_t o = 0; o < step.outputs.size(); ++o) {
+    const TensorType& want = o == 0                             ? x
+                             : o < 3                            ? channel
+                             : p.splits > 1 && o + 1 == outputs ? parts
+                                                                : scratch;
+    if (!(exe.buffers[step.outputs[o]].type == want))
       return Malformed(step, "output " + std::to_string(o) + " has the wrong type");
+  }
   return Made(name, x.shape.NumElements(), EmitBatchNormKernel(name, p));
 }
 
@@ -376,17 +400,23 @@ Result<Spec> CrossEntropy(const Step& step, const Executable& exe, const std::st
 }
 
 // The f32 scratch buffers a step's kernel writes besides the step's outputs: a loss's row losses;
-// a 16-bit batch norm's statistics (training) or dscale and dbias (gradient), unrounded.
+// a 16-bit batch norm's statistics (training) or dscale and dbias (gradient), unrounded; a batch
+// norm's split sums (BatchNormSplits).
 std::vector<TensorType> ScratchOutputs(const Step& step, const Executable& exe) {
   if (step.kind != Step::Kind::kLibrary || step.inputs.empty()) return {};
   const TensorType& in0 = exe.buffers[step.inputs[0]].type;
   if (step.callee == "softmax_cross_entropy" && in0.shape.rank() == 2)
     return {TensorType{f32, Shape{in0.shape[0]}}};
   if (step.callee != "batch_norm" && step.callee != "batch_norm_grad") return {};
-  if (in0.dtype == f32 || in0.shape.rank() < 2) return {};
+  if (in0.shape.rank() < 2) return {};
   Result<bool> training = step.attrs.GetBool("training");
   if (step.callee == "batch_norm" && (!training.ok() || !*training)) return {};
-  return {TensorType{f32, Shape{in0.shape[1]}}, TensorType{f32, Shape{in0.shape[1]}}};
+  std::vector<TensorType> scratch;
+  if (in0.dtype != f32)
+    scratch = {TensorType{f32, Shape{in0.shape[1]}}, TensorType{f32, Shape{in0.shape[1]}}};
+  if (const int64_t splits = BatchNormSplits(in0.shape); splits > 1)
+    scratch.push_back(TensorType{f32, Shape{2 * in0.shape[1] * splits}});
+  return scratch;
 }
 
 bool IsCrossEntropy(const Step& step) {

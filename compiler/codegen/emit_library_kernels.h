@@ -127,6 +127,9 @@ struct BatchNormKernelParams {
   bool training = true;      // batch_norm: batch statistics (else the given mean/var)
   bool grad = false;         // batch_norm_grad
   bool f32_scratch = false;  // outputs 3 and 4: the loop-1 values in f32 (16-bit data)
+  // Training or the gradient: each channel's sums split into this many parts (a GPU block each),
+  // whose sums go to a last output of f32 [2 * channels * splits] (1: no split).
+  int64_t splits = 1;
 };
 
 std::string EmitConv2DKernel(const std::string& name, const Conv2DKernelParams& p);

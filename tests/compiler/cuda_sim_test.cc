@@ -353,6 +353,52 @@ TEST_CASE("cuda-sim: sums over trailing dims and BatchNorm statistics reduce acr
   CHECK(blocks.count({3, 224}) == 1);
 }
 
+TEST_CASE("cuda-sim: BatchNorm over few wide channels splits its sums over several blocks",
+          "[cuda]") {
+  // 4 channels of 8 x 32 x 32 = 8192 elements: each channel's sums in 4 parts of 2048, one block
+  // each (16 blocks, not 4), folded per channel, forward and gradient.
+  for (DType dtype : {f32, bf16}) {
+    INFO(DTypeName(dtype));
+    GraphBuilder g;
+    Value x = g.Placeholder("x", dtype, {8, 4, 32, 32});
+    Value c = g.Placeholder("c", dtype, {4});
+    Value y = BatchNorm(x, c, c, c, c, 1e-5, /*training=*/true)[0];
+    Value loss = Sum(Mul(y, y), {});
+    Result<std::vector<Value>> grads = Gradients({loss}, {x, c});
+    REQUIRE(grads.ok());
+    g.Output("y", y);
+    g.Output("dx", (*grads)[0]);
+    g.Output("dscale", (*grads)[1]);
+    Graph graph = *g.Build();
+    Tensor positive = Random(Shape{4}, 32);
+    for (int64_t i = 0; i < 4; ++i) positive.SetDouble(i, std::fabs(positive.GetDouble(i)) + 0.5);
+    FeedList feeds = {{"x", Random(Shape{8, 4, 32, 32}, 31).CastTo(dtype)},
+                      {"c", positive.CastTo(dtype)}};
+    const std::vector<TensorName> fetches = {"y", "dx", "dscale"};
+    // The device against the cpu backend's widened steps (bf16's rounding, as above).
+    Session cpu(graph, SessionOptions{.backend = dtype == f32 ? "reference" : "cpu"});
+    Session sim(graph, SessionOptions{.backend = "cuda-sim"});
+    Result<std::vector<Tensor>> want = cpu.Run(feeds, fetches);
+    Result<std::vector<Tensor>> got = sim.Run(feeds, fetches);
+    INFO(want.status().ToString() << " / " << got.status().ToString());
+    REQUIRE(want.ok());
+    REQUIRE(got.ok());
+    for (size_t i = 0; i < fetches.size(); ++i) {
+      std::string why;
+      const bool close = testing::CloseForDType((*want)[i], (*got)[i], &why);
+      INFO(fetches[i].str() << ": " << why);
+      CHECK(close);
+    }
+    Result<RunPlan> plan = sim.Plan(feeds, fetches);
+    REQUIRE(plan.ok());
+    CompiledPlan compiled = CompileSim(*plan);
+    int split_sums = 0;
+    for (const DeviceKernel& k : compiled.executable.device_kernels)
+      for (const KernelLaunch& l : k.launches) split_sums += l.grid[0] == 16 && l.block[0] == 256;
+    CHECK(split_sums == 3);  // the forward's sum and squares, the gradient's two sums
+  }
+}
+
 TEST_CASE("cuda-sim: a kernel reading past its argument's end fails the launch, naming both",
           "[cuda]") {
   // out[i] = in[i + 1] for i < 8: the last thread reads in[8] of 8 elements.
