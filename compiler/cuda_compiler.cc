@@ -73,6 +73,8 @@ Result<CudaPlan> PlanForCuda(const RunPlan& plan, bool tf32,
   // Library steps the device has no library for (strided copies, convolutions, pooling, sums,
   // concat and split, cross-entropy) as generated kernels, which run on the device.
   plan_options.rewrite_steps = ReplaceLibraryStepsWithKernels;
+  // Inference BatchNorm as the bias of the convolution before it (cuDNN's conv + bias graph).
+  plan_options.fold_batch_norm = true;
   CudaPlan out;
   KILN_ASSIGN_OR_RETURN(out.planned, PlanExecutable(plan, plan_options));
   Executable& exe = out.planned.lowered.executable;

@@ -33,7 +33,8 @@ PlanOptions CpuPlanOptions() {
 Result<PlannedExecutable> PlanExecutable(const RunPlan& plan_given, const PlanOptions& options) {
   PlannedExecutable out;
   KILN_ASSIGN_OR_RETURN(out.expanded, ExpandDeferredNodes(plan_given, options.known_feeds));
-  KILN_ASSIGN_OR_RETURN(out.optimized, OptimizePlanGraph(out.expanded.plan));
+  KILN_ASSIGN_OR_RETURN(out.optimized,
+                        OptimizePlanGraph(out.expanded.plan, options.fold_batch_norm));
   const RunPlan& given = out.optimized.plan;
   KILN_ASSIGN_OR_RETURN(out.info, ResolveStaticTypes(given, options.known_feeds));
   const StaticInfo& info = out.info;

@@ -38,6 +38,9 @@ struct PlanOptions {
   // "one_hot" routine, Gather and GatherGrad as "gather" and "gather_grad" (LowerCpuRoutineSteps).
   // The CUDA backend's plans leave these out.
   bool cpu_steps = false;
+  // Whether an inference BatchNorm after a convolution is folded into it (passes/
+  // fold_batch_norm.h; the CUDA backend's plans).
+  bool fold_batch_norm = false;
   // Feeds whose values the plan may take as known (runtime/cpu/plan_compiler.h, known_feeds).
   std::set<TensorRef> known_feeds;
 };

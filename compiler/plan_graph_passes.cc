@@ -18,7 +18,7 @@ bool Disabled() {
 
 }  // namespace
 
-Result<OptimizedPlan> OptimizePlanGraph(const RunPlan& given) {
+Result<OptimizedPlan> OptimizePlanGraph(const RunPlan& given, bool fold_batch_norm) {
   OptimizedPlan out;
   out.plan = given;
   if (Disabled() || given.nodes.empty()) return out;
@@ -55,7 +55,9 @@ Result<OptimizedPlan> OptimizePlanGraph(const RunPlan& given) {
   for (const Node* node : given.nodes)
     if (!for_fetches.count(node->name)) graph->mutable_update_ops().push_back(node->name);
 
-  Result<std::vector<PassRun>> runs = RunPasses(*graph, {"simplify", "conv-taps", "cse", "dce"});
+  std::vector<std::string> passes = {"simplify", "conv-taps", "cse", "dce"};
+  if (fold_batch_norm) passes.insert(passes.begin() + 1, "fold-batch-norm");
+  Result<std::vector<PassRun>> runs = RunPasses(*graph, passes);
   if (!runs.ok()) {  // the plan compiles as it was; kiln inspect --fusion says why
     out.changes.push_back("not run: " + runs.error().message());
     return out;

@@ -1,5 +1,7 @@
 // The graph passes a plan gets before it is compiled (Session, `kiln compile`, `kiln bench` and
-// `kiln inspect` alike): simplify, conv-taps, cse and dce (passes/), run on the plan's own
+// `kiln inspect` alike): simplify, conv-taps, cse and dce (passes/), with fold-batch-norm after
+// simplify where asked (the CUDA backend: its convolutions take a bias epilogue, no BatchNorm;
+// the cpu backend's take a BatchNorm post-op and keep its filters' layouts), run on the plan's own
 // subgraph (where the feeds' shapes make every shape known), so that
 // they may merge and drop whatever this plan does not fetch while every name the plan fetches or
 // runs stays as it was. Constants fold later, with the plan's feed shapes (static_types.h).
@@ -29,6 +31,6 @@ struct OptimizedPlan {
   std::vector<std::string> changes;  // "cse: 412 -> 398 nodes" per pass that changed it, or why not
 };
 
-Result<OptimizedPlan> OptimizePlanGraph(const RunPlan& plan);
+Result<OptimizedPlan> OptimizePlanGraph(const RunPlan& plan, bool fold_batch_norm = false);
 
 }  // namespace kiln::compiler

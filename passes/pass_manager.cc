@@ -13,6 +13,7 @@
 #include "passes/conv_taps.h"
 #include "passes/cse.h"
 #include "passes/dce.h"
+#include "passes/fold_batch_norm.h"
 #include "passes/mixed_precision.h"
 #include "passes/simplify.h"
 
@@ -37,6 +38,9 @@ const std::vector<PassEntry>& Registry() {
        [](const PassOptions&) { return std::make_unique<CommonSubexpressionElimination>(); }},
       {{"dce", "remove nodes that no output, target or state update needs"},
        [](const PassOptions&) { return std::make_unique<DeadCodeElimination>(); }},
+      {{"fold-batch-norm", "fold an inference BatchNorm into the convolution before it",
+        /*exact=*/false},
+       [](const PassOptions&) { return std::make_unique<FoldBatchNorm>(); }},
       {{"mixed-precision", "compute float32 math in bf16/f16 where the precision lists allow",
         /*exact=*/false},
        [](const PassOptions& o) { return std::make_unique<MixedPrecision>(o.precision); }},
