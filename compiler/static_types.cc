@@ -69,14 +69,12 @@ Status ResolveNode(const Node& node, StaticInfo& info) {
     info.types[TensorRef{node.name, static_cast<int>(i)}] = out_types[i];
   }
   const OpDef* def = OpRegistry::Global().Find(node.op);
-  if (node.op == "Constant") {
-    KILN_ASSIGN_OR_RETURN(Tensor value, node.attrs.GetTensor("value"));
-    info.values[TensorRef{node.name, 0}] = value;
-  } else if (node.op == "Shape") {
-    std::vector<int64_t> dims = in_types[0].shape.dims();
-    info.values[TensorRef{node.name, 0}] =
-        Tensor::FromVector<int64_t>(Shape{static_cast<int64_t>(dims.size())}, dims)
-            .CastTo(out_types[0].dtype);
+  if (def && def->static_value) {
+    const AttrMap attrs = def->WithDefaults(node.attrs);
+    const InferContext context(node, attrs, in_types, in_values);
+    KILN_ASSIGN_OR_RETURN(std::vector<Tensor> values, def->static_value(context));
+    for (size_t i = 0; i < values.size(); ++i)
+      info.values[TensorRef{node.name, static_cast<int>(i)}] = std::move(values[i]);
   } else if (all_known && def && !def->stateful && node.op != "Placeholder" &&
              node.control_inputs.empty() && AllOutputsSmall(out_types)) {
     std::vector<Tensor> inputs;

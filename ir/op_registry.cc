@@ -81,6 +81,10 @@ OpDefBuilder& OpDefBuilder::Infer(InferFn fn) {
   def_.infer = std::move(fn);
   return *this;
 }
+OpDefBuilder& OpDefBuilder::StaticValue(StaticValueFn fn) {
+  def_.static_value = std::move(fn);
+  return *this;
+}
 OpDefBuilder& OpDefBuilder::GivesContainers() {
   def_.gives_containers = true;
   return *this;

@@ -80,6 +80,12 @@ class InferContext {
 
 using InferFn = std::function<Status(InferContext&)>;
 
+// The values of a node's outputs where its attributes and its inputs' types alone decide them,
+// whatever the inputs hold (Constant: its value; Shape: its input's dims, once they are known);
+// no values (an empty vector) where they do not. Compilers take them as known before anything is
+// fed (compiler/static_types.h).
+using StaticValueFn = std::function<Result<std::vector<Tensor>>(const InferContext&)>;
+
 // What a gradient function sees: the forward node, its inputs and outputs as builder Values, and
 // the gradient flowing into each output. It builds the gradient of each input with ordinary op
 // functions (nodes it creates are named under "gradients/<node>" and attributed to the forward
@@ -137,6 +143,7 @@ struct OpDef {
   bool variadic_outputs = false;
   std::vector<AttrSpec> attrs;
   InferFn infer;
+  StaticValueFn static_value;     // null: its values depend on its inputs' values
   bool stateful = false;          // reads or writes state (variables, RNG): never folded or merged
   bool gives_containers = false;  // may output a seq or optional (ir/dtype.h); others never do
   GradFn grad;                    // how to differentiate it (see passes/autodiff.h)
@@ -168,6 +175,7 @@ class OpDefBuilder {
   OpDefBuilder& Attr(std::string name, AttrType type, AttrValue default_value);
   OpDefBuilder& RequiredAttr(std::string name, AttrType type);
   OpDefBuilder& Infer(InferFn fn);
+  OpDefBuilder& StaticValue(StaticValueFn fn);
   OpDefBuilder& Stateful();
   // The op may output sequences and optionals (its kernel makes them, or passes them through).
   OpDefBuilder& GivesContainers();

@@ -182,6 +182,7 @@ void RegisterArrayOps(OpRegistry& r) {
           .Output("shape")
           .Types("T", any)
           .Infer(InferShape)
+          .StaticValue(ShapeValue)
           .NotDifferentiable()
           .NoPrecisionList());
   reg(OpDefBuilder("Concat", "array")

@@ -27,6 +27,8 @@ Status InferFlatten(InferContext& ctx);
 Status InferBroadcastTo(InferContext& ctx);
 Status InferTile(InferContext& ctx);
 Status InferShape(InferContext& ctx);
+// Shape's value: its input's dims, once they are all known.
+Result<std::vector<Tensor>> ShapeValue(const InferContext& ctx);
 // Inference (array_index.cc): ops that select, join or create elements.
 Status InferConcat(InferContext& ctx);
 Status InferSplit(InferContext& ctx);

@@ -219,4 +219,10 @@ Status InferShape(InferContext& ctx) {
   return OkStatus();
 }
 
+Result<std::vector<Tensor>> ShapeValue(const InferContext& ctx) {
+  const Shape& shape = ctx.shape(0);
+  if (!shape.IsFullyKnown()) return std::vector<Tensor>{};
+  return std::vector<Tensor>{Tensor::FromVector<int64_t>(Shape{shape.rank()}, shape.dims())};
+}
+
 }  // namespace kiln::internal

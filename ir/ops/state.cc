@@ -77,6 +77,11 @@ Status InferConstant(InferContext& ctx) {
   return OkStatus();
 }
 
+Result<std::vector<Tensor>> ConstantValue(const InferContext& ctx) {
+  KILN_ASSIGN_OR_RETURN(Tensor value, ctx.attrs().GetTensor("value"));
+  return std::vector<Tensor>{std::move(value)};
+}
+
 Status InferVariable(InferContext& ctx) {
   KILN_ASSIGN_OR_RETURN(DType dtype, ctx.attrs().GetDType("dtype"));
   KILN_ASSIGN_OR_RETURN(Shape shape, ctx.attrs().GetShape("shape"));
@@ -131,6 +136,7 @@ void RegisterStateOps(OpRegistry& r) {
                  .Output("y")
                  .RequiredAttr("value", AttrType::kTensor)
                  .Infer(InferConstant)
+                 .StaticValue(ConstantValue)
                  .NotDifferentiable()
                  .NoPrecisionList()
                  .Flops(NoFlops())
