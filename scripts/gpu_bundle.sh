@@ -190,6 +190,12 @@ train_model fcn-s bf16 "${shi_batch[fcn-s]}" "$check_batch"
 train_model alexnet-s bf16 "${shi_batch[alexnet-s]}" "$check_batch"
 train_model resnet-50 bf16 "${shi_batch[resnet-50]}" "$check_batch"
 
+# A training step no GPU holds: ResNet-50 at batch 2048 in bf16 (about 200 GiB on the device).
+# run.sh checks that kilnrt refuses it at load, naming its peak, before any device allocation.
+$kiln compile "$staging/shi/resnet-50.kgraph" --train --loss loss --optimizer sgd --lr 0.01 \
+  --precision bf16 --target cuda --no-variables --input x=2048x3x224x224 --input labels=2048 \
+  -o "$out/models/train_resnet_50_too_big.kmod" >/dev/null
+
 # ResNet-50 inference in bf16 (BatchNorm in inference mode: kiln compile --inference) at batch
 # KILN_BUNDLE_INFER_BATCH (default 64), timed; the same at batch CHECK is checked against the
 # reference executor. run.sh compares its rate with what cuDNN alone reaches on its convolutions.

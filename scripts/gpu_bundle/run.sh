@@ -131,6 +131,9 @@ refused_saying() {  # refused_saying TEXT COMMAND...: exit 1 with TEXT in its me
 check "a plan larger than the device is refused at load, before it allocates" refused_saying \
   "the plan's device memory needs 160.0 GiB" "$kilnrt" "$models/too_big.kmod" \
   --backend "$backend"
+check "a ResNet-50 training step at batch 2048 is refused at load, before it allocates" \
+  refused_saying "the plan's device memory needs" "$kilnrt" \
+  "$models/train_resnet_50_too_big.kmod" --backend "$backend"
 head -c 1000 "$models/transformer.kmod" >"$work/truncated.kmod"
 check "a truncated module is refused with exit 1" refused "$kilnrt" "$work/truncated.kmod"
 # On a GPU: NVIDIA's compute-sanitizer (memcheck: out-of-bounds and misaligned device accesses,
