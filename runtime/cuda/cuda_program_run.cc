@@ -2,10 +2,12 @@
 // the three phases of a capturable plan (graph_capture.h), the device steps issued, captured or
 // replayed, the copies between host and device through the program's pinned staging, and the
 // profiled run.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 
+#include "runtime/cpu/parallel_ranges.h"
 #include "runtime/cpu/program.h"
 #include "runtime/cuda/cuda_program.h"
 
@@ -17,6 +19,23 @@ const Tensor* PinnedAt(const cpu::StepEnv& env, const void* data) {
   for (const Tensor& t : env.pinned)
     if (t.raw_data() == data) return &t;
   return nullptr;
+}
+
+// Bytes between a host tensor and the pinned staging, over the program's threads where they are
+// many (a batch of images: one thread's memcpy runs at a fraction of the host's memory bandwidth).
+constexpr int64_t kParallelCopyBytes = int64_t{4} << 20;
+constexpr int64_t kCopyChunk = int64_t{64} << 10;
+void CopyBytes(void* to, const void* from, int64_t bytes, int threads) {
+  if (bytes < kParallelCopyBytes || threads < 2) {
+    std::memcpy(to, from, static_cast<size_t>(bytes));
+    return;
+  }
+  const int64_t chunks = (bytes + kCopyChunk - 1) / kCopyChunk;
+  cpu::ForEachRange(chunks, bytes, threads, [&](int64_t begin, int64_t end) {
+    const int64_t first = begin * kCopyChunk, last = std::min(bytes, end * kCopyChunk);
+    std::memcpy(static_cast<char*>(to) + first, static_cast<const char*>(from) + first,
+                static_cast<size_t>(last - first));
+  });
 }
 
 }  // namespace
@@ -46,7 +65,7 @@ Status CudaProgram::HostHalf(const Action& action, cpu::StepEnv& env) {
         return MakeError(ErrorCode::kInternal, "to_device of ", b.tensor,
                          " before anything bound it on the host");
       if (action.variable.empty()) {
-        std::memcpy(Staged(action), env.data[action.buffer], b.bytes());
+        CopyBytes(Staged(action), env.data[action.buffer], b.bytes(), threads_);
         return OkStatus();
       }
       const Tensor* value = PinnedAt(env, env.data[action.buffer]);
@@ -135,7 +154,7 @@ Status CudaProgram::ReadStagedCopies(cpu::StepEnv& env) {
     if (!env.data[action->buffer])
       return MakeError(ErrorCode::kInternal, "to_host of ", b.tensor,
                        " before its host twin was bound");
-    std::memcpy(env.data[action->buffer], Staged(*action), b.bytes());
+    CopyBytes(env.data[action->buffer], Staged(*action), b.bytes(), threads_);
   }
   pending_to_host_.clear();
   return OkStatus();
@@ -200,7 +219,7 @@ Result<std::vector<Tensor>> CudaProgram::Finish(cpu::StepEnv& env, VariableStore
       KeepOnDevice(*action, variables);
       continue;
     }
-    std::memcpy(value.raw_data(), Staged(*action), value.byte_size());
+    CopyBytes(value.raw_data(), Staged(*action), value.byte_size(), threads_);
     variables.Set(action->variable, value);
     variables_->Holds(action->variable, variables.Version(action->variable));
   }
