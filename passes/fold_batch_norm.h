@@ -9,8 +9,9 @@
 // precision), so that a backend runs the convolution with a bias epilogue (cuDNN's conv + bias +
 // ReLU graph) or an elementwise kernel instead of a BatchNorm kernel over the whole activation.
 // The folded filter and shift are computed from the filter's and the statistics' own values:
-// where those are widening Casts' results (mixed precision's bf16 copies of f32 weights), from
-// the Casts' inputs, the results cast back, so that the filter is rounded to 16 bits once. The
+// where those are narrowing Casts' results (mixed precision's bf16 copies of f32 weights), from
+// the Casts' inputs, the results cast back, so that the filter is rounded to 16 bits once. Not
+// for f16 convolutions, whose range the folded products can leave. The
 // BatchNorm node keeps its name (it becomes the BiasAdd) and is folded only where its statistics
 // outputs (ports 1 and 2) are unread and no node of the pattern is pinned or has control inputs.
 // Not bitwise: the products round differently.

@@ -128,7 +128,8 @@ struct BatchNormKernelParams {
   bool grad = false;         // batch_norm_grad
   bool f32_scratch = false;  // outputs 3 and 4: the loop-1 values in f32 (16-bit data)
   // Training or the gradient: each channel's sums split into this many parts (a GPU block each),
-  // whose sums go to a last output of f32 [2 * channels * splits] (1: no split).
+  // whose sums go to a last output of f32 [2 * channels * splits] (1: no split). It must divide
+  // batch * spatial (BatchNormSplits in compiler/library_kernels.cc chooses it so).
   int64_t splits = 1;
 };
 

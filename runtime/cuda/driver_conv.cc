@@ -76,7 +76,7 @@ class Builder {
                                      heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
                                      CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &count, handles.data()),
                                  "cudnnBackendGetAttribute(CUDNN_ATTR_ENGINEHEUR_RESULTS)"));
-    configs.resize(static_cast<size_t>(std::max<int64_t>(count, 0)));
+    configs.resize(std::min(configs.size(), static_cast<size_t>(std::max<int64_t>(count, 0))));
     return configs;
   }
 
@@ -323,50 +323,59 @@ Result<std::shared_ptr<PreparedConv>> DriverConvs::Prepare(const ConvCall& call,
   KILN_RETURN_IF_ERROR(
       b.Set(graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle_));
   KILN_RETURN_IF_ERROR(b.Finalize(graph));
-  // Mode A's configurations, then the fallback mode's, which also lists engines mode A leaves out.
+  // The first kAutotuneCandidates configurations (in the heuristics' order) that compute at the
+  // call's precision and finalize with a workspace that fits: mode A's, or where none of those
+  // does, the fallback mode's (a list of its own, which overlaps mode A's).
   std::vector<Descriptor> heuristics, configs;
+  std::string refusals;  // the first reason a mode or an engine was passed over
+  auto refuse = [&](const std::string& why) {
+    if (refusals.empty()) refusals = why;
+  };
+  std::vector<std::pair<Descriptor, int64_t>> candidates;  // plan, its configuration
+  const size_t wanted = AutotuneEnabled() ? kAutotuneCandidates : 1;
+  int64_t count = 0;  // engine configurations ranked, over the modes tried
   for (cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
+    if (!candidates.empty()) break;
+    const char* mode_name = mode == CUDNN_HEUR_MODE_A ? "mode A" : "the fallback mode";
     KILN_ASSIGN_OR_RETURN(Descriptor ranked, b.Make(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR));
     KILN_RETURN_IF_ERROR(b.Set(ranked, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH,
                                CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, graph.address()));
     KILN_RETURN_IF_ERROR(b.Set(ranked, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode));
-    if (!b.Finalize(ranked).ok()) continue;  // a mode this graph has no heuristics for
+    if (Status st = b.Finalize(ranked); !st.ok()) {  // no heuristics of this mode for the graph
+      refuse(std::string(mode_name) + ": " + st.error().message());
+      continue;
+    }
     KILN_ASSIGN_OR_RETURN(std::vector<Descriptor> ranked_configs, b.RankedConfigs(ranked));
-    for (Descriptor& config : ranked_configs) configs.push_back(std::move(config));
     heuristics.push_back(std::move(ranked));
-  }
-  const int64_t count = static_cast<int64_t>(configs.size());
-  // The first kAutotuneCandidates configurations (in the heuristics' order) that compute at the
-  // call's precision and finalize with a workspace that fits.
-  std::string refusals;
-  std::vector<std::pair<Descriptor, int64_t>> candidates;  // plan, its configuration
-  const size_t wanted = AutotuneEnabled() ? kAutotuneCandidates : 1;
-  for (int64_t i = 0; i < count && candidates.size() < wanted; ++i) {
-    if (std::string lower = b.LowerPrecision(configs[i]); !lower.empty()) {
-      if (refusals.empty()) refusals = "engine " + std::to_string(i) + " " + lower;
-      continue;
+    const size_t first = configs.size();
+    for (Descriptor& config : ranked_configs) configs.push_back(std::move(config));
+    count += static_cast<int64_t>(configs.size() - first);
+    for (size_t i = first; i < configs.size() && candidates.size() < wanted; ++i) {
+      const std::string engine = std::string(mode_name) + "'s engine " + std::to_string(i - first);
+      if (std::string lower = b.LowerPrecision(configs[i]); !lower.empty()) {
+        refuse(engine + " " + lower);
+        continue;
+      }
+      KILN_ASSIGN_OR_RETURN(Descriptor plan, b.Make(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR));
+      KILN_RETURN_IF_ERROR(
+          b.Set(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle_));
+      KILN_RETURN_IF_ERROR(b.Set(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
+                                 CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, configs[i].address()));
+      if (Status st = b.Finalize(plan); !st.ok()) {
+        refuse(engine + ": " + st.error().message());
+        continue;
+      }
+      int64_t workspace = 0, got = 0;
+      KILN_RETURN_IF_ERROR(b.Check(
+          api_.cudnnBackendGetAttribute(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+                                        CUDNN_TYPE_INT64, 1, &got, &workspace),
+          "cudnnBackendGetAttribute(CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE)"));
+      if (workspace > kConvWorkspaceBytes) {
+        refuse(engine + " needs " + std::to_string(workspace) + " bytes of workspace");
+        continue;
+      }
+      candidates.push_back({std::move(plan), static_cast<int64_t>(i)});
     }
-    KILN_ASSIGN_OR_RETURN(Descriptor plan, b.Make(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR));
-    KILN_RETURN_IF_ERROR(
-        b.Set(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle_));
-    KILN_RETURN_IF_ERROR(b.Set(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
-                               CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, configs[i].address()));
-    if (Status st = b.Finalize(plan); !st.ok()) {
-      if (refusals.empty()) refusals = st.error().message();
-      continue;
-    }
-    int64_t workspace = 0, got = 0;
-    KILN_RETURN_IF_ERROR(
-        b.Check(api_.cudnnBackendGetAttribute(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
-                                              CUDNN_TYPE_INT64, 1, &got, &workspace),
-                "cudnnBackendGetAttribute(CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE)"));
-    if (workspace > kConvWorkspaceBytes) {
-      if (refusals.empty())
-        refusals = "engine " + std::to_string(i) + " needs " + std::to_string(workspace) +
-                   " bytes of workspace";
-      continue;
-    }
-    candidates.push_back({std::move(plan), i});
   }
   if (candidates.empty())
     return MakeError(ErrorCode::kUnimplemented, call.ToString(), ": none of cuDNN's ", count,

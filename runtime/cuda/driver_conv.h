@@ -5,13 +5,12 @@
 // addresses, all made once at load; cudnnBackendExecute on the stream per run. The configuration
 // is the fastest, timed on the GPU at load (kAutotuneRuns runs between CUDA events, as PyTorch's
 // cudnn.benchmark does), of the first kAutotuneCandidates that cuDNN's heuristics rank (mode A,
-// then the fallback mode), that compute at the call's precision (no engine that converts its
-// inputs down, none that runs f32 data on TF32 tensor cores: PyTorch's filter when TF32 is off)
-// and whose execution plans finalize with a workspace that fits (KILN_CUDNN_AUTOTUNE=0: the
-// first of them, untimed). A call cuDNN cannot
-// run (no engine for the graph, a workspace too large) is an error at load naming the call, and
-// the caller runs the step's generated kernel instead. The device's context must be current on
-// the calling thread.
+// or where none of its engines will do, the fallback mode), that compute at the call's precision
+// (no engine that converts its inputs down, none that runs f32 data on TF32 tensor cores: PyTorch's
+// filter when TF32 is off) and whose execution plans finalize with a workspace that fits
+// (KILN_CUDNN_AUTOTUNE=0: the first of them, untimed). A call cuDNN cannot run (no engine for the
+// graph, a workspace too large) is an error at load naming the call, and the caller runs the step's
+// generated kernel instead. The device's context must be current on the calling thread.
 #pragma once
 
 #include <cuda.h>

@@ -3,7 +3,7 @@
 
 usage: compare.py ACTUAL.npy EXPECTED.npy [--rtol 1e-3] [--atol 1e-4] [--of-largest 1]
 Exit 0 when they have the same shape and every element is within atol + rtol * |expected|
-(NaN equals NaN; integers exactly), else 1 with one line saying where they differ. With
+(NaN equals NaN, an infinity only itself; integers exactly), else 1 with one line saying where they differ. With
 --of-largest 1, rtol is of the largest |expected| of the tensor instead of each element's: the
 check for bf16 results, where an element that is the small difference of large terms carries the
 rounding error of those terms (8 bits of mantissa each), not of itself.
@@ -42,11 +42,16 @@ def main(argv):
     if ashape != eshape:
         print("shape %s, expected %s" % (ashape, eshape))
         return 1
-    largest = max((abs(y) for y in e if not (isinstance(y, float) and math.isnan(y))), default=0)
+    largest = max((abs(y) for y in e if not isinstance(y, float) or math.isfinite(y)), default=0)
     worst, where = 0.0, -1
     for i, (x, y) in enumerate(zip(a, e)):
         if isinstance(y, float):
-            if math.isnan(y) and math.isnan(x):
+            if (math.isnan(y) and math.isnan(x)) or (math.isinf(y) and x == y):
+                continue
+            if not math.isfinite(y):  # an infinity or NaN expected: only the same will do
+                excess = math.inf
+                if excess > worst:
+                    worst, where = excess, i
                 continue
             scale = largest if of_largest else abs(y)
             excess = abs(x - y) - (atol + rtol * scale) if not math.isnan(x) else math.inf
