@@ -84,7 +84,7 @@ Result<CudaPlan> PlanForCuda(const RunPlan& plan, bool tf32,
       if (step.on_device && step.callee == "gemm" && exe.buffers[step.outputs[0]].type.dtype == f32)
         step.attrs.Set("tf32", int64_t{1});
   // AssignAdd and AssignSub on the device: a generated kernel computes the new value in the
-  // variable's device copy (old +/- value, in place).
+  // variable's device copy (old +/- value, or old +/- scale * value, in place).
   int updates = 0;
   for (Step& step : exe.steps) {
     if (!step.on_device || step.callee != "assign") continue;
@@ -95,8 +95,14 @@ Result<CudaPlan> PlanForCuda(const RunPlan& plan, bool tf32,
     spec.name = "assign_update" + std::to_string(updates++);
     spec.shape = Shape{type.shape.NumElements()};
     spec.inputs = {{type.dtype, spec.shape}, {type.dtype, spec.shape}};
-    spec.ops = {{mode > 0 ? "Add" : "Sub", {0, 1}, {}, type.dtype, step.node.name}};
-    spec.outputs = {2};
+    int value = 1;
+    if (step.inputs.size() == 3) {  // old +/- scale * value
+      spec.inputs.push_back({type.dtype, Shape{}});
+      spec.ops.push_back({"Mul", {2, 1}, {}, type.dtype, step.node.name});
+      value = 3;
+    }
+    spec.ops.push_back({mode > 0 ? "Add" : "Sub", {0, value}, {}, type.dtype, step.node.name});
+    spec.outputs = {spec.num_values() - 1};
     step.attrs.Set("kernel", spec.name);
     out.planned.lowered.kernels.push_back(std::move(spec));
   }

@@ -25,11 +25,15 @@ const std::map<std::string, int64_t> kAssignModes = {
     {"Assign", 0}, {"AssignAdd", 1}, {"AssignSub", -1}};
 
 // An Assign* the "assign" step runs: an f32/f64/i32/i64 variable updated by a value of its exact
-// type (a training step's counter among them).
+// type (a training step's counter among them), an f32/f64 one also by a scaled value (a scalar
+// third input).
 bool IsAssignStepUpdate(const Node& node, const StaticInfo& info) {
-  if (node.inputs.size() != 2) return false;
+  if (node.inputs.size() != 2 && node.inputs.size() != 3) return false;
   const TensorType& var = info.types.at(node.inputs[0]);
   const DType d = var.dtype;
+  if (node.inputs.size() == 3 &&
+      ((d != f32 && d != f64) || !(info.types.at(node.inputs[2]) == TensorType{d, Shape{}})))
+    return false;
   return (d == f32 || d == f64 || d == i32 || d == i64) && info.types.at(node.inputs[1]) == var &&
          TensorType{node.output_types[0].dtype, node.output_types[0].shape} == var;
 }

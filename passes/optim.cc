@@ -176,6 +176,11 @@ Value Optimizer::Minimize(At loss_at, std::vector<Value> var_list) {
   auto subtract = [&](const Value& var, const Value& delta) {
     return loss_scale ? Assign(var, loss_scale->Gate(var, var - delta)) : AssignSub(var, delta);
   };
+  // var -= lr * direction: one pass over the weights (AssignSub's scale) where no loss scaling
+  // gates the step.
+  auto descend = [&](const Value& var, const Value& lr_var, const Value& direction) {
+    return loss_scale ? subtract(var, lr_var * direction) : AssignSub(var, direction, lr_var);
+  };
   auto assign = [&](const Value& var, const Value& value) {
     return Assign(var, loss_scale ? loss_scale->Gate(var, value) : value);
   };
@@ -210,13 +215,13 @@ Value Optimizer::Minimize(At loss_at, std::vector<Value> var_list) {
     Value lr_w = Cast(lr, w.dtype());
     switch (kind_) {
       case Kind::kSGD:
-        updates.push_back(subtract(w, lr_w * grad));
+        updates.push_back(descend(w, lr_w, grad));
         break;
       case Kind::kMomentum: {
         Value buffer = Slot(g, w, "momentum");
         Value v = assign(buffer, options_.momentum * buffer + grad);
         Value direction = options_.nesterov ? grad + options_.momentum * v : v;
-        updates.push_back(subtract(w, lr_w * direction));
+        updates.push_back(descend(w, lr_w, direction));
         break;
       }
       case Kind::kAdam:

@@ -42,6 +42,12 @@ Value Variable(GraphBuilder& g, const std::string& name, DType dtype, Shape shap
 Value Assign(At v, Value x) { return internal::MakeOp("Assign", {v.value, x}, {}, v.loc); }
 Value AssignAdd(At v, Value x) { return internal::MakeOp("AssignAdd", {v.value, x}, {}, v.loc); }
 Value AssignSub(At v, Value x) { return internal::MakeOp("AssignSub", {v.value, x}, {}, v.loc); }
+Value AssignAdd(At v, Value x, Value scale) {
+  return internal::MakeOp("AssignAdd", {v.value, x, scale}, {}, v.loc);
+}
+Value AssignSub(At v, Value x, Value scale) {
+  return internal::MakeOp("AssignSub", {v.value, x, scale}, {}, v.loc);
+}
 Value Identity(At x) { return internal::MakeOp("Identity", {x.value}, {}, x.loc); }
 Value CheckNumerics(At x, const std::string& what) {
   AttrMap attrs;
@@ -114,6 +120,12 @@ Status InferAssign(InferContext& ctx) {
     if (ctx.shape(1)[i] >= 0 && ctx.shape(1)[i] != ctx.shape(0)[i])
       return ctx.Fail("cannot assign a value of shape ", ctx.shape(1).ToString(),
                       " to a variable of shape ", ctx.shape(0).ToString());
+  if (ctx.num_inputs() == 3) {  // AssignAdd, AssignSub with a scale
+    if (!IsFloat(ctx.dtype(0)))
+      return ctx.Fail("a scaled update needs a float variable, got ", DTypeName(ctx.dtype(0)));
+    if (ctx.shape(2).rank() != 0)
+      return ctx.Fail("the scale must be a scalar, got shape ", ctx.shape(2).ToString());
+  }
   ctx.AddOutput(ctx.dtype(0), ctx.shape(0));
   return OkStatus();
 }
@@ -175,6 +187,7 @@ void RegisterStateOps(OpRegistry& r) {
     r.Register(OpDefBuilder(op, "state")
                    .Input("variable", "T")
                    .Input("value", "T")
+                   .OptionalInput("scale", "T")
                    .Output("y")
                    .Types("T", NumericTypes())
                    .Infer(InferAssign)

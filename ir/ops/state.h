@@ -59,6 +59,11 @@ Value Variable(GraphBuilder& g, const std::string& name, DType dtype, Shape shap
 Value Assign(At variable, Value value);
 Value AssignAdd(At variable, Value value);
 Value AssignSub(At variable, Value value);
+// variable +/-= scale * value, for a float variable and a scalar `scale` of its dtype (an
+// optimizer's learning rate): one pass over the variable, without a scaled copy of `value`. The
+// product is rounded to the variable's dtype before the sum, as a Mul node's would be.
+Value AssignAdd(At variable, Value value, Value scale);
+Value AssignSub(At variable, Value value, Value scale);
 Value Identity(At x);
 Value StopGradient(At x);
 // y = x for float x, or the run fails when x holds an inf or NaN: "<what> has -inf at element 3

@@ -2,7 +2,8 @@
 //   "copy"    output 0 gets input 0's bytes (Reshape, Flatten, Squeeze, Unsqueeze, Identity, ...:
 //             ops that only relabel a dense buffer's shape); other inputs (shapes) are not read.
 //   "assign"  Assign (mode 0), AssignAdd (+1), AssignSub (-1) on an f32, f64, i32 or i64
-//             variable (integers wrap): the
+//             variable (integers wrap), a float one's by scale * value where a third input (a
+//             scalar) is given: the
 //             stored value is replaced by the new one, and the step's output buffer (kind
 //             kVariable) is pointed at it. Values are never mutated where anyone could see it:
 //             the update is computed in place only when no later step of the plan reads a
@@ -35,14 +36,22 @@ class CopyStep : public StepRunner {
 };
 
 // out = value, base + value or base - value; T is the arithmetic type (unsigned for the integer
-// dtypes, so that they wrap as the reference's integer Add and Sub do). Large updates are split
-// over `threads`.
+// dtypes, so that they wrap as the reference's integer Add and Sub do). With `scale` (float
+// dtypes), value is scale * value (the compiler may fuse the product and the sum into one
+// rounding). Large updates are split over `threads`.
 template <typename T>
-void Combine(int64_t mode, const void* base_data, const void* value_data, void* out_data, int64_t n,
-             int threads) {
+void Combine(int64_t mode, const void* base_data, const void* value_data, const void* scale_data,
+             void* out_data, int64_t n, int threads) {
   const T* base = static_cast<const T*>(base_data);
   const T* value = static_cast<const T*>(value_data);
   T* out = static_cast<T*>(out_data);
+  if (scale_data && mode != 0) {
+    const T scale = *static_cast<const T*>(scale_data);
+    const T sign = mode > 0 ? T(1) : T(-1);
+#pragma omp parallel for simd num_threads(threads) schedule(static) if (n > (1 << 16))
+    for (int64_t i = 0; i < n; ++i) out[i] = base[i] + sign * (scale * value[i]);
+    return;
+  }
   if (mode == 0) {
     std::memcpy(out, value, static_cast<size_t>(n) * sizeof(T));
   } else if (mode > 0) {
@@ -76,14 +85,15 @@ class AssignStep : public StepRunner {
                                       "' is ", DTypeName(current->dtype()),
                                       current->shape().ToString(), ", expected ", type.ToString());
     const void* value = env.data[step_.inputs[1]];
+    const void* scale = step_.inputs.size() > 2 ? env.data[step_.inputs[2]] : nullptr;
     if (current && may_update_in_place_ && OnlyThisRunHolds(*current, env)) {
       Tensor& stored = *env.variables->FindMutable(name);
-      Apply(base, value, stored.raw_data(), stored.num_elements(), type.dtype, env.threads);
+      Apply(base, value, scale, stored.raw_data(), stored.num_elements(), type.dtype, env.threads);
       env.data[step_.outputs[0]] = stored.raw_data();
       return OkStatus();
     }
     Tensor result = Tensor::Uninitialized(type.dtype, type.shape);  // Apply writes every element
-    Apply(base, value, result.raw_data(), result.num_elements(), type.dtype, env.threads);
+    Apply(base, value, scale, result.raw_data(), result.num_elements(), type.dtype, env.threads);
     env.variables->Set(name, result);
     env.pinned.push_back(result);
     env.data[step_.outputs[0]] = env.pinned.back().raw_data();
@@ -91,16 +101,16 @@ class AssignStep : public StepRunner {
   }
 
  private:
-  void Apply(const void* base, const void* value, void* out, int64_t n, DType dtype,
-             int threads) const {
+  void Apply(const void* base, const void* value, const void* scale, void* out, int64_t n,
+             DType dtype, int threads) const {
     if (dtype == f32)
-      Combine<float>(mode_, base, value, out, n, threads);
+      Combine<float>(mode_, base, value, scale, out, n, threads);
     else if (dtype == f64)
-      Combine<double>(mode_, base, value, out, n, threads);
+      Combine<double>(mode_, base, value, scale, out, n, threads);
     else if (dtype == i32)
-      Combine<uint32_t>(mode_, base, value, out, n, threads);
+      Combine<uint32_t>(mode_, base, value, nullptr, out, n, threads);
     else
-      Combine<uint64_t>(mode_, base, value, out, n, threads);
+      Combine<uint64_t>(mode_, base, value, nullptr, out, n, threads);
   }
 
   // Whether the stored tensor's storage is held only by the store and this run's pins.
@@ -148,14 +158,20 @@ Result<std::unique_ptr<StepRunner>> MakeCopyStep(const Step& step, const Executa
 
 Result<std::unique_ptr<StepRunner>> MakeAssignStep(const Step& step, const Executable& exe) {
   KILN_ASSIGN_OR_RETURN(int64_t mode, step.attrs.GetInt("mode"));
-  if (step.inputs.size() != 2 || step.outputs.size() != 1 || step.node.inputs.empty())
+  if ((step.inputs.size() != 2 && step.inputs.size() != 3) || step.outputs.size() != 1 ||
+      step.node.inputs.empty())
     return MakeError(ErrorCode::kInternal, "assign '", step.node.name,
-                     "': needs the variable, the value and one output");
+                     "': needs the variable, the value, perhaps a scale, and one output");
   const TensorType& out = exe.buffers[step.outputs[0]].type;
   for (int id : {step.inputs[0], step.inputs[1]})
     if (!(exe.buffers[id].type == out) || !IsAssignable(out.dtype))
       return MakeError(ErrorCode::kInternal, "assign '", step.node.name,
                        "': needs f32, f64, i32 or i64 operands of one type");
+  if (step.inputs.size() == 3 &&
+      (mode == 0 || (out.dtype != f32 && out.dtype != f64) ||
+       !(exe.buffers[step.inputs[2]].type == TensorType{out.dtype, Shape{}})))
+    return MakeError(ErrorCode::kInternal, "assign '", step.node.name,
+                     "': a scaled update needs an f32 or f64 variable and a scalar scale");
   if (exe.buffers[step.outputs[0]].kind != BufferDesc::Kind::kVariable)
     return MakeError(ErrorCode::kInternal, "assign '", step.node.name,
                      "': its output must be a variable buffer");

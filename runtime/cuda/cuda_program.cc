@@ -188,16 +188,17 @@ Status CudaProgram::Prepare(int threads) {
         if (!action.deferred)
           action.staged = stage(exe.buffers[action.buffer].bytes());  // the new value's read-back
       }
-      if (assign && step.attrs.Has("kernel")) {  // AssignAdd, AssignSub: old +/- value, in place
+      if (assign &&
+          step.attrs.Has("kernel")) {  // AssignAdd, AssignSub: old +/- (scale *) value, in place
         KILN_ASSIGN_OR_RETURN(std::string kernel, step.attrs.GetString("kernel"));
         action.kernel = exe.FindDeviceKernel(kernel);
         if (!action.kernel)
           return MakeError(ErrorCode::kInternal, "no device kernel '", kernel, "' for ",
                            step.node.name);
-        for (int id : {step.inputs[0], step.inputs[1], step.outputs[0]})
-          action.operands.push_back({address_[id], exe.buffers[id].bytes()});
-        KILN_RETURN_IF_ERROR(
-            CheckLaunches(*action.kernel, {step.inputs[0], step.inputs[1], step.outputs[0]}));
+        std::vector<int> ids = step.inputs;  // the variable, the value, the scale if any
+        ids.push_back(step.outputs[0]);
+        for (int id : ids) action.operands.push_back({address_[id], exe.buffers[id].bytes()});
+        KILN_RETURN_IF_ERROR(CheckLaunches(*action.kernel, ids));
       } else if (assign) {
         KILN_ASSIGN_OR_RETURN(int64_t mode, step.attrs.GetInt("mode"));
         if (mode != 0)

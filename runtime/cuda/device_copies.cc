@@ -10,8 +10,9 @@ bool IsDeviceCopy(const Step& step, const Executable& exe) {
 }
 
 bool IsDeviceAssign(const Step& step, const Executable& exe) {
-  if (step.kind != Step::Kind::kLibrary || step.callee != "assign" || step.inputs.size() != 2 ||
-      step.outputs.size() != 1 || step.node.inputs.empty())
+  if (step.kind != Step::Kind::kLibrary || step.callee != "assign" ||
+      (step.inputs.size() != 2 && step.inputs.size() != 3) || step.outputs.size() != 1 ||
+      step.node.inputs.empty())
     return false;
   Result<int64_t> mode = step.attrs.GetInt("mode");
   const BufferDesc& old_value = exe.buffers[step.inputs[0]];
@@ -19,6 +20,10 @@ bool IsDeviceAssign(const Step& step, const Executable& exe) {
   if (!mode.ok() || *mode < -1 || *mode > 1 || !(exe.buffers[step.inputs[1]].type == out.type) ||
       !(old_value.type == out.type) || old_value.kind != BufferDesc::Kind::kVariable ||
       out.kind != BufferDesc::Kind::kVariable)
+    return false;
+  if (step.inputs.size() == 3 &&
+      (*mode == 0 || !IsFloat(out.type.dtype) ||
+       !(exe.buffers[step.inputs[2]].type == TensorType{out.type.dtype, Shape{}})))
     return false;
   const std::string& variable = step.node.inputs[0].node;
   const Step* begin = exe.steps.data();

@@ -3,7 +3,8 @@
 //   "assign"  of mode 0 (Assign: the variable's new value is the value's bytes) copies the value
 //             into the variable's device copy (runtime/cuda/device_variables.h); of mode +1 or -1
 //             (AssignAdd, AssignSub) it launches the generated kernel the step's attribute
-//             "kernel" names, which adds or subtracts the value in that copy. Either when it is
+//             "kernel" names, which adds or subtracts the value (times the scale, a third input,
+//             where there is one) in that copy. Either when it is
 //             safe: the plan reads the variable once (that read is the assign's input 0), assigns
 //             it once, and reads the old value nowhere after the assign. The assign's output (the
 //             new value) lives in the variable's device copy; its host twin is a new tensor that a

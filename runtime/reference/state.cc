@@ -25,12 +25,19 @@ Status ReadVariable(KernelContext& ctx) {
   return OkStatus();
 }
 
-// Assign, AssignAdd, AssignSub: sign 0 replaces, +1 adds, -1 subtracts.
+// Assign, AssignAdd, AssignSub: sign 0 replaces, +1 adds, -1 subtracts (with a scale input:
+// scale * value, rounded to the variable's dtype as a Mul node's result would be).
 KernelFn AssignKernel(int sign) {
   return [sign](KernelContext& ctx) -> Status {
     VariableStore& vars = *ctx.state().variables;
     const std::string& var = ctx.node().inputs[0].node;
-    const Tensor& value = ctx.input(1);
+    Tensor value = ctx.input(1);
+    if (ctx.num_inputs() == 3) {
+      const double scale = ctx.input(2).GetDouble(0);
+      value = value.Clone();
+      for (int64_t i = 0; i < value.num_elements(); ++i)
+        value.SetDouble(i, scale * value.GetDouble(i));
+    }
     Tensor result;
     if (sign == 0) {
       result = value.Clone();

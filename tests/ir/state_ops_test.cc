@@ -52,6 +52,40 @@ TEST_CASE("state: a variable fetched in the run that assigns it gives the value 
   testing::CheckCompiledMatchesReference(graph, {}, {"v", "assign"}, *expected);
 }
 
+TEST_CASE("state: AssignAdd and AssignSub with a scale update by scale * value, every backend",
+          "[state]") {
+  GraphBuilder g;
+  Value w = Variable(g, "w", f32, {4}, Initializer::Constant(1));
+  Value d = Variable(g, "d", f64, {2}, Initializer::Constant(2));
+  Value grad = g.Constant(Tensor::FromVector<float>({4}, {1, -2, 3, 0.5f}));
+  Value lr = g.Placeholder("lr", f32, {});
+  AssignSub(w, grad, lr).Named("descend");
+  AssignAdd(d, g.Constant(Tensor::FromVector<double>({2}, {1, 3})), g.Scalar(0.25, f64))
+      .Named("ascend");
+  Graph graph = *g.Build();
+  const FeedList feeds = {{"lr", Tensor::Scalar<float>(0.5f)}};
+  Session reference(graph, SessionOptions{.backend = "reference"});
+  auto expected = reference.Run(feeds, {"descend", "ascend"});
+  REQUIRE(expected.ok());
+  CHECK(expected->at(0).ToDoubles() == std::vector<double>{0.5, 2, -0.5, 0.75});
+  CHECK(expected->at(1).ToDoubles() == std::vector<double>{2.25, 2.75});
+  testing::CheckCompiledMatchesReference(graph, feeds, {"descend", "ascend"}, *expected);
+
+  GraphBuilder bad;
+  Value i = Variable(bad, "i", i32, {2});
+  AssignSub(i, bad.Constant(Tensor::FromVector<int32_t>({2}, {1, 2})), bad.Scalar(2, i32));
+  Result<Graph> refused = bad.Build();
+  REQUIRE_FALSE(refused.ok());
+  CHECK_THAT(refused.error().message(), Catch::Contains("a scaled update needs a float variable"));
+  GraphBuilder vector_scale;
+  Value v = Variable(vector_scale, "v", f32, {2});
+  Value two = vector_scale.Constant(Tensor::FromVector<float>({2}, {1, 2}));
+  AssignSub(v, two, two);
+  refused = vector_scale.Build();
+  REQUIRE_FALSE(refused.ok());
+  CHECK_THAT(refused.error().message(), Catch::Contains("the scale must be a scalar"));
+}
+
 TEST_CASE("state: control inputs order a read after an update", "[state]") {
   GraphBuilder g;
   Value v = Variable(g, "v", f32, {}, Initializer::Constant(1));
