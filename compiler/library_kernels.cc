@@ -113,12 +113,17 @@ Result<Spec> Pool2D(const Step& step, const Executable& exe, const std::string& 
   return Made(name, ShapeOf(exe, step.outputs[0]).NumElements(), EmitPool2DKernel(name, p));
 }
 
-// max_pool2d_grad (x, dy) -> dx; avg_pool2d_grad (dy, x_like) -> dx.
+// max_pool2d_grad (x, dy) -> dx, with an i32 scratch output of each window's argmax
+// (ScratchOutputs); avg_pool2d_grad (dy, x_like) -> dx.
 Result<Spec> Pool2DGrad(const Step& step, const Executable& exe, const std::string& name) {
-  if (step.inputs.size() != 2 || step.outputs.size() != 1 || !Covered(step, exe, {f32, bf16, f16}))
-    return Spec();
-  Pool2DGradKernelParams p;
   const bool max = step.callee == "max_pool2d_grad";
+  if (step.inputs.size() != 2 || step.outputs.size() != (max ? 2u : 1u) ||
+      !Covered(step, exe, {f32, bf16, f16}))
+    return Spec();
+  if (max && !(exe.buffers[step.outputs[1]].type ==
+               TensorType{i32, Shape{ShapeOf(exe, step.inputs[1]).NumElements()}}))
+    return Malformed(step, "output 1 is not the windows' i32 argmax");
+  Pool2DGradKernelParams p;
   const int dy = max ? step.inputs[1] : step.inputs[0],
             like = max ? step.inputs[0] : step.inputs[1];
   KILN_RETURN_IF_ERROR(ReadPoolGeometry(step, exe, step.outputs[0], dy, p.pool));
@@ -399,14 +404,16 @@ Result<Spec> CrossEntropy(const Step& step, const Executable& exe, const std::st
   return Made(name, p.rows, EmitCrossEntropyKernel(name, p));
 }
 
-// The f32 scratch buffers a step's kernel writes besides the step's outputs: a loss's row losses;
-// a 16-bit batch norm's statistics (training) or dscale and dbias (gradient), unrounded; a batch
-// norm's split sums (BatchNormSplits).
+// The scratch buffers a step's kernel writes besides the step's outputs: a loss's row losses; a
+// 16-bit batch norm's statistics (training) or dscale and dbias (gradient), unrounded; a batch
+// norm's split sums (BatchNormSplits), all f32; a max pooling gradient's argmax per window (i32).
 std::vector<TensorType> ScratchOutputs(const Step& step, const Executable& exe) {
   if (step.kind != Step::Kind::kLibrary || step.inputs.empty()) return {};
   const TensorType& in0 = exe.buffers[step.inputs[0]].type;
   if (step.callee == "softmax_cross_entropy" && in0.shape.rank() == 2)
     return {TensorType{f32, Shape{in0.shape[0]}}};
+  if (step.callee == "max_pool2d_grad" && step.inputs.size() == 2)
+    return {TensorType{i32, Shape{exe.buffers[step.inputs[1]].type.shape.NumElements()}}};
   if (step.callee != "batch_norm" && step.callee != "batch_norm_grad") return {};
   if (in0.shape.rank() < 2) return {};
   Result<bool> training = step.attrs.GetBool("training");

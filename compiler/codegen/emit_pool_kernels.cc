@@ -77,8 +77,10 @@ std::string EmitPool2DGradKernel(const std::string& name, const Pool2DGradKernel
   const Pool2DKernelParams& p = g.pool;
   KernelWriter k(name);
   ScalarWriter& w = k.w();
+  const int64_t windows = p.planes * p.out_height * p.out_width;
   const std::string xt = Flat(p.planes * p.height * p.width, p.dtype);
-  const std::string yt = Flat(p.planes * p.out_height * p.out_width, p.dtype);
+  const std::string yt = Flat(windows, p.dtype);
+  const std::string it = Flat(windows, DType::kI32);
   std::string x, dy;
   if (p.max) {
     x = k.Input(xt);
@@ -88,11 +90,41 @@ std::string EmitPool2DGradKernel(const std::string& name, const Pool2DGradKernel
     k.Input(xt);  // x_like: its shape only
   }
   const std::string dx = k.Output(xt);
+  const std::string argmax = p.max ? k.Output(it) : "";
+  if (p.max) {
+    // Loop 1, one iteration per window: where in its plane its first largest element is (a NaN
+    // winning, as the reference's ArgMaxOfWindow), -1 for a window of padding only.
+    const std::string o = k.CountLoop(windows);
+    const std::vector<std::string> at = k.Split(o, {p.planes, p.out_height, p.out_width});
+    const PoolWindow win = WindowAt(k, p, at[1], at[2]);
+    const std::string x_plane = k.Mul(at[0], k.Index(p.height * p.width));
+    const std::vector<std::string> best = k.ForN(
+        win.h_begin, win.h_end, {w.FloatConst(0, "f32"), k.Index(-1)}, {"f32", "index"},
+        [&](const std::string& hh, const std::vector<std::string>& b) {
+          const std::string row = k.Mul(hh, k.Index(p.width));
+          return k.ForN(win.w_begin, win.w_end, b, {"f32", "index"},
+                        [&](const std::string& ww, const std::vector<std::string>& c) {
+                          const std::string at_plane = k.Add(row, ww);
+                          const std::string v = k.Load(x, xt, k.Add(x_plane, at_plane), p.dtype);
+                          const std::string take =
+                              w.Binary("arith.ori",
+                                       w.Binary("arith.ori", k.Less(c[1], k.Index(0)),
+                                                w.Cmp("arith.cmpf", "ogt", v, c[0], "f32"), "i1"),
+                                       k.And(w.Cmp("arith.cmpf", "uno", v, v, "f32"),
+                                             w.Cmp("arith.cmpf", "ord", c[0], c[0], "f32")),
+                                       "i1");
+                          return std::vector<std::string>{w.Select(take, v, c[0], "f32"),
+                                                          w.Select(take, at_plane, c[1], "index")};
+                        });
+        });
+    k.Store(w.Convert("arith.index_cast", best[1], "index", "i32"), argmax, it, o, DType::kI32);
+  }
+  // Loop 2, one iteration per element of dx: the sum over the windows covering it of dy (max: the
+  // windows whose first largest element it is; average: each window's share).
   const std::string i = k.ElementLoop();
   const std::vector<std::string> at = k.Split(i, {p.planes, p.height, p.width});
   const std::string here = k.Add(k.Mul(at[1], k.Index(p.width)), at[2]);  // within the plane
   const std::string hp = k.Add(at[1], k.Index(p.pads[0])), wp = k.Add(at[2], k.Index(p.pads[1]));
-  const std::string x_plane = k.Mul(at[0], k.Index(p.height * p.width));
   const std::string dy_plane = k.Mul(at[0], k.Index(p.out_height));
   const std::string sum =
       k.For(k.Index(0), k.Index(p.window[0]), w.FloatConst(0, "f64"), "f64", [&](auto r, auto acc) {
@@ -103,38 +135,18 @@ std::string EmitPool2DGradKernel(const std::string& name, const Pool2DGradKernel
           const std::string ocol =
               k.StridedOrigin(k.Sub(wp, s), p.strides[1], p.out_width, &col_ok);
           const std::string ok = k.And(row_ok, col_ok);
-          const std::string dyv = k.LoadF64(
-              dy, yt, k.Add(k.Mul(k.Add(dy_plane, orow), k.Index(p.out_width)), ocol), p.dtype);
-          const PoolWindow win = WindowAt(k, p, orow, ocol);
-          std::string share;
-          std::string mine = ok;
-          if (p.max) {  // the window's first largest element (a NaN winning), as ArgMaxOfWindow;
-                        // a window that does not cover this element is not scanned
-            const std::string h_end = k.OrZero(ok, win.h_end);
-            const std::vector<std::string> best = k.ForN(
-                k.OrZero(ok, win.h_begin), h_end, {w.FloatConst(0, "f32"), k.Index(-1)},
-                {"f32", "index"}, [&](const std::string& hh, const std::vector<std::string>& b) {
-                  const std::string row = k.Mul(hh, k.Index(p.width));
-                  return k.ForN(
-                      win.w_begin, win.w_end, b, {"f32", "index"},
-                      [&](const std::string& ww, const std::vector<std::string>& c) {
-                        const std::string at_plane = k.Add(row, ww);
-                        const std::string v = k.Load(x, xt, k.Add(x_plane, at_plane), p.dtype);
-                        const std::string take =
-                            w.Binary("arith.ori",
-                                     w.Binary("arith.ori", k.Less(c[1], k.Index(0)),
-                                              w.Cmp("arith.cmpf", "ogt", v, c[0], "f32"), "i1"),
-                                     k.And(w.Cmp("arith.cmpf", "uno", v, v, "f32"),
-                                           w.Cmp("arith.cmpf", "ord", c[0], c[0], "f32")),
-                                     "i1");
-                        return std::vector<std::string>{w.Select(take, v, c[0], "f32"),
-                                                        w.Select(take, at_plane, c[1], "index")};
-                      });
-                });
-            mine = k.And(ok, w.Cmp("arith.cmpi", "eq", best[1], here, "index"));
+          const std::string window =
+              k.Add(k.Mul(k.Add(dy_plane, orow), k.Index(p.out_width)), ocol);
+          const std::string dyv = k.LoadF64(dy, yt, window, p.dtype);
+          std::string share, mine = ok;
+          if (p.max) {
+            const std::string first_largest = w.Convert(
+                "arith.index_cast", k.Load(argmax, it, window, DType::kI32), "i32", "index");
+            mine = k.And(ok, w.Cmp("arith.cmpi", "eq", first_largest, here, "index"));
             share = dyv;
           } else {
-            share = w.Binary("arith.divf", dyv, PoolDivisor(k, p, win), "f64");
+            share =
+                w.Binary("arith.divf", dyv, PoolDivisor(k, p, WindowAt(k, p, orow, ocol)), "f64");
           }
           return w.Select(mine, w.Binary("arith.addf", acc_s, share, "f64"), acc_s, "f64");
         });

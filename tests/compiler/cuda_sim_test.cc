@@ -399,6 +399,35 @@ TEST_CASE("cuda-sim: BatchNorm over few wide channels splits its sums over sever
   }
 }
 
+TEST_CASE("cuda-sim: MaxPool2DGrad sends dy to each window's first largest element", "[cuda]") {
+  // Overlapping 3x3 windows (stride 2, padding 1) over values with ties and a NaN: each window's
+  // gradient goes to its first largest element (a NaN winning), found once per window.
+  GraphBuilder g;
+  Value x = g.Placeholder("x", f32, {2, 3, 7, 6});
+  Value dy = g.Placeholder("dy", f32, {2, 3, 4, 3});
+  g.Output("dx", MaxPool2DGrad(x, dy, {.kernel = {3, 3}, .strides = {2, 2}, .pads = {1, 1, 1, 1}}));
+  Graph graph = *g.Build();
+  Tensor xs = Random(Shape{2, 3, 7, 6}, 41);
+  for (int64_t i = 0; i < xs.num_elements(); ++i)  // ties: values in steps of 0.25
+    xs.SetDouble(i, std::round(xs.GetDouble(i) * 4) / 4);
+  xs.SetDouble(10, std::nan(""));
+  const FeedList feeds = {{"x", xs}, {"dy", Random(Shape{2, 3, 4, 3}, 42)}};
+  Session reference(graph, SessionOptions{.backend = "reference"});
+  Result<std::vector<Tensor>> expected = reference.Run(feeds, {"dx"});
+  REQUIRE(expected.ok());
+  testing::CheckCompiledMatchesReference(graph, feeds, {"dx"}, *expected);  // cpu and cuda-sim
+  Result<RunPlan> plan = reference.Plan(feeds, {"dx"});
+  REQUIRE(plan.ok());
+  CompiledPlan compiled = CompileSim(*plan);
+  int grads = 0;
+  for (const DeviceKernel& k : compiled.executable.device_kernels) {
+    if (k.name.rfind("max_pool2d_grad", 0) != 0) continue;
+    ++grads;
+    CHECK(k.launches.size() == 2);  // the windows' argmax, then dx
+  }
+  CHECK(grads == 1);
+}
+
 TEST_CASE("cuda-sim: a kernel reading past its argument's end fails the launch, naming both",
           "[cuda]") {
   // out[i] = in[i + 1] for i < 8: the last thread reads in[8] of 8 elements.
