@@ -82,6 +82,25 @@ struct MixedGraph {
 
 using testing::CompileSim;
 
+// The simulated device's values of `fetches` against `oracle`'s (another backend), each within
+// its dtype's tolerance.
+void CheckSimAgainst(const std::string& oracle, const Graph& graph, const FeedList& feeds,
+                     const std::vector<TensorName>& fetches) {
+  Session want_session(graph, SessionOptions{.backend = oracle});
+  Session sim(graph, SessionOptions{.backend = "cuda-sim"});
+  Result<std::vector<Tensor>> want = want_session.Run(feeds, fetches);
+  Result<std::vector<Tensor>> got = sim.Run(feeds, fetches);
+  INFO(want.status().ToString() << " / " << got.status().ToString());
+  REQUIRE(want.ok());
+  REQUIRE(got.ok());
+  for (size_t i = 0; i < fetches.size(); ++i) {
+    std::string why;
+    const bool close = testing::CloseForDType((*want)[i], (*got)[i], &why);
+    INFO(fetches[i].str() << ": " << why);
+    CHECK(close);
+  }
+}
+
 std::vector<Tensor> Feeds(const Executable& exe, const RunPlan& plan) {
   Result<std::vector<Tensor>> feeds = FeedsOf(exe, plan);
   REQUIRE(feeds.ok());
@@ -375,20 +394,9 @@ TEST_CASE("cuda-sim: BatchNorm over few wide channels splits its sums over sever
     FeedList feeds = {{"x", Random(Shape{8, 4, 32, 32}, 31).CastTo(dtype)},
                       {"c", positive.CastTo(dtype)}};
     const std::vector<TensorName> fetches = {"y", "dx", "dscale"};
-    // The device against the cpu backend's widened steps (bf16's rounding, as above).
-    Session cpu(graph, SessionOptions{.backend = dtype == f32 ? "reference" : "cpu"});
+    // The device against the cpu backend's widened steps (bf16's rounding, as below).
+    CheckSimAgainst(dtype == f32 ? "reference" : "cpu", graph, feeds, fetches);
     Session sim(graph, SessionOptions{.backend = "cuda-sim"});
-    Result<std::vector<Tensor>> want = cpu.Run(feeds, fetches);
-    Result<std::vector<Tensor>> got = sim.Run(feeds, fetches);
-    INFO(want.status().ToString() << " / " << got.status().ToString());
-    REQUIRE(want.ok());
-    REQUIRE(got.ok());
-    for (size_t i = 0; i < fetches.size(); ++i) {
-      std::string why;
-      const bool close = testing::CloseForDType((*want)[i], (*got)[i], &why);
-      INFO(fetches[i].str() << ": " << why);
-      CHECK(close);
-    }
     Result<RunPlan> plan = sim.Plan(feeds, fetches);
     REQUIRE(plan.ok());
     CompiledPlan compiled = CompileSim(*plan);
@@ -910,19 +918,7 @@ TEST_CASE(
     // bf16's 8 bits leave BatchNorm's gradient, a difference of nearly equal sums, mostly
     // rounding noise, which the reference (computing each op in f64) does not share: the device
     // must give what the cpu backend's widened steps give.
-    Session cpu(graph, SessionOptions{.backend = "cpu"});
-    Session sim(graph, SessionOptions{.backend = "cuda-sim"});
-    Result<std::vector<Tensor>> want = cpu.Run(feeds, fetches);
-    Result<std::vector<Tensor>> got = sim.Run(feeds, fetches);
-    INFO(want.status().ToString() << " / " << got.status().ToString());
-    REQUIRE(want.ok());
-    REQUIRE(got.ok());
-    for (size_t i = 0; i < fetches.size(); ++i) {
-      std::string why;
-      const bool close = testing::CloseForDType((*want)[i], (*got)[i], &why);
-      INFO(fetches[i].str() << ": " << why);
-      CHECK(close);
-    }
+    CheckSimAgainst("cpu", graph, feeds, fetches);
   }
   Result<RunPlan> plan = reference.Plan(feeds, fetches);
   REQUIRE(plan.ok());

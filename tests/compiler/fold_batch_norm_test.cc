@@ -56,6 +56,14 @@ int Count(const Graph& graph, const std::string& op) {
   return n;
 }
 
+// Whether fold-batch-norm changes `graph` (the pass must succeed).
+bool Folds(Graph graph) {
+  auto runs = RunPasses(graph, {"fold-batch-norm"});
+  INFO((runs.ok() ? std::string() : runs.error().ToString()));
+  REQUIRE(runs.ok());
+  return runs->at(0).changed;
+}
+
 }  // namespace
 
 TEST_CASE("fold-batch-norm: the folded graph gives the BatchNorm's values", "[passes][conv]") {
@@ -127,10 +135,7 @@ TEST_CASE("fold-batch-norm: CUDA plans run an inference BatchNorm as the convolu
 
 TEST_CASE("fold-batch-norm: leaves training, a read convolution, read statistics or f16",
           "[passes][conv]") {
-  Graph training = ConvThenNorm(false, /*training=*/true);
-  auto runs = RunPasses(training, {"fold-batch-norm"});
-  REQUIRE(runs.ok());
-  CHECK_FALSE(runs->at(0).changed);
+  CHECK_FALSE(Folds(ConvThenNorm(false, /*training=*/true)));
 
   GraphBuilder g;
   Value x = g.Placeholder("x", f32, {2, 3, 8, 8});
@@ -141,10 +146,7 @@ TEST_CASE("fold-batch-norm: leaves training, a read convolution, read statistics
   g.Output("y", BatchNorm(conv, c, c, c, c, 1e-3, false)[0]);
   Value other = Conv2D(x, w, {.strides = {2, 2}});
   g.Output("mean", BatchNorm(other, c, c, c, c, 1e-3, false)[1]);  // its statistics are read
-  Graph graph = testing::BuildOrFail(g);
-  runs = RunPasses(graph, {"fold-batch-norm"});
-  REQUIRE(runs.ok());
-  CHECK_FALSE(runs->at(0).changed);
+  CHECK_FALSE(Folds(testing::BuildOrFail(g)));
 
   // f16: x * w * s may pass 65504 where (conv - mean) * s does not (a channel of tiny variance).
   GraphBuilder h;
@@ -152,8 +154,5 @@ TEST_CASE("fold-batch-norm: leaves training, a read convolution, read statistics
   Value w16 = h.Placeholder("w", f16, {1, 1, 1, 1});
   Value c16 = h.Placeholder("c", f16, {1});
   h.Output("y", BatchNorm(Conv2D(x16, w16, {}), c16, c16, c16, c16, 1e-3, false)[0]);
-  Graph half = testing::BuildOrFail(h);
-  runs = RunPasses(half, {"fold-batch-norm"});
-  REQUIRE(runs.ok());
-  CHECK_FALSE(runs->at(0).changed);
+  CHECK_FALSE(Folds(testing::BuildOrFail(h)));
 }
