@@ -3,8 +3,8 @@
 // bidirectional; layout 0 and 1; initial states, biases, peepholes (LSTM), clip, input_forget
 // (LSTM), linear_before_reset (GRU) and the activation functions ONNX lists with their
 // activation_alpha / activation_beta. The sequence length (dim 0 of X, or 1 with layout = 1)
-// must be known at import; sequence_lens, if given, must be known and equal it for every batch
-// entry (padded sequences are not supported).
+// must be known at import, at most 65536 steps over all directions; sequence_lens, if given, must
+// be known and equal it for every batch entry (padded sequences are not supported).
 #include <cmath>
 
 #include "ir/onnx/convert_context.h"
@@ -16,6 +16,10 @@
 
 namespace kiln::onnx_import {
 namespace {
+
+// The most cells an RNN is unrolled into (steps times directions): about 30 KB of graph each, so
+// that a few bytes declaring a sequence of millions cannot make the import exhaust memory.
+constexpr int64_t kMaxUnrolledSteps = 65536;
 
 struct Activation {
   std::string name;
@@ -169,6 +173,10 @@ Status ConvertRecurrent(OnnxNode& n) {
   if (layout) x = Transpose(x, {1, 0, 2});
   int64_t seq = x.shape()[0];
   if (seq < 0) return n.NotKnownYet("needs the sequence length known at import");
+  if (seq * dirs > kMaxUnrolledSteps)
+    return n.Unsupported("unrolls one cell per time step: ", seq, " steps",
+                         dirs == 2 ? " in each direction" : "", " are more than the ",
+                         kMaxUnrolledSteps, " it builds");
   if (cell.hidden <= 0) {
     if (r.rank() != 3 || r.shape()[2] < 0) return n.Fail("hidden_size is required");
     cell.hidden = r.shape()[2];

@@ -80,6 +80,18 @@ TEST_CASE("ONNX import errors: flipped bytes never crash the importer", "[onnx]"
   CHECK(failures > 0);
 }
 
+TEST_CASE("ONNX import errors: an LSTM over a million steps is refused, not unrolled", "[onnx]") {
+  // A few hundred bytes declaring X [1000000, 1, 2]: unrolled, about 30 GB of graph.
+  OnnxModel m(14);
+  m.Input("X", 1, {1000000, 1, 2}).Output("Y_h");
+  m.Initializer("W", Tensor(f32, Shape{1, 12, 2})).Initializer("R", Tensor(f32, Shape{1, 12, 3}));
+  OnnxModel::AttrInt(m.Node("LSTM", {"X", "W", "R"}, {"", "Y_h"}, "lstm"), "hidden_size", 3);
+  const Error e = ImportError(m.Bytes());
+  CHECK(e.code() == ErrorCode::kUnimplemented);
+  CHECK_THAT(e.message(), Catch::Contains("lstm") && Catch::Contains("1000000 steps") &&
+                              Catch::Contains("more than the 65536"));
+}
+
 TEST_CASE("ONNX import errors: a truncated file on disk", "[onnx]") {
   std::string bytes = AddModel().Bytes();
   std::string path = TempPath("truncated.onnx");
