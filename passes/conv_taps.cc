@@ -112,7 +112,7 @@ class TapTrimmer {
     } else {
       // The kept taps' gradient, padded with zeros to the whole filter under the node's name.
       Node grad = *node;
-      grad.name = Unique(name + "/kept_taps");
+      grad.name = UniqueName(name + "/kept_taps", taken_);
       grad.inputs[2] = taps;
       grad.attrs.Set("pads", trimmed_pads);
       grad.output_types.clear();
@@ -155,13 +155,6 @@ class TapTrimmer {
     slices_.push_back(std::move(slice));
     cut_[key] = cut;
     return cut;
-  }
-
-  std::string Unique(const std::string& base) {
-    std::string name = base;
-    for (int k = 2; taken_.count(name); ++k) name = base + "_" + std::to_string(k);
-    taken_.insert(name);
-    return name;
   }
 
   Graph& graph_;

@@ -71,10 +71,7 @@ class Folder {
   TensorRef Add(const Node& norm, const std::string& op, std::vector<TensorRef> inputs,
                 const std::string& suffix, AttrMap attrs = {}) {
     Node node;
-    node.name = norm.name + "/" + suffix;
-    for (int k = 2; taken_.count(node.name); ++k)
-      node.name = norm.name + "/" + suffix + "_" + std::to_string(k);
-    taken_.insert(node.name);
+    node.name = UniqueName(norm.name + "/" + suffix, taken_);
     node.op = op;
     node.inputs = std::move(inputs);
     node.attrs = std::move(attrs);

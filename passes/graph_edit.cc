@@ -95,14 +95,18 @@ bool IsVariableReference(const Node& node, size_t i) {
   return def && def->stateful && i < def->inputs.size() && def->inputs[i].name == "variable";
 }
 
-Node NodeReading(const Node& producer, int port, const std::string& op, const std::string& suffix,
-                 std::set<std::string>& taken) {
-  std::string base = producer.name + "/" + suffix + (port ? "_" + std::to_string(port) : "");
+std::string UniqueName(const std::string& base, std::set<std::string>& taken) {
   std::string name = base;
   for (int k = 2; taken.count(name); ++k) name = base + "_" + std::to_string(k);
   taken.insert(name);
+  return name;
+}
+
+Node NodeReading(const Node& producer, int port, const std::string& op, const std::string& suffix,
+                 std::set<std::string>& taken) {
   Node node;
-  node.name = name;
+  node.name =
+      UniqueName(producer.name + "/" + suffix + (port ? "_" + std::to_string(port) : ""), taken);
   node.op = op;
   node.inputs = {TensorRef{producer.name, port}};
   node.device = producer.device;

@@ -10,6 +10,7 @@
 // - TopologicalNames: the order by name, which stays valid while a pass edits nodes in place.
 // - ConstantValue: the value of a tensor a Constant node produces.
 // - AddAfterProducers: adds new nodes, each right after the node its first input comes from.
+// - UniqueName, NodeReading: names and nodes a pass adds, clear of the graph's.
 #pragma once
 
 #include <map>
@@ -38,6 +39,9 @@ Result<std::vector<std::string>> TopologicalNames(const Graph& graph);
 // True when input `i` of `node` names the variable a stateful op writes (Assign's "variable"): it
 // must stay a Variable node, never a value computed from one.
 bool IsVariableReference(const Node& node, size_t i);
+
+// `base`, or "<base>_2", "<base>_3", ... the first that `taken` does not hold; added to `taken`.
+std::string UniqueName(const std::string& base, std::set<std::string>& taken);
 
 // A new `op` node whose only input is output `port` of `producer`, on the producer's device and
 // with its source location, named "<producer>/<suffix>" ("_<port>" added for ports other than 0,
