@@ -3,8 +3,10 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "ir/ops/math.h"
 #include "runtime/cpu/few_rows_sgemm.h"
@@ -15,8 +17,88 @@ namespace {
 
 constexpr int kMr = 14;  // rows of a micro-tile
 constexpr int kNr = 32;  // columns of a micro-tile: two zmm registers
-constexpr int64_t kKc = kPackedSgemmKc;
-constexpr int64_t kMc = kMr * 2;  // rows of a unit of work
+
+// How the kernel walks a product, chosen once per process for the CPU it runs on: k in blocks of
+// `kc` rows, units of work of at most `mc` rows, and within a unit, blocks of `nc` columns whose
+// packed op(b) (kc x nc) stays in L2 while each micro-panel of op(a) (kMr x kc, in L1) runs
+// across it. Measured on 2 threads, 1024 x 3072 x 768 and 1024 x 768 x 3072:
+// - Zen 5 (1 MiB L2, fast L3): 28-row units, one 32-column panel at a time across k blocks of
+//   1024 (480 GFLOP/s, against 400 with 112-row units and 256-k blocks);
+// - Intel Xeon with AMX (2 MiB L2, an L3 that one core reads at about a third of Zen 5's rate):
+//   224-row units over 384 x 512 blocks of op(b) (375-390 GFLOP/s, against 260-330 with Zen 5's
+//   blocking, which streams all of op(b) from L3 once per 28 rows; MKL: 410-430).
+struct Blocking {
+  int64_t kc, mc, nc;
+};
+
+constexpr Blocking kIntelBlocking{384, 224, 512};
+constexpr Blocking kAmdBlocking{1024, 28, kNr};
+
+// KILN_SGEMM_BLOCKING=intel or =amd takes one regardless of the CPU (to compare, and to test
+// both on one machine); =KC,MC,NC (positive, NC a multiple of 32) sets all three, for tuning on
+// another CPU. Anything else is ignored.
+const Blocking& CpuBlocking() {
+  static const Blocking blocking = [] {
+    const char* env = std::getenv("KILN_SGEMM_BLOCKING");
+    const std::string forced = env ? env : "";
+    if (forced == "intel") return kIntelBlocking;
+    if (forced == "amd") return kAmdBlocking;
+    long long kc = 0, mc = 0, nc = 0;
+    char end = 0;
+    if (std::sscanf(forced.c_str(), "%lld,%lld,%lld%c", &kc, &mc, &nc, &end) == 3 && kc > 0 &&
+        mc > 0 && nc > 0 && nc % kNr == 0)
+      return Blocking{kc, mc, nc};
+    return __builtin_cpu_is("intel") ? kIntelBlocking : kAmdBlocking;
+  }();
+  return blocking;
+}
+
+// r[q] = lane q of each of r[0..15] (a 16 x 16 transpose in registers).
+__attribute__((target("avx512f"))) inline void Transpose16x16(__m512 r[16]) {
+  __m512 t[16], u[16];
+  for (int j = 0; j < 8; ++j) {
+    t[2 * j] = _mm512_unpacklo_ps(r[2 * j], r[2 * j + 1]);
+    t[2 * j + 1] = _mm512_unpackhi_ps(r[2 * j], r[2 * j + 1]);
+  }
+  for (int j = 0; j < 4; ++j) {
+    const __m512d a = _mm512_castps_pd(t[4 * j]), b = _mm512_castps_pd(t[4 * j + 1]);
+    const __m512d c = _mm512_castps_pd(t[4 * j + 2]), d = _mm512_castps_pd(t[4 * j + 3]);
+    u[4 * j] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
+    u[4 * j + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
+    u[4 * j + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
+    u[4 * j + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
+  }
+  for (int j = 0; j < 4; ++j) {
+    t[j] = _mm512_shuffle_f32x4(u[j], u[j + 4], 0x88);
+    t[j + 4] = _mm512_shuffle_f32x4(u[j], u[j + 4], 0xdd);
+    t[j + 8] = _mm512_shuffle_f32x4(u[j + 8], u[j + 12], 0x88);
+    t[j + 12] = _mm512_shuffle_f32x4(u[j + 8], u[j + 12], 0xdd);
+  }
+  for (int j = 0; j < 4; ++j) {
+    r[j] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0x88);
+    r[j + 8] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0xdd);
+    r[j + 4] = _mm512_shuffle_f32x4(t[j + 4], t[j + 12], 0x88);
+    r[j + 12] = _mm512_shuffle_f32x4(t[j + 4], t[j + 12], 0xdd);
+  }
+}
+
+// out[p * out_stride + i] = src[i * ld + p] for p < count and i < width, zero for rows <= i:
+// `rows` rows of `count` contiguous floats, written interleaved (rows <= width <= 16), 16 x 16
+// at a time through registers instead of one strided store per element.
+__attribute__((target("avx512f"))) void InterleaveRows(const float* src, int64_t ld, int rows,
+                                                       int64_t count, int width, float* out,
+                                                       int64_t out_stride) {
+  const __mmask16 out_mask = static_cast<__mmask16>((1u << width) - 1);
+  for (int64_t p = 0; p < count; p += 16) {
+    const int n = static_cast<int>(std::min<int64_t>(16, count - p));
+    const __mmask16 in_mask = static_cast<__mmask16>((1u << n) - 1);
+    __m512 r[16];
+    for (int i = 0; i < 16; ++i)
+      r[i] = i < rows ? _mm512_maskz_loadu_ps(in_mask, src + i * ld + p) : _mm512_setzero_ps();
+    Transpose16x16(r);
+    for (int q = 0; q < n; ++q) _mm512_mask_storeu_ps(out + (p + q) * out_stride, out_mask, r[q]);
+  }
+}
 
 // Rows [i0, i0 + mc) and columns [p0, p0 + kc) of op(a) as micro-panels of mr rows: panel r
 // holds, for each p, its mr rows' entries (zeros past the last row).
@@ -33,12 +115,7 @@ void PackA(const float* a, bool trans, int64_t lda, int64_t i0, int64_t mc, int6
         for (int i = rows; i < mr; ++i) dst[i] = 0.0f;
       }
     } else {  // op(a)(i, p) = a[i * lda + p]
-      for (int i = 0; i < rows; ++i) {
-        const float* src = a + (i0 + r + i) * lda + p0;
-        for (int64_t p = 0; p < kc; ++p) panel[p * mr + i] = src[p];
-      }
-      for (int i = rows; i < mr; ++i)
-        for (int64_t p = 0; p < kc; ++p) panel[p * mr + i] = 0.0f;
+      InterleaveRows(a + (i0 + r) * lda + p0, lda, rows, kc, mr, panel, mr);
     }
   }
 }
@@ -50,19 +127,10 @@ void PackB(const float* b, bool trans, int64_t ldb, int64_t p0, int64_t kc, int6
   for (int64_t s = 0; s < nc; s += kNr) {
     const int cols = static_cast<int>(std::min<int64_t>(kNr, nc - s));
     float* panel = out + s * kc;
-    if (trans) {  // op(b)(p, j) = b[j * ldb + p]
-      // In blocks of 16 rows of the panel (2 KiB, kept in L1 while every column is written
-      // into them), not a whole column at a time (a stride of kNr floats through the panel).
-      constexpr int64_t kBlock = 16;
-      for (int64_t q = 0; q < kc; q += kBlock) {
-        const int64_t rows = std::min(kBlock, kc - q);
-        for (int j = 0; j < cols; ++j) {
-          const float* src = b + (j0 + s + j) * ldb + p0 + q;
-          for (int64_t p = 0; p < rows; ++p) panel[(q + p) * kNr + j] = src[p];
-        }
-        for (int j = cols; j < kNr; ++j)
-          for (int64_t p = 0; p < rows; ++p) panel[(q + p) * kNr + j] = 0.0f;
-      }
+    if (trans) {  // op(b)(p, j) = b[j * ldb + p]: each half panel's 16 columns interleaved
+      for (int half = 0; half < kNr; half += 16)
+        InterleaveRows(b + (j0 + s + half) * ldb + p0, ldb, std::clamp(cols - half, 0, 16), kc, 16,
+                       panel + half, kNr);
     } else {  // op(b)(p, j) = b[p * ldb + j]: each p's columns are contiguous
       for (int64_t p = 0; p < kc; ++p) {
         const float* src = b + (p0 + p) * ldb + j0 + s;
@@ -141,49 +209,55 @@ MicroKernelFn MicroKernelFor(int mr) {
 
 int64_t Panels(int64_t n) { return (n + kNr - 1) / kNr; }
 
+int64_t KBlocks(const SgemmProblem& p) { return (p.k + CpuBlocking().kc - 1) / CpuBlocking().kc; }
+
 // The size of one matrix's packed op(b): every k block, all its column panels.
 int64_t PackedBSize(const SgemmProblem& p) { return p.k * Panels(p.n) * kNr; }
 
-// Where k block [p0, p0 + kc) of a packed op(b) starts: the blocks before it are kKc rows each.
+// Where k block [p0, p0 + kc) of a packed op(b) starts: the blocks before it are kc rows each.
 int64_t PackedBBlock(const SgemmProblem& p, int64_t p0) { return p0 * Panels(p.n) * kNr; }
 
 // One unit of work: rows [i0, i0 + mc) and columns [j0, j0 + nc) of c[bi], from op(b) packed
-// whole (`packed_b`). The unit's rows of op(a) are packed first (every k block: for a unit of
-// kMc = 28 rows and k = 768, 84 KiB, kept in L2); then each column panel of c is finished across
-// all k blocks (its 2 x 14 x 32 accumulators in registers through a whole block of up to 1024 k,
-// reading the block's b panel from L2, 128 KiB at most) and gets its epilogue while in L1. Few
-// rows per unit and long k blocks measured best here (Zen 5, 2 threads: 1024 x 3072 x 768 at
-// 480 GFLOP/s against 400 with 112-row units and 256-k blocks that keep the b panel in L1): the
-// accumulators are stored and reloaded once per block instead of every 256 k.
+// whole (`packed_b`). For each k block, the unit's rows of op(a) are packed (in L2); then for
+// each block of columns (its packed op(b) in L2), each micro-panel of rows runs across the
+// block's column panels (14 x 32 accumulators in registers through the k block), accumulating
+// into c after the first k block; the epilogue follows the last k block while c is in cache.
 void Unit(const SgemmProblem& p, int64_t bi, const float* packed_b, int64_t i0, int64_t mc,
           int64_t j0, int64_t nc) {
+  const Blocking& blocking = CpuBlocking();
   const int mr = MicroRows(p.m);
   const MicroKernelFn kernel = MicroKernelFor(mr);
   const int64_t mc_pad = (mc + mr - 1) / mr * mr;
-  thread_local AlignedFloats a_rows;
-  float* pa = a_rows.Get(std::max<int64_t>(1, mc_pad * p.k));
   const float* a = p.a + bi * p.stride_a;
   float* c = p.c + bi * p.m * p.n + i0 * p.n + j0;
   const int64_t lda = p.trans_a ? p.m : p.k;
   const float* bias = p.bias ? p.bias + j0 : nullptr;
-  for (int64_t p0 = 0; p0 < p.k; p0 += kKc)
-    PackA(a, p.trans_a, lda, i0, mc, p0, std::min(kKc, p.k - p0), mr, pa + p0 * mc_pad);
-  for (int64_t s = 0; s < nc; s += kNr) {
-    const int cols = static_cast<int>(std::min<int64_t>(kNr, nc - s));
-    if (p.k == 0) {
-      for (int64_t i = 0; i < mc; ++i)
-        for (int j = 0; j < cols; ++j) c[i * p.n + s + j] = bias ? bias[s + j] : 0.0f;
-    }
-    for (int64_t p0 = 0; p0 < p.k; p0 += kKc) {
-      const int64_t kc = std::min(kKc, p.k - p0);
-      const float* pb = packed_b + PackedBBlock(p, p0) + ((j0 + s) / kNr) * kc * kNr;
+  const bool epilogue = p.relu || p.gelu_tanh;
+  if (p.k == 0) {
+    for (int64_t i = 0; i < mc; ++i)
+      for (int64_t j = 0; j < nc; ++j) c[i * p.n + j] = bias ? bias[j] : 0.0f;
+    if (epilogue) ApplySgemmEpilogue(p, c, mc, nc);
+    return;
+  }
+  thread_local AlignedFloats a_rows;
+  float* pa = a_rows.Get(mc_pad * std::min(blocking.kc, p.k));
+  for (int64_t p0 = 0; p0 < p.k; p0 += blocking.kc) {
+    const int64_t kc = std::min(blocking.kc, p.k - p0);
+    const bool last = p0 + kc == p.k;
+    PackA(a, p.trans_a, lda, i0, mc, p0, kc, mr, pa);
+    const float* pb_block = packed_b + PackedBBlock(p, p0) + j0 / kNr * kc * kNr;
+    for (int64_t jc = 0; jc < nc; jc += blocking.nc) {
+      const int64_t jn = std::min(blocking.nc, nc - jc);
       for (int64_t r = 0; r < mc; r += mr) {
         const int rows = static_cast<int>(std::min<int64_t>(mr, mc - r));
-        kernel(kc, pa + p0 * mc_pad + r * kc, pb, c + r * p.n + s, p.n, rows, cols,
-               bias ? bias + s : nullptr, p0 > 0);
+        for (int64_t s = jc; s < jc + jn; s += kNr) {
+          const int cols = static_cast<int>(std::min<int64_t>(kNr, nc - s));
+          kernel(kc, pa + r * kc, pb_block + s * kc, c + r * p.n + s, p.n, rows, cols,
+                 bias ? bias + s : nullptr, p0 > 0);
+        }
       }
+      if (last && epilogue) ApplySgemmEpilogue(p, c + jc, mc, jn);
     }
-    if (p.relu || p.gelu_tanh) ApplySgemmEpilogue(p, c + s, mc, cols);
   }
 }
 
@@ -197,15 +271,16 @@ int ThreadsFor(int64_t work, int64_t units, int threads) {
 // k_blocks x Panels(n), k block major.
 void PackBUnit(const SgemmProblem& p, const float* b, float* packed, int64_t u) {
   const int64_t panels = Panels(p.n);
-  const int64_t p0 = u / panels * kKc, s = u % panels * kNr;
-  const int64_t kc = std::min(kKc, p.k - p0);
+  const int64_t block_rows = CpuBlocking().kc;
+  const int64_t p0 = u / panels * block_rows, s = u % panels * kNr;
+  const int64_t kc = std::min(block_rows, p.k - p0);
   PackB(b, p.trans_b, p.trans_b ? p.k : p.n, p0, kc, s, std::min<int64_t>(kNr, p.n - s),
         packed + PackedBBlock(p, p0) + s * kc);
 }
 
 // Packs all of one matrix `b` of op(b) on up to `threads` threads.
 void PackBMatrix(const SgemmProblem& p, const float* b, float* packed, int threads) {
-  const int64_t units = (p.k + kKc - 1) / kKc * Panels(p.n);
+  const int64_t units = KBlocks(p) * Panels(p.n);
   const int team = ThreadsFor(p.k * p.n, units, threads);
 #pragma omp parallel for num_threads(team) if (team > 1) schedule(static)
   for (int64_t u = 0; u < units; ++u) PackBUnit(p, b, packed, u);
@@ -223,6 +298,8 @@ void ApplySgemmEpilogue(const SgemmProblem& p, float* c, int64_t rows, int64_t c
         row[j] = static_cast<float>(GeluTanhValue(static_cast<double>(row[j])));
   }
 }
+
+int64_t PackedSgemmKc() { return CpuBlocking().kc; }
 
 bool HasPackedSgemm() {
   static const bool has = __builtin_cpu_supports("avx512f");
@@ -254,9 +331,16 @@ void PackedSgemm(const SgemmProblem& p, int threads) {
   if (p.m == 0 || p.n == 0 || p.batch == 0) return;
   if (FewRowsSgemm(p, threads)) return;  // m <= 4: read op(b) once, unpacked
   // op(b) is packed whole, once per call (once for the batch when it repeats), by all threads;
-  // then each unit packs its rows of op(a) per k block. Units are blocks of kMc rows by columns
-  // as wide as leaves every thread a few units (wider units pack op(a) fewer times).
-  const int64_t row_blocks = (p.m + kMc - 1) / kMc;
+  // then each unit packs its rows of op(a) per k block. Units are blocks of at most the
+  // blocking's mc rows (whole micro-panels, spread evenly; a multiple of `threads` blocks when
+  // there are at least that many, so that a static schedule gives each thread the same rows) by
+  // columns as wide as leaves every thread a few units (wider units pack op(a) fewer times).
+  const int mr = MicroRows(p.m);
+  const int64_t row_panels = (p.m + mr - 1) / mr;
+  const int64_t panels_per_block = std::max<int64_t>(1, CpuBlocking().mc / mr);
+  int64_t row_blocks = (row_panels + panels_per_block - 1) / panels_per_block;
+  if (p.batch == 1 && row_blocks >= threads)
+    row_blocks = std::min(row_panels, (row_blocks + threads - 1) / threads * threads);
   const int64_t panels = Panels(p.n);
   const int64_t work = p.batch * p.m * p.n * std::max<int64_t>(p.k, 1) / 16;
   int64_t unit_panels = panels;
@@ -276,7 +360,7 @@ void PackedSgemm(const SgemmProblem& p, int threads) {
   float* packed_b =
       prepacked ? nullptr
                 : packed_b_buffer.Get(std::max<int64_t>(1, (repeat_b ? 1 : group) * b_size));
-  const int k_blocks = static_cast<int>((p.k + kKc - 1) / kKc);
+  const int64_t k_blocks = KBlocks(p);
   for (int64_t first = 0; first < p.batch; first += group) {
     const int64_t count = std::min(group, p.batch - first);
     const int64_t b_items = repeat_b ? 1 : count;
@@ -297,9 +381,10 @@ void PackedSgemm(const SgemmProblem& p, int threads) {
       for (int64_t u = 0; u < units; ++u) {
         const int64_t item = u / per_matrix, rest = u % per_matrix;
         const int64_t ib = rest / col_units, jb = rest % col_units;
-        const int64_t i0 = ib * kMc, j0 = jb * unit_panels * kNr;
-        Unit(p, first + item, from + (repeat_b ? 0 : item * b_size), i0, std::min(kMc, p.m - i0),
-             j0, std::min(unit_panels * kNr, p.n - j0));
+        const int64_t i0 = ib * row_panels / row_blocks * mr, j0 = jb * unit_panels * kNr;
+        const int64_t i1 = std::min(p.m, (ib + 1) * row_panels / row_blocks * mr);
+        Unit(p, first + item, from + (repeat_b ? 0 : item * b_size), i0, i1 - i0, j0,
+             std::min(unit_panels * kNr, p.n - j0));
       }
     }
   }

@@ -1,14 +1,15 @@
 // kiln's own single-precision matrix multiply for x86-64 CPUs with AVX-512 (the "gemm" library
 // step's f32 path where HasPackedSgemm()). op(b) is packed into 32-column panels once per call
 // (once for a batch that repeats it, or never: PackedSgemmB keeps weights packed across calls);
-// then units of work (up to 28 rows by a run of panels, of any matrix of the batch) are split
-// over the session's OpenMP threads: each packs its rows of op(a) and finishes one 28 x 32 panel
-// of c after another across all of k with a register-blocked micro-kernel (14 x 32: 28 zmm
-// accumulators, b's row loaded once per k, a's entries broadcast; 1, 2, 4 or 8 rows for products
-// of fewer rows). A batched product (attention's Q K^T) is thus one parallel loop, not a loop of
-// calls. A fused epilogue (bias, relu, tanh-approximated GELU) is applied to each panel of c while
-// it is in L1. Sums run in k order within blocks of kPackedSgemmKc; rounding differs from a naive
-// loop's as any blocked gemm's does (the differential tests' tolerance).
+// then units of work (rows by a run of panels, of any matrix of the batch) are split over the
+// session's OpenMP threads: each packs its rows of op(a) per block of k and runs a
+// register-blocked micro-kernel over them (14 x 32: 28 zmm accumulators, b's row loaded once per
+// k, a's entries broadcast; 1, 2, 4 or 8 rows for products of fewer rows), in blocks sized for
+// the CPU's caches (PackedSgemmKc()). A batched product (attention's Q K^T) is thus one parallel
+// loop, not a loop of calls. A fused epilogue (bias, relu, tanh-approximated GELU) is applied to
+// each panel of c while it is in cache. Sums run in k order within blocks of PackedSgemmKc();
+// rounding differs from a naive loop's as any blocked gemm's does (the differential tests'
+// tolerance).
 #pragma once
 
 #include <cstdint>
@@ -33,7 +34,8 @@ struct SgemmProblem {
   bool gelu_tanh = false;  // GeluTanhValue (ir/ops/math.h), in f64 as the reference computes it
 };
 
-inline constexpr int64_t kPackedSgemmKc = 1024;
+// The rows of k a block of the kernel covers on this CPU (chosen once per process).
+int64_t PackedSgemmKc();
 
 // True when this CPU runs the packed kernel (AVX-512F).
 bool HasPackedSgemm();

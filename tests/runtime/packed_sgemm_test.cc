@@ -1,8 +1,9 @@
 // kiln's packed AVX-512 sgemm (runtime/cpu/packed_sgemm.h) against a plain product in double:
 // every transpose, sizes on both sides of the micro-tiles (1, 2, 4, 8 and 14 rows x 32), of the
 // few-rows path (runtime/cpu/few_rows_sgemm.h: up to 4 rows, 64-column stripes, dot products of
-// 16 lanes) and unit (28 rows) edges and of the k block, a batch with one operand repeated
-// (stride 0), the fused bias, relu and GELU, one thread and several, and b packed beforehand.
+// 16 lanes) and of the blocking's units, column blocks and k blocks (PackedSgemmKc()), a batch
+// with one operand repeated (stride 0), the fused bias, relu and GELU, one thread and several
+// (rows spread evenly over 2 or 3 of them), and b packed beforehand.
 #include "runtime/cpu/packed_sgemm.h"
 
 #include <catch2/catch.hpp>
@@ -91,7 +92,7 @@ TEST_CASE("The packed sgemm matches a float64 product for every shape, transpose
   std::vector<Case> cases;
   for (int64_t m : {1, 2, 3, 4, 8, 13, 14, 15, 113})
     for (int64_t n : {1, 16, 31, 33, 257})
-      for (int64_t k : {int64_t{1}, int64_t{7}, kPackedSgemmKc, kPackedSgemmKc + 44})
+      for (int64_t k : {int64_t{1}, int64_t{7}, PackedSgemmKc(), PackedSgemmKc() + 44})
         for (int trans = 0; trans < 4; ++trans)
           cases.push_back({m, n, k, 1, (trans & 1) != 0, (trans & 2) != 0});
   cases.push_back({128, 128, 64, 6, false, true});              // attention's Q K^T
@@ -100,9 +101,13 @@ TEST_CASE("The packed sgemm matches a float64 product for every shape, transpose
   cases.push_back({30, 70, 40, 1, true, true, false, true, true});
   cases.push_back({30, 70, 40, 1, false, false, false, true, false, true});
   cases.push_back({5, 9, 0, 2, false, false, false, true});  // k = 0: the bias alone
+  // Several units of rows, blocks of columns and blocks of k, epilogue after the last k block.
+  cases.push_back({479, 1100, 2 * PackedSgemmKc() + 5, 1, false, false, false, true, true});
+  cases.push_back({479, 1100, 2 * PackedSgemmKc() + 5, 1, true, true, false, false, false, true});
   for (const Case& t : cases) {
     Check(t, 1);
     if (t.m * t.n * t.k >= 100000) Check(t, 2);
+    if (t.m * t.n * t.k >= 10000000) Check(t, 3);
   }
 }
 
