@@ -217,17 +217,17 @@ int64_t PackedBSize(const SgemmProblem& p) { return p.k * Panels(p.n) * kNr; }
 // Where k block [p0, p0 + kc) of a packed op(b) starts: the blocks before it are kc rows each.
 int64_t PackedBBlock(const SgemmProblem& p, int64_t p0) { return p0 * Panels(p.n) * kNr; }
 
-// One unit of work: rows [i0, i0 + mc) and columns [j0, j0 + nc) of c[bi], from op(b) packed
-// whole (`packed_b`). For each k block, the unit's rows of op(a) are packed (in L2); then for
-// each block of columns (its packed op(b) in L2), each micro-panel of rows runs across the
-// block's column panels (14 x 32 accumulators in registers through the k block), accumulating
+// One unit of work: rows [i0, i0 + mc) and columns [j0, j0 + nc) of c[bi]. For each k block and
+// each block of columns, op(b)'s block (kc x nc, in L2) comes from `packed_b` (packed whole), or,
+// when that is null, is packed here from p.b; then for each block of at most the blocking's mc
+// rows (packed; once per k block when the unit has only one), each micro-panel of rows runs across
+// the block's column panels (14 x 32 accumulators in registers through the k block), accumulating
 // into c after the first k block; the epilogue follows the last k block while c is in cache.
 void Unit(const SgemmProblem& p, int64_t bi, const float* packed_b, int64_t i0, int64_t mc,
           int64_t j0, int64_t nc) {
   const Blocking& blocking = CpuBlocking();
   const int mr = MicroRows(p.m);
   const MicroKernelFn kernel = MicroKernelFor(mr);
-  const int64_t mc_pad = (mc + mr - 1) / mr * mr;
   const float* a = p.a + bi * p.stride_a;
   float* c = p.c + bi * p.m * p.n + i0 * p.n + j0;
   const int64_t lda = p.trans_a ? p.m : p.k;
@@ -239,26 +239,95 @@ void Unit(const SgemmProblem& p, int64_t bi, const float* packed_b, int64_t i0, 
     if (epilogue) ApplySgemmEpilogue(p, c, mc, nc);
     return;
   }
-  thread_local AlignedFloats a_rows;
-  float* pa = a_rows.Get(mc_pad * std::min(blocking.kc, p.k));
+  const int64_t row_block = std::max<int64_t>(mr, blocking.mc / mr * mr);
+  const bool one_row_block = mc <= row_block;
+  const int64_t kc_max = std::min(blocking.kc, p.k);
+  thread_local AlignedFloats a_rows, b_block;
+  float* pa = a_rows.Get((std::min(mc, row_block) + mr - 1) / mr * mr * kc_max);
+  float* pb_own = packed_b ? nullptr : b_block.Get(kc_max * (blocking.nc + kNr - 1) / kNr * kNr);
+  const float* b = p.b + bi * p.stride_b;
+  const int64_t ldb = p.trans_b ? p.k : p.n;
   for (int64_t p0 = 0; p0 < p.k; p0 += blocking.kc) {
     const int64_t kc = std::min(blocking.kc, p.k - p0);
     const bool last = p0 + kc == p.k;
-    PackA(a, p.trans_a, lda, i0, mc, p0, kc, mr, pa);
-    const float* pb_block = packed_b + PackedBBlock(p, p0) + j0 / kNr * kc * kNr;
+    if (one_row_block) PackA(a, p.trans_a, lda, i0, mc, p0, kc, mr, pa);
     for (int64_t jc = 0; jc < nc; jc += blocking.nc) {
       const int64_t jn = std::min(blocking.nc, nc - jc);
-      for (int64_t r = 0; r < mc; r += mr) {
-        const int rows = static_cast<int>(std::min<int64_t>(mr, mc - r));
-        for (int64_t s = jc; s < jc + jn; s += kNr) {
-          const int cols = static_cast<int>(std::min<int64_t>(kNr, nc - s));
-          kernel(kc, pa + r * kc, pb_block + s * kc, c + r * p.n + s, p.n, rows, cols,
-                 bias ? bias + s : nullptr, p0 > 0);
+      const float* pb_block = pb_own;
+      if (packed_b)
+        pb_block = packed_b + PackedBBlock(p, p0) + (j0 + jc) / kNr * kc * kNr;
+      else
+        PackB(b, p.trans_b, ldb, p0, kc, j0 + jc, jn, pb_own);
+      for (int64_t ic = 0; ic < mc; ic += row_block) {
+        const int64_t rows_here = std::min(row_block, mc - ic);
+        if (!one_row_block) PackA(a, p.trans_a, lda, i0 + ic, rows_here, p0, kc, mr, pa);
+        for (int64_t r = 0; r < rows_here; r += mr) {
+          const int rows = static_cast<int>(std::min<int64_t>(mr, rows_here - r));
+          for (int64_t s = 0; s < jn; s += kNr) {
+            const int cols = static_cast<int>(std::min<int64_t>(kNr, jn - s));
+            kernel(kc, pa + r * kc, pb_block + s * kc, c + (ic + r) * p.n + jc + s, p.n, rows, cols,
+                   bias ? bias + jc + s : nullptr, p0 > 0);
+          }
         }
       }
       if (last && epilogue) ApplySgemmEpilogue(p, c + jc, mc, jn);
     }
   }
+}
+
+// How PackedSgemm divides each product into units of work: row_blocks x col_blocks, each an
+// even share of the micro-panels of rows (mr rows) and of columns (kNr columns), numbered row
+// block major, or column block major when `columns_first`.
+struct UnitGrid {
+  int mr = kMr;
+  int64_t row_panels = 1, row_blocks = 1, col_panels = 1, col_blocks = 1;
+  bool columns_first = false;
+
+  struct Span {
+    int64_t i0, rows, j0, cols;
+  };
+  // Unit u (< row_blocks * col_blocks) of one matrix of p.
+  Span At(int64_t u, const SgemmProblem& p) const {
+    const int64_t ib = columns_first ? u % row_blocks : u / col_blocks;
+    const int64_t jb = columns_first ? u / row_blocks : u % col_blocks;
+    const int64_t i0 = ib * row_panels / row_blocks * mr;
+    const int64_t i1 = std::min(p.m, (ib + 1) * row_panels / row_blocks * mr);
+    const int64_t j0 = jb * col_panels / col_blocks * kNr;
+    const int64_t j1 = std::min(p.n, (jb + 1) * col_panels / col_blocks * kNr);
+    return {i0, i1 - i0, j0, j1 - j0};
+  }
+};
+
+// Units of at most the blocking's mc rows, as wide as leaves every thread a few units (wider
+// units pack op(a) fewer times). A single product's units are dealt out so that a static
+// schedule gives each thread the same work: its rows split into a multiple of `threads` blocks,
+// or, when that divides more evenly (256 rows are 19 micro-panels: 10 and 9 on two threads,
+// while 2048 columns are 64 panels: 32 and 32), its columns into one block per thread, each
+// thread taking all row blocks of its columns (and reading only its part of op(b)).
+UnitGrid DivideIntoUnits(const SgemmProblem& p, int threads) {
+  UnitGrid g;
+  g.mr = MicroRows(p.m);
+  g.row_panels = (p.m + g.mr - 1) / g.mr;
+  g.col_panels = Panels(p.n);
+  const int64_t panels_per_block = std::max<int64_t>(1, CpuBlocking().mc / g.mr);
+  g.row_blocks = (g.row_panels + panels_per_block - 1) / panels_per_block;
+  const int64_t t = threads;
+  if (p.batch == 1 && t > 1) {
+    // The busiest thread's share of panels over the average share, times t.
+    auto uneven = [t](int64_t panels) { return (panels + t - 1) / t * t - panels; };
+    const double row_excess = static_cast<double>(uneven(g.row_panels)) / g.row_panels;
+    const double col_excess = static_cast<double>(uneven(g.col_panels)) / g.col_panels;
+    if (g.col_panels >= t && col_excess < row_excess) {
+      g.columns_first = true;
+      g.row_blocks = 1;
+      g.col_blocks = t;
+      return g;
+    }
+    if (g.row_blocks >= t) g.row_blocks = std::min(g.row_panels, (g.row_blocks + t - 1) / t * t);
+  }
+  while (g.col_blocks < g.col_panels && p.batch * g.row_blocks * g.col_blocks < 2 * t)
+    g.col_blocks = std::min(g.col_panels, g.col_blocks * 2);
+  return g;
 }
 
 // The number of threads worth starting for `work` (as ForEachRange decides).
@@ -330,27 +399,17 @@ void PackedSgemmB::Pack(const SgemmProblem& p, int threads) {
 void PackedSgemm(const SgemmProblem& p, int threads) {
   if (p.m == 0 || p.n == 0 || p.batch == 0) return;
   if (FewRowsSgemm(p, threads)) return;  // m <= 4: read op(b) once, unpacked
-  // op(b) is packed whole, once per call (once for the batch when it repeats), by all threads;
-  // then each unit packs its rows of op(a) per k block. Units are blocks of at most the
-  // blocking's mc rows (whole micro-panels, spread evenly; a multiple of `threads` blocks when
-  // there are at least that many, so that a static schedule gives each thread the same rows) by
-  // columns as wide as leaves every thread a few units (wider units pack op(a) fewer times).
-  const int mr = MicroRows(p.m);
-  const int64_t row_panels = (p.m + mr - 1) / mr;
-  const int64_t panels_per_block = std::max<int64_t>(1, CpuBlocking().mc / mr);
-  int64_t row_blocks = (row_panels + panels_per_block - 1) / panels_per_block;
-  if (p.batch == 1 && row_blocks >= threads)
-    row_blocks = std::min(row_panels, (row_blocks + threads - 1) / threads * threads);
-  const int64_t panels = Panels(p.n);
+  // Unless prepacked, op(b) is packed whole, once per call (once for the batch when it repeats),
+  // by all threads, then each unit packs its rows of op(a) per k block; or, when each thread
+  // takes its own columns, each packs its part of op(b) block by block as it goes (in L2, where
+  // the kernel reads it, instead of through memory).
+  const UnitGrid grid = DivideIntoUnits(p, threads);
+  const int64_t per_matrix = grid.row_blocks * grid.col_blocks;
   const int64_t work = p.batch * p.m * p.n * std::max<int64_t>(p.k, 1) / 16;
-  int64_t unit_panels = panels;
-  while (unit_panels > 1 && p.batch * row_blocks * ((panels + unit_panels - 1) / unit_panels) <
-                                2 * static_cast<int64_t>(threads))
-    unit_panels = (unit_panels + 1) / 2;
-  const int64_t col_units = (panels + unit_panels - 1) / unit_panels;
-  const int64_t per_matrix = row_blocks * col_units;
+  const int64_t panels = Panels(p.n);
   // Batches whose packed op(b) would not fit in 16 Mi floats are done in groups.
   const bool prepacked = p.packed_b != nullptr;
+  const bool packed_by_units = !prepacked && grid.columns_first;
   const bool repeat_b = p.stride_b == 0 || prepacked;
   const int64_t b_size = PackedBSize(p);
   const int64_t group =
@@ -358,13 +417,14 @@ void PackedSgemm(const SgemmProblem& p, int threads) {
                : std::clamp<int64_t>((int64_t{1} << 24) / std::max<int64_t>(1, b_size), 1, p.batch);
   thread_local AlignedFloats packed_b_buffer;
   float* packed_b =
-      prepacked ? nullptr
-                : packed_b_buffer.Get(std::max<int64_t>(1, (repeat_b ? 1 : group) * b_size));
+      prepacked || packed_by_units
+          ? nullptr
+          : packed_b_buffer.Get(std::max<int64_t>(1, (repeat_b ? 1 : group) * b_size));
   const int64_t k_blocks = KBlocks(p);
   for (int64_t first = 0; first < p.batch; first += group) {
     const int64_t count = std::min(group, p.batch - first);
     const int64_t b_items = repeat_b ? 1 : count;
-    const bool pack = !prepacked && (!repeat_b || first == 0);
+    const bool pack = !prepacked && !packed_by_units && (!repeat_b || first == 0);
     const int64_t pack_units = pack ? b_items * k_blocks * panels : 0;
     const int64_t units = count * per_matrix;
     const int team = ThreadsFor(work * count / p.batch, std::max(pack_units, units), threads);
@@ -379,12 +439,10 @@ void PackedSgemm(const SgemmProblem& p, int threads) {
       }
 #pragma omp for schedule(static)
       for (int64_t u = 0; u < units; ++u) {
-        const int64_t item = u / per_matrix, rest = u % per_matrix;
-        const int64_t ib = rest / col_units, jb = rest % col_units;
-        const int64_t i0 = ib * row_panels / row_blocks * mr, j0 = jb * unit_panels * kNr;
-        const int64_t i1 = std::min(p.m, (ib + 1) * row_panels / row_blocks * mr);
-        Unit(p, first + item, from + (repeat_b ? 0 : item * b_size), i0, i1 - i0, j0,
-             std::min(unit_panels * kNr, p.n - j0));
+        const int64_t item = u / per_matrix;
+        const UnitGrid::Span span = grid.At(u % per_matrix, p);
+        const float* b_packed = from ? from + (repeat_b ? 0 : item * b_size) : nullptr;
+        Unit(p, first + item, b_packed, span.i0, span.rows, span.j0, span.cols);
       }
     }
   }

@@ -101,6 +101,8 @@ TEST_CASE("The packed sgemm matches a float64 product for every shape, transpose
   cases.push_back({30, 70, 40, 1, true, true, false, true, true});
   cases.push_back({30, 70, 40, 1, false, false, false, true, false, true});
   cases.push_back({5, 9, 0, 2, false, false, false, true});  // k = 0: the bias alone
+  // 5 micro-panels of rows, 4 of columns: on 2 threads each takes half of the columns.
+  cases.push_back({60, 128, 50, 1, false, true, false, true, true});
   // Several units of rows, blocks of columns and blocks of k, epilogue after the last k block.
   cases.push_back({479, 1100, 2 * PackedSgemmKc() + 5, 1, false, false, false, true, true});
   cases.push_back({479, 1100, 2 * PackedSgemmKc() + 5, 1, true, true, false, false, false, true});
