@@ -380,13 +380,16 @@ int FixedSource(const Executable& exe, const std::map<int, int>& copies, int buf
 }
 
 // softmax_cross_entropy(_grad) over dense f32 logits [N, C] (N, C > 0) and i32/i64 labels [N]; the
-// loss has a scratch output f32 [N] after it (ScratchOutputs). The kernel trusts its labels: the
-// caller puts a check_labels step before it.
+// mean loss has a scratch output f32 [N] after it (ScratchOutputs), the row losses (reduction
+// "none", f32 [N]) none. The kernel trusts its labels: the caller puts a check_labels step before
+// it.
 Result<Spec> CrossEntropy(const Step& step, const Executable& exe, const std::string& name) {
   CrossEntropyKernelParams p;
   p.grad = step.callee == "softmax_cross_entropy_grad";
-  if (step.inputs.size() != (p.grad ? 3u : 2u) || step.outputs.size() != (p.grad ? 1u : 2u))
-    return Spec();
+  if (step.inputs.size() != (p.grad ? 3u : 2u) || step.outputs.empty()) return Spec();
+  const TensorType& loss = exe.buffers[p.grad ? step.inputs[2] : step.outputs[0]].type;
+  p.per_row = loss.shape.rank() == 1;
+  if (step.outputs.size() != (p.grad || p.per_row ? 1u : 2u)) return Spec();
   for (int id : step.inputs)
     if (!exe.buffers[id].layout.empty()) return Spec();
   const TensorType& logits = exe.buffers[step.inputs[0]].type;
@@ -394,9 +397,11 @@ Result<Spec> CrossEntropy(const Step& step, const Executable& exe, const std::st
   if (logits.dtype != f32 || logits.shape.rank() != 2 || logits.shape.NumElements() == 0 ||
       (labels.dtype != i32 && labels.dtype != i64) || !exe.buffers[step.outputs[0]].layout.empty())
     return Spec();
+  const TensorType row_losses{f32, labels.shape};
   if (!(labels.shape == Shape{logits.shape[0]}) ||
-      !(exe.buffers[step.outputs[0]].type == (p.grad ? logits : TensorType{f32, Shape{}})) ||
-      (!p.grad && !(exe.buffers[step.outputs[1]].type == TensorType{f32, labels.shape})))
+      !(loss == (p.per_row ? row_losses : TensorType{f32, Shape{}})) ||
+      (p.grad && !(exe.buffers[step.outputs[0]].type == logits)) ||
+      (!p.grad && !p.per_row && !(exe.buffers[step.outputs[1]].type == row_losses)))
     return Malformed(step, "operands do not fit logits [N, C] and labels [N]");
   p.rows = logits.shape[0];
   p.classes = logits.shape[1];
@@ -410,7 +415,8 @@ Result<Spec> CrossEntropy(const Step& step, const Executable& exe, const std::st
 std::vector<TensorType> ScratchOutputs(const Step& step, const Executable& exe) {
   if (step.kind != Step::Kind::kLibrary || step.inputs.empty()) return {};
   const TensorType& in0 = exe.buffers[step.inputs[0]].type;
-  if (step.callee == "softmax_cross_entropy" && in0.shape.rank() == 2)
+  if (step.callee == "softmax_cross_entropy" && in0.shape.rank() == 2 && !step.outputs.empty() &&
+      exe.buffers[step.outputs[0]].type.shape.rank() == 0)
     return {TensorType{f32, Shape{in0.shape[0]}}};
   if (step.callee == "max_pool2d_grad" && step.inputs.size() == 2)
     return {TensorType{i32, Shape{exe.buffers[step.inputs[1]].type.shape.NumElements()}}};

@@ -18,10 +18,11 @@ std::string EmitCrossEntropyKernel(const std::string& name, const CrossEntropyKe
   const std::string xt = Flat(p.rows * p.classes, DType::kF32);
   const std::string lt = Flat(p.rows, p.label_dtype);
   const std::string st = Flat(1, DType::kF32), rt = Flat(p.rows, DType::kF32);
+  const std::string lossT = p.per_row ? rt : st;  // the loss, or the gradient's dloss
   const std::string logits = k.Input(xt), labels = k.Input(lt);
-  const std::string dloss = p.grad ? k.Input(st) : "";
-  const std::string out = k.Output(p.grad ? xt : st);
-  const std::string row_losses = p.grad ? "" : k.Output(rt);
+  const std::string dloss = p.grad ? k.Input(lossT) : "";
+  const std::string out = k.Output(p.grad ? xt : lossT);
+  const std::string row_losses = p.grad ? "" : p.per_row ? out : k.Output(rt);
   // Loop 1, a row kernel: per row the max (NaN wins), then the sum of exp(x - max), both folded
   // in f32 over the classes.
   const std::string n = k.ElementLoop();
@@ -43,9 +44,11 @@ std::string EmitCrossEntropyKernel(const std::string& name, const CrossEntropyKe
       });
   const std::string count = w.FloatConst(static_cast<double>(p.rows), "f32");
   if (p.grad) {
-    // dlogits = (softmax - onehot(label)) * dloss / N: a third column loop, each element its own.
+    // dlogits = (softmax - onehot(label)) * dloss / N (or * dloss[n]): a third column loop, each
+    // element its own.
     const std::string scale =
-        w.Binary("arith.divf", k.Load(dloss, st, zero, DType::kF32), count, "f32");
+        p.per_row ? k.Load(dloss, rt, n, DType::kF32)
+                  : w.Binary("arith.divf", k.Load(dloss, st, zero, DType::kF32), count, "f32");
     const std::string mul = w.Binary("arith.divf", scale, sum, "f32");
     k.Each(zero, classes, [&](const std::string& c) {
       const std::string p_c = w.Binary(
@@ -63,6 +66,7 @@ std::string EmitCrossEntropyKernel(const std::string& name, const CrossEntropyKe
       w.Binary("arith.subf", w.Binary("arith.addf", max, w.Unary("math.log", sum, "f32"), "f32"),
                logit(label), "f32");
   k.Store(loss, row_losses, rt, n, DType::kF32);
+  if (p.per_row) return k.Text();
   // Loop 2, one row of N columns: the mean of the row losses.
   // (Values of loop 1 are out of scope here: constants are made again.)
   const std::string only = k.CountLoop(1);

@@ -153,6 +153,9 @@ struct CrossEntropyKernelParams {
   int64_t rows = 0, classes = 0;    // N, C (each > 0)
   DType label_dtype = DType::kI64;  // i32 or i64
   bool grad = false;  // inputs (logits, labels, dloss) -> dlogits; else -> (loss, row losses)
+  // Reduction "none": the loss is the row losses [N] (no scratch output); the gradient's dloss
+  // is [N], row n's scale.
+  bool per_row = false;
 };
 
 std::string EmitBiasAddKernel(const std::string& name, const BiasAddKernelParams& p);

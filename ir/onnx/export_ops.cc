@@ -171,8 +171,8 @@ Status ExportDropout(NodeExport& e) {
 }
 
 Status ExportCrossEntropy(NodeExport& e) {
-  SetAttr(e.Add("SoftmaxCrossEntropyLoss", AllInputs(e), {e.out()}), "reduction",
-          std::string("mean"));
+  KILN_ASSIGN_OR_RETURN(std::string reduction, e.attrs().GetString("reduction"));
+  SetAttr(e.Add("SoftmaxCrossEntropyLoss", AllInputs(e), {e.out()}), "reduction", reduction);
   return OkStatus();
 }
 

@@ -70,8 +70,10 @@ Value LogSoftmax(At x, int64_t axis) {
   return MakeOp("LogSoftmax", {x.value}, std::move(a), x.loc);
 }
 
-Value SoftmaxCrossEntropy(At logits, Value labels) {
-  return MakeOp("SoftmaxCrossEntropy", {logits.value, labels}, {}, logits.loc);
+Value SoftmaxCrossEntropy(At logits, Value labels, const std::string& reduction) {
+  AttrMap a;
+  if (reduction != "mean") a.Set("reduction", reduction);
+  return MakeOp("SoftmaxCrossEntropy", {logits.value, labels}, std::move(a), logits.loc);
 }
 Value SoftmaxCrossEntropyGrad(At logits, Value labels, Value dloss) {
   return MakeOp("SoftmaxCrossEntropyGrad", {logits.value, labels, dloss}, {}, logits.loc);
@@ -309,7 +311,8 @@ Status InferSoftmax(InferContext& ctx) {
   return OkStatus();
 }
 
-Status InferSoftmaxCrossEntropy(InferContext& ctx) {
+// Logits [N, C] and labels [N], as both cross-entropy ops take them.
+Status CheckCrossEntropyOperands(InferContext& ctx) {
   const Shape& logits = ctx.shape(0);
   const Shape& labels = ctx.shape(1);
   if (logits.rank() != 2)
@@ -318,15 +321,27 @@ Status InferSoftmaxCrossEntropy(InferContext& ctx) {
   if (logits[0] != kUnknownDim && labels[0] != kUnknownDim && logits[0] != labels[0])
     return ctx.Fail("logits have ", logits[0], " rows (shape ", logits.ToString(),
                     ") but labels have ", labels[0], " (shape ", labels.ToString(), ")");
-  ctx.AddOutput(ctx.dtype(0), Shape{});
+  return OkStatus();
+}
+
+Status InferSoftmaxCrossEntropy(InferContext& ctx) {
+  KILN_RETURN_IF_ERROR(CheckCrossEntropyOperands(ctx));
+  KILN_ASSIGN_OR_RETURN(std::string reduction, ctx.attrs().GetString("reduction"));
+  if (reduction != "mean" && reduction != "none")
+    return ctx.Fail("attribute 'reduction' must be \"mean\" or \"none\", got \"", reduction, "\"");
+  ctx.AddOutput(ctx.dtype(0), reduction == "none" ? Shape{ctx.shape(1)[0]} : Shape{});
   return OkStatus();
 }
 
 Status InferSoftmaxCrossEntropyGrad(InferContext& ctx) {
-  KILN_RETURN_IF_ERROR(InferSoftmaxCrossEntropy(ctx));  // logits and labels as the forward op
-  if (ctx.shape(2).rank() != 0)
-    return ctx.Fail("dloss must be a scalar, got shape ", ctx.shape(2).ToString());
-  ctx.outputs().clear();  // the forward's scalar loss
+  KILN_RETURN_IF_ERROR(CheckCrossEntropyOperands(ctx));
+  const Shape& dloss = ctx.shape(2);
+  const int64_t rows = ctx.shape(1)[0];
+  const bool per_row =
+      dloss.rank() == 1 && (dloss[0] == kUnknownDim || rows == kUnknownDim || dloss[0] == rows);
+  if (dloss.rank() != 0 && !per_row)
+    return ctx.Fail("dloss must be a scalar or [N] (one per row of ", ctx.shape(0).ToString(),
+                    "), got shape ", dloss.ToString());
   ctx.AddOutput(ctx.dtype(0), ctx.shape(0));
   return OkStatus();
 }
@@ -445,6 +460,7 @@ void RegisterNnOps(OpRegistry& registry) {
                  .Output("loss")
                  .Types("T", FloatTypes())
                  .Types("I", IndexTypes())
+                 .Attr("reduction", AttrType::kString, "mean")
                  .Infer(InferSoftmaxCrossEntropy)
                  .Precision(PrecisionList::kKeep32)
                  .Flops(FlopsPerInputElement(0, 5))

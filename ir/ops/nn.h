@@ -17,9 +17,11 @@
 // LayerNorm(x, scale, bias): normalizes over dims [axis, rank) with the biased variance; scale and
 // bias have shape x.shape[axis:].
 // Softmax / LogSoftmax along `axis`, computed stably (the max is subtracted first).
-// SoftmaxCrossEntropy(logits [N, C], labels [N] i32/i64) -> scalar mean over N of
-// -log_softmax(logits)[n, label_n]; a label outside [0, C) is a run-time error. N = 0 gives NaN
-// (the mean of nothing, as PyTorch).
+// SoftmaxCrossEntropy(logits [N, C], labels [N] i32/i64) -> with reduction "mean" (the default),
+// the scalar mean over N of -log_softmax(logits)[n, label_n]; with "none", those N row losses
+// [N] (for weights, ignored labels and other reductions composed around it, as the ONNX importer
+// does). A label outside [0, C) is a run-time error. N = 0 gives NaN (the mean of nothing, as
+// PyTorch).
 // Dropout(x) -> (y, mask): in training with rate > 0, element i is kept iff
 // RandomUniform(seed, counter, i) >= rate (ir/random.h) and kept values are scaled by 1/(1-rate);
 // `counter` advances once per run of the node (so each Run draws a new mask, reproducibly from a
@@ -42,12 +44,13 @@
 //   dx = scale / sqrt(var + epsilon) * (dy - dbias / M - xhat * dscale / M). Not differentiable. In
 //   inference mode mean and var get gradients too (outputs 1 and 2 are those inputs passed
 //   through).
-// - SoftmaxCrossEntropy: d logits = (softmax(logits) - onehot(labels)) * dloss / N, the op
-//   SoftmaxCrossEntropyGrad (not differentiable).
+// - SoftmaxCrossEntropy: d logits = (softmax(logits) - onehot(labels)) * dloss / N (row n's
+//   dloss[n] for reduction "none"), the op SoftmaxCrossEntropyGrad (not differentiable).
 // - Dropout: dx = dy * mask / (1 - rate) in training, else dy.
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "ir/builder.h"
@@ -86,11 +89,14 @@ Value LayerNorm(At x, Value scale, Value bias, int64_t axis = -1, double epsilon
 
 Value Softmax(At x, int64_t axis = -1);
 Value LogSoftmax(At x, int64_t axis = -1);
-// Mean cross-entropy of integer labels against logits: a scalar.
-Value SoftmaxCrossEntropy(At logits, Value labels);
-// Its gradient with respect to the logits for the loss's gradient `dloss` (a scalar), as one op
+// Cross-entropy of integer labels against logits: their mean (a scalar), or with reduction
+// "none" each row's [N].
+Value SoftmaxCrossEntropy(At logits, Value labels, const std::string& reduction = "mean");
+// Its gradient with respect to the logits for the loss's gradient `dloss`, as one op
 // (TensorFlow's SparseSoftmaxCrossEntropyWithLogits backprop): (softmax(logits) -
-// onehot(labels)) * dloss / N, [N, C]; a label outside [0, C) is a run-time error.
+// onehot(labels)) * dloss / N for a scalar dloss (the mean's), (softmax(logits) -
+// onehot(labels)) * dloss[n] per row for dloss [N] (the row losses'); [N, C]; a label outside
+// [0, C) is a run-time error.
 Value SoftmaxCrossEntropyGrad(At logits, Value labels, Value dloss);
 
 // Returns {y, mask} (always two Values; invalid ones on error). rate in [0, 1).

@@ -8,9 +8,11 @@
 //   check_labels: input labels (any shape: the fed labels a Reshape made [N]), attribute
 //                 classes: only that check (the CUDA device's cross-entropy kernels trust their
 //                 labels; this step runs before them); indices are flat.
-//   softmax_cross_entropy:      inputs logits, labels; output loss f32 [] (the mean over rows).
-//   softmax_cross_entropy_grad: inputs logits, labels, dloss f32 []; output dlogits [N, C] =
-//                               (softmax(logits) - onehot(labels)) * dloss / N.
+//   softmax_cross_entropy:      inputs logits, labels; output loss f32 [] (the mean over rows)
+//                               or f32 [N] (each row's, reduction "none").
+//   softmax_cross_entropy_grad: inputs logits, labels, dloss f32 [] or [N]; output dlogits
+//                               [N, C] = (softmax(logits) - onehot(labels)) * dloss / N, or
+//                               * dloss[n] for row n.
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -55,19 +57,21 @@ class CheckLabelsStep : public StepRunner {
 
 class CrossEntropyStep : public StepRunner {
  public:
-  CrossEntropyStep(const Step& step, bool grad, int64_t rows, int64_t cols, DType labels)
-      : step_(step), grad_(grad), rows_(rows), cols_(cols), labels_(labels) {}
+  CrossEntropyStep(const Step& step, bool grad, bool per_row, int64_t rows, int64_t cols,
+                   DType labels)
+      : step_(step), grad_(grad), per_row_(per_row), rows_(rows), cols_(cols), labels_(labels) {}
 
   Status Run(StepEnv& env) const override {
     const float* logits = static_cast<const float*>(env.data[step_.inputs[0]]);
     const void* labels = env.data[step_.inputs[1]];
     KILN_RETURN_IF_ERROR(CheckLabels(step_, labels, labels_, rows_, cols_));  // before any write
     if (grad_) {
-      const float dloss = *static_cast<const float*>(env.data[step_.inputs[2]]);
+      const float* dloss = static_cast<const float*>(env.data[step_.inputs[2]]);
       float* out = static_cast<float*>(env.data[step_.outputs[0]]);
-      const double scale = static_cast<double>(dloss) / static_cast<double>(rows_);
+      const double mean_scale = static_cast<double>(dloss[0]) / static_cast<double>(rows_);
 #pragma omp parallel for num_threads(env.threads) schedule(static)
       for (int64_t n = 0; n < rows_; ++n) {
+        const double scale = per_row_ ? static_cast<double>(dloss[n]) : mean_scale;
         const float* x = logits + n * cols_;
         float* d = out + n * cols_;
         const float max = RowMax(x, cols_);
@@ -79,13 +83,16 @@ class CrossEntropyStep : public StepRunner {
       return OkStatus();
     }
     std::vector<double> row_loss(rows_);
+    float* out = static_cast<float*>(env.data[step_.outputs[0]]);
 #pragma omp parallel for num_threads(env.threads) schedule(static)
     for (int64_t n = 0; n < rows_; ++n) {
       const float* x = logits + n * cols_;
       const float max = RowMax(x, cols_);
       const double sum = SumExp(x, cols_, max, nullptr);
       row_loss[n] = max + std::log(sum) - x[Label(labels, n)];
+      if (per_row_) out[n] = static_cast<float>(row_loss[n]);
     }
+    if (per_row_) return OkStatus();
     double total = 0;
     for (double l : row_loss) total += l;
     *static_cast<float*>(env.data[step_.outputs[0]]) =
@@ -98,6 +105,7 @@ class CrossEntropyStep : public StepRunner {
 
   const Step& step_;
   bool grad_;
+  bool per_row_;  // the loss of each row (reduction "none"); its gradient takes dloss [N]
   int64_t rows_, cols_;
   DType labels_;
 };
@@ -123,17 +131,18 @@ Result<std::unique_ptr<StepRunner>> MakeCrossEntropyStep(const Step& step, const
   const TensorType& logits = exe.buffers[step.inputs[0]].type;
   const TensorType& labels = exe.buffers[step.inputs[1]].type;
   const TensorType& out = exe.buffers[step.outputs[0]].type;
+  const TensorType scalar{f32, Shape{}}, per_row{f32, labels.shape};
+  const TensorType& loss = grad ? exe.buffers[step.inputs[2]].type : out;
   const bool ok = logits.dtype == f32 && logits.shape.rank() == 2 &&
                   (labels.dtype == i32 || labels.dtype == i64) &&
-                  labels.shape == Shape{logits.shape[0]} &&
-                  out == (grad ? logits : TensorType{f32, Shape{}}) &&
-                  (!grad || exe.buffers[step.inputs[2]].type == TensorType{f32, Shape{}});
+                  labels.shape == Shape{logits.shape[0]} && (!grad || out == logits) &&
+                  (loss == scalar || loss == per_row);
   if (!ok)
     return MakeError(ErrorCode::kInternal, step.callee, ": f32 logits [N, C], i32/i64 labels [N]",
-                     grad ? " and an f32 scalar dloss" : "", ", got ", logits.ToString(), " and ",
-                     labels.ToString());
-  return std::unique_ptr<StepRunner>(
-      new CrossEntropyStep(step, grad, logits.shape[0], logits.shape[1], labels.dtype));
+                     grad ? " and an f32 dloss [] or [N]" : " and an f32 loss [] or [N]", ", got ",
+                     logits.ToString(), " and ", labels.ToString());
+  return std::unique_ptr<StepRunner>(new CrossEntropyStep(
+      step, grad, loss == per_row, logits.shape[0], logits.shape[1], labels.dtype));
 }
 
 }  // namespace kiln::cpu

@@ -100,6 +100,16 @@ __attribute__((target("avx512f"))) void InterleaveRows(const float* src, int64_t
   }
 }
 
+// out[p * width + i] = src[p * ld + i] for p < count and i < cols, zero for cols <= i < width
+// (cols <= width <= 16): one masked load and store per p.
+__attribute__((target("avx512f"))) void CopyRows(const float* src, int64_t ld, int64_t count,
+                                                 int cols, int width, float* out) {
+  const __mmask16 in_mask = static_cast<__mmask16>((1u << cols) - 1);
+  const __mmask16 out_mask = static_cast<__mmask16>((1u << width) - 1);
+  for (int64_t p = 0; p < count; ++p)
+    _mm512_mask_storeu_ps(out + p * width, out_mask, _mm512_maskz_loadu_ps(in_mask, src + p * ld));
+}
+
 // Rows [i0, i0 + mc) and columns [p0, p0 + kc) of op(a) as micro-panels of mr rows: panel r
 // holds, for each p, its mr rows' entries (zeros past the last row).
 void PackA(const float* a, bool trans, int64_t lda, int64_t i0, int64_t mc, int64_t p0, int64_t kc,
@@ -108,12 +118,7 @@ void PackA(const float* a, bool trans, int64_t lda, int64_t i0, int64_t mc, int6
     const int rows = static_cast<int>(std::min<int64_t>(mr, mc - r));
     float* panel = out + r * kc;
     if (trans) {  // op(a)(i, p) = a[p * lda + i]: each p's rows are contiguous
-      for (int64_t p = 0; p < kc; ++p) {
-        const float* src = a + (p0 + p) * lda + i0 + r;
-        float* dst = panel + p * mr;
-        for (int i = 0; i < rows; ++i) dst[i] = src[i];
-        for (int i = rows; i < mr; ++i) dst[i] = 0.0f;
-      }
+      CopyRows(a + p0 * lda + i0 + r, lda, kc, rows, mr, panel);
     } else {  // op(a)(i, p) = a[i * lda + p]
       InterleaveRows(a + (i0 + r) * lda + p0, lda, rows, kc, mr, panel, mr);
     }
@@ -301,9 +306,9 @@ struct UnitGrid {
 // Units of at most the blocking's mc rows, as wide as leaves every thread a few units (wider
 // units pack op(a) fewer times). A single product's units are dealt out so that a static
 // schedule gives each thread the same work: its rows split into a multiple of `threads` blocks,
-// or, when that divides more evenly (256 rows are 19 micro-panels: 10 and 9 on two threads,
-// while 2048 columns are 64 panels: 32 and 32), its columns into one block per thread, each
-// thread taking all row blocks of its columns (and reading only its part of op(b)).
+// or, when that divides more evenly at a cost worth paying (256 rows are 19 micro-panels: 10
+// and 9 on two threads, while 2048 columns are 64 panels: 32 and 32), its columns into one unit
+// per thread, all rows (each thread reading only its part of op(b)).
 UnitGrid DivideIntoUnits(const SgemmProblem& p, int threads) {
   UnitGrid g;
   g.mr = MicroRows(p.m);
@@ -313,11 +318,18 @@ UnitGrid DivideIntoUnits(const SgemmProblem& p, int threads) {
   g.row_blocks = (g.row_panels + panels_per_block - 1) / panels_per_block;
   const int64_t t = threads;
   if (p.batch == 1 && t > 1) {
-    // The busiest thread's share of panels over the average share, times t.
-    auto uneven = [t](int64_t panels) { return (panels + t - 1) / t * t - panels; };
-    const double row_excess = static_cast<double>(uneven(g.row_panels)) / g.row_panels;
-    const double col_excess = static_cast<double>(uneven(g.col_panels)) / g.col_panels;
-    if (g.col_panels >= t && col_excess < row_excess) {
+    // What the busiest thread does beyond an even share, as a fraction of the whole.
+    auto uneven = [t](int64_t panels) {
+      return static_cast<double>((panels + t - 1) / t * t - panels) / static_cast<double>(panels);
+    };
+    // Splitting the columns packs op(a) once per thread instead of once (about two cycles an
+    // element, counting its repacking per block of columns), and op(b) in L2 instead of through
+    // memory (about one an element saved); the evener split saves its excess of the kernel's
+    // m n k / 32 cycles.
+    const double m = static_cast<double>(p.m), n = static_cast<double>(p.n);
+    const double k = static_cast<double>(p.k);
+    const double saved = (uneven(g.row_panels) - uneven(g.col_panels)) * m * n * k / 32 + k * n;
+    if (g.col_panels >= t && saved > 2.0 * static_cast<double>(t - 1) * m * k) {
       g.columns_first = true;
       g.row_blocks = 1;
       g.col_blocks = t;

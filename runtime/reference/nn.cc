@@ -289,23 +289,32 @@ Status ReadCrossEntropyRow(const KernelContext& ctx, int64_t n, CrossEntropyRow&
 Status SoftmaxCrossEntropyKernel(KernelContext& ctx) {
   const Tensor& logits = ctx.input(0);
   const int64_t N = logits.shape()[0], C = logits.shape()[1];
+  const auto* reduction = ctx.attrs().Find("reduction");
+  const bool per_row = reduction && reduction->get<std::string>() == "none";
   double total = 0;
   for (int64_t n = 0; n < N; ++n) {
     CrossEntropyRow row;
     KILN_RETURN_IF_ERROR(ReadCrossEntropyRow(ctx, n, row));
-    total += row.max + std::log(row.sum) - logits.GetDouble(n * C + row.label);
+    const double loss = row.max + std::log(row.sum) - logits.GetDouble(n * C + row.label);
+    if (per_row) ctx.output(0).SetDouble(n, loss);
+    total += loss;
   }
-  ctx.output(0).SetDouble(0, total / static_cast<double>(N));  // N = 0: NaN, as PyTorch
+  if (!per_row) ctx.output(0).SetDouble(0, total / static_cast<double>(N));  // N = 0: NaN
   return OkStatus();
 }
 
 Status SoftmaxCrossEntropyGradKernel(KernelContext& ctx) {
   const Tensor& logits = ctx.input(0);
+  const Tensor& dloss = ctx.input(2);
   const int64_t N = logits.shape()[0], C = logits.shape()[1];
-  const double scale = ctx.input(2).GetDouble(0) / static_cast<double>(N);
+  const bool per_row = dloss.shape().rank() == 1;
+  if (per_row && dloss.shape()[0] != N)
+    return ctx.Fail("dloss has shape ", dloss.shape().ToString(), ", expected [", N,
+                    "] (one per row of the logits)");
   for (int64_t n = 0; n < N; ++n) {
     CrossEntropyRow row;
     KILN_RETURN_IF_ERROR(ReadCrossEntropyRow(ctx, n, row));
+    const double scale = per_row ? dloss.GetDouble(n) : dloss.GetDouble(0) / static_cast<double>(N);
     for (int64_t c = 0; c < C; ++c) {
       const double p = std::exp(logits.GetDouble(n * C + c) - row.max) / row.sum;
       ctx.output(0).SetDouble(n * C + c, (p - (c == row.label ? 1.0 : 0.0)) * scale);

@@ -838,6 +838,36 @@ TEST_CASE("cuda-sim: cross-entropy and its gradient run on the device, labels ch
                                                         std::to_string(classes) + ")"));
 }
 
+TEST_CASE("cuda-sim: cross-entropy's row losses and their gradient run on the device", "[cuda]") {
+  const int64_t classes = GENERATE(10, 300);
+  const int64_t rows = 40;
+  GraphBuilder g;
+  Value logits = g.Placeholder("logits", f32, {rows, classes});
+  Value labels = g.Placeholder("labels", i64, {rows});
+  Value dloss = g.Placeholder("dloss", f32, {rows});
+  g.Output("loss", SoftmaxCrossEntropy(logits, labels, "none").Named("xent"));
+  g.Output("dlogits", SoftmaxCrossEntropyGrad(logits, labels, dloss));
+  Graph graph = *g.Build();
+  std::vector<int64_t> label_values(rows);
+  for (int64_t n = 0; n < rows; ++n) label_values[n] = (n * 7 + 3) % classes;
+  Tensor xs = Random(Shape{rows, classes}, 12);
+  for (int64_t i = 0; i < xs.num_elements(); ++i) xs.data<float>()[i] *= 6;
+  FeedList feeds = {{"logits", xs},
+                    {"labels", Tensor::FromVector(Shape{rows}, label_values)},
+                    {"dloss", Random(Shape{rows}, 13)}};
+  const std::vector<TensorName> fetches = {"loss", "dlogits"};
+  Session reference(graph, SessionOptions{.backend = "reference"});
+  Result<std::vector<Tensor>> expected = reference.Run(feeds, fetches);
+  REQUIRE(expected.ok());
+  testing::CheckCompiledMatchesReference(graph, feeds, fetches, *expected);  // cpu and cuda-sim
+  Result<RunPlan> plan = reference.Plan(feeds, fetches);
+  REQUIRE(plan.ok());
+  int kernels = 0;
+  for (const Step& s : CompileSim(*plan).executable.steps)
+    kernels += s.kind == Step::Kind::kKernel && s.callee.find("softmax_cross_entropy") == 0;
+  CHECK(kernels == 2);
+}
+
 TEST_CASE("cuda-sim: an integer step counter is incremented on the device, and wraps as on the cpu",
           "[cuda]") {
   const DType dtype = GENERATE(i32, i64);

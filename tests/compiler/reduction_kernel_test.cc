@@ -150,6 +150,16 @@ TEST_CASE("softmax cross-entropy and its gradient are one step each, labels chec
       Check(f32, shape, [&](GraphBuilder& g, Value v) {
         return SoftmaxCrossEntropyGrad(v, g.Constant(labels), g.Scalar(3.0, f32));
       });
+      // Reduction "none": the row losses, and the gradient for one dloss per row.
+      Check(f32, shape, [&](GraphBuilder& g, Value v) {
+        return SoftmaxCrossEntropy(v, g.Constant(labels), "none");
+      });
+      std::vector<float> dloss(shape[0]);
+      for (int64_t n = 0; n < shape[0]; ++n) dloss[n] = 0.5f * static_cast<float>(n % 3) - 0.25f;
+      Check(f32, shape, [&](GraphBuilder& g, Value v) {
+        return SoftmaxCrossEntropyGrad(v, g.Constant(labels),
+                                       g.Constant(Tensor::FromVector(Shape{shape[0]}, dloss)));
+      });
     }
   }
   // A bad label fails the compiled run as it fails the reference one.

@@ -400,6 +400,29 @@ TEST_CASE("nn: SoftmaxCrossEntropy", "[nn]") {
              Contains("logits have 2 rows (shape [2, 3]) but labels have 3 (shape [3])"));
   CHECK_THAT(err(logits, T1<float>({0, 1})), Contains("has dtype f32, expected one of {i32, i64}"));
 
+  // Reduction "none": each row's loss.
+  auto rows = [](Tensor logits, Tensor labels) {
+    return RunOp({logits, labels},
+                 [](GraphBuilder&, auto& v) { return SoftmaxCrossEntropy(v[0], v[1], "none"); });
+  };
+  Tensor per_row = rows(logits, T1<int64_t>({2, 0}));
+  CHECK(per_row.shape() == Shape{2});
+  CheckClose(per_row, {0.4076059645, 2.4076059645});
+  CHECK_THAT(
+      RunOpError({logits, T1<int64_t>({2, 0})},
+                 [](GraphBuilder&, auto& v) { return SoftmaxCrossEntropy(v[0], v[1], "sum"); }),
+      Contains("attribute 'reduction' must be \"mean\" or \"none\", got \"sum\""));
+  // The gradient takes a scalar dloss (the mean's) or one per row.
+  Tensor grad = RunOp({logits, T1<int64_t>({2, 0}), T1<float>({2, 0})}, [](GraphBuilder&, auto& v) {
+    return SoftmaxCrossEntropyGrad(v[0], v[1], v[2]);
+  });
+  // Row 0 scaled by 2: 2 (softmax([1, 2, 3]) - onehot(2)); row 1 by 0.
+  CheckClose(grad, {2 * 0.0900305732, 2 * 0.2447284711, 2 * (0.6652409558 - 1), 0, 0, 0});
+  CHECK_THAT(
+      RunOpError({logits, T1<int64_t>({2, 0}), T1<float>({1, 2, 3})},
+                 [](GraphBuilder&, auto& v) { return SoftmaxCrossEntropyGrad(v[0], v[1], v[2]); }),
+      Contains("dloss must be a scalar or [N] (one per row of [2, 3]), got shape [3]"));
+
   GraphBuilder g;
   Value l = SoftmaxCrossEntropy(g.Placeholder("logits", f64, {-1, 10}),
                                 g.Placeholder("labels", i32, {-1}));

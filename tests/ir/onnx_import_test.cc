@@ -144,6 +144,28 @@ TEST_CASE("ONNX import: a Variable's tensor initializer must match its type", "[
   CHECK_THAT(built.error().message(), Catch::Contains("needs an init_tensor of type f32[2]"));
 }
 
+TEST_CASE("ONNX import: cross-entropy of [N, C] logits with ignore_index and weights is one op",
+          "[onnx]") {
+  // As PyTorch exports F.cross_entropy(logits, labels, weight=w): ignore_index = -100 always.
+  OnnxModel m;
+  m.Input("logits", 1, {3, 3}).Input("labels", 7, {3}).Output("loss");
+  m.Initializer("w", Tensor::FromVector<float>({3}, {1, 2, 3}));
+  auto* sce = m.Node("SoftmaxCrossEntropyLoss", {"logits", "labels", "w"}, {"loss"}, "xent");
+  OnnxModel::AttrInt(sce, "ignore_index", -100);
+  Graph g = Import(m);
+  CHECK(OnlyNodeOf(g, "SoftmaxCrossEntropy").attrs.GetString("reduction").value() == "none");
+  for (const Node& n : g.nodes()) CHECK((n.op != "OneHot" && n.op != "LogSoftmax"));
+  // Rows: labels 2 (weight 3), ignored, 0 (weight 1); -log_softmax([1, 2, 3]) = {2.4076, 1.4076,
+  // 0.4076}: (3 * 0.4076 + 1 * 2.4076) / (3 + 1).
+  Session s(g, {.backend = "reference"});
+  auto out = s.Run({{"logits", Tensor::FromVector<float>({3, 3}, {1, 2, 3, 1, 2, 3, 1, 2, 3})},
+                    {"labels", Tensor::FromVector<int64_t>({3}, {2, -100, 0})}},
+                   {"loss"});
+  INFO((out.ok() ? std::string() : out.error().ToString()));
+  REQUIRE(out.ok());
+  CHECK(out->at(0).GetDouble(0) == Approx((3 * 0.4076059645 + 2.4076059645) / 4));
+}
+
 TEST_CASE("ONNX import: the supported op list", "[onnx]") {
   std::vector<std::string> ops = SupportedOnnxOps();
   for (const char* op : {"Conv", "Gemm", "Reshape", "Where", "Expand", "ConstantOfShape",

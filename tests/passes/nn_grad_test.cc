@@ -218,6 +218,9 @@ TEST_CASE("nn gradients: SoftmaxCrossEntropy", "[grad][nn]") {
     // Through the loss scaled by a weight, so dloss != 1; unknown N and C (the one-hot is built
     // from the run-time number of classes).
     CheckUnknownDims({logits, labels}, sce, Shape{});
+    // Each row's loss: the gradient op with dloss [N].
+    CheckOpGradient({logits, labels},
+                    [](GraphBuilder&, auto& v) { return SoftmaxCrossEntropy(v[0], v[1], "none"); });
   }
 }
 
