@@ -1,5 +1,7 @@
 // Rewrites that a plan's concrete shapes allow, before fusion: a SumLike, BroadcastLike or
-// BroadcastTo whose input already has its output's type becomes an Identity. The gradient builder
+// BroadcastTo whose input already has its output's type becomes an Identity, and a ReshapeLike
+// a Reshape to its known shape (which no longer reads, nor keeps alive, the tensor it took the
+// shape of). The gradient builder
 // emits those ops wherever shapes were unknown when it ran (both sides of every residual Add get a
 // SumLike); once shapes are known most of them neither sum nor broadcast anything, and as an
 // Identity they fuse into their neighbours' kernel (or are one copy) instead of running a strided
