@@ -35,7 +35,7 @@ class StridedCopyStep : public StepRunner {
   Status Run(StepEnv& env) const override {
     const char* src = static_cast<const char*>(env.data[step_.inputs[0]]);
     char* dst = static_cast<char*>(env.data[step_.outputs[0]]);
-    if (!fill_.empty()) Fill(dst);
+    if (!fill_.empty()) Fill(dst, env.threads);
     int64_t count = 1;
     for (int64_t d : dims_) count *= d;
     if (count == 0) return OkStatus();
@@ -126,14 +126,21 @@ class StridedCopyStep : public StepRunner {
     for (int64_t i = begin; i < end; ++i) to[i * ts] = from[i * ss];
   }
 
-  void Fill(char* dst) const {
+  // The whole destination set to the fill value, in pieces over the threads when it is large
+  // (one thread's memset reaches about half of what two do).
+  void Fill(char* dst, int threads) const {
     const bool zero = std::all_of(fill_.begin(), fill_.end(), [](char c) { return c == 0; });
-    if (zero) {
-      std::memset(dst, 0, static_cast<size_t>(dst_elements_ * element_));
-      return;
+    const int parts = dst_elements_ * element_ >= (int64_t{1} << 20) ? threads : 1;
+#pragma omp parallel for num_threads(parts) schedule(static) if (parts > 1)
+    for (int part = 0; part < parts; ++part) {
+      const int64_t first = dst_elements_ * part / parts, last = dst_elements_ * (part + 1) / parts;
+      if (zero) {
+        std::memset(dst + first * element_, 0, static_cast<size_t>((last - first) * element_));
+        continue;
+      }
+      for (int64_t i = first; i < last; ++i)
+        std::memcpy(dst + i * element_, fill_.data(), static_cast<size_t>(element_));
     }
-    for (int64_t i = 0; i < dst_elements_; ++i)
-      std::memcpy(dst + i * element_, fill_.data(), static_cast<size_t>(element_));
   }
 
   const Step& step_;
