@@ -25,6 +25,9 @@ class EpiloguePlanner {
 
   EpiloguePlan Run() {
     for (const Node* node : plan_.nodes) {
+      if (cpu_steps_ && node->op == "MatMul" && !out_.absorbed.count(node->name) &&
+          PlanAttention(*node))
+        continue;
       if (!HasEpilogue(*node) || out_.absorbed.count(node->name)) continue;
       Epilogue e;
       e.producer = node;
@@ -86,6 +89,74 @@ class EpiloguePlanner {
       return r->second[0];
     }
     return nullptr;
+  }
+
+  bool F32MatMul(const Node& node, bool transpose_b_allowed) const {
+    if (node.op != "MatMul" || node.inputs.size() != 2) return false;
+    const AttrMap attrs = OpRegistry::Global().Find(node.op)->WithDefaults(node.attrs);
+    const TensorRef out{node.name, 0};
+    auto set = [&attrs](const char* flag) {
+      Result<bool> value = attrs.GetBool(flag);
+      return !value.ok() || *value;
+    };
+    return !set("transpose_a") && (transpose_b_allowed || !set("transpose_b")) &&
+           IsFloat(node.inputs[0], f32) && IsFloat(node.inputs[1], f32) && IsFloat(out, f32) &&
+           !info_.values.count(out) && info_.types.at(node.inputs[0]).shape.rank() >= 2 &&
+           info_.types.at(node.inputs[1]).shape.rank() >= 2;
+  }
+
+  // The attention chain from the scores MatMul `qk` (see the header); false when there is none.
+  bool PlanAttention(const Node& qk) {
+    if (!F32MatMul(qk, /*transpose_b_allowed=*/true)) return false;
+    Epilogue e;
+    e.producer = &qk;
+    std::string why;
+    const TensorRef scores{qk.name, 0};
+    const Shape& scores_shape = info_.types.at(scores).shape;
+    const int rank = scores_shape.rank();
+    const Node* next = SoleReader(scores, &why);
+    std::vector<const Node*> chain;
+    if (next && next->op == "Add" && next->inputs.size() == 2) {
+      const TensorRef& mask = next->inputs[0] == scores ? next->inputs[1] : next->inputs[0];
+      const Shape& m = info_.types.count(mask) ? info_.types.at(mask).shape : Shape{};
+      const bool per_matrix =
+          m.rank() >= 2 && m.NumElements() == scores_shape[rank - 2] * scores_shape[rank - 1] &&
+          m[m.rank() - 2] == scores_shape[rank - 2] && m[m.rank() - 1] == scores_shape[rank - 1];
+      if (mask == scores || !IsFloat(mask, f32) || !(per_matrix || m == scores_shape) ||
+          !(info_.types.at(TensorRef{next->name, 0}).shape == scores_shape))
+        return false;
+      e.attention_mask = mask;
+      chain.push_back(next);
+      next = SoleReader(TensorRef{next->name, 0}, &why);
+    }
+    if (!next || next->op != "Softmax") return false;
+    const AttrMap softmax = OpRegistry::Global().Find("Softmax")->WithDefaults(next->attrs);
+    Result<int64_t> axis = softmax.GetInt("axis");
+    if (!axis.ok() || (*axis != -1 && *axis != rank - 1)) return false;
+    chain.push_back(next);
+    const Node* pv = SoleReader(TensorRef{next->name, 0}, &why);
+    if (!pv || !F32MatMul(*pv, /*transpose_b_allowed=*/false) ||
+        !(pv->inputs[0] == TensorRef{next->name, 0}) ||
+        info_.types.at(pv->inputs[1]).shape.rank() != rank ||
+        info_.types.at(TensorRef{pv->name, 0}).shape.rank() != rank)
+      return false;
+    for (int d = 0; d + 2 < rank; ++d)  // the same matrices, none broadcast
+      if (info_.types.at(qk.inputs[0]).shape[d] != scores_shape[d] ||
+          info_.types.at(qk.inputs[1]).shape[d] != scores_shape[d] ||
+          info_.types.at(pv->inputs[1]).shape[d] != scores_shape[d])
+        return false;
+    chain.push_back(pv);
+    for (const Node* n : chain)
+      if (out_.absorbed.count(n->name)) return false;
+    e.absorbed = chain;
+    e.attention_values = pv;
+    e.output = TensorRef{pv->name, 0};
+    std::string line = Quote(qk) + ": fused ";
+    for (size_t i = 0; i < chain.size(); ++i) line += (i ? ", " : "") + Quote(*chain[i]);
+    out_.decisions.push_back(line + " into one attention step");
+    for (const Node* n : chain) out_.absorbed[n->name] = qk.name;
+    out_.by_producer[qk.name] = std::move(e);
+    return true;
   }
 
   // Whether every other output of `node` is unused (BatchNorm's batch statistics).

@@ -39,6 +39,13 @@
 //     MobileNet's inverted residual blocks never goes to memory), and then its BiasAdd, Relus and
 //     one Clip. The step's inputs gain the depthwise weights [C, 1, 3, 3] and its bias (attributes
 //     "depthwise_stride" and "depthwise_bias"), before the residual, which stays last.
+// Attention (cpu plans only): an f32 MatMul of scores, q k or q k^T (any batch dims), whose
+// scores only an Add of a mask (f32, [Lq, Lk] for every matrix or the scores' own shape) and then
+// a Softmax over the last axis read, and whose probabilities only a MatMul p v reads (not
+// transposed), becomes one "attention" step (runtime/cpu/attention_step.cc): per matrix, the
+// scores into a buffer that stays in cache, masked, softmaxed and multiplied by v, so that the
+// [batch, Lq, Lk] scores and probabilities never go to memory and take no passes of their own.
+//
 // A node is absorbed only when the value it reads has that node as its one reader, is not
 // fetched, and is no node's control input; so a value that a gradient op reads (Relu's gradient
 // reads its input) is never hidden, and training graphs keep their pre-activations.
@@ -76,6 +83,8 @@ struct Epilogue {
   const Node* depthwise = nullptr;  // kDepthwise's Conv2D
   std::optional<TensorRef> depthwise_bias;
   int64_t depthwise_stride = 1;
+  const Node* attention_values = nullptr;  // attention's p v MatMul (its producer: q k's)
+  std::optional<TensorRef> attention_mask;
 };
 
 struct EpiloguePlan {

@@ -283,6 +283,7 @@ class Lowering {
   // A Conv2D or MatMul with its epilogue (compiler/epilogue_fusion.h): inputs x, w, [bias],
   // [depthwise weights, [depthwise bias]], [residual]; the output of the chain's last node.
   Status LowerEpilogue(const Epilogue& e, Step& step) {
+    if (e.attention_values) return LowerAttention(e, step);
     step.attrs.Set("bias", static_cast<int64_t>(e.bias || e.folded_bias));
     std::vector<int64_t> post_ops;
     for (PostOp op : e.post_ops) post_ops.push_back(static_cast<int64_t>(op));
@@ -318,6 +319,50 @@ class Lowering {
       KILN_ASSIGN_OR_RETURN(int r, BufferFor(*e.residual));
       step.inputs.push_back(r);
     }
+    KILN_ASSIGN_OR_RETURN(int y, BufferFor(e.output));
+    step.outputs.push_back(y);
+    out_.executable.steps.push_back(std::move(step));
+    return OkStatus();
+  }
+
+  // Attention (compiler/epilogue_fusion.h): the scores product's gemm attributes, and of the
+  // p v product "n_v" (v's columns) and "stride_v"; attribute "mask": 0 none, 1 one [Lq, Lk]
+  // for every matrix, 2 one per matrix. Inputs q, k, [mask], v; output the p v product.
+  Status LowerAttention(const Epilogue& e, Step& step) {
+    const Node& pv = *e.attention_values;
+    Step values;
+    KILN_ASSIGN_OR_RETURN(bool gemm,
+                          OpLowerings::Global().Find("MatMul")->library(pv, info_, values));
+    auto attr = [](const Step& s, const char* name) { return s.attrs.GetInt(name); };
+    KILN_ASSIGN_OR_RETURN(int64_t m, attr(step, "m"));
+    KILN_ASSIGN_OR_RETURN(int64_t n, attr(step, "n"));
+    KILN_ASSIGN_OR_RETURN(int64_t batch, attr(step, "batch"));
+    KILN_ASSIGN_OR_RETURN(int64_t m_v, attr(values, "m"));
+    KILN_ASSIGN_OR_RETURN(int64_t k_v, attr(values, "k"));
+    KILN_ASSIGN_OR_RETURN(int64_t n_v, attr(values, "n"));
+    KILN_ASSIGN_OR_RETURN(int64_t batch_v, attr(values, "batch"));
+    KILN_ASSIGN_OR_RETURN(int64_t stride_v, attr(values, "stride_b"));
+    if (!gemm || m_v * batch_v != m * batch || k_v != n)
+      return MakeError(ErrorCode::kInternal, "attention '", step.node.name,
+                       "': the products do not chain (", m, " x ", n, " scores, ", m_v, " x ", k_v,
+                       " probabilities)");
+    step.callee = "attention";
+    step.attrs.Set("n_v", n_v);
+    step.attrs.Set("stride_v", batch_v == batch ? stride_v : int64_t{0});
+    int64_t mask = 0;
+    if (e.attention_mask)
+      mask = info_.types.at(*e.attention_mask).shape.NumElements() == m * n ? 1 : 2;
+    step.attrs.Set("mask", mask);
+    for (const TensorRef& in : {step.node.inputs[0], step.node.inputs[1]}) {
+      KILN_ASSIGN_OR_RETURN(int id, BufferFor(in));
+      step.inputs.push_back(id);
+    }
+    if (e.attention_mask) {
+      KILN_ASSIGN_OR_RETURN(int id, BufferFor(*e.attention_mask));
+      step.inputs.push_back(id);
+    }
+    KILN_ASSIGN_OR_RETURN(int v, BufferFor(pv.inputs[1]));
+    step.inputs.push_back(v);
     KILN_ASSIGN_OR_RETURN(int y, BufferFor(e.output));
     step.outputs.push_back(y);
     out_.executable.steps.push_back(std::move(step));

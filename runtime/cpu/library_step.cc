@@ -57,6 +57,7 @@ Result<std::unique_ptr<StepRunner>> MakeLibraryStep(const Step& step, const Exec
   if (step.callee == "reduce_sum") return MakeReduceSumStep(step, exe);
   if (step.callee == "reduce_integer") return MakeReduceIntegerStep(step, exe);
   if (step.callee == "bias_add") return MakeBiasAddStep(step, exe);
+  if (step.callee == "attention") return MakeAttentionStep(step, exe);
   return MakeError(
       ErrorCode::kUnimplemented, "unknown library routine '", step.callee,
       "' (this runtime has: gemm, conv2d, conv2d_backprop_input, "
@@ -64,7 +65,7 @@ Result<std::unique_ptr<StepRunner>> MakeLibraryStep(const Step& step, const Exec
       "avg_pool2d_grad, variable_read, batch_norm, batch_norm_grad, copy, reorder, "
       "strided_copy, concat, split, softmax_cross_entropy, softmax_cross_entropy_grad, "
       "check_labels, check_indices, one_hot, gather, gather_grad, assign, reduce_sum, "
-      "reduce_integer, bias_add)");
+      "reduce_integer, bias_add, attention)");
 }
 
 }  // namespace kiln::cpu

@@ -56,6 +56,8 @@ Result<std::unique_ptr<StepRunner>> MakeAssignStep(const Step& step, const Execu
 Result<std::unique_ptr<StepRunner>> MakeReduceSumStep(const Step& step, const Executable& exe);
 // reduce_integer: Sum, Mean, Prod, Max, Min over integers (reduce_integer_step.cc).
 Result<std::unique_ptr<StepRunner>> MakeReduceIntegerStep(const Step& step, const Executable& exe);
+// attention: softmax(q k + mask) v over f32, one step (attention_step.cc).
+Result<std::unique_ptr<StepRunner>> MakeAttentionStep(const Step& step, const Executable& exe);
 // bias_add: BiasAdd in f32/f64 (bias_add_step.cc).
 Result<std::unique_ptr<StepRunner>> MakeBiasAddStep(const Step& step, const Executable& exe);
 // variable_read: binds a kVariable buffer to the variable's stored value (variable_step.cc).

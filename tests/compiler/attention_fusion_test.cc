@@ -1,0 +1,98 @@
+// Attention on the cpu backend (compiler/epilogue_fusion.h, runtime/cpu/attention_step.cc):
+// softmax(q k^T + mask) v as one "attention" step, against the reference executor: with and
+// without a mask (one for every matrix, or one per matrix, -inf where masked), k stored either
+// way, rows split into blocks (long key sequences), scores far apart (subnormal exponentials);
+// and left unfused, saying why not, where the scores or probabilities are read elsewhere.
+#include <catch2/catch.hpp>
+#include <limits>
+
+#include "ir/builder.h"
+#include "ir/ops/linalg.h"
+#include "ir/ops/math.h"
+#include "ir/ops/nn.h"
+#include "runtime/session.h"
+#include "tests/compiler/cpu_executable.h"
+#include "tests/testing/differential.h"
+#include "tests/testing/gradcheck_op.h"
+
+namespace kiln {
+namespace {
+
+struct Case {
+  Shape q, k, v;  // k: [.., Lk, D] when transpose_b, else [.., D, Lk]
+  bool transpose_b = true;
+  Shape mask;          // empty rank: none
+  double scale = 1.0;  // of q, to spread the scores
+};
+
+int AttentionSteps(const Executable& exe) {
+  int n = 0;
+  for (const Step& s : exe.steps) n += s.callee == "attention";
+  return n;
+}
+
+void Check(const Case& c, int expected_steps = 1, bool fetch_probabilities = false) {
+  GraphBuilder g;
+  Value q = g.Placeholder("q", f32, c.q);
+  Value k = g.Placeholder("k", f32, c.k);
+  Value v = g.Placeholder("v", f32, c.v);
+  Value scores = MatMul(q, k, false, c.transpose_b);
+  FeedList feeds = {{"q", testing::RandomTensor(c.q, 1, -c.scale, c.scale).CastTo(f32)},
+                    {"k", testing::RandomTensor(c.k, 2, -1, 1).CastTo(f32)},
+                    {"v", testing::RandomTensor(c.v, 3, -1, 1).CastTo(f32)}};
+  if (c.mask.rank() > 0) {
+    Value mask = g.Placeholder("mask", f32, c.mask);
+    Tensor m = testing::RandomTensor(c.mask, 4, -2, 2).CastTo(f32);
+    // Causal where the mask is square in its last dims: -inf above the diagonal.
+    const int64_t cols = c.mask[c.mask.rank() - 1];
+    for (int64_t i = 0; i < m.num_elements(); ++i)
+      if (i % cols > (i / cols) % c.mask[c.mask.rank() - 2])
+        m.data<float>()[i] = -std::numeric_limits<float>::infinity();
+    feeds.push_back({"mask", m});
+    scores = Add(scores, mask);
+  }
+  Value p = Softmax(scores, -1).Named("p");
+  g.Output("y", MatMul(p, v));
+  std::vector<TensorName> fetches = {"y"};
+  if (fetch_probabilities) {
+    g.Output("probabilities", p);
+    fetches.push_back("probabilities");
+  }
+  Graph graph = *g.Build();
+  Session reference(graph, SessionOptions{.backend = "reference"});
+  Result<std::vector<Tensor>> expected = reference.Run(feeds, fetches);
+  REQUIRE(expected.ok());
+  testing::CheckCompiledMatchesReference(graph, feeds, fetches, *expected);
+  CHECK(AttentionSteps(testing::CpuExecutable(graph, feeds, fetches)) == expected_steps);
+}
+
+TEST_CASE("cpu: attention is one step, with or without a mask, k stored either way", "[cpu]") {
+  Check({.q = {2, 3, 5, 4}, .k = {2, 3, 6, 4}, .v = {2, 3, 6, 7}});
+  Check({.q = {2, 3, 5, 4}, .k = {2, 3, 4, 6}, .v = {2, 3, 6, 7}, .transpose_b = false});
+  Check({.q = {2, 3, 6, 4}, .k = {2, 3, 6, 4}, .v = {2, 3, 6, 7}, .mask = {6, 6}});
+  Check({.q = {2, 3, 6, 4}, .k = {2, 3, 6, 4}, .v = {2, 3, 6, 7}, .mask = {1, 1, 6, 6}});
+  Check({.q = {2, 3, 6, 4}, .k = {2, 3, 6, 4}, .v = {2, 3, 6, 7}, .mask = {2, 3, 6, 6}});
+  Check({.q = {7, 16}, .k = {9, 16}, .v = {9, 3}});  // one matrix
+}
+
+TEST_CASE("cpu: attention over long key sequences runs in blocks of query rows", "[cpu]") {
+  // 65536 / 4096 = 16 query rows at a time: 40 rows are three blocks, on every thread count.
+  Check({.q = {1, 2, 40, 8}, .k = {1, 2, 4096, 8}, .v = {1, 2, 4096, 5}});
+}
+
+TEST_CASE("cpu: attention with scores far apart (subnormal weights) matches the reference",
+          "[cpu]") {
+  Check({.q = {2, 2, 16, 32},
+         .k = {2, 2, 16, 32},
+         .v = {2, 2, 16, 8},
+         .mask = {16, 16},
+         .scale = 40.0});
+}
+
+TEST_CASE("cpu: attention whose probabilities are fetched stays unfused", "[cpu]") {
+  Check({.q = {2, 3, 5, 4}, .k = {2, 3, 6, 4}, .v = {2, 3, 6, 7}}, /*expected_steps=*/0,
+        /*fetch_probabilities=*/true);
+}
+
+}  // namespace
+}  // namespace kiln
