@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <set>
 
 #include "compiler/op_lowerings.h"
@@ -11,6 +12,15 @@ namespace kiln::compiler {
 namespace {
 
 std::string Quote(const Node& node) { return node.op + " '" + node.name + "'"; }
+
+// KILN_ATTENTION=0 leaves attention unfused (to compare).
+bool AttentionDisabled() {
+  static const bool disabled = [] {
+    const char* env = std::getenv("KILN_ATTENTION");
+    return env && std::string(env) == "0";
+  }();
+  return disabled;
+}
 
 class EpiloguePlanner {
  public:
@@ -25,8 +35,8 @@ class EpiloguePlanner {
 
   EpiloguePlan Run() {
     for (const Node* node : plan_.nodes) {
-      if (cpu_steps_ && node->op == "MatMul" && !out_.absorbed.count(node->name) &&
-          PlanAttention(*node))
+      if (cpu_steps_ && !AttentionDisabled() && node->op == "MatMul" &&
+          !out_.absorbed.count(node->name) && PlanAttention(*node))
         continue;
       if (!HasEpilogue(*node) || out_.absorbed.count(node->name)) continue;
       Epilogue e;

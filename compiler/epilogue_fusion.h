@@ -44,7 +44,8 @@
 // a Softmax over the last axis read, and whose probabilities only a MatMul p v reads (not
 // transposed), becomes one "attention" step (runtime/cpu/attention_step.cc): per matrix, the
 // scores into a buffer that stays in cache, masked, softmaxed and multiplied by v, so that the
-// [batch, Lq, Lk] scores and probabilities never go to memory and take no passes of their own.
+// [batch, Lq, Lk] scores and probabilities never go to memory and take no passes of their own
+// (KILN_ATTENTION=0 turns it off).
 //
 // A node is absorbed only when the value it reads has that node as its one reader, is not
 // fetched, and is no node's control input; so a value that a gradient op reads (Relu's gradient
