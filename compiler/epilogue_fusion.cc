@@ -147,14 +147,15 @@ class EpiloguePlanner {
     const Node* pv = SoleReader(TensorRef{next->name, 0}, &why);
     if (!pv || !F32MatMul(*pv, /*transpose_b_allowed=*/false) ||
         !(pv->inputs[0] == TensorRef{next->name, 0}) ||
-        info_.types.at(pv->inputs[1]).shape.rank() != rank ||
         info_.types.at(TensorRef{pv->name, 0}).shape.rank() != rank)
       return false;
-    for (int d = 0; d + 2 < rank; ++d)  // the same matrices, none broadcast
-      if (info_.types.at(qk.inputs[0]).shape[d] != scores_shape[d] ||
-          info_.types.at(qk.inputs[1]).shape[d] != scores_shape[d] ||
-          info_.types.at(pv->inputs[1]).shape[d] != scores_shape[d])
-        return false;
+    // The same matrices in q, k and v, none broadcast.
+    for (const TensorRef& operand : {qk.inputs[0], qk.inputs[1], pv->inputs[1]}) {
+      const Shape& shape = info_.types.at(operand).shape;
+      if (shape.rank() != rank) return false;
+      for (int d = 0; d + 2 < rank; ++d)
+        if (shape[d] != scores_shape[d]) return false;
+    }
     chain.push_back(pv);
     for (const Node* n : chain)
       if (out_.absorbed.count(n->name)) return false;

@@ -42,8 +42,9 @@ void Product(const SgemmProblem& p, int threads) {
 class AttentionStep : public StepRunner {
  public:
   AttentionStep(const Step& step, AttentionParams p) : step_(step), p_(p) {
+    // At least one micro-tile of rows (14), at most all of them.
     rows_per_block_ =
-        std::clamp<int64_t>((int64_t{1} << 16) / std::max<int64_t>(1, p_.n), 14, p_.m);
+        std::min(p_.m, std::max<int64_t>(14, (int64_t{1} << 16) / std::max<int64_t>(1, p_.n)));
     blocks_ = (p_.m + rows_per_block_ - 1) / rows_per_block_;
   }
 

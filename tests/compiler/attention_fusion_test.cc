@@ -72,7 +72,12 @@ TEST_CASE("cpu: attention is one step, with or without a mask, k stored either w
   Check({.q = {2, 3, 6, 4}, .k = {2, 3, 6, 4}, .v = {2, 3, 6, 7}, .mask = {6, 6}});
   Check({.q = {2, 3, 6, 4}, .k = {2, 3, 6, 4}, .v = {2, 3, 6, 7}, .mask = {1, 1, 6, 6}});
   Check({.q = {2, 3, 6, 4}, .k = {2, 3, 6, 4}, .v = {2, 3, 6, 7}, .mask = {2, 3, 6, 6}});
-  Check({.q = {7, 16}, .k = {9, 16}, .v = {9, 3}});  // one matrix
+  Check({.q = {7, 16}, .k = {9, 16}, .v = {9, 3}});  // one matrix, fewer rows than a micro-tile
+}
+
+TEST_CASE("cpu: attention over broadcast operands stays unfused", "[cpu]") {
+  Check({.q = {5, 4}, .k = {2, 3, 6, 4}, .v = {2, 3, 6, 7}}, /*expected_steps=*/0);
+  Check({.q = {2, 3, 5, 4}, .k = {2, 3, 6, 4}, .v = {6, 7}}, /*expected_steps=*/0);
 }
 
 TEST_CASE("cpu: attention over long key sequences runs in blocks of query rows", "[cpu]") {
