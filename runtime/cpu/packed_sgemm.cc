@@ -249,7 +249,7 @@ void Unit(const SgemmProblem& p, int64_t bi, const float* packed_b, int64_t i0, 
   const int64_t kc_max = std::min(blocking.kc, p.k);
   thread_local AlignedFloats a_rows, b_block;
   float* pa = a_rows.Get((std::min(mc, row_block) + mr - 1) / mr * mr * kc_max);
-  float* pb_own = packed_b ? nullptr : b_block.Get(kc_max * (blocking.nc + kNr - 1) / kNr * kNr);
+  float* pb_own = packed_b ? nullptr : b_block.Get(kc_max * Panels(blocking.nc) * kNr);
   const float* b = p.b + bi * p.stride_b;
   const int64_t ldb = p.trans_b ? p.k : p.n;
   for (int64_t p0 = 0; p0 < p.k; p0 += blocking.kc) {
