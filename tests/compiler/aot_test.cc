@@ -9,7 +9,9 @@
 #include "ir/io/npy.h"
 #include "ir/onnx/import.h"
 #include "ir/ops/array.h"
+#include "ir/ops/linalg.h"
 #include "ir/ops/math.h"
+#include "ir/ops/nn.h"
 #include "ir/ops/reduce.h"
 #include "models/digits_cnn.h"
 #include "passes/optim.h"
@@ -288,6 +290,47 @@ TEST_CASE("AOT: a kernel step changed after compilation is refused at load, nami
   Result<std::unique_ptr<Module>> m = Module::LoadFromBytes(SerializeModule(old), "m.kmod");
   REQUIRE_FALSE(m.ok());
   CHECK_THAT(m.error().message(), Catch::Contains("predates") && Catch::Contains("kiln compile"));
+}
+
+TEST_CASE("AOT: an attention step whose attributes its buffers do not fit is refused at load",
+          "[aot]") {
+  GraphBuilder g;
+  Value q = g.Placeholder("q", f32, {2, 3, 5, 4});
+  Value k = g.Placeholder("k", f32, {2, 3, 6, 4});
+  Value v = g.Placeholder("v", f32, {2, 3, 6, 7});
+  g.Output("y", MatMul(Softmax(MatMul(q, k, false, true), -1), v));
+  Graph graph = *g.Build();
+  const ModuleFile file = Compile(
+      graph, {.input_shapes = {{"q", {2, 3, 5, 4}}, {"k", {2, 3, 6, 4}}, {"v", {2, 3, 6, 7}}}});
+  std::unique_ptr<Module> module = Load(file);  // as compiled: accepted, and computes as a session
+  const std::vector<std::pair<std::string, Tensor>> inputs = {{"q", Random({2, 3, 5, 4}, 1)},
+                                                              {"k", Random({2, 3, 6, 4}, 2)},
+                                                              {"v", Random({2, 3, 6, 7}, 3)}};
+  Result<std::vector<Tensor>> got = module->Run(inputs);
+  FeedList feeds;
+  for (const auto& [name, value] : inputs) feeds.push_back({name, value});
+  REQUIRE(got.ok());
+  Result<std::vector<Tensor>> want =
+      Session(graph, SessionOptions{.backend = "cpu"}).Run(feeds, {"y"});
+  REQUIRE(want.ok());
+  CHECK(BitwiseEqual(got->at(0), want->at(0)));
+  int attention = -1;
+  for (size_t i = 0; i < file.executable.steps.size(); ++i)
+    if (file.executable.steps[i].callee == "attention") attention = static_cast<int>(i);
+  REQUIRE(attention >= 0);
+  auto refused = [&](const char* attr, int64_t value) {
+    INFO(attr << " = " << value);
+    ModuleFile changed = file;
+    changed.executable.steps[attention].attrs.Set(attr, value);
+    Result<std::unique_ptr<Module>> m = Module::LoadFromBytes(SerializeModule(changed), "m.kmod");
+    REQUIRE_FALSE(m.ok());
+    CHECK_THAT(m.error().message(), Catch::Contains("attention step of"));
+  };
+  refused("m", 50);                       // rows past q and y
+  refused("stride_v", int64_t{1} << 40);  // matrices past v
+  refused("mask", 3);                     // no such mask
+  refused("n", -1);
+  refused("batch", int64_t{1} << 62);  // overflowing sizes
 }
 
 TEST_CASE("AOT: feeds that do not match the signature are refused", "[aot]") {
