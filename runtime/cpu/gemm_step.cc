@@ -99,20 +99,20 @@ class GemmStep : public StepRunner {
     return params_.bias ? env.data[step_.inputs[2]] : nullptr;
   }
 
-  // b packed for the kernel, kept from run to run while b is a constant or the same version of a
-  // variable that the previous run read too (a model's weights at inference: packed on the
-  // second run, then kept); nullptr when b changes every run (an activation, a feed, weights
-  // that training updates every step: packing them whole each step would cost a pass through
-  // memory that the product's own block-by-block packing avoids) or differs across the batch,
-  // and for products of a few rows, which read b unpacked as fast as packed
-  // (runtime/cpu/few_rows_sgemm.h) and need no copy of it.
+  // b packed for the kernel, kept from run to run while b is a constant (packed on the first run)
+  // or the same version of a variable that the previous run read too (a model's weights at
+  // inference: packed on the second run, then kept); nullptr when b changes every run (an
+  // activation, a feed, weights that training updates every step: packing them whole each step
+  // would cost a pass through memory that the product's own block-by-block packing avoids) or
+  // differs across the batch, and for products of a few rows, which read b unpacked as fast as
+  // packed (runtime/cpu/few_rows_sgemm.h) and need no copy of it.
   const float* PackedWeights(const SgemmProblem& p, const StepEnv& env) const {
     const uint64_t version = env.version(step_.inputs[1]);
     if (version == 0 || (p.batch > 1 && p.stride_b != 0) || p.m <= kFewRows) return nullptr;
     const bool seen_before = weights_.last_seen == version && weights_.last_source == p.b;
     weights_.last_seen = version;
     weights_.last_source = p.b;
-    if (!seen_before) return nullptr;
+    if (!seen_before && version != VariableStore::kConstantVersion) return nullptr;
     if (weights_.version != version || weights_.source != p.b) {
       weights_.packed.Pack(p, env.threads);
       weights_.version = version;
