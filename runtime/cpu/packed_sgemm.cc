@@ -35,8 +35,8 @@ constexpr Blocking kIntelBlocking{384, 224, 512};
 constexpr Blocking kAmdBlocking{1024, 28, kNr};
 
 // KILN_SGEMM_BLOCKING=intel or =amd takes one regardless of the CPU (to compare, and to test
-// both on one machine); =KC,MC,NC (positive, NC a multiple of 32) sets all three, for tuning on
-// another CPU. Anything else is ignored.
+// both on one machine); =KC,MC,NC (each 1 to 65536, NC a multiple of 32) sets all three, for
+// tuning on another CPU. Anything else is ignored.
 const Blocking& CpuBlocking() {
   static const Blocking blocking = [] {
     const char* env = std::getenv("KILN_SGEMM_BLOCKING");
@@ -45,8 +45,9 @@ const Blocking& CpuBlocking() {
     if (forced == "amd") return kAmdBlocking;
     long long kc = 0, mc = 0, nc = 0;
     char end = 0;
+    constexpr long long kMost = 1 << 16;
     if (std::sscanf(forced.c_str(), "%lld,%lld,%lld%c", &kc, &mc, &nc, &end) == 3 && kc > 0 &&
-        mc > 0 && nc > 0 && nc % kNr == 0)
+        mc > 0 && nc > 0 && nc % kNr == 0 && kc <= kMost && mc <= kMost && nc <= kMost)
       return Blocking{kc, mc, nc};
     return __builtin_cpu_is("intel") ? kIntelBlocking : kAmdBlocking;
   }();
