@@ -20,6 +20,10 @@ Error Refused(const Step& step) {
 Result<std::unique_ptr<StepRunner>> MakeGemmStep(const Step& step, const Executable&) {
   return Refused(step);
 }
+// (Its products are OpenBLAS's on CPUs without AVX-512.)
+Result<std::unique_ptr<StepRunner>> MakeAttentionStep(const Step& step, const Executable&) {
+  return Refused(step);
+}
 Result<std::unique_ptr<StepRunner>> MakeOnednnMatmulStep(const Step& step, const Executable&) {
   return Refused(step);
 }
