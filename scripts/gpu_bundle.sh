@@ -19,10 +19,22 @@ cd "$(dirname "$0")/.."
 out=${1:?usage: scripts/gpu_bundle.sh OUT}
 elements=${KILN_BUNDLE_ELEMENTS:-67108864}
 gemm=${KILN_BUNDLE_GEMM:-4096}
-scripts/setup.sh >/dev/null
-scripts/build.sh build -- kiln kiln_write_models >/dev/null
-scripts/build.sh build-gpu-runtime -DKILN_BUILD_COMPILER=OFF -DKILN_HOST_LIBRARIES=OFF -- kilnrt \
-  >/dev/null
+# Quiet unless a step fails: then its output, and this script's exit status.
+quietly() {
+  local log rc=0
+  log=$(mktemp)
+  "$@" >"$log" 2>&1 || rc=$?
+  if ((rc)); then
+    tail -n 40 "$log" >&2
+    echo "gpu_bundle.sh: failed (exit $rc): $*" >&2
+  fi
+  rm -f "$log"
+  return "$rc"
+}
+quietly scripts/setup.sh
+quietly scripts/build.sh build -- kiln kiln_write_models
+quietly scripts/build.sh build-gpu-runtime -DKILN_BUILD_COMPILER=OFF -DKILN_HOST_LIBRARIES=OFF \
+  -- kilnrt
 kiln=build/tools/kiln
 kilnrt=build-gpu-runtime/tools/kilnrt
 rm -rf "$out"
