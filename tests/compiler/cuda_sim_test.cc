@@ -792,21 +792,26 @@ TEST_CASE("cuda-sim: cross-entropy and its gradient run on the device, labels ch
   const int64_t classes = GENERATE(10, 300);  // a thread per row, a block per row
   const int64_t rows = GENERATE(5, 40);       // the loss' mean by one thread, by one block
   const DType label_dtype = GENERATE(i32, i64);
-  INFO(rows << " rows of " << classes << " classes, labels " << DTypeName(label_dtype));
+  // "mean": a scalar loss and dloss; "none": the row losses, one dloss per row.
+  const std::string reduction = GENERATE(as<std::string>{}, "mean", "none");
+  const bool per_row = reduction == "none";
+  INFO(rows << " rows of " << classes << " classes, labels " << DTypeName(label_dtype) << ", "
+            << reduction);
   GraphBuilder g;
   Value logits = g.Placeholder("logits", f32, {rows, classes});
   Value labels = g.Placeholder("labels", label_dtype, {rows});
-  Value dloss = g.Placeholder("dloss", f32, {});
-  g.Output("loss", SoftmaxCrossEntropy(logits, labels).Named("xent"));
+  Value dloss = g.Placeholder("dloss", f32, per_row ? Shape{rows} : Shape{});
+  g.Output("loss", SoftmaxCrossEntropy(logits, labels, reduction).Named("xent"));
   g.Output("dlogits", SoftmaxCrossEntropyGrad(logits, labels, dloss));
   Graph graph = *g.Build();
   std::vector<int64_t> label_values(rows);
   for (int64_t n = 0; n < rows; ++n) label_values[n] = (n * 7 + 3) % classes;
   Tensor xs = Random(Shape{rows, classes}, 11);
   for (int64_t i = 0; i < xs.num_elements(); ++i) xs.data<float>()[i] *= 6;
-  FeedList feeds = {{"logits", xs},
-                    {"labels", Tensor::FromVector(Shape{rows}, label_values).CastTo(label_dtype)},
-                    {"dloss", Tensor::FromVector<float>({}, {0.75f})}};
+  FeedList feeds = {
+      {"logits", xs},
+      {"labels", Tensor::FromVector(Shape{rows}, label_values).CastTo(label_dtype)},
+      {"dloss", per_row ? Random(Shape{rows}, 13) : Tensor::FromVector<float>({}, {0.75f})}};
   const std::vector<TensorName> fetches = {"loss", "dlogits"};
   Session reference(graph, SessionOptions{.backend = "reference"});
   Result<std::vector<Tensor>> expected = reference.Run(feeds, fetches);
@@ -836,36 +841,6 @@ TEST_CASE("cuda-sim: cross-entropy and its gradient run on the device, labels ch
              Catch::Contains("xent") && Catch::Contains("label " + std::to_string(classes + 2) +
                                                         " at index 3 is out of range [0, " +
                                                         std::to_string(classes) + ")"));
-}
-
-TEST_CASE("cuda-sim: cross-entropy's row losses and their gradient run on the device", "[cuda]") {
-  const int64_t classes = GENERATE(10, 300);
-  const int64_t rows = 40;
-  GraphBuilder g;
-  Value logits = g.Placeholder("logits", f32, {rows, classes});
-  Value labels = g.Placeholder("labels", i64, {rows});
-  Value dloss = g.Placeholder("dloss", f32, {rows});
-  g.Output("loss", SoftmaxCrossEntropy(logits, labels, "none").Named("xent"));
-  g.Output("dlogits", SoftmaxCrossEntropyGrad(logits, labels, dloss));
-  Graph graph = *g.Build();
-  std::vector<int64_t> label_values(rows);
-  for (int64_t n = 0; n < rows; ++n) label_values[n] = (n * 7 + 3) % classes;
-  Tensor xs = Random(Shape{rows, classes}, 12);
-  for (int64_t i = 0; i < xs.num_elements(); ++i) xs.data<float>()[i] *= 6;
-  FeedList feeds = {{"logits", xs},
-                    {"labels", Tensor::FromVector(Shape{rows}, label_values)},
-                    {"dloss", Random(Shape{rows}, 13)}};
-  const std::vector<TensorName> fetches = {"loss", "dlogits"};
-  Session reference(graph, SessionOptions{.backend = "reference"});
-  Result<std::vector<Tensor>> expected = reference.Run(feeds, fetches);
-  REQUIRE(expected.ok());
-  testing::CheckCompiledMatchesReference(graph, feeds, fetches, *expected);  // cpu and cuda-sim
-  Result<RunPlan> plan = reference.Plan(feeds, fetches);
-  REQUIRE(plan.ok());
-  int kernels = 0;
-  for (const Step& s : CompileSim(*plan).executable.steps)
-    kernels += s.kind == Step::Kind::kKernel && s.callee.find("softmax_cross_entropy") == 0;
-  CHECK(kernels == 2);
 }
 
 TEST_CASE("cuda-sim: an integer step counter is incremented on the device, and wraps as on the cpu",
