@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <string>
 
 #include "ir/ops/math.h"
@@ -111,6 +110,32 @@ __attribute__((target("avx512f"))) void CopyRows(const float* src, int64_t ld, i
     _mm512_mask_storeu_ps(out + p * width, out_mask, _mm512_maskz_loadu_ps(in_mask, src + p * ld));
 }
 
+// out[s * count * kNr + p * kNr + j] = src[p * ld + s + j] for p < count and s + j < cols (s a
+// multiple of kNr, zeros past cols): a row-major block spread into micro-panels of kNr columns,
+// row by row, so that each row is read once and contiguously (a panel at a time would walk the
+// rows kNr floats apart, a page each for a wide matrix).
+__attribute__((target("avx512f"))) void SpreadRowsIntoPanels(const float* src, int64_t ld,
+                                                             int64_t count, int64_t cols,
+                                                             float* out) {
+  const int64_t halves = (cols + kNr - 1) / kNr * 2, full = cols / 16;
+  const __mmask16 tail = static_cast<__mmask16>((1u << (cols % 16)) - 1);
+  for (int64_t p = 0; p < count; ++p) {
+    const float* row = src + p * ld;
+    float* dst = out + p * kNr;
+    // Rows kAhead below, fetched now: the hardware's prefetcher starts afresh at each row.
+    constexpr int64_t kAhead = 3;
+    if (p + kAhead < count)
+      for (int64_t h = 0; h < full; ++h)
+        _mm_prefetch(reinterpret_cast<const char*>(row + kAhead * ld + h * 16), _MM_HINT_T0);
+    for (int64_t h = 0; h < halves; ++h) {
+      const __m512 v = h < full    ? _mm512_loadu_ps(row + h * 16)
+                       : h == full ? _mm512_maskz_loadu_ps(tail, row + h * 16)
+                                   : _mm512_setzero_ps();
+      _mm512_storeu_ps(dst + h / 2 * count * kNr + h % 2 * 16, v);
+    }
+  }
+}
+
 // Rows [i0, i0 + mc) and columns [p0, p0 + kc) of op(a) as micro-panels of mr rows: panel r
 // holds, for each p, its mr rows' entries (zeros past the last row).
 void PackA(const float* a, bool trans, int64_t lda, int64_t i0, int64_t mc, int64_t p0, int64_t kc,
@@ -130,21 +155,17 @@ void PackA(const float* a, bool trans, int64_t lda, int64_t i0, int64_t mc, int6
 // past the last column).
 void PackB(const float* b, bool trans, int64_t ldb, int64_t p0, int64_t kc, int64_t j0, int64_t nc,
            float* out) {
+  if (!trans) {  // op(b)(p, j) = b[p * ldb + j]: each p's columns are contiguous
+    SpreadRowsIntoPanels(b + p0 * ldb + j0, ldb, kc, nc, out);
+    return;
+  }
   for (int64_t s = 0; s < nc; s += kNr) {
     const int cols = static_cast<int>(std::min<int64_t>(kNr, nc - s));
     float* panel = out + s * kc;
-    if (trans) {  // op(b)(p, j) = b[j * ldb + p]: each half panel's 16 columns interleaved
-      for (int half = 0; half < kNr; half += 16)
-        InterleaveRows(b + (j0 + s + half) * ldb + p0, ldb, std::clamp(cols - half, 0, 16), kc, 16,
-                       panel + half, kNr);
-    } else {  // op(b)(p, j) = b[p * ldb + j]: each p's columns are contiguous
-      for (int64_t p = 0; p < kc; ++p) {
-        const float* src = b + (p0 + p) * ldb + j0 + s;
-        float* dst = panel + p * kNr;
-        std::memcpy(dst, src, sizeof(float) * cols);
-        if (cols < kNr) std::memset(dst + cols, 0, sizeof(float) * (kNr - cols));
-      }
-    }
+    // op(b)(p, j) = b[j * ldb + p]: each half panel's 16 columns interleaved
+    for (int half = 0; half < kNr; half += 16)
+      InterleaveRows(b + (j0 + s + half) * ldb + p0, ldb, std::clamp(cols - half, 0, 16), kc, 16,
+                     panel + half, kNr);
   }
 }
 
@@ -158,6 +179,11 @@ __attribute__((target("avx512f"))) void MicroKernel(int64_t kc, const float* pa,
   __m512 acc[MR][2];
 #pragma GCC unroll 14
   for (int i = 0; i < MR; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+  // c's tile is read (or written) after the k loop; fetched now, its misses overlap the loop.
+  for (int i = 0; i < rows; ++i) {
+    _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc + 16), _MM_HINT_T0);
+  }
   for (int64_t p = 0; p < kc; ++p) {
     const __m512 b0 = _mm512_load_ps(pb);
     const __m512 b1 = _mm512_load_ps(pb + 16);
