@@ -3,6 +3,7 @@
 #include <numeric>
 #include <set>
 
+#include "compiler/assign_widening.h"
 #include "compiler/codegen/emit_mlir.h"
 #include "compiler/library_lowering.h"
 #include "compiler/op_lowerings.h"
@@ -63,7 +64,10 @@ Result<PlannedExecutable> PlanExecutable(const RunPlan& plan_given, const PlanOp
   KILN_ASSIGN_OR_RETURN(out.lowered, Lower(plan, info, out.fusion, out.epilogues));
   if (options.preferred_layouts)
     out.layouts = AssignLayouts(out.lowered.executable, options.preferred_layouts);
-  if (options.cpu_steps) LowerCpuRoutineSteps(out.lowered.executable);
+  if (options.cpu_steps) {
+    LowerCpuRoutineSteps(out.lowered.executable);
+    FoldWideningIntoAssigns(out.lowered);
+  }
   if (options.rewrite_steps) KILN_RETURN_IF_ERROR(options.rewrite_steps(out.lowered));
   // The cpu backend skips steps whose results cannot change while the variables keep their
   // versions (a bf16 inference plan's weight casts); the CUDA program does not yet.

@@ -185,6 +185,10 @@ __attribute__((target("avx512f"))) void MicroKernel(int64_t kc, const float* pa,
     _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc + 16), _MM_HINT_T0);
   }
   for (int64_t p = 0; p < kc; ++p) {
+    // op(b)'s panel streams from L2: its lines kAheadB steps on, fetched now.
+    constexpr int kAheadB = 8;
+    _mm_prefetch(reinterpret_cast<const char*>(pb + kAheadB * kNr), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(pb + kAheadB * kNr + 16), _MM_HINT_T0);
     const __m512 b0 = _mm512_load_ps(pb);
     const __m512 b1 = _mm512_load_ps(pb + 16);
 #pragma GCC unroll 14

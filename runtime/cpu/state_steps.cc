@@ -3,7 +3,8 @@
 //             ops that only relabel a dense buffer's shape); other inputs (shapes) are not read.
 //   "assign"  Assign (mode 0), AssignAdd (+1), AssignSub (-1) on an f32, f64, i32 or i64
 //             variable (integers wrap), a float one's by scale * value where a third input (a
-//             scalar) is given: the
+//             scalar) is given; an f32 variable's value may be bf16, widened as it is read (a
+//             mixed-precision gradient, compiler/assign_widening.h): the
 //             stored value is replaced by the new one, and the step's output buffer (kind
 //             kVariable) is pointed at it. Values are never mutated where anyone could see it:
 //             the update is computed in place only when no later step of the plan reads a
@@ -14,6 +15,7 @@
 //             its zeroing and page faults (for FCN-R's 64 MB matrices, most of the update).
 #include <cstring>
 #include <set>
+#include <type_traits>
 
 #include "runtime/cpu/library_steps.h"
 
@@ -35,31 +37,46 @@ class CopyStep : public StepRunner {
   int64_t bytes_;
 };
 
+// A value element as the variable's arithmetic type T: itself, or a bf16 (its 16 bits, V =
+// uint16_t) widened exactly to f32.
+template <typename T, typename V>
+inline T Widen(V v) {
+  if constexpr (std::is_same_v<T, float> && std::is_same_v<V, uint16_t>) {
+    return BFloat16ToFloat(v);
+  } else {
+    return v;
+  }
+}
+
 // out = value, base + value or base - value; T is the arithmetic type (unsigned for the integer
-// dtypes, so that they wrap as the reference's integer Add and Sub do). With `scale` (float
-// dtypes), value is scale * value (the compiler may fuse the product and the sum into one
-// rounding). Large updates are split over `threads`.
-template <typename T>
+// dtypes, so that they wrap as the reference's integer Add and Sub do), V the value's element
+// (T, or bf16's bits for an f32 T). With `scale` (float dtypes), value is scale * value (the
+// compiler may fuse the product and the sum into one rounding). Large updates are split over
+// `threads`.
+template <typename T, typename V = T>
 void Combine(int64_t mode, const void* base_data, const void* value_data, const void* scale_data,
              void* out_data, int64_t n, int threads) {
   const T* base = static_cast<const T*>(base_data);
-  const T* value = static_cast<const T*>(value_data);
+  const V* value = static_cast<const V*>(value_data);
   T* out = static_cast<T*>(out_data);
   if (scale_data && mode != 0) {
     const T scale = *static_cast<const T*>(scale_data);
     const T sign = mode > 0 ? T(1) : T(-1);
 #pragma omp parallel for simd num_threads(threads) schedule(static) if (n > (1 << 16))
-    for (int64_t i = 0; i < n; ++i) out[i] = base[i] + sign * (scale * value[i]);
+    for (int64_t i = 0; i < n; ++i) out[i] = base[i] + sign * (scale * Widen<T>(value[i]));
     return;
   }
-  if (mode == 0) {
+  if (mode == 0 && std::is_same_v<T, V>) {
     std::memcpy(out, value, static_cast<size_t>(n) * sizeof(T));
+  } else if (mode == 0) {
+#pragma omp parallel for simd num_threads(threads) schedule(static) if (n > (1 << 16))
+    for (int64_t i = 0; i < n; ++i) out[i] = Widen<T>(value[i]);
   } else if (mode > 0) {
 #pragma omp parallel for simd num_threads(threads) schedule(static) if (n > (1 << 16))
-    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(base[i] + value[i]);
+    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(base[i] + Widen<T>(value[i]));
   } else {
 #pragma omp parallel for simd num_threads(threads) schedule(static) if (n > (1 << 16))
-    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(base[i] - value[i]);
+    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(base[i] - Widen<T>(value[i]));
   }
 }
 
@@ -69,8 +86,11 @@ bool IsAssignable(DType dtype) {
 
 class AssignStep : public StepRunner {
  public:
-  AssignStep(const Step& step, int64_t mode, bool may_update_in_place)
-      : step_(step), mode_(mode), may_update_in_place_(may_update_in_place) {}
+  AssignStep(const Step& step, int64_t mode, bool may_update_in_place, bool bf16_value)
+      : step_(step),
+        mode_(mode),
+        may_update_in_place_(may_update_in_place),
+        bf16_value_(bf16_value) {}
   Status Run(StepEnv& env) const override {
     const Executable& exe = *env.executable;
     const std::string& name = step_.node.inputs[0].node;
@@ -103,7 +123,9 @@ class AssignStep : public StepRunner {
  private:
   void Apply(const void* base, const void* value, const void* scale, void* out, int64_t n,
              DType dtype, int threads) const {
-    if (dtype == f32)
+    if (dtype == f32 && bf16_value_)
+      Combine<float, uint16_t>(mode_, base, value, scale, out, n, threads);
+    else if (dtype == f32)
       Combine<float>(mode_, base, value, scale, out, n, threads);
     else if (dtype == f64)
       Combine<double>(mode_, base, value, scale, out, n, threads);
@@ -123,6 +145,7 @@ class AssignStep : public StepRunner {
   const Step& step_;
   int64_t mode_;
   bool may_update_in_place_;
+  bool bf16_value_;  // an f32 variable's value is bf16
 };
 
 // Whether no step after `assign` reads a buffer that a variable_read of the same variable bound,
@@ -163,10 +186,14 @@ Result<std::unique_ptr<StepRunner>> MakeAssignStep(const Step& step, const Execu
     return MakeError(ErrorCode::kInternal, "assign '", step.node.name,
                      "': needs the variable, the value, perhaps a scale, and one output");
   const TensorType& out = exe.buffers[step.outputs[0]].type;
-  for (int id : {step.inputs[0], step.inputs[1]})
-    if (!(exe.buffers[id].type == out) || !IsAssignable(out.dtype))
-      return MakeError(ErrorCode::kInternal, "assign '", step.node.name,
-                       "': needs f32, f64, i32 or i64 operands of one type");
+  const TensorType& value = exe.buffers[step.inputs[1]].type;
+  const bool bf16_value = out.dtype == f32 && value == TensorType{bf16, out.shape};
+  if (!(exe.buffers[step.inputs[0]].type == out) || !IsAssignable(out.dtype) ||
+      !(value == out || bf16_value))
+    return MakeError(ErrorCode::kInternal, "assign '", step.node.name,
+                     "': needs f32, f64, i32 or i64 operands of one type (or a bf16 value for an "
+                     "f32 variable), got ",
+                     exe.buffers[step.inputs[0]].type.ToString(), " and ", value.ToString());
   if (step.inputs.size() == 3 &&
       (mode == 0 || (out.dtype != f32 && out.dtype != f64) ||
        !(exe.buffers[step.inputs[2]].type == TensorType{out.dtype, Shape{}})))
@@ -175,7 +202,8 @@ Result<std::unique_ptr<StepRunner>> MakeAssignStep(const Step& step, const Execu
   if (exe.buffers[step.outputs[0]].kind != BufferDesc::Kind::kVariable)
     return MakeError(ErrorCode::kInternal, "assign '", step.node.name,
                      "': its output must be a variable buffer");
-  return std::unique_ptr<StepRunner>(new AssignStep(step, mode, NoLaterReadOfOldValue(step, exe)));
+  return std::unique_ptr<StepRunner>(
+      new AssignStep(step, mode, NoLaterReadOfOldValue(step, exe), bf16_value));
 }
 
 }  // namespace kiln::cpu
