@@ -33,6 +33,7 @@
 #include "runtime/cpu/conv_step.h"
 #include "runtime/cpu/library_steps.h"
 #include "runtime/cpu/onednn.h"
+#include "runtime/cpu/onednn_filter_grad_matmul.h"
 #include "runtime/invariant_steps.h"
 
 namespace kiln::cpu {
@@ -479,16 +480,20 @@ ConvKind KindOf(const Step& step) {
                                                   : ConvKind::kBackwardFilter;
 }
 
-// Whether a bf16 weight gradient has so few output positions (at most 2 x 2) that oneDNN 2.6's
-// bf16 kernel is slower than its f32 one with the conversions: measured on AVX-512 BF16 (Zen 5,
-// ResNet-18 on 32 x 32 images, batch 32): 1 x 1 outputs 1.6 ms in bf16 against 0.9 in f32,
-// 2 x 2 0.7-1.0 against 0.5-0.75; from 4 x 4 on bf16 is as fast or faster.
-bool FewOutputPositions(const Step& step, const Executable& exe, ConvKind kind) {
+// Whether oneDNN 2.6's bf16 kernel for a weight gradient is slower than its f32 one with the
+// conversions: so few output positions (at most 2 x 2; measured on AVX-512 BF16, Zen 5, ResNet-18
+// on 32 x 32 images, batch 32: 1 x 1 outputs 1.6 ms in bf16 against 0.9 in f32, 2 x 2 0.7-1.0
+// against 0.5-0.75; from 4 x 4 on bf16 is as fast or faster), or fewer than 16 input channels (a
+// network's first layer, 3 x 7 x 7 taps: 1.34 ms in bf16 against 0.55 in f32 on a Xeon with
+// AMX). Where oneDNN has a native bf16 matmul, the first kind runs as one
+// (onednn_filter_grad_matmul.h) before this is asked.
+bool SlowInBf16(const Step& step, const Executable& exe, ConvKind kind) {
   if (kind != ConvKind::kBackwardFilter || step.inputs.size() < 2 ||
       step.inputs[1] >= static_cast<int>(exe.buffers.size()))
     return false;
+  const Shape& x = exe.buffers[step.inputs[0]].type.shape;
   const Shape& dy = exe.buffers[step.inputs[1]].type.shape;
-  return dy.rank() == 4 && dy[2] * dy[3] <= 4;
+  return dy.rank() == 4 && x.rank() == 4 && (dy[2] * dy[3] <= kMostOutputPositions || x[1] < 16);
 }
 
 // bf16 steps natively where oneDNN can (and it is faster), else in f32 (the reorders convert).
@@ -498,7 +503,7 @@ Result<T> InComputeType(const Step& step, const Executable& exe,
   const bool is_bf16 = !step.outputs.empty() &&
                        step.outputs[0] < static_cast<int>(exe.buffers.size()) &&
                        exe.buffers[step.outputs[0]].type.dtype == bf16;
-  if (is_bf16 && !FewOutputPositions(step, exe, KindOf(step))) {
+  if (is_bf16 && !SlowInBf16(step, exe, KindOf(step))) {
     Result<T> native = make(memory::data_type::bf16);
     if (native.ok() || native.error().code() != ErrorCode::kUnimplemented) return native;
   }
@@ -509,6 +514,10 @@ Result<T> InComputeType(const Step& step, const Executable& exe,
 
 Result<std::unique_ptr<StepRunner>> MakeConvStep(const Step& step, const Executable& exe) {
   const ConvKind kind = KindOf(step);
+  if (SuitsIm2colFilterGrad(step, exe)) {
+    Result<std::unique_ptr<StepRunner>> product = MakeIm2colFilterGradStep(step, exe);
+    if (product.ok() || product.error().code() != ErrorCode::kUnimplemented) return product;
+  }
   return InComputeType<std::unique_ptr<StepRunner>>(
       step, exe, [&](memory::data_type compute) { return MakeConv(step, exe, kind, compute); });
 }

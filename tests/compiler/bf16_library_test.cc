@@ -4,11 +4,13 @@
 // at load). Both paths round once from a float32 accumulation, as the reference does.
 #include <catch2/catch.hpp>
 
+#include "compiler/plan_executable.h"
 #include "ir/builder.h"
 #include "ir/ops/linalg.h"
 #include "ir/ops/math.h"
 #include "ir/ops/nn.h"
 #include "runtime/cpu/library_steps.h"
+#include "runtime/cpu/onednn_filter_grad_matmul.h"
 #include "runtime/session.h"
 #include "tests/compiler/conv_graph.h"
 #include "tests/testing/differential.h"
@@ -93,13 +95,53 @@ TEST_CASE("bf16 Conv2D and its backward passes match the reference", "[cpu][prec
            {Shape{1, 4, 9, 7},
             Shape{6, 2, 3, 2},
             {.strides = {2, 1}, .pads = {1, 0, 1, 1}, .groups = 2}},
-           // Outputs of 1 x 1 and 2 x 2: the weight gradient computes in f32.
+           // Outputs of 1 x 1, 2 x 2 and 1 x 2: the weight gradient is one matrix product over
+           // x's im2col where oneDNN has a native bf16 matmul (onednn_filter_grad_matmul.h),
+           // else computed in f32; with padding, strides and dilation.
            {Shape{4, 32, 1, 1}, Shape{32, 32, 3, 3}, {.pads = {1, 1, 1, 1}}},
-           {Shape{4, 16, 4, 4}, Shape{32, 16, 3, 3}, {.strides = {2, 2}, .pads = {1, 1, 1, 1}}}}) {
+           {Shape{4, 16, 4, 4}, Shape{32, 16, 3, 3}, {.strides = {2, 2}, .pads = {1, 1, 1, 1}}},
+           {Shape{3, 5, 5, 4},
+            Shape{7, 5, 2, 3},
+            {.strides = {3, 2}, .pads = {1, 0, 0, 2}, .dilations = {2, 1}}},
+           // Three input channels (a first layer): computed in f32.
+           {Shape{2, 3, 9, 9}, Shape{8, 3, 3, 3}, {.strides = {2, 2}}}}) {
     INFO(c.x.ToString() << " * " << c.w.ToString());
     Graph graph = testing::ConvForwardAndBackward(bf16, c.x, c.w, c.options);
     RunBoth(graph, {{"x", RandomBf16(c.x, 8)}, {"w", RandomBf16(c.w, 9)}}, {"y", "dx", "dw"});
   }
+}
+
+TEST_CASE("a bf16 weight gradient over at most 2 x 2 outputs is one matrix product",
+          "[cpu][precision]") {
+  if (!cpu::HasNativeBf16Matmul()) {
+    WARN("skipped: oneDNN has no native bf16 matmul on this CPU");
+    return;
+  }
+  // x computed by a convolution (so that the cpu plan may give it oneDNN's nhwc layout), dy fed.
+  GraphBuilder g;
+  Value x0 = g.Placeholder("x0", bf16, {4, 8, 4, 4});
+  Value w0 = g.Placeholder("w0", bf16, {16, 8, 1, 1});
+  Value x = Conv2D(x0, w0);
+  Value dy = g.Placeholder("dy", bf16, {4, 8, 2, 2});
+  Value w = g.Placeholder("w", bf16, {8, 16, 3, 3});
+  g.Output("dw", Conv2DBackpropFilter(x, dy, w, {.strides = {2, 2}, .pads = {1, 1, 1, 1}}));
+  Graph graph = *g.Build();
+  const FeedList feeds = {{"x0", RandomBf16(Shape{4, 8, 4, 4}, 1)},
+                          {"w0", RandomBf16(Shape{16, 8, 1, 1}, 4)},
+                          {"dy", RandomBf16(Shape{4, 8, 2, 2}, 2)},
+                          {"w", RandomBf16(Shape{8, 16, 3, 3}, 3)}};
+  Session planner(graph, SessionOptions{.backend = "reference"});
+  Result<RunPlan> plan = planner.Plan(feeds, {"dw"});
+  REQUIRE(plan.ok());
+  Result<compiler::PlannedExecutable> planned =
+      compiler::PlanExecutable(*plan, compiler::CpuPlanOptions());
+  REQUIRE(planned.ok());
+  int products = 0;
+  for (const Step& step : planned->lowered.executable.steps)
+    products += step.callee == "conv2d_backprop_filter" &&
+                cpu::SuitsIm2colFilterGrad(step, planned->lowered.executable);
+  CHECK(products == 1);
+  RunBoth(graph, feeds, {"dw"});
 }
 
 }  // namespace
