@@ -3,7 +3,7 @@
 #include <numeric>
 #include <set>
 
-#include "compiler/assign_widening.h"
+#include "compiler/assign_folding.h"
 #include "compiler/codegen/emit_mlir.h"
 #include "compiler/library_lowering.h"
 #include "compiler/op_lowerings.h"
@@ -66,7 +66,7 @@ Result<PlannedExecutable> PlanExecutable(const RunPlan& plan_given, const PlanOp
     out.layouts = AssignLayouts(out.lowered.executable, options.preferred_layouts);
   if (options.cpu_steps) {
     LowerCpuRoutineSteps(out.lowered.executable);
-    FoldWideningIntoAssigns(out.lowered);
+    FoldIntoAssigns(out.lowered);
   }
   if (options.rewrite_steps) KILN_RETURN_IF_ERROR(options.rewrite_steps(out.lowered));
   // The cpu backend skips steps whose results cannot change while the variables keep their

@@ -4,7 +4,10 @@
 //   "assign"  Assign (mode 0), AssignAdd (+1), AssignSub (-1) on an f32, f64, i32 or i64
 //             variable (integers wrap), a float one's by scale * value where a third input (a
 //             scalar) is given; an f32 variable's value may be bf16, widened as it is read (a
-//             mixed-precision gradient, compiler/assign_widening.h): the
+//             mixed-precision gradient), and a float AssignAdd or AssignSub may update only a
+//             region of the variable, from a value of its own shape, when the step has
+//             strided_copy's region attributes (runtime/cpu/strided_region.h; a gradient
+//             computed for part of a weight: compiler/assign_folding.h): the
 //             stored value is replaced by the new one, and the step's output buffer (kind
 //             kVariable) is pointed at it. Values are never mutated where anyone could see it:
 //             the update is computed in place only when no later step of the plan reads a
@@ -13,11 +16,15 @@
 //             only); otherwise into a fresh tensor, so that earlier reads keep theirs. In place,
 //             a training step's update costs one pass over the weights instead of an allocation,
 //             its zeroing and page faults (for FCN-R's 64 MB matrices, most of the update).
+#include <algorithm>
 #include <cstring>
+#include <optional>
 #include <set>
 #include <type_traits>
+#include <vector>
 
 #include "runtime/cpu/library_steps.h"
+#include "runtime/cpu/strided_region.h"
 
 namespace kiln::cpu {
 namespace {
@@ -80,17 +87,66 @@ void Combine(int64_t mode, const void* base_data, const void* value_data, const 
   }
 }
 
+// out[t] = out[t] + value[s] or - value[s] (times scale, when given) for each element of the
+// region (s in its source view over the value, t in its destination view over out). The rows
+// (the innermost dim's runs) are split over `threads` in blocks, each walked with an odometer over
+// the outer dims; a region of fewer rows than threads splits its rows instead.
+template <typename T, typename V = T>
+void UpdateRegion(int64_t mode, const StridedRegion& region, const void* value_data,
+                  const void* scale_data, T* out, int threads) {
+  const int64_t count = region.count();
+  if (count == 0) return;
+  const V* value = static_cast<const V*>(value_data);
+  const T scale = scale_data ? *static_cast<const T*>(scale_data) : T(1);
+  const T sign = mode > 0 ? T(1) : T(-1);
+  const int rank = static_cast<int>(region.dims.size());
+  const int64_t inner = rank == 0 ? 1 : region.dims.back(), rows = count / inner;
+  const int64_t ss = rank == 0 ? 0 : region.src.strides.back();
+  const int64_t ts = rank == 0 ? 0 : region.dst.strides.back();
+  const int parts = count > (1 << 16) ? threads : 1;
+  const int64_t pieces = rows >= parts ? 1 : parts;  // of each row
+#pragma omp parallel for num_threads(parts) schedule(static) if (parts > 1)
+  for (int part = 0; part < parts; ++part) {
+    const int64_t first = pieces > 1 ? 0 : rows * part / parts;
+    const int64_t last = pieces > 1 ? rows : rows * (part + 1) / parts;
+    const int64_t begin = pieces > 1 ? inner * part / parts : 0;
+    const int64_t end = pieces > 1 ? inner * (part + 1) / parts : inner;
+    std::vector<int64_t> index(static_cast<size_t>(std::max(rank - 1, 0)), 0);
+    int64_t s = region.src.offset, t = region.dst.offset, rest = first;
+    for (int d = rank - 2; d >= 0; --d) {  // the first row's position in the outer dims
+      index[d] = rest % region.dims[d];
+      rest /= region.dims[d];
+      s += index[d] * region.src.strides[d];
+      t += index[d] * region.dst.strides[d];
+    }
+    for (int64_t row = first; row < last; ++row) {
+      for (int64_t i = begin; i < end; ++i)
+        out[t + i * ts] += sign * (scale * Widen<T>(value[s + i * ss]));
+      for (int d = rank - 2; d >= 0; --d) {  // the next row
+        s += region.src.strides[d];
+        t += region.dst.strides[d];
+        if (++index[d] < region.dims[d]) break;
+        s -= region.dims[d] * region.src.strides[d];
+        t -= region.dims[d] * region.dst.strides[d];
+        index[d] = 0;
+      }
+    }
+  }
+}
+
 bool IsAssignable(DType dtype) {
   return dtype == f32 || dtype == f64 || dtype == i32 || dtype == i64;
 }
 
 class AssignStep : public StepRunner {
  public:
-  AssignStep(const Step& step, int64_t mode, bool may_update_in_place, bool bf16_value)
+  AssignStep(const Step& step, int64_t mode, bool may_update_in_place, bool bf16_value,
+             std::optional<StridedRegion> region)
       : step_(step),
         mode_(mode),
         may_update_in_place_(may_update_in_place),
-        bf16_value_(bf16_value) {}
+        bf16_value_(bf16_value),
+        region_(std::move(region)) {}
   Status Run(StepEnv& env) const override {
     const Executable& exe = *env.executable;
     const std::string& name = step_.node.inputs[0].node;
@@ -108,12 +164,21 @@ class AssignStep : public StepRunner {
     const void* scale = step_.inputs.size() > 2 ? env.data[step_.inputs[2]] : nullptr;
     if (current && may_update_in_place_ && OnlyThisRunHolds(*current, env)) {
       Tensor& stored = *env.variables->FindMutable(name);
-      Apply(base, value, scale, stored.raw_data(), stored.num_elements(), type.dtype, env.threads);
+      if (region_)
+        ApplyToRegion(value, scale, stored.raw_data(), type.dtype, env.threads);
+      else
+        Apply(base, value, scale, stored.raw_data(), stored.num_elements(), type.dtype,
+              env.threads);
       env.data[step_.outputs[0]] = stored.raw_data();
       return OkStatus();
     }
-    Tensor result = Tensor::Uninitialized(type.dtype, type.shape);  // Apply writes every element
-    Apply(base, value, scale, result.raw_data(), result.num_elements(), type.dtype, env.threads);
+    Tensor result = Tensor::Uninitialized(type.dtype, type.shape);  // every element is written
+    if (region_) {
+      std::memcpy(result.raw_data(), base, static_cast<size_t>(result.byte_size()));
+      ApplyToRegion(value, scale, result.raw_data(), type.dtype, env.threads);
+    } else {
+      Apply(base, value, scale, result.raw_data(), result.num_elements(), type.dtype, env.threads);
+    }
     env.variables->Set(name, result);
     env.pinned.push_back(result);
     env.data[step_.outputs[0]] = env.pinned.back().raw_data();
@@ -135,6 +200,18 @@ class AssignStep : public StepRunner {
       Combine<uint64_t>(mode_, base, value, nullptr, out, n, threads);
   }
 
+  // The region update in place on `out` (a float variable's values).
+  void ApplyToRegion(const void* value, const void* scale, void* out, DType dtype,
+                     int threads) const {
+    if (dtype == f32 && bf16_value_)
+      UpdateRegion<float, uint16_t>(mode_, *region_, value, scale, static_cast<float*>(out),
+                                    threads);
+    else if (dtype == f32)
+      UpdateRegion<float>(mode_, *region_, value, scale, static_cast<float*>(out), threads);
+    else
+      UpdateRegion<double>(mode_, *region_, value, scale, static_cast<double*>(out), threads);
+  }
+
   // Whether the stored tensor's storage is held only by the store and this run's pins.
   static bool OnlyThisRunHolds(const Tensor& stored, const StepEnv& env) {
     long pins = 0;
@@ -145,7 +222,8 @@ class AssignStep : public StepRunner {
   const Step& step_;
   int64_t mode_;
   bool may_update_in_place_;
-  bool bf16_value_;  // an f32 variable's value is bf16
+  bool bf16_value_;                      // an f32 variable's value is bf16
+  std::optional<StridedRegion> region_;  // the part of the variable updated; none: all of it
 };
 
 // Whether no step after `assign` reads a buffer that a variable_read of the same variable bound,
@@ -187,13 +265,23 @@ Result<std::unique_ptr<StepRunner>> MakeAssignStep(const Step& step, const Execu
                      "': needs the variable, the value, perhaps a scale, and one output");
   const TensorType& out = exe.buffers[step.outputs[0]].type;
   const TensorType& value = exe.buffers[step.inputs[1]].type;
-  const bool bf16_value = out.dtype == f32 && value == TensorType{bf16, out.shape};
+  const bool bf16_value = out.dtype == f32 && value.dtype == bf16;
+  // A region update's value has the region's elements, in its own shape.
+  const bool regional = step.attrs.Has("dims");
   if (!(exe.buffers[step.inputs[0]].type == out) || !IsAssignable(out.dtype) ||
-      !(value == out || bf16_value))
+      !(value.dtype == out.dtype || bf16_value) || (!regional && value.shape != out.shape))
     return MakeError(ErrorCode::kInternal, "assign '", step.node.name,
                      "': needs f32, f64, i32 or i64 operands of one type (or a bf16 value for an "
                      "f32 variable), got ",
                      exe.buffers[step.inputs[0]].type.ToString(), " and ", value.ToString());
+  std::optional<StridedRegion> region;
+  if (regional) {
+    if (mode == 0 || (out.dtype != f32 && out.dtype != f64))
+      return MakeError(ErrorCode::kInternal, "assign '", step.node.name,
+                       "': only a float AssignAdd or AssignSub updates a region");
+    KILN_ASSIGN_OR_RETURN(
+        region, ReadStridedRegion(step, value.shape.NumElements(), out.shape.NumElements()));
+  }
   if (step.inputs.size() == 3 &&
       (mode == 0 || (out.dtype != f32 && out.dtype != f64) ||
        !(exe.buffers[step.inputs[2]].type == TensorType{out.dtype, Shape{}})))
@@ -203,7 +291,7 @@ Result<std::unique_ptr<StepRunner>> MakeAssignStep(const Step& step, const Execu
     return MakeError(ErrorCode::kInternal, "assign '", step.node.name,
                      "': its output must be a variable buffer");
   return std::unique_ptr<StepRunner>(
-      new AssignStep(step, mode, NoLaterReadOfOldValue(step, exe), bf16_value));
+      new AssignStep(step, mode, NoLaterReadOfOldValue(step, exe), bf16_value, std::move(region)));
 }
 
 }  // namespace kiln::cpu

@@ -4,25 +4,21 @@
 // of any dtype, a contiguous innermost run as one memcpy. Dims of extent 1 are dropped and dims
 // both views walk as one merged at load. The outer positions (or, when there are fewer rows than
 // threads, pieces of each row) are split over the session's threads. At load every element the
-// views reach is checked to lie in its buffer.
+// views reach is checked to lie in its buffer (runtime/cpu/strided_region.h).
 #include <omp.h>
 
 #include <algorithm>
 #include <cstring>
 
 #include "runtime/cpu/library_steps.h"
+#include "runtime/cpu/strided_region.h"
 
 namespace kiln::cpu {
 namespace {
 
-struct View {
-  int64_t offset = 0;
-  std::vector<int64_t> strides;
-};
-
 class StridedCopyStep : public StepRunner {
  public:
-  StridedCopyStep(const Step& step, std::vector<int64_t> dims, View src, View dst,
+  StridedCopyStep(const Step& step, std::vector<int64_t> dims, StridedView src, StridedView dst,
                   std::vector<char> fill, int64_t dst_elements, int element)
       : step_(step),
         dims_(std::move(dims)),
@@ -145,59 +141,17 @@ class StridedCopyStep : public StepRunner {
 
   const Step& step_;
   std::vector<int64_t> dims_;
-  View src_, dst_;
+  StridedView src_, dst_;
   std::vector<char> fill_;  // one element of the fill value; empty: no fill
   int64_t dst_elements_;
   int element_;
 };
-
-// Whether every element `view` reaches over `dims` (each >= 1) lies in [0, elements); false when
-// the arithmetic would overflow (the attributes may come from a file).
-bool Inside(const View& view, const std::vector<int64_t>& dims, int64_t elements) {
-  int64_t lo = view.offset, hi = view.offset;
-  for (size_t d = 0; d < dims.size(); ++d) {
-    int64_t span = 0;
-    if (__builtin_mul_overflow(dims[d] - 1, view.strides[d], &span)) return false;
-    int64_t& end = span < 0 ? lo : hi;
-    if (__builtin_add_overflow(end, span, &end)) return false;
-  }
-  return lo >= 0 && hi < elements;
-}
-
-// The same copy over fewer dims: dims of extent 1 dropped, and neighbours that both views walk
-// as one (a stride equal to the next dim's extent times its stride) merged, so that the rows are
-// as long as they can be.
-void Simplify(std::vector<int64_t>& dims, View& src, View& dst) {
-  std::vector<int64_t> d2, s2, t2;
-  for (size_t d = 0; d < dims.size(); ++d) {
-    if (dims[d] == 1) continue;
-    if (!d2.empty() && s2.back() == dims[d] * src.strides[d] &&
-        t2.back() == dims[d] * dst.strides[d]) {
-      d2.back() *= dims[d];
-      s2.back() = src.strides[d];
-      t2.back() = dst.strides[d];
-      continue;
-    }
-    d2.push_back(dims[d]);
-    s2.push_back(src.strides[d]);
-    t2.push_back(dst.strides[d]);
-  }
-  dims = std::move(d2);
-  src.strides = std::move(s2);
-  dst.strides = std::move(t2);
-}
 
 }  // namespace
 
 Result<std::unique_ptr<StepRunner>> MakeStridedCopyStep(const Step& step, const Executable& exe) {
   if (step.inputs.empty() || step.outputs.size() != 1)
     return MakeError(ErrorCode::kInternal, "strided_copy reads input 0 and writes one output");
-  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> dims, step.attrs.GetInts("dims"));
-  View src, dst;
-  KILN_ASSIGN_OR_RETURN(src.offset, step.attrs.GetInt("src_offset"));
-  KILN_ASSIGN_OR_RETURN(src.strides, step.attrs.GetInts("src_strides"));
-  KILN_ASSIGN_OR_RETURN(dst.offset, step.attrs.GetInt("dst_offset"));
-  KILN_ASSIGN_OR_RETURN(dst.strides, step.attrs.GetInts("dst_strides"));
   KILN_ASSIGN_OR_RETURN(int64_t fill, step.attrs.GetInt("fill"));
   KILN_ASSIGN_OR_RETURN(double fill_value, step.attrs.GetFloat("fill_value"));
   const TensorType& from = exe.buffers[step.inputs[0]].type;
@@ -205,32 +159,17 @@ Result<std::unique_ptr<StepRunner>> MakeStridedCopyStep(const Step& step, const 
   if (from.dtype != to.dtype)
     return MakeError(ErrorCode::kInternal, "strided_copy from ", from.ToString(), " to ",
                      to.ToString(), ": the dtypes differ");
-  if (src.strides.size() != dims.size() || dst.strides.size() != dims.size())
-    return MakeError(ErrorCode::kInternal, "strided_copy: ", dims.size(), " dims but ",
-                     src.strides.size(), " and ", dst.strides.size(), " strides");
-  bool empty = false;
-  for (int64_t d : dims) {
-    if (d < 0) return MakeError(ErrorCode::kInternal, "strided_copy: a negative extent");
-    empty = empty || d == 0;
-  }
-  int64_t count = 1;
-  for (int64_t d : dims)
-    if (!empty && (__builtin_mul_overflow(count, d, &count) || count > to.shape.NumElements()))
-      return MakeError(ErrorCode::kInternal, "strided_copy: more elements than ", to.ToString());
-  if (!empty &&
-      (!Inside(src, dims, from.shape.NumElements()) || !Inside(dst, dims, to.shape.NumElements())))
-    return MakeError(ErrorCode::kInternal, "strided_copy: the views reach outside ",
-                     from.ToString(), " or ", to.ToString());
-  if (!empty) Simplify(dims, src, dst);
+  KILN_ASSIGN_OR_RETURN(StridedRegion region,
+                        ReadStridedRegion(step, from.shape.NumElements(), to.shape.NumElements()));
   std::vector<char> fill_bytes;
   if (fill) {
     Tensor one = Tensor::FromDoubles(to.dtype, Shape{1}, {fill_value});
     const char* bytes = static_cast<const char*>(one.raw_data());
     fill_bytes.assign(bytes, bytes + DTypeSize(to.dtype));
   }
-  return std::unique_ptr<StepRunner>(
-      new StridedCopyStep(step, std::move(dims), std::move(src), std::move(dst),
-                          std::move(fill_bytes), to.shape.NumElements(), DTypeSize(to.dtype)));
+  return std::unique_ptr<StepRunner>(new StridedCopyStep(
+      step, std::move(region.dims), std::move(region.src), std::move(region.dst),
+      std::move(fill_bytes), to.shape.NumElements(), DTypeSize(to.dtype)));
 }
 
 }  // namespace kiln::cpu

@@ -13,6 +13,7 @@
 #include "ir/ops/math.h"
 #include "ir/ops/nn.h"
 #include "ir/ops/reduce.h"
+#include "ir/ops/state.h"
 #include "models/digits_cnn.h"
 #include "passes/optim.h"
 #include "runtime/checkpoint.h"
@@ -331,6 +332,37 @@ TEST_CASE("AOT: an attention step whose attributes its buffers do not fit is ref
   refused("mask", 3);                     // no such mask
   refused("n", -1);
   refused("batch", int64_t{1} << 62);  // overflowing sizes
+}
+
+TEST_CASE("AOT: a region update whose region its buffers do not hold is refused at load", "[aot]") {
+  // The centre taps' gradient scattered into zeros and subtracted: one assign of a region.
+  GraphBuilder g;
+  Value grad = g.Placeholder("g", f32, {4, 3, 1, 1});
+  Value w = Variable(g, "w", f32, {4, 3, 3, 3}, Initializer::Constant(0.5));
+  AssignSub(w, Pad(grad, {0, 0, 1, 1, 0, 0, 1, 1}), g.Scalar(0.1f)).Named("update");
+  g.Output("y", Mul(w, g.Scalar(2.0f)));
+  Graph graph = *g.Build();
+  const ModuleFile file =
+      Compile(graph, {.targets = {"update"}, .input_shapes = {{"g", {4, 3, 1, 1}}}});
+  Load(file);  // as compiled: accepted
+  int assign = -1;
+  for (size_t i = 0; i < file.executable.steps.size(); ++i)
+    if (file.executable.steps[i].callee == "assign" && file.executable.steps[i].attrs.Has("dims"))
+      assign = static_cast<int>(i);
+  REQUIRE(assign >= 0);
+  auto refused = [&](const char* attr, AttrValue value) {
+    INFO(attr);
+    ModuleFile changed = file;
+    changed.executable.steps[assign].attrs.Set(attr, std::move(value));
+    Result<std::unique_ptr<Module>> m = Module::LoadFromBytes(SerializeModule(changed), "m.kmod");
+    REQUIRE_FALSE(m.ok());
+    CHECK_THAT(m.error().message(), Catch::Contains("update"));
+  };
+  refused("dst_offset", int64_t{100});                                      // past w
+  refused("src_strides", std::vector<int64_t>{30, 1, 1, 1});                // past the value
+  refused("dst_strides", std::vector<int64_t>{int64_t{1} << 62, 9, 3, 1});  // overflowing
+  refused("dims", std::vector<int64_t>{4, 3, 1});  // fewer dims than strides
+  refused("dims", std::vector<int64_t>{-4, 3, 1, 1});
 }
 
 TEST_CASE("AOT: feeds that do not match the signature are refused", "[aot]") {
