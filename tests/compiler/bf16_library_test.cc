@@ -11,6 +11,7 @@
 #include "ir/ops/nn.h"
 #include "runtime/cpu/library_steps.h"
 #include "runtime/cpu/onednn_filter_grad_matmul.h"
+#include "runtime/cpu/packed_sgemm.h"
 #include "runtime/session.h"
 #include "tests/compiler/conv_graph.h"
 #include "tests/testing/differential.h"
@@ -111,25 +112,31 @@ TEST_CASE("bf16 Conv2D and its backward passes match the reference", "[cpu][prec
   }
 }
 
-TEST_CASE("a bf16 weight gradient over at most 2 x 2 outputs is one matrix product",
+TEST_CASE("a weight gradient over at most 2 x 2 outputs is one matrix product",
           "[cpu][precision]") {
-  if (!cpu::HasNativeBf16Matmul()) {
-    WARN("skipped: oneDNN has no native bf16 matmul on this CPU");
+  const DType dtype = GENERATE(bf16, f32);
+  INFO(DTypeName(dtype));
+  if (dtype == bf16 ? !cpu::HasNativeBf16Matmul() : !cpu::HasPackedSgemm()) {
+    WARN("skipped: this CPU has no " << (dtype == bf16 ? "native bf16 matmul" : "AVX-512"));
     return;
   }
-  // x computed by a convolution (so that the cpu plan may give it oneDNN's nhwc layout), dy fed.
+  auto feed = [&](Shape shape, uint64_t seed) {
+    return dtype == bf16 ? RandomBf16(shape, seed) : testing::RandomTensor(shape, seed).CastTo(f32);
+  };
+  // x computed by a convolution (so that the cpu plan may give it one of oneDNN's layouts), dy
+  // fed.
   GraphBuilder g;
-  Value x0 = g.Placeholder("x0", bf16, {4, 8, 4, 4});
-  Value w0 = g.Placeholder("w0", bf16, {16, 8, 1, 1});
+  Value x0 = g.Placeholder("x0", dtype, {4, 8, 4, 4});
+  Value w0 = g.Placeholder("w0", dtype, {16, 8, 1, 1});
   Value x = Conv2D(x0, w0);
-  Value dy = g.Placeholder("dy", bf16, {4, 8, 2, 2});
-  Value w = g.Placeholder("w", bf16, {8, 16, 3, 3});
+  Value dy = g.Placeholder("dy", dtype, {4, 8, 2, 2});
+  Value w = g.Placeholder("w", dtype, {8, 16, 3, 3});
   g.Output("dw", Conv2DBackpropFilter(x, dy, w, {.strides = {2, 2}, .pads = {1, 1, 1, 1}}));
   Graph graph = *g.Build();
-  const FeedList feeds = {{"x0", RandomBf16(Shape{4, 8, 4, 4}, 1)},
-                          {"w0", RandomBf16(Shape{16, 8, 1, 1}, 4)},
-                          {"dy", RandomBf16(Shape{4, 8, 2, 2}, 2)},
-                          {"w", RandomBf16(Shape{8, 16, 3, 3}, 3)}};
+  const FeedList feeds = {{"x0", feed(Shape{4, 8, 4, 4}, 1)},
+                          {"w0", feed(Shape{16, 8, 1, 1}, 4)},
+                          {"dy", feed(Shape{4, 8, 2, 2}, 2)},
+                          {"w", feed(Shape{8, 16, 3, 3}, 3)}};
   Session planner(graph, SessionOptions{.backend = "reference"});
   Result<RunPlan> plan = planner.Plan(feeds, {"dw"});
   REQUIRE(plan.ok());
