@@ -30,7 +30,10 @@ namespace kiln {
 // is refused (recompile it).
 // 5: library steps name their routine by a typed value (StepProto.routine), no longer by a string;
 // the reader still accepts the names earlier formats wrote.
-inline constexpr int kModuleFormatVersion = 5;
+// 6: an "assign" step may read a bf16 value for an f32 variable, and update only a region of the
+// variable (strided_copy's region attributes); a version-5 runtime would refuse such a step as
+// malformed instead of naming the format.
+inline constexpr int kModuleFormatVersion = 6;
 // The first format whose cpu kernel code defines the kernel-step signatures.
 inline constexpr int kFirstSignedModuleFormat = 4;
 inline constexpr int64_t kMaxModuleBytes = int64_t{16} << 30;
