@@ -22,6 +22,7 @@ void RegisterReferenceSteps(OpLowerings& lowerings) {
       {"RoiAlign", "no generated kernel yet"},
       {"TfIdfVectorizer", "n-gram lookups in a table: no generated kernel"},
       {"CheckNumerics", "it checks its input and names the node on the host"},
+      {"AllReduce", "a collective: the ranks' values meet through the session's communicator"},
       {"Dropout", "its mask comes from the session's random stream, the same on every backend"},
       {"ArgMax", "no generated index reduction yet"},
       {"ArgMin", "no generated index reduction yet"},

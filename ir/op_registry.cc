@@ -155,6 +155,7 @@ const OpRegistry& OpRegistry::Global() {
     RegisterArrayOps(*r);
     RegisterDeferredOps(*r);
     RegisterControlOps(*r);
+    RegisterCollectiveOps(*r);
     return r;
   }();
   return *registry;

@@ -171,6 +171,7 @@ Value Optimizer::Minimize(At loss_at, std::vector<Value> var_list) {
   Result<std::vector<Value>> grads_or = Gradients({loss}, var_list);
   if (!grads_or.ok()) return fail(grads_or.error().message());
   std::vector<Value> grads = *grads_or;
+  if (options_.data_parallel) grads = AllReduceGradients(grads, *options_.data_parallel);
   if (loss_scale) loss_scale->Unscale(g, grads);
   // var -= delta, or on a loss-scaled step: var = finite ? var - delta : var.
   auto subtract = [&](const Value& var, const Value& delta) {

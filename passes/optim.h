@@ -26,11 +26,13 @@
 // (counted in the i64 variable "loss_scale/good_steps") it doubles.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "ir/builder.h"
 #include "ir/status.h"
+#include "passes/data_parallel.h"
 
 namespace kiln::optim {
 
@@ -79,6 +81,9 @@ struct Options {
   bool loss_scaling = false;
   double initial_loss_scale = 32768.0;  // 2^15
   int64_t loss_scale_period = 2000;
+  // Data-parallel training (passes/data_parallel.h): each gradient is all-reduced over the ranks
+  // right after differentiation, before loss scaling's check, clipping and the updates.
+  std::optional<DataParallelOptions> data_parallel;
 };
 
 class Optimizer {
@@ -88,6 +93,12 @@ class Optimizer {
   // The train target. var_list empty: every trainable float variable the loss depends on.
   // Errors (a non-scalar loss, no variables, a missing gradient) are recorded on the builder.
   Value Minimize(At loss, std::vector<Value> var_list = {});
+  // The same optimizer, its gradients all-reduced over the ranks of a data-parallel run.
+  Optimizer DataParallel(DataParallelOptions options) const {
+    Optimizer copy = *this;
+    copy.options_.data_parallel = options;
+    return copy;
+  }
   // The last Minimize's learning rate, a scalar f32 node named "learning_rate" (made unique) that
   // nothing reads: fetch it to see the schedule's value for the next step.
   const Value& learning_rate() const { return learning_rate_; }

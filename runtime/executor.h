@@ -11,6 +11,7 @@
 #include "ir/graph.h"
 #include "ir/status.h"
 #include "ir/tensor.h"
+#include "runtime/distributed/communicator.h"
 #include "runtime/variable_store.h"
 
 namespace kiln {
@@ -36,6 +37,8 @@ struct ExecutorOptions {
   bool tf32 = false;  // the cuda backends' f32 matrix products may use TF32 (PrecisionPolicy::tf32)
   // The host memory budget in bytes (runtime/memory_budget.h); 0: what the process can get.
   int64_t memory_limit = 0;
+  // The ranks of a data-parallel run (SessionOptions::distributed); null: this process alone.
+  std::shared_ptr<Communicator> communicator;
 };
 
 // Creates the executor for a backend name ("cpu", "cuda", "cuda-sim", "reference", or "auto": cpu

@@ -1,6 +1,7 @@
 #include "runtime/session.h"
 
 #include <set>
+#include <sstream>
 
 #include "ir/verifier.h"
 #include "runtime/checkpoint.h"
@@ -51,7 +52,8 @@ Session::Session(Graph graph, SessionOptions options)
   Result<std::unique_ptr<Executor>> executor =
       CreateExecutor(options_.backend, ExecutorOptions{.threads = options_.threads,
                                                        .tf32 = options_.precision.tf32,
-                                                       .memory_limit = options_.memory_limit});
+                                                       .memory_limit = options_.memory_limit,
+                                                       .communicator = options_.distributed});
   if (!executor.ok()) {
     status_ = executor.error();
     return;
@@ -153,6 +155,57 @@ Status Session::RestoreCheckpoint(const std::string& path) {
     if (node.op == "Variable") expected[node.name] = node.output_types[0];
   KILN_ASSIGN_OR_RETURN(auto restored, ReadCheckpointFor(path, expected));
   for (auto& [name, tensor] : restored) variables_.Set(name, std::move(tensor));
+  return OkStatus();
+}
+
+}  // namespace kiln
+
+namespace kiln {
+
+Status Session::BroadcastVariables(int root, const std::set<std::string>& only) {
+  KILN_RETURN_IF_ERROR(status_);
+  Communicator* comm = options_.distributed.get();
+  if (!comm || comm->size() == 1) return OkStatus();
+  KILN_RETURN_IF_ERROR(InitializeVariables());
+  KILN_RETURN_IF_ERROR(variables_.MaterializeAll());
+  // First the ranks agree on what the variables are: root's list, one line per variable, is
+  // compared with each rank's own, and every rank learns whether all matched.
+  std::vector<std::string> names, lines;
+  for (const auto& [name, t] : variables_.values()) {
+    if (!only.empty() && !only.count(name)) continue;
+    names.push_back(name);
+    lines.push_back(name + " " + std::string(DTypeName(t.dtype())) + t.shape().ToString());
+  }
+  std::string mine;
+  for (const std::string& line : lines) mine += line + "\n";
+  int64_t length = static_cast<int64_t>(mine.size());
+  KILN_RETURN_IF_ERROR(comm->Broadcast(&length, sizeof length, root));
+  std::string roots = mine;
+  roots.resize(static_cast<size_t>(length));
+  KILN_RETURN_IF_ERROR(comm->Broadcast(roots.data(), length, root));
+  const uint8_t same = roots == mine;
+  std::vector<uint8_t> all(static_cast<size_t>(comm->size()));
+  KILN_RETURN_IF_ERROR(comm->AllGather(&same, 1, all.data()));
+  for (int r = 0; r < comm->size(); ++r) {
+    if (all[r]) continue;
+    if (r != comm->rank())
+      return MakeError(ErrorCode::kFailedPrecondition, "rank ", r, "'s variables differ from rank ",
+                       root, "'s (names, dtypes or shapes): the ranks run different models");
+    size_t at = 0;  // the first line that differs
+    std::string theirs_line, mine_line;
+    std::istringstream theirs(roots), own(mine);
+    while (std::getline(theirs, theirs_line) && std::getline(own, mine_line) &&
+           theirs_line == mine_line)
+      ++at;
+    return MakeError(ErrorCode::kFailedPrecondition, "rank ", r, "'s variables differ from rank ",
+                     root, "'s, the ranks run different models: variable ", at, " here is '",
+                     at < lines.size() ? lines[at] : "(none)", "', on rank ", root, " '",
+                     theirs ? theirs_line : "(none)", "'");
+  }
+  for (const std::string& name : names) {
+    Tensor* t = variables_.FindMutable(name);
+    KILN_RETURN_IF_ERROR(comm->Broadcast(t->raw_data(), t->byte_size(), root));
+  }
   return OkStatus();
 }
 

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -47,6 +48,10 @@ struct SessionOptions {
   // Shared libraries of user-defined ops (runtime/plugins.h) loaded before the graph is verified.
   // A graph that uses their ops must be built or loaded after they are: kiln::LoadPlugin first.
   std::vector<std::string> plugins;
+  // The ranks of a data-parallel run (runtime/distributed/communicator.h: OpenMpiCommunicator),
+  // which the graph's collective ops (AllReduce, put in by passes/data_parallel.h) talk to; null:
+  // this process alone (an AllReduce is then the identity). The cpu and reference backends.
+  std::shared_ptr<Communicator> distributed;
 };
 
 // A tensor or node named by string or by builder Value.
@@ -75,6 +80,11 @@ class Session {
   Status InitializeVariables();
   // Writes every variable (after initializing any not yet read) to a checkpoint file.
   Status SaveCheckpoint(const std::string& path);
+  // Data-parallel runs: makes every rank's variables (those named in `only`, or all) rank
+  // `root`'s, initializing them first, in the order of their names. Fails, naming the first
+  // difference, when the ranks' variables differ in name, dtype or shape (different models).
+  // Without `distributed`: nothing to do.
+  Status BroadcastVariables(int root = 0, const std::set<std::string>& only = {});
   // Loads every variable of the graph from a checkpoint. All or nothing: a missing variable, a
   // dtype or shape mismatch or a bad file is refused and the variables stay as they were.
   // Entries the graph has no variable for are ignored (e.g. optimizer slots in an inference graph).

@@ -11,6 +11,7 @@ packages=(
   llvm-16-dev libmlir-16-dev mlir-16-tools     # compiler/: kernels through MLIR and LLVM
   libdnnl-dev libopenblas-dev                  # library calls of the cpu backend
   graphviz                      # kiln dot -o FILE.svg
+  openmpi-bin libopenmpi-dev    # data-parallel training (kiln train --distributed mpi)
   python3-venv                  # test-only Python environments (ONNX Runtime, TensorBoard readers)
 )
 

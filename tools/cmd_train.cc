@@ -9,6 +9,8 @@
 // The optimizer's flags (schedules, clipping, weight decay) are tools/lib/training_graph.h's;
 // --logdir writes TensorBoard event files (tools/lib/event_writer.h); --quiet prints one line.
 // Batches are sliced ahead on threads of their own (tools/lib/batch_pipeline.h, --prefetch).
+// Under mpirun with --distributed mpi (tools/lib/distributed_training.h) every rank trains its
+// shard of each global batch of --batch examples; the epochs' losses are the global batches'.
 #include <unistd.h>
 
 #include <chrono>
@@ -21,6 +23,7 @@
 #include "runtime/session.h"
 #include "tools/command.h"
 #include "tools/lib/batch_pipeline.h"
+#include "tools/lib/distributed_training.h"
 #include "tools/lib/event_writer.h"
 #include "tools/lib/session_flags.h"
 #include "tools/lib/training_graph.h"
@@ -95,6 +98,7 @@ int RunTrain(const Command& cmd, const std::vector<std::string>& args) {
       .Positional(1, 1);
   DeclareSessionFlags(flags);
   DeclareOptimizerFlags(flags);
+  DeclareDistributedFlags(flags);
   if (int code = ParseOrExit(cmd, flags, args); code >= 0) return code;
   // A Chrome trace of every step of every training step (runtime/cpu/step_profile.h).
   if (flags.Has("trace")) setenv("KILN_TRACE", flags.Get("trace").c_str(), 1);
@@ -102,8 +106,30 @@ int RunTrain(const Command& cmd, const std::vector<std::string>& args) {
   if (!options.ok()) return UsageError(cmd, options.error().message());
   if (!flags.Has("loss") || !flags.Has("data"))
     return UsageError(cmd, "needs --loss NAME and --data NAME=FILE");
+  Result<Distributed> distributed = DistributedFromFlags(flags, options->backend);
+  if (!distributed.ok()) {
+    if (distributed.error().code() == ErrorCode::kInvalidArgument)
+      return UsageError(cmd, distributed.error().message());
+    return Fail(cmd, distributed.error());
+  }
+  Communicator* const comm = distributed->comm.get();
+  options->distributed = distributed->comm;
+  // A rank that fails ends the others' too (each would otherwise wait for it until the timeout).
+  struct EndOthersOnFailure {
+    Communicator* comm;
+    bool done = false;
+    ~EndOthersOnFailure() {
+      if (comm && !done) {
+        std::fflush(stdout);
+        comm->Abort(1);
+      }
+    }
+  } end_others{comm};
+  const int ranks = comm ? comm->size() : 1;
+  // Rank 0 alone prints, logs and writes checkpoints.
+  const bool lead = !comm || comm->rank() == 0;
   // --quiet: no progress, one line at the end (the last epoch's, and where the checkpoint went).
-  const bool quiet = flags.On("quiet");
+  const bool quiet = flags.On("quiet") || !lead;
   // Batches sliced ahead on threads of their own while the steps run (0, the default: none; a
   // slicing thread competes with the step's own threads for the cores, so it pays only where
   // making a batch costs about as much as a step).
@@ -138,17 +164,24 @@ int RunTrain(const Command& cmd, const std::vector<std::string>& args) {
   }
 
   const Graph model = *graph;  // the validation evaluates the model without the optimizer
-  int64_t batch_size = static_cast<int64_t>(*batch);
+  int64_t batch_size = static_cast<int64_t>(*batch);  // the global batch
+  if (batch_size % ranks != 0)
+    return UsageError(cmd, "--batch " + std::to_string(batch_size) + " does not divide among " +
+                               std::to_string(ranks) + " ranks");
+  const int64_t rank_batch = batch_size / ranks;  // each rank's shard of a full batch
   std::vector<std::string> fed;
   for (const auto& [name, source] : *data) fed.push_back(name);
   Result<int64_t> fixed = FixedBatch(model, fed);
   if (!fixed.ok()) return Fail(cmd, fixed.error());
-  if (*fixed >= 0 && *fixed != batch_size)
+  if (*fixed >= 0 && *fixed != rank_batch)
     return UsageError(cmd, "the model fixes a batch of " + std::to_string(*fixed) +
                                " examples (its placeholders' first dim); --batch is " +
-                               std::to_string(batch_size));
-  // Full batches only where the model fixes its batch, or --drop-last asks.
-  const bool drop_last = flags.On("drop-last") || *fixed >= 0;
+                               std::to_string(batch_size) +
+                               (ranks > 1 ? ", " + std::to_string(rank_batch) + " per rank" : ""));
+  // Full batches only where the model fixes its batch, or --drop-last asks; and a last batch too
+  // small to give every rank an example.
+  const bool drop_last =
+      flags.On("drop-last") || *fixed >= 0 || (ranks > 1 && examples % batch_size < ranks);
   const int64_t trained = drop_last ? examples - examples % batch_size : examples;
   if (trained == 0)
     return Fail(cmd, MakeError(ErrorCode::kInvalidArgument, "the data has ", examples,
@@ -158,22 +191,49 @@ int RunTrain(const Command& cmd, const std::vector<std::string>& args) {
   Result<optim::Optimizer> optimizer =
       OptimizerFromFlags(flags, "adam", 0.001, steps_per_epoch * static_cast<int64_t>(*epochs));
   if (!optimizer.ok()) return UsageError(cmd, optimizer.error().message());
+  if (comm) *optimizer = optimizer->DataParallel(distributed->options);
   Result<TrainingGraph> training = AddOptimizer(std::move(*graph), flags.Get("loss"), *optimizer);
   if (!training.ok()) return Fail(cmd, training.error());
   const std::string loss = training->loss, update = training->update,
                     learning_rate = training->learning_rate;
+  if (comm)  // the same model, data and schedule on every rank, or a clear refusal
+    if (Status s = CheckRanksAgree(*comm, {{"model", GraphFingerprint(training->graph)},
+                                           {"--batch", std::to_string(batch_size)},
+                                           {"number of examples", std::to_string(examples)},
+                                           {"--epochs", flags.Get("epochs", "1")},
+                                           {"--seed", flags.Get("seed", "1")},
+                                           {"--resume", flags.On("resume") ? "on" : "off"}});
+        !s.ok())
+      return Fail(cmd, s.error());
+  const std::set<std::string> local_state = LocalStateVariables(training->graph);
   Session session(std::move(training->graph), *options);
   std::string checkpoint = flags.Get("checkpoint");
   if (flags.On("resume")) {
-    if (Status s = session.RestoreCheckpoint(checkpoint); !s.ok()) return Fail(cmd, s.error());
+    // Rank 0 reads the checkpoint; the others learn whether it could, and get its variables.
+    Status restored = lead ? session.RestoreCheckpoint(checkpoint) : OkStatus();
+    if (comm) {
+      uint8_t ok = restored.ok();
+      if (Status s = comm->Broadcast(&ok, 1, 0); !s.ok()) return Fail(cmd, s.error());
+      if (!ok && !lead)
+        return Fail(cmd, MakeError(ErrorCode::kFailedPrecondition, "rank 0 could not restore ",
+                                   checkpoint));
+    }
+    if (!restored.ok()) return Fail(cmd, restored.error());
     if (!quiet) std::printf("resumed from %s\n", checkpoint.c_str());
   }
+  if (Status s = session.BroadcastVariables(); !s.ok()) return Fail(cmd, s.error());
+  if (comm && !quiet)
+    std::printf("data-parallel over %d ranks (%s): %lld examples per rank of each batch of %lld\n",
+                ranks, comm->kind().c_str(), static_cast<long long>(rank_batch),
+                static_cast<long long>(batch_size));
   if (trained < examples && !quiet)
     std::printf("each epoch drops its last %lld examples (a partial batch): %s\n",
                 static_cast<long long>(examples - trained),
-                flags.On("drop-last") ? "--drop-last" : "the model fixes a batch of that size");
+                flags.On("drop-last") ? "--drop-last"
+                : *fixed >= 0         ? "the model fixes a batch of that size"
+                                      : "fewer than one per rank");
   std::unique_ptr<Validation> validation;
-  if (flags.Has("val")) {
+  if (flags.Has("val") && lead) {
     Result<std::vector<NamedRowSource>> val_sources = OpenRowSources(flags.GetAll("val"), "val");
     if (!val_sources.ok()) return Fail(cmd, val_sources.error());
     Result<std::vector<std::pair<std::string, Tensor>>> val = ReadAllRows(*val_sources);
@@ -202,7 +262,7 @@ int RunTrain(const Command& cmd, const std::vector<std::string>& args) {
   }
   // TensorBoard: the model's graph, then scalars (tools/lib/event_writer.h).
   std::unique_ptr<EventWriter> events;
-  if (flags.Has("logdir")) {
+  if (flags.Has("logdir") && lead) {
     Result<std::unique_ptr<EventWriter>> opened = EventWriter::Open(flags.Get("logdir"));
     if (!opened.ok()) return Fail(cmd, opened.error());
     events = std::move(*opened);
@@ -231,21 +291,35 @@ int RunTrain(const Command& cmd, const std::vector<std::string>& args) {
     }
     auto start = std::chrono::steady_clock::now();
     double loss_sum = 0;
-    BatchPipeline batches(*data, order, trained, batch_size, prefetch);
-    int64_t end = 0;  // the examples done
+    // This rank's rows: all of them, or its shard of each global batch.
+    const std::vector<int64_t> rows =
+        comm ? ShardOfEpoch(order, trained, batch_size, comm->rank(), ranks) : order;
+    BatchPipeline batches(*data, rows, comm ? static_cast<int64_t>(rows.size()) : trained,
+                          rank_batch, prefetch);
+    int64_t end = 0;  // the examples done, over all ranks
+    int64_t steps = 0;
+    const Communicator::Traffic traffic_before = comm ? comm->traffic() : Communicator::Traffic{};
     while (true) {
       Result<std::optional<Batch>> made = batches.Next();
       if (!made.ok()) return Fail(cmd, made.error().WithContext("epoch " + std::to_string(epoch)));
       if (!*made) break;
       std::optional<Batch>& next = *made;
-      end += next->rows;
+      const int64_t global_rows = std::min(batch_size, trained - end);
+      end += global_rows;
+      ++steps;
+      if (comm) comm->set_share(static_cast<double>(next->rows) / static_cast<double>(global_rows));
       Result<std::vector<Tensor>> out = session.Run(next->feeds, {loss}, {update});
       if (!out.ok()) return Fail(cmd, out.error().WithContext("epoch " + std::to_string(epoch)));
-      double value = (*out)[0].GetDouble(0);
+      // The global batch's mean loss: the ranks' means weighted by their shares.
+      double value = (*out)[0].GetDouble(0) * static_cast<double>(next->rows);
+      if (comm)
+        if (Status s = comm->AllReduceSum(&value, 1, DType::kF64); !s.ok())
+          return Fail(cmd, s.error().WithContext("epoch " + std::to_string(epoch)));
+      value /= static_cast<double>(global_rows);
       if (!std::isfinite(value))
         return Fail(cmd, MakeError(ErrorCode::kInvalidArgument, "epoch ", epoch,
                                    ": the loss became ", value, "; try a smaller --lr"));
-      loss_sum += value * static_cast<double>(next->rows);
+      loss_sum += value * static_cast<double>(global_rows);
       if (Status s = log("train/step_loss", ++global_step, value); !s.ok())
         return Fail(cmd, s.error());
       if (!quiet)
@@ -258,11 +332,20 @@ int RunTrain(const Command& cmd, const std::vector<std::string>& args) {
     std::snprintf(text, sizeof text, "epoch %d: mean loss %.5f, %.0f examples/s", epoch,
                   loss_sum / static_cast<double>(trained), static_cast<double>(trained) / seconds);
     epoch_line = text;
+    if (comm && steps > 0) {  // what the gradients' all-reduces cost this epoch, on rank 0
+      const Communicator::Traffic& now = comm->traffic();
+      const double ms = (now.seconds - traffic_before.seconds) * 1e3 / static_cast<double>(steps);
+      const double mb =
+          static_cast<double>(now.bytes - traffic_before.bytes) / 1e6 / static_cast<double>(steps);
+      std::snprintf(text, sizeof text, "; all-reduce %.2f ms a step for %.2f MB (%.2f GB/s)", ms,
+                    mb, ms > 0 ? mb / ms : 0.0);
+      epoch_line += text;
+    }
     for (Status s : {log("train/loss", epoch, loss_sum / static_cast<double>(trained)),
                      log("examples_per_sec", epoch, static_cast<double>(trained) / seconds)})
       if (!s.ok()) return Fail(cmd, s.error());
     bool better = true;  // without --val every epoch is kept
-    if (validation) {
+    if (validation) {    // rank 0 alone
       Result<ValidationResult> v = validation->Evaluate(session.variables());
       if (!v.ok())
         return Fail(cmd, v.error().WithContext("validation after epoch " + std::to_string(epoch)));
@@ -280,11 +363,28 @@ int RunTrain(const Command& cmd, const std::vector<std::string>& args) {
       if (better) best_val = v->loss;
       epochs_without_better = better ? 0 : epochs_without_better + 1;
     }
+    if (comm) {  // the replicas must still agree bit for bit, once they share rank 0's statistics
+      if (!local_state.empty())
+        if (Status s = session.BroadcastVariables(0, local_state); !s.ok())
+          return Fail(cmd, s.error());
+      if (Status s = session.variables().MaterializeAll(); !s.ok()) return Fail(cmd, s.error());
+      if (Status s = CheckRanksAgree(*comm, {{"variables after epoch " + std::to_string(epoch),
+                                              VariablesDigest(session.variables().values())}});
+          !s.ok())
+        return Fail(cmd, s.error());
+    }
+    if (comm) {  // rank 0's validation decides for every rank
+      uint8_t decided[2] = {better, epochs_without_better >= patience && patience > 0};
+      if (Status s = comm->Broadcast(decided, sizeof decided, 0); !s.ok())
+        return Fail(cmd, s.error());
+      better = decided[0];
+      if (decided[1]) epochs_without_better = patience;
+    }
     if (!quiet) {
       std::printf("%s\n", epoch_line.c_str());
       std::fflush(stdout);
     }
-    if (!checkpoint.empty() && (better || patience == 0))
+    if (!checkpoint.empty() && (better || patience == 0) && lead)
       if (Status s = session.SaveCheckpoint(checkpoint); !s.ok()) return Fail(cmd, s.error());
     if (patience > 0 && epochs_without_better >= patience) {
       std::snprintf(text, sizeof text,
@@ -297,11 +397,14 @@ int RunTrain(const Command& cmd, const std::vector<std::string>& args) {
       break;
     }
   }
-  if (quiet)
+  if (!lead) {
+  } else if (quiet) {
     std::printf("%s%s%s\n", epoch_line.c_str(), checkpoint.empty() ? "" : "; wrote ",
                 checkpoint.c_str());
-  else if (!checkpoint.empty())
+  } else if (!checkpoint.empty()) {
     std::printf("wrote %s\n", checkpoint.c_str());
+  }
+  end_others.done = true;
   return 0;
 }
 

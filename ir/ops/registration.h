@@ -19,4 +19,5 @@ void RegisterArrayLikeOps(OpRegistry& r);      // called by RegisterArrayOps
 void RegisterArrayElementsOps(OpRegistry& r);  // called by RegisterArrayOps
 void RegisterDeferredOps(OpRegistry& r);
 void RegisterControlOps(OpRegistry& r);
+void RegisterCollectiveOps(OpRegistry& r);
 }  // namespace kiln

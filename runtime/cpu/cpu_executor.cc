@@ -15,10 +15,12 @@ int AvailableCores() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
-CpuExecutor::CpuExecutor(int threads, int64_t memory_limit)
+CpuExecutor::CpuExecutor(int threads, int64_t memory_limit,
+                         std::shared_ptr<Communicator> communicator)
     : threads_(threads > 0 ? threads : AvailableCores()),
       memory_limit_(memory_limit),
-      fallback_(memory_limit) {}
+      communicator_(communicator),
+      fallback_(memory_limit, std::move(communicator)) {}
 
 Result<std::unique_ptr<Program>> CpuExecutor::CompileAndLoad(
     const RunPlan& plan, const std::set<TensorRef>& known, VariableStore& variables,
@@ -37,7 +39,10 @@ Result<std::unique_ptr<Program>> CpuExecutor::CompileAndLoad(
   }
   if (specialized_on) *specialized_on = compiled->specialized_on;
   ++compiled_;
-  return Program::Load(std::move(*compiled), threads_, memory_limit_, &variables);
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Program> program,
+                        Program::Load(std::move(*compiled), threads_, memory_limit_, &variables));
+  program->set_communicator(communicator_);
+  return program;
 }
 
 Result<std::vector<Tensor>> CpuExecutor::Execute(const RunPlan& plan, VariableStore& variables) {

@@ -23,7 +23,8 @@ class CpuExecutor : public Executor {
  public:
   // `memory_limit`: the host budget its plans must fit (memory_budget.h; 0: what the process can
   // get).
-  explicit CpuExecutor(int threads, int64_t memory_limit = 0);
+  explicit CpuExecutor(int threads, int64_t memory_limit = 0,
+                       std::shared_ptr<Communicator> communicator = nullptr);
   Result<std::vector<Tensor>> Execute(const RunPlan& plan, VariableStore& variables) override;
 
   // How many plans were compiled, and how many ran on the reference executor instead.
@@ -38,6 +39,7 @@ class CpuExecutor : public Executor {
                                                   std::vector<TensorRef>* specialized_on);
   int threads_;
   int64_t memory_limit_;
+  std::shared_ptr<Communicator> communicator_;  // collective steps' (null: this process alone)
   int compiled_ = 0;
   int fallbacks_ = 0;
   std::map<std::string, SpecializedPrograms<Program>> cache_;

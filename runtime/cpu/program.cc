@@ -1,5 +1,7 @@
 #include "runtime/cpu/program.h"
 
+#include <omp.h>
+
 #include <cstring>
 
 #include "runtime/arena.h"
@@ -113,6 +115,10 @@ Result<std::unique_ptr<Program>> Program::Load(CompiledPlan plan, int threads, i
                                                const VariableStore* variables) {
   std::unique_ptr<Program> program(new Program());
   program->threads_ = threads < 1 ? 1 : threads;
+  // Libraries that size their work by OpenMP's default team (oneDNN, as its primitives are made
+  // and run) get the plan's threads, not every core: two processes of one thread each must not
+  // each start teams of all cores (their barriers would wait on each other's descheduled threads).
+  omp_set_num_threads(program->threads_);
   program->plan_ = std::move(plan);  // steps keep references into it
   const Executable& exe = program->plan_.executable;
   KILN_RETURN_IF_ERROR(CheckExecutable(exe));
@@ -154,11 +160,14 @@ Result<std::vector<Tensor>> Program::Run(const std::vector<Tensor>& feeds, Varia
   StepEnv env;
   env.variables = &variables;
   env.counters = &counters;
+  env.communicator = communicator_.get();
   env.threads = threads_;
+  omp_set_num_threads(threads_);  // as at load
   if (compile_bodies_)
     env.bodies = [this](const Graph& body) -> Executor* {
       std::unique_ptr<Executor>& executor = bodies_[&body];
-      if (!executor) executor = std::make_unique<CpuExecutor>(threads_, memory_limit_);
+      if (!executor)
+        executor = std::make_unique<CpuExecutor>(threads_, memory_limit_, communicator_);
       return executor.get();
     };
   KILN_RETURN_IF_ERROR(BindBuffers(exe, arena_.get(), feeds, env, feed_versions));

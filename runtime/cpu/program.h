@@ -55,6 +55,11 @@ class Program {
                                   std::map<std::string, uint64_t>& counters,
                                   const std::vector<uint64_t>* feed_versions = nullptr);
 
+  // The ranks its collective steps talk to (null, the default: this process alone).
+  void set_communicator(std::shared_ptr<Communicator> communicator) {
+    communicator_ = std::move(communicator);
+  }
+
   const Executable& executable() const { return plan_.executable; }
   // The plan's memory, with what its steps keep for themselves.
   const PlanMemory& memory() const { return memory_; }
@@ -81,6 +86,7 @@ class Program {
   // an executor of its own (their node names may repeat from body to body).
   bool compile_bodies_ = false;
   int64_t memory_limit_ = 0;
+  std::shared_ptr<Communicator> communicator_;
   std::map<const Graph*, std::unique_ptr<Executor>> bodies_;
   std::vector<std::optional<InvariantState>> invariant_;  // by step
   PlanMemory memory_;

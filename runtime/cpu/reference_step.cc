@@ -35,7 +35,7 @@ class ReferenceStep : public StepRunner {
     std::vector<TensorType> types;
     for (int id : step_.outputs) types.push_back(exe.buffers[id].type);
     reference::KernelContext ctx(step_.node, attrs_, std::move(inputs), types,
-                                 reference::RunState{env.variables, env.counters, env.bodies});
+                                 reference::RunState{env.variables, env.counters, env.bodies, -1, env.communicator});
     for (size_t i = 0; i < types.size(); ++i)
       ctx.set_output(static_cast<int>(i), Tensor(types[i].dtype, types[i].shape));
     KILN_RETURN_IF_ERROR((*kernel_)(ctx));

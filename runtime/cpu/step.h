@@ -23,6 +23,7 @@ struct StepEnv {
   const Executable* executable = nullptr;
   VariableStore* variables = nullptr;
   std::map<std::string, uint64_t>* counters = nullptr;  // random streams of reference kernels
+  Communicator* communicator = nullptr;  // collective steps' ranks (null: this process alone)
   // Runs control-flow ops' bodies (reference::RunState::bodies); may be null.
   std::function<Executor*(const Graph& body)> bodies;
   int threads = 1;

@@ -68,6 +68,7 @@ class WidenedStep : public StepRunner {
     inner.executable = exe32_.get();
     inner.variables = env.variables;
     inner.counters = env.counters;
+    inner.communicator = env.communicator;
     inner.threads = env.threads;
     for (size_t i = 0; i < operands_.size(); ++i) {
       const BufferDesc& b = buffers[operands_[i]];

@@ -80,8 +80,9 @@ Result<std::vector<Tensor>> ReferenceExecutor::Run(const RunPlan& plan, Variable
     for (const Tensor& t : inputs) ptrs.push_back(&t);
     KILN_ASSIGN_OR_RETURN(std::vector<TensorType> out_types, InferNode(*node, types, ptrs));
     AttrMap attrs = def->WithDefaults(node->attrs);
-    KernelContext ctx(*node, attrs, std::move(inputs), out_types,
-                      RunState{&variables, &counters_, nullptr, memory_limit_});
+    KernelContext ctx(
+        *node, attrs, std::move(inputs), out_types,
+        RunState{&variables, &counters_, nullptr, memory_limit_, communicator_.get()});
     double outputs_bytes = 0;  // of this node's outputs allocated so far
     for (size_t i = 0; i < out_types.size(); ++i)
       if (out_types[i].shape.IsFullyKnown() && !IsContainer(out_types[i].dtype)) {

@@ -20,14 +20,17 @@ class ReferenceExecutor : public Executor {
  public:
   // A memory_limit of kUnbudgeted counts nothing (EvaluateNode: compile-time evaluation).
   static constexpr int64_t kUnbudgeted = -1;
-  explicit ReferenceExecutor(int64_t memory_limit = 0) : memory_limit_(memory_limit) {}
+  explicit ReferenceExecutor(int64_t memory_limit = 0,
+                             std::shared_ptr<Communicator> communicator = nullptr)
+      : memory_limit_(memory_limit), communicator_(std::move(communicator)) {}
   Result<std::vector<Tensor>> Execute(const RunPlan& plan, VariableStore& variables) override;
 
  private:
   Result<std::vector<Tensor>> Run(const RunPlan& plan, VariableStore& variables);
 
   int64_t memory_limit_;
-  std::map<std::string, uint64_t> counters_;  // per-node random stream counters
+  std::shared_ptr<Communicator> communicator_;  // collective ops' (null: this process alone)
+  std::map<std::string, uint64_t> counters_;    // per-node random stream counters
 };
 
 // One node run alone on the values of its inputs (inputs[i] for node.inputs[i]), with no

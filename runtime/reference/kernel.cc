@@ -23,6 +23,7 @@ const KernelRegistry& KernelRegistry::Global() {
     RegisterArrayKernels(*r);
     RegisterDeferredKernels(*r);
     RegisterControlKernels(*r);
+    RegisterCollectiveKernels(*r);
     return r;
   }();
   return *registry;

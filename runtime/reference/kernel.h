@@ -14,6 +14,7 @@
 
 #include "ir/graph.h"
 #include "ir/status.h"
+#include "runtime/distributed/communicator.h"
 #include "runtime/executor.h"
 #include "runtime/variable_store.h"
 
@@ -31,6 +32,9 @@ struct RunState {
   // The host budget a body's reference run allocates within (ReferenceExecutor's memory_limit:
   // 0 is what the process can get, -1 none).
   int64_t memory_limit = -1;
+  // The ranks of a data-parallel run that collective ops talk to (SessionOptions::distributed);
+  // null: this process alone.
+  Communicator* communicator = nullptr;
 };
 
 class KernelContext {
@@ -98,5 +102,6 @@ void RegisterArrayLikeKernels(KernelRegistry& r);      // called by RegisterArra
 void RegisterArrayElementsKernels(KernelRegistry& r);  // called by RegisterArrayKernels
 void RegisterDeferredKernels(KernelRegistry& r);
 void RegisterControlKernels(KernelRegistry& r);
+void RegisterCollectiveKernels(KernelRegistry& r);
 
 }  // namespace kiln::reference

@@ -1,0 +1,27 @@
+// Op family "collective": communication between the processes (ranks) of a data-parallel run, as
+// the session's communicator does it (runtime/distributed/communicator.h); passes/data_parallel.h
+// puts them into training graphs.
+//
+// AllReduce(xs, reduction): each output is its input reduced over the ranks, element-wise;
+// inputs of one dtype (f32, f64, bf16 or f16; 16-bit values are summed in f32), any shapes, one
+// message for all of them (a "bucket").
+//   "sum"   Σ_r x_r
+//   "mean"  Σ_r share_r · x_r, where share_r is rank r's share of the global batch (1 / ranks
+//           unless the runner sets it: Communicator::set_share): per-rank mean gradients combine
+//           into the global batch's mean gradient also when the shards differ in size.
+//   "share_of_sum"  share_this_rank · Σ_r x_r: the gradient of "mean" (that of "sum" is "sum").
+// Every rank gets the same bits ("share_of_sum": the same sum). Outside a data-parallel run (no
+// communicator: one rank, share 1) each output is its input.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ir/builder.h"
+
+namespace kiln {
+
+std::vector<Value> AllReduce(const std::vector<Value>& xs, const std::string& reduction = "mean",
+                             SourceLocation loc = SourceLocation::current());
+
+}  // namespace kiln

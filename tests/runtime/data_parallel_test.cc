@@ -1,0 +1,265 @@
+// Data-parallel training through the in-process communicator (runtime/distributed/): ranks are
+// threads, each with its own Session. A step of 2 or 3 ranks over shards of a global batch must
+// give the weights one process gives on the whole batch (the oracle), and every rank the same
+// bits; a rank that never joins, or ranks that run different models, fail with a named error.
+#include "passes/data_parallel.h"
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstring>
+#include <thread>
+
+#include "ir/layers.h"
+#include "ir/ops/collective.h"
+#include "ir/ops/math.h"
+#include "ir/ops/nn.h"
+#include "ir/ops/state.h"
+#include "passes/optim.h"
+#include "runtime/distributed/communicator.h"
+#include "runtime/session.h"
+
+using namespace kiln;
+
+namespace {
+
+constexpr int64_t kFeatures = 6, kClasses = 3;
+
+struct Model {
+  Graph graph;
+  std::string loss, train;
+};
+
+// A two-layer classifier with Adam and gradient clipping (so that the reduced gradients feed
+// every kind of optimizer arithmetic), data-parallel or not.
+Model Classifier(bool data_parallel, int64_t bucket_bytes = 1 << 20, int64_t hidden = 8) {
+  GraphBuilder g;
+  Value x = g.Placeholder("x", f32, {-1, kFeatures});
+  Value y = g.Placeholder("y", i64, {-1});
+  Value h = Tanh(nn::Dense(g.Scope("fc1"), x, hidden));
+  Value logits = nn::Dense(g.Scope("fc2"), h, kClasses);
+  Value loss = SoftmaxCrossEntropy(logits, y).Named("loss");
+  optim::Options o{.lr = 0.05, .clip_norm = 1.0};
+  if (data_parallel) o.data_parallel = DataParallelOptions{.bucket_bytes = bucket_bytes};
+  Value train = optim::Adam(o).Minimize(loss);
+  Result<Graph> graph = g.Build();
+  INFO((graph.ok() ? "" : graph.error().ToString()));
+  REQUIRE(graph.ok());
+  return {*graph, loss.name(), train.node_name()};
+}
+
+// Rows [begin, end) of a deterministic batch of `rows` examples.
+std::pair<Tensor, Tensor> Rows(int64_t begin, int64_t end, uint64_t step) {
+  std::vector<double> xs, ys;
+  for (int64_t r = begin; r < end; ++r) {
+    for (int64_t f = 0; f < kFeatures; ++f)
+      xs.push_back(std::sin(0.37 * static_cast<double>(r * kFeatures + f) + 1.3 * step));
+    ys.push_back(static_cast<double>((r * 7 + step) % kClasses));
+  }
+  return {Tensor::FromDoubles(f32, {end - begin, kFeatures}, xs),
+          Tensor::FromDoubles(i64, {end - begin}, ys)};
+}
+
+// The variables after `steps` steps of one process on whole batches of `batch` rows.
+std::map<std::string, Tensor> OneProcess(const std::string& backend, int steps, int64_t batch) {
+  Model m = Classifier(false);
+  Session s(m.graph, {.backend = backend});
+  for (int step = 0; step < steps; ++step) {
+    auto [x, y] = Rows(0, batch, step);
+    auto r = s.Run({{"x", x}, {"y", y}}, {m.loss}, {m.train});
+    INFO((r.ok() ? "" : r.error().ToString()));
+    REQUIRE(r.ok());
+  }
+  return s.variables().values();
+}
+
+struct RankResult {
+  Status status = OkStatus();
+  std::map<std::string, Tensor> variables;
+  std::vector<double> losses;  // the global batch's mean loss, step by step
+};
+
+// `ranks` threads, rank r training on rows [bounds[r], bounds[r + 1]) of each global batch.
+std::vector<RankResult> DataParallel(const std::string& backend, int steps,
+                                     const std::vector<int64_t>& bounds, int64_t bucket_bytes) {
+  const int ranks = static_cast<int>(bounds.size()) - 1;
+  auto comms = MakeInProcessGroup(ranks, 60);
+  std::vector<RankResult> results(ranks);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r)
+    threads.emplace_back([&, r] {
+      RankResult& out = results[r];
+      // Every rank initializes differently (another seed would too): the broadcast decides.
+      Model m = Classifier(true, bucket_bytes);
+      Session s(m.graph, {.backend = backend, .distributed = comms[r]});
+      out.status = s.BroadcastVariables();
+      if (!out.status.ok()) return;
+      const int64_t global = bounds.back() - bounds.front();
+      for (int step = 0; step < steps && out.status.ok(); ++step) {
+        auto [x, y] = Rows(bounds[r], bounds[r + 1], step);
+        const double rows = static_cast<double>(bounds[r + 1] - bounds[r]);
+        comms[r]->set_share(rows / static_cast<double>(global));
+        auto run = s.Run({{"x", x}, {"y", y}}, {m.loss}, {m.train});
+        if (!run.ok()) {
+          out.status = run.error();
+          return;
+        }
+        double weighted = (*run)[0].GetDouble(0) * rows;
+        out.status = comms[r]->AllReduceSum(&weighted, 1, f64);
+        out.losses.push_back(weighted / static_cast<double>(global));
+      }
+      out.variables = s.variables().values();
+    });
+  for (std::thread& t : threads) t.join();
+  return results;
+}
+
+void CheckAgree(const std::map<std::string, Tensor>& got, const std::map<std::string, Tensor>& want,
+                double rtol) {
+  REQUIRE(got.size() == want.size());
+  for (const auto& [name, w] : want) {
+    INFO(name);
+    REQUIRE(got.count(name));
+    const Tensor& t = got.at(name);
+    REQUIRE(t.num_elements() == w.num_elements());
+    for (int64_t i = 0; i < w.num_elements(); ++i)
+      CHECK(t.GetDouble(i) == Approx(w.GetDouble(i)).epsilon(rtol).margin(1e-6));
+  }
+}
+
+bool Bitwise(const std::map<std::string, Tensor>& a, const std::map<std::string, Tensor>& b) {
+  if (a.size() != b.size()) return false;
+  for (const auto& [name, t] : a) {
+    auto it = b.find(name);
+    if (it == b.end() || it->second.byte_size() != t.byte_size() ||
+        std::memcmp(it->second.raw_data(), t.raw_data(), t.byte_size()) != 0)
+      return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("data parallel: two ranks on halves of each batch train as one process on the whole",
+          "[data_parallel]") {
+  const std::string backend = GENERATE("reference", "cpu");
+  INFO(backend);
+  const auto want = OneProcess(backend, 6, 16);
+  // Small buckets: the six gradients travel in several all-reduces.
+  auto got = DataParallel(backend, 6, {0, 8, 16}, 64);
+  for (const RankResult& r : got) {
+    INFO((r.status.ok() ? "" : r.status.error().ToString()));
+    REQUIRE(r.status.ok());
+  }
+  CheckAgree(got[0].variables, want, 1e-5);
+  CHECK(Bitwise(got[0].variables, got[1].variables));
+}
+
+TEST_CASE("data parallel: uneven shards weigh each rank by its share of the global batch",
+          "[data_parallel]") {
+  const auto want = OneProcess("reference", 4, 11);
+  auto got = DataParallel("reference", 4, {0, 5, 6, 11}, 1 << 20);
+  for (const RankResult& r : got) REQUIRE(r.status.ok());
+  CheckAgree(got[2].variables, want, 1e-5);
+  CHECK(Bitwise(got[0].variables, got[1].variables));
+  CHECK(Bitwise(got[0].variables, got[2].variables));
+}
+
+TEST_CASE("data parallel: gradients go in buckets of one dtype in the order backward makes them",
+          "[data_parallel]") {
+  auto count = [](const Graph& graph) {
+    int n = 0;
+    for (const Node& node : graph.nodes()) n += node.op == "AllReduce";
+    return n;
+  };
+  CHECK(count(Classifier(true, 1 << 20).graph) == 1);  // all four gradients in one
+  CHECK(count(Classifier(true, 1).graph) == 4);        // each alone
+  CHECK(count(Classifier(false).graph) == 0);
+  // Backward order: the last layer's gradients come first.
+  const Graph graph = Classifier(true, 1).graph;
+  std::vector<std::string> order;
+  for (const Node& node : graph.nodes())
+    if (node.op == "AllReduce") order.push_back(node.inputs[0].node);
+  REQUIRE(order.size() == 4);
+  CHECK(order[0].find("fc2") != std::string::npos);
+  CHECK(order[3].find("fc1") != std::string::npos);
+}
+
+TEST_CASE("data parallel: an all-reduce outside a data-parallel run is the identity",
+          "[data_parallel]") {
+  GraphBuilder g;
+  Value x = g.Placeholder("x", f32, {3});
+  std::vector<Value> y = AllReduce({x, x * 2.0}, "sum");
+  y[1].Named("y1");
+  Result<Graph> graph = g.Build();
+  REQUIRE(graph.ok());
+  for (const char* backend : {"reference", "cpu"}) {
+    Session s(*graph, {.backend = backend});
+    auto r = s.Run({{"x", Tensor::FromDoubles(f32, {3}, {1, 2, 3})}}, {"y1:1"});
+    REQUIRE(r.ok());
+    CHECK((*r)[0].ToDoubles() == std::vector<double>{2, 4, 6});
+  }
+}
+
+TEST_CASE("data parallel: a sum all-reduce adds every rank's values, bitwise alike",
+          "[data_parallel]") {
+  GraphBuilder g;
+  Value x = g.Placeholder("x", f64, {2});
+  AllReduce({x}, "sum")[0].Named("y");
+  Result<Graph> graph = g.Build();
+  REQUIRE(graph.ok());
+  auto comms = MakeInProcessGroup(3, 60);
+  std::vector<std::vector<double>> got(3);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 3; ++r)
+    threads.emplace_back([&, r] {
+      Session s(*graph, {.backend = "cpu", .distributed = comms[r]});
+      auto out = s.Run({{"x", Tensor::FromDoubles(f64, {2}, {1.0 + r, 10.0 * r})}}, {"y"});
+      if (out.ok()) got[r] = (*out)[0].ToDoubles();
+    });
+  for (std::thread& t : threads) t.join();
+  for (int r = 0; r < 3; ++r) CHECK(got[r] == std::vector<double>{6, 30});
+}
+
+TEST_CASE("data parallel: a rank that never joins fails the others, naming it", "[data_parallel]") {
+  auto comms = MakeInProcessGroup(3, 0.2);
+  std::vector<Status> got(2, OkStatus());
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r)
+    threads.emplace_back([&, r] {
+      double v = 1;
+      got[r] = comms[r]->AllReduceSum(&v, 1, f64);
+    });
+  for (std::thread& t : threads) t.join();
+  for (const Status& s : got) {
+    REQUIRE_FALSE(s.ok());
+    CHECK_THAT(s.error().message(), Catch::Contains("rank 2 did not join"));
+  }
+}
+
+TEST_CASE("data parallel: ranks that run different models are refused at the broadcast",
+          "[data_parallel]") {
+  auto comms = MakeInProcessGroup(2, 60);
+  std::vector<Status> got(2, OkStatus());
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r)
+    threads.emplace_back([&, r] {
+      Model m = Classifier(true, 1 << 20, r == 0 ? 8 : 9);
+      Session s(m.graph, {.backend = "reference", .distributed = comms[r]});
+      got[r] = s.BroadcastVariables();
+    });
+  for (std::thread& t : threads) t.join();
+  REQUIRE_FALSE(got[0].ok());
+  REQUIRE_FALSE(got[1].ok());
+  CHECK_THAT(got[0].error().message(), Catch::Contains("rank 1's variables differ from rank 0's"));
+  CHECK_THAT(got[1].error().message(), Catch::Contains("here is 'fc1/b f32[9]'"));
+  CHECK_THAT(got[1].error().message(), Catch::Contains("on rank 0 'fc1/b f32[8]'"));
+}
+
+TEST_CASE("data parallel: the cuda backends refuse a communicator until their collectives exist",
+          "[data_parallel]") {
+  auto comms = MakeInProcessGroup(1, 60);
+  Result<std::unique_ptr<Executor>> e =
+      CreateExecutor("cuda-sim", ExecutorOptions{.communicator = comms[0]});
+  REQUIRE_FALSE(e.ok());
+  CHECK_THAT(e.error().message(), Catch::Contains("data-parallel run on the cuda-sim backend"));
+}

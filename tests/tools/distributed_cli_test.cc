@@ -1,0 +1,256 @@
+// kiln train --distributed mpi under mpirun, as a user runs it: two ranks on shards of each
+// global batch give, epoch by epoch, the losses and the checkpoint one process gives on whole
+// batches; a rank killed mid-epoch ends the run with a message naming it, and the last checkpoint
+// still loads; a rank that runs another batch size is refused by name. Needs MPI (scripts/setup.sh
+// installs OpenMPI); without it only the refusals run.
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "ir/io/npy.h"
+#include "ir/layers.h"
+#include "ir/ops/math.h"
+#include "ir/ops/nn.h"
+#include "ir/serialize.h"
+#include "runtime/checkpoint.h"
+#include "tests/testing/run_command.h"
+#include "tests/testing/temp_path.h"
+
+using namespace kiln;
+using kiln::testing::CheckFails;
+using kiln::testing::CommandResult;
+
+namespace {
+
+std::string Dir() {
+  static std::string dir = [] {
+    const std::string path = kiln::testing::TempPath("distributed");
+    std::filesystem::create_directories(path);
+    return path;
+  }();
+  return dir;
+}
+
+// A classifier without batch statistics (each rank's BatchNorm would see only its shard), on 301
+// examples: with --batch 64 the last batch has 45, split 22 and 23.
+struct Problem {
+  std::string model, images, labels;
+};
+const Problem& Classifier() {
+  static const Problem problem = [] {
+    Problem p{Dir() + "/mlp.kgraph", Dir() + "/x.npy", Dir() + "/y.npy"};
+    GraphBuilder g;
+    Value x = g.Placeholder("x", f32, {-1, 16});
+    Value y = g.Placeholder("y", i64, {-1});
+    Value h = Tanh(nn::Dense(g.Scope("fc1"), x, 32));
+    g.Output("loss", SoftmaxCrossEntropy(nn::Dense(g.Scope("fc2"), h, 4), y));
+    REQUIRE(SaveGraph(*g.Build(), p.model).ok());
+    std::vector<float> xs;
+    std::vector<int64_t> ys;
+    for (int r = 0; r < 301; ++r) {
+      double best = -1e9;
+      int64_t label = 0;
+      for (int f = 0; f < 16; ++f) xs.push_back(static_cast<float>(std::sin(0.7 * r + 1.9 * f)));
+      for (int c = 0; c < 4; ++c) {
+        double score = 0;
+        for (int f = 0; f < 16; ++f) score += xs[r * 16 + f] * std::cos(1.3 * c + 0.4 * f);
+        if (score > best) best = score, label = c;
+      }
+      ys.push_back(label);
+    }
+    REQUIRE(WriteNpy(p.images, Tensor::FromVector<float>({301, 16}, xs)).ok());
+    REQUIRE(WriteNpy(p.labels, Tensor::FromVector<int64_t>({301}, ys)).ok());
+    return p;
+  }();
+  return problem;
+}
+
+std::vector<std::string> TrainArgs(const std::string& checkpoint, int epochs) {
+  const Problem& p = Classifier();
+  return {"train",        p.model,
+          "--loss",       "loss",
+          "--data",       "x=" + p.images,
+          "--data",       "y=" + p.labels,
+          "--optimizer",  "adam",
+          "--lr",         "0.01",
+          "--clip-norm",  "1",
+          "--batch",      "64",
+          "--epochs",     std::to_string(epochs),
+          "--threads",    "1",
+          "--checkpoint", checkpoint};
+}
+
+std::vector<double> EpochLosses(const std::string& out) {
+  std::vector<double> losses;
+  std::istringstream lines(out);
+  std::string line;
+  while (std::getline(lines, line))
+    if (auto at = line.find("mean loss "); at != std::string::npos)
+      losses.push_back(std::stod(line.substr(at + 10)));
+  return losses;
+}
+
+#ifdef KILN_MPIEXEC
+// mpirun as root needs its consent; two ranks on two cores (or fewer) need oversubscription.
+CommandResult MpiRun(int ranks, const std::vector<std::string>& args) {
+  setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+  setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  std::vector<std::string> all = {"-n", std::to_string(ranks), "--oversubscribe", KILN_BINARY};
+  all.insert(all.end(), args.begin(), args.end());
+  return kiln::testing::RunCommand(KILN_MPIEXEC, all);
+}
+
+// The processes whose parent is `parent` and whose environment says they are MPI rank `rank`.
+std::vector<pid_t> RankProcesses(pid_t parent, int rank) {
+  std::vector<pid_t> found;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(entry.path() / "stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), {});
+    const size_t close = text.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(text.substr(close + 2));
+    char state;
+    pid_t ppid = 0;
+    rest >> state >> ppid;
+    if (ppid != parent) continue;
+    std::ifstream env(entry.path() / "environ");
+    std::string vars((std::istreambuf_iterator<char>(env)), {});
+    if (vars.find(std::string("OMPI_COMM_WORLD_RANK=") + std::to_string(rank) + '\0') !=
+        std::string::npos)
+      found.push_back(static_cast<pid_t>(std::stol(name)));
+  }
+  return found;
+}
+#endif
+
+}  // namespace
+
+#ifdef KILN_MPIEXEC
+TEST_CASE("distributed: two MPI ranks train as one process on the whole batch",
+          "[distributed][mpi]") {
+  const std::string one = Dir() + "/one.kckpt", two = Dir() + "/two.kckpt";
+  CommandResult single = kiln::testing::RunCommand(KILN_BINARY, TrainArgs(one, 3));
+  INFO(single.out << single.err);
+  REQUIRE(single.exit_code == 0);
+  std::vector<std::string> args = TrainArgs(two, 3);
+  args.insert(args.end(), {"--distributed", "mpi"});
+  CommandResult ranks = MpiRun(2, args);
+  INFO(ranks.out << ranks.err);
+  REQUIRE(ranks.exit_code == 0);
+  CHECK_THAT(ranks.out, Catch::Contains("data-parallel over 2 ranks (mpi)"));
+  const std::vector<double> want = EpochLosses(single.out), got = EpochLosses(ranks.out);
+  REQUIRE(want.size() == 3);
+  REQUIRE(got.size() == 3);  // rank 0 alone prints
+  for (size_t e = 0; e < want.size(); ++e) CHECK(std::abs(got[e] / want[e] - 1) <= 1e-5);
+  auto w1 = ReadCheckpoint(one), w2 = ReadCheckpoint(two);
+  REQUIRE(w1.ok());
+  REQUIRE(w2.ok());
+  REQUIRE(w1->size() == w2->size());
+  for (const auto& [name, t] : *w1) {
+    INFO(name);
+    REQUIRE(w2->count(name));
+    for (int64_t i = 0; i < t.num_elements(); ++i)
+      CHECK(w2->at(name).GetDouble(i) == Approx(t.GetDouble(i)).epsilon(1e-5).margin(1e-6));
+  }
+}
+
+TEST_CASE("distributed: a rank killed mid-epoch ends the run naming it, the checkpoint loads",
+          "[distributed][mpi]") {
+  const std::string ckpt = Dir() + "/killed.kckpt", log = Dir() + "/killed.log";
+  std::filesystem::remove(ckpt);
+  setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+  setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  std::vector<std::string> args = {KILN_MPIEXEC, "-n", "2", "--oversubscribe", KILN_BINARY};
+  for (const std::string& a : TrainArgs(ckpt, 100000)) args.push_back(a);
+  args.insert(args.end(), {"--distributed", "mpi", "--quiet"});
+  const pid_t mpirun = fork();
+  REQUIRE(mpirun >= 0);
+  if (mpirun == 0) {
+    FILE* out = std::fopen(log.c_str(), "w");
+    dup2(fileno(out), 1);
+    dup2(fileno(out), 2);
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(args[0].c_str(), argv.data());
+    _exit(127);
+  }
+  using Clock = std::chrono::steady_clock;
+  const auto started = Clock::now();
+  while (!std::filesystem::exists(ckpt) && Clock::now() - started < std::chrono::seconds(120))
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  REQUIRE(std::filesystem::exists(ckpt));
+  std::vector<pid_t> victims = RankProcesses(mpirun, 1);
+  REQUIRE(victims.size() == 1);
+  REQUIRE(kill(victims[0], SIGKILL) == 0);
+  const auto killed = Clock::now();
+  int status = 0;
+  pid_t done = 0;
+  while ((done = waitpid(mpirun, &status, WNOHANG)) == 0 &&
+         Clock::now() - killed < std::chrono::seconds(90))
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  if (done == 0) kill(mpirun, SIGKILL), waitpid(mpirun, &status, 0);
+  const double seconds = std::chrono::duration<double>(Clock::now() - killed).count();
+  std::ifstream in(log);
+  const std::string output((std::istreambuf_iterator<char>(in)), {});
+  INFO(output);
+  CHECK(done == mpirun);
+  CHECK(seconds < 60);
+  CHECK((WIFEXITED(status) && WEXITSTATUS(status) != 0));
+  CHECK_THAT(output, Catch::Contains("rank 1"));
+  // The checkpoint rank 0 last wrote (atomically) loads, and training goes on from it.
+  CHECK(ReadCheckpoint(ckpt).ok());
+  std::vector<std::string> resume = TrainArgs(ckpt, 1);
+  resume.push_back("--resume");
+  CommandResult resumed = kiln::testing::RunCommand(KILN_BINARY, resume);
+  INFO(resumed.out << resumed.err);
+  CHECK(resumed.exit_code == 0);
+}
+
+TEST_CASE("distributed: ranks that disagree on the batch are refused, naming the rank",
+          "[distributed][mpi]") {
+  // An MPMD launch: rank 0 with --batch 64, rank 1 with --batch 32.
+  const std::string ckpt = Dir() + "/disagree.kckpt";
+  std::vector<std::string> rank0 = TrainArgs(ckpt, 1), rank1 = TrainArgs(ckpt, 1);
+  rank1[std::find(rank1.begin(), rank1.end(), "--batch") - rank1.begin() + 1] = "32";
+  setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+  setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  std::vector<std::string> args = {"--oversubscribe", "-n", "1", KILN_BINARY};
+  args.insert(args.end(), rank0.begin(), rank0.end());
+  args.insert(args.end(), {"--distributed", "mpi", ":", "-n", "1", KILN_BINARY});
+  args.insert(args.end(), rank1.begin(), rank1.end());
+  args.insert(args.end(), {"--distributed", "mpi"});
+  CommandResult r = kiln::testing::RunCommand(KILN_MPIEXEC, args);
+  INFO(r.out << r.err);
+  CHECK(r.exit_code != 0);
+  CHECK_FALSE(r.signaled);
+  CHECK_THAT(r.err, Catch::Contains("the ranks disagree: rank 1's --batch is 32, rank 0's 64"));
+}
+#endif
+
+TEST_CASE("distributed: malformed distributed flags are usage errors", "[distributed]") {
+  const std::string ckpt = Dir() + "/flags.kckpt";
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = TrainArgs(ckpt, 1);
+    args.insert(args.end(), extra.begin(), extra.end());
+    return kiln::testing::RunCommand(KILN_BINARY, args);
+  };
+  CheckFails(with({"--distributed", "sockets"}), "--distributed 'sockets': expected mpi", 2);
+  CheckFails(with({"--distributed", "nccl"}), "not built yet", 2);
+  CheckFails(with({"--distributed", "mpi", "--backend", "cuda-sim"}),
+             "the cuda backends' collectives come with NCCL", 2);
+  CheckFails(with({"--bucket-size", "1M"}), "need --distributed mpi", 2);
+  CheckFails(with({"--distributed", "mpi", "--distributed-timeout", "-3"}),
+             "--distributed-timeout must be a positive number", 2);
+}

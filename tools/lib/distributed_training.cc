@@ -1,0 +1,145 @@
+#include "tools/lib/distributed_training.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "runtime/memory_budget.h"
+#include "tools/command.h"
+
+namespace kiln::cli {
+
+void DeclareDistributedFlags(Flags& flags) {
+  flags.Option("distributed").Option("distributed-timeout").Option("bucket-size");
+}
+
+Result<Distributed> DistributedFromFlags(const Flags& flags, const std::string& backend) {
+  Distributed out;
+  if (flags.Has("bucket-size")) {
+    Result<int64_t> bytes = ParseByteSize(flags.Get("bucket-size"));
+    if (!bytes.ok())
+      return MakeError(ErrorCode::kInvalidArgument, "--bucket-size ", bytes.error().message());
+    if (*bytes <= 0)
+      return MakeError(ErrorCode::kInvalidArgument, "--bucket-size must be positive");
+    out.options.bucket_bytes = *bytes;
+  }
+  if (!flags.Has("distributed")) {
+    if (flags.Has("distributed-timeout") || flags.Has("bucket-size"))
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "--distributed-timeout and --bucket-size need --distributed mpi");
+    return out;
+  }
+  const std::string kind = flags.Get("distributed");
+  if (kind == "nccl")
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "--distributed nccl: data-parallel runs on a CUDA device are not built yet; "
+                     "--distributed mpi runs on the cpu and reference backends");
+  if (kind != "mpi")
+    return MakeError(ErrorCode::kInvalidArgument, "--distributed '", kind, "': expected mpi");
+  if (backend.rfind("cuda", 0) == 0)
+    return MakeError(ErrorCode::kInvalidArgument, "--distributed mpi with --backend ", backend,
+                     ": the cuda backends' collectives come with NCCL (not built yet)");
+  double timeout = 60;
+  if (flags.Has("distributed-timeout")) {
+    const std::string text = flags.Get("distributed-timeout");
+    char* end = nullptr;
+    timeout = std::strtod(text.c_str(), &end);
+    if (text.empty() || *end || !(timeout > 0))
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "--distributed-timeout must be a positive number of seconds, got '", text,
+                       "'");
+  }
+  KILN_ASSIGN_OR_RETURN(out.comm, OpenMpiCommunicator(timeout));
+  return out;
+}
+
+Status CheckRanksAgree(Communicator& comm,
+                       const std::vector<std::pair<std::string, std::string>>& facts) {
+  // Each fact as a fixed-size digest, gathered from every rank; the values travel only to name
+  // the first difference.
+  auto digest = [](const std::string& text) {
+    uint64_t h = 1469598103934665603ull;  // FNV-1a
+    for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+    return h;
+  };
+  std::vector<uint64_t> mine;
+  for (const auto& [what, value] : facts) mine.push_back(digest(value));
+  const int64_t bytes = static_cast<int64_t>(mine.size() * sizeof(uint64_t));
+  std::vector<uint64_t> all(mine.size() * static_cast<size_t>(comm.size()));
+  KILN_RETURN_IF_ERROR(comm.AllGather(mine.data(), bytes, all.data()));
+  for (size_t f = 0; f < facts.size(); ++f)
+    for (int r = 1; r < comm.size(); ++r) {
+      if (all[r * mine.size() + f] == all[f]) continue;
+      // Rank 0's value, so that the message can show both where it is short.
+      std::string root_value = facts[f].second;
+      int64_t length = static_cast<int64_t>(root_value.size());
+      KILN_RETURN_IF_ERROR(comm.Broadcast(&length, sizeof length, 0));
+      root_value.resize(static_cast<size_t>(length));
+      KILN_RETURN_IF_ERROR(comm.Broadcast(root_value.data(), length, 0));
+      std::string text = "the ranks disagree: rank " + std::to_string(r) + "'s " + facts[f].first;
+      if (r == comm.rank() && facts[f].second.size() <= 80 && root_value.size() <= 80)
+        text += " is " + facts[f].second + ", rank 0's " + root_value;
+      else
+        text += " differs from rank 0's";
+      return MakeError(ErrorCode::kInvalidArgument, text);
+    }
+  return OkStatus();
+}
+
+std::string GraphFingerprint(const Graph& graph) {
+  std::string text;
+  for (const Node& node : graph.nodes()) {
+    text += node.name + " " + node.op;
+    for (const TensorRef& in : node.inputs) text += " " + in.ToString();
+    for (const std::string& c : node.control_inputs) text += " ^" + c;
+    for (const TensorType& t : node.output_types) text += " -> " + t.ToString();
+    for (const auto& [name, value] : node.attrs.items())
+      text += " " + name + "=" + value.ToString();
+    text += "\n";
+  }
+  return text;
+}
+
+std::set<std::string> LocalStateVariables(const Graph& graph) {
+  std::set<std::string> names;
+  for (const std::string& name : graph.update_ops()) {
+    const Node* node = graph.FindNode(name);
+    if (node && node->op.rfind("Assign", 0) == 0 && !node->inputs.empty())
+      names.insert(node->inputs[0].node);
+  }
+  return names;
+}
+
+std::string VariablesDigest(const std::map<std::string, Tensor>& variables) {
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&](uint64_t word) { h = (h ^ word) * 1099511628211ull; };
+  for (const auto& [name, t] : variables) {
+    for (unsigned char c : name) mix(c);
+    const auto* bytes = static_cast<const unsigned char*>(t.raw_data());
+    const int64_t n = t.byte_size();
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+      uint64_t word;
+      std::memcpy(&word, bytes + i, 8);
+      mix(word);
+    }
+    for (; i < n; ++i) mix(bytes[i]);
+  }
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(h));
+  return text;
+}
+
+std::vector<int64_t> ShardOfEpoch(const std::vector<int64_t>& order, int64_t trained,
+                                  int64_t global_batch, int rank, int size) {
+  std::vector<int64_t> shard;
+  for (int64_t begin = 0; begin < trained; begin += global_batch) {
+    const int64_t n = std::min(global_batch, trained - begin);
+    for (int64_t i = begin + rank * n / size; i < begin + (rank + 1) * n / size; ++i)
+      shard.push_back(order[i]);
+  }
+  return shard;
+}
+
+}  // namespace kiln::cli
