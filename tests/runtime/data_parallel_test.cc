@@ -17,10 +17,19 @@
 #include "passes/optim.h"
 #include "runtime/distributed/communicator.h"
 #include "runtime/session.h"
+#include "tests/testing/backends.h"
 
 using namespace kiln;
 
 namespace {
+
+// The host backends this program runs (the compiled cpu backend where the compiler is linked).
+std::vector<std::string> HostBackends() {
+  std::vector<std::string> backends;
+  for (const std::string& b : kiln::testing::AvailableBackends())
+    if (b.rfind("cuda", 0) != 0) backends.push_back(b);
+  return backends;
+}
 
 constexpr int64_t kFeatures = 6, kClasses = 3;
 
@@ -141,17 +150,18 @@ bool Bitwise(const std::map<std::string, Tensor>& a, const std::map<std::string,
 
 TEST_CASE("data parallel: two ranks on halves of each batch train as one process on the whole",
           "[data_parallel]") {
-  const std::string backend = GENERATE("reference", "cpu");
-  INFO(backend);
-  const auto want = OneProcess(backend, 6, 16);
-  // Small buckets: the six gradients travel in several all-reduces.
-  auto got = DataParallel(backend, 6, {0, 8, 16}, 64);
-  for (const RankResult& r : got) {
-    INFO((r.status.ok() ? "" : r.status.error().ToString()));
-    REQUIRE(r.status.ok());
+  for (const std::string& backend : HostBackends()) {
+    INFO(backend);
+    const auto want = OneProcess(backend, 6, 16);
+    // Small buckets: the four gradients travel in several all-reduces.
+    auto got = DataParallel(backend, 6, {0, 8, 16}, 64);
+    for (const RankResult& r : got) {
+      INFO((r.status.ok() ? "" : r.status.error().ToString()));
+      REQUIRE(r.status.ok());
+    }
+    CheckAgree(got[0].variables, want, 1e-5);
+    CHECK(Bitwise(got[0].variables, got[1].variables));
   }
-  CheckAgree(got[0].variables, want, 1e-5);
-  CHECK(Bitwise(got[0].variables, got[1].variables));
 }
 
 TEST_CASE("data parallel: uneven shards weigh each rank by its share of the global batch",
@@ -192,7 +202,7 @@ TEST_CASE("data parallel: an all-reduce outside a data-parallel run is the ident
   y[1].Named("y1");
   Result<Graph> graph = g.Build();
   REQUIRE(graph.ok());
-  for (const char* backend : {"reference", "cpu"}) {
+  for (const std::string& backend : HostBackends()) {
     Session s(*graph, {.backend = backend});
     auto r = s.Run({{"x", Tensor::FromDoubles(f32, {3}, {1, 2, 3})}}, {"y1:1"});
     REQUIRE(r.ok());
@@ -212,7 +222,7 @@ TEST_CASE("data parallel: a sum all-reduce adds every rank's values, bitwise ali
   std::vector<std::thread> threads;
   for (int r = 0; r < 3; ++r)
     threads.emplace_back([&, r] {
-      Session s(*graph, {.backend = "cpu", .distributed = comms[r]});
+      Session s(*graph, {.backend = HostBackends().back(), .distributed = comms[r]});
       auto out = s.Run({{"x", Tensor::FromDoubles(f64, {2}, {1.0 + r, 10.0 * r})}}, {"y"});
       if (out.ok()) got[r] = (*out)[0].ToDoubles();
     });
