@@ -5,6 +5,7 @@
 
 #include "ir/verifier.h"
 #include "runtime/checkpoint.h"
+#include "runtime/distributed/collective_order.h"
 #include "runtime/plugins.h"
 #include "runtime/session_rewrite.h"
 
@@ -119,6 +120,7 @@ Result<RunPlan> Session::Plan(const FeedList& feeds, const std::vector<TensorNam
     }
     plan.nodes.push_back(node);
   }
+  StartCollectivesEarly(plan.nodes);
   return plan;
 }
 

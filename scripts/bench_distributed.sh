@@ -2,8 +2,9 @@
 # Data-parallel training on one machine: `kiln train` on FCN-R and ResNet-56 (Shi et al. 2016,
 # models/shi2016.cc) as 1 process x 2 threads and as 2 MPI ranks x 1 thread (mpirun -n 2,
 # --distributed mpi), the same global batch, the same seeded random data; prints examples per
-# second of each and, for the ranks, what the gradients' all-reduce costs per step (its time, the
-# bytes each rank sends into it, and their ratio).
+# second of each and, for the ranks, what the gradients' all-reduces cost per step: the bytes each
+# rank sends into them, their time in flight (in MPI, much of it behind backward) and the bandwidth
+# that makes, and the time the step waited for them.
 #
 # usage: scripts/bench_distributed.sh [NAME...]       (no NAME: fcn-r resnet-56)
 #
@@ -35,9 +36,9 @@ names=("$@")
 
 echo "# kiln train, 1 process x 2 threads against 2 MPI ranks x 1 thread (mpirun -n 2 --distributed mpi)"
 echo "# $(date -u +%Y-%m-%dT%H:%MZ) on $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)), $(mpirun --version | head -1), second of two epochs of $steps global batches, SGD, load average $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '| %-9s | %5s | %14s | %14s | %6s | %16s | %10s | %8s |\n' network batch "1x2 ex/s" "2x1 ex/s" ratio "all-reduce ms/step" "MB/step" "GB/s"
-printf '|%s|%s|%s|%s|%s|%s|%s|%s|\n' ----------- ------- ---------------- ---------------- -------- ------------------ ------------ ----------
-# "epoch 2: mean loss ..., N examples/s[; all-reduce A ms a step for B MB (C GB/s)]" -> field
+printf '| %-9s | %5s | %9s | %9s | %6s | %8s | %12s | %6s | %10s |\n' network batch "1x2 ex/s" "2x1 ex/s" ratio "MB/step" "in flight ms" "GB/s" "waited ms"
+printf '|%s|%s|%s|%s|%s|%s|%s|%s|%s|\n' ----------- ------- ----------- ----------- -------- ---------- -------------- -------- ------------
+# "epoch 2: mean loss ..., N examples/s[; all-reduce A MB a step, B ms in flight (C GB/s), D ms waited]"
 epoch2() { grep '^epoch 2:' "$1" | head -1; }
 for name in "${names[@]}"; do
   n=$(( shi_batch[$name] / div )); ((n >= 2)) || n=2
@@ -53,9 +54,9 @@ for name in "${names[@]}"; do
     >"$out/$name.2x1.txt" 2>&1
   one=$(epoch2 "$out/$name.1x2.txt" | sed -n 's/.*, \([0-9.]*\) examples\/s.*/\1/p')
   two=$(epoch2 "$out/$name.2x1.txt" | sed -n 's/.*, \([0-9.]*\) examples\/s.*/\1/p')
-  read -r ms mb gbs < <(epoch2 "$out/$name.2x1.txt" |
-    sed -n 's/.*all-reduce \([0-9.]*\) ms a step for \([0-9.]*\) MB (\([0-9.]*\) GB\/s).*/\1 \2 \3/p')
+  read -r mb flight gbs waited < <(epoch2 "$out/$name.2x1.txt" |
+    sed -n 's/.*all-reduce \([0-9.]*\) MB a step, \([0-9.]*\) ms in flight (\([0-9.]*\) GB\/s), \([0-9.]*\) ms waited.*/\1 \2 \3 \4/p')
   ratio=$(awk -v a="${one:-0}" -v b="${two:-0}" 'BEGIN { if (a > 0 && b > 0) printf "%.2f", b / a; else print "-" }')
-  printf '| %-9s | %5s | %14s | %14s | %6s | %18s | %10s | %8s |\n' "$name" "$n" "${one:-failed}" "${two:-failed}" "$ratio" "${ms:--}" "${mb:--}" "${gbs:--}"
+  printf '| %-9s | %5s | %9s | %9s | %6s | %8s | %12s | %6s | %10s |\n' "$name" "$n" "${one:-failed}" "${two:-failed}" "$ratio" "${mb:--}" "${flight:--}" "${gbs:--}" "${waited:--}"
 done
 echo "# ratio: the ranks' examples/s over the one process's (above 1: the two ranks are faster); outputs in $out"

@@ -334,11 +334,13 @@ int RunTrain(const Command& cmd, const std::vector<std::string>& args) {
     epoch_line = text;
     if (comm && steps > 0) {  // what the gradients' all-reduces cost this epoch, on rank 0
       const Communicator::Traffic& now = comm->traffic();
-      const double ms = (now.seconds - traffic_before.seconds) * 1e3 / static_cast<double>(steps);
-      const double mb =
-          static_cast<double>(now.bytes - traffic_before.bytes) / 1e6 / static_cast<double>(steps);
-      std::snprintf(text, sizeof text, "; all-reduce %.2f ms a step for %.2f MB (%.2f GB/s)", ms,
-                    mb, ms > 0 ? mb / ms : 0.0);
+      const double per_step = 1.0 / static_cast<double>(steps);
+      const double waited = (now.waited - traffic_before.waited) * 1e3 * per_step;
+      const double travelled = (now.travelled - traffic_before.travelled) * 1e3 * per_step;
+      const double mb = static_cast<double>(now.bytes - traffic_before.bytes) / 1e6 * per_step;
+      std::snprintf(text, sizeof text,
+                    "; all-reduce %.2f MB a step, %.2f ms in flight (%.2f GB/s), %.2f ms waited",
+                    mb, travelled, travelled > 0 ? mb / travelled : 0.0, waited);
       epoch_line += text;
     }
     for (Status s : {log("train/loss", epoch, loss_sum / static_cast<double>(trained)),

@@ -172,8 +172,50 @@ Result<std::vector<Tensor>> Program::Run(const std::vector<Tensor>& feeds, Varia
     };
   KILN_RETURN_IF_ERROR(BindBuffers(exe, arena_.get(), feeds, env, feed_versions));
   if (profile_) profile_->BeginRun();
-  for (size_t i = 0; i < steps_.size(); ++i) KILN_RETURN_IF_ERROR(RunStep(i, env));
+  std::vector<size_t> in_flight;  // steps whose work goes on after their Run (collectives)
+  Status status = OkStatus();
+  for (size_t i = 0; i < steps_.size() && status.ok(); ++i) {
+    status = FinishTouched(i, in_flight, env);
+    if (status.ok()) status = RunStep(i, env);
+    if (status.ok() && steps_[i]->finishes_later()) in_flight.push_back(i);
+  }
+  // Everything started is finished, also after a failure (its messages must not outlive the run).
+  for (size_t p : in_flight) {
+    Status finished = steps_[p]->Finish(env);
+    if (status.ok()) status = finished;
+  }
+  KILN_RETURN_IF_ERROR(status);
   return CopyFetches(exe, env);
+}
+
+namespace {
+
+// Whether buffer `a`'s memory and buffer `b`'s overlap in this run.
+bool Overlap(const StepEnv& env, const Executable& exe, int a, int b) {
+  const int n = static_cast<int>(env.data.size());
+  if (a < 0 || b < 0 || a >= n || b >= n) return false;
+  const char* pa = static_cast<const char*>(env.data[a]);
+  const char* pb = static_cast<const char*>(env.data[b]);
+  return pa && pb && pa < pb + exe.buffers[b].bytes() && pb < pa + exe.buffers[a].bytes();
+}
+
+}  // namespace
+
+Status Program::FinishTouched(size_t i, std::vector<size_t>& in_flight, StepEnv& env) {
+  if (in_flight.empty()) return OkStatus();
+  const Executable& exe = plan_.executable;
+  const Step& step = exe.steps[i];
+  // The last in-flight step whose outputs step i reads or overwrites: it and every one started
+  // before it finish (in the order they started).
+  size_t last = 0;
+  for (size_t k = 0; k < in_flight.size(); ++k)
+    for (int out : exe.steps[in_flight[k]].outputs)
+      for (const std::vector<int>* ids : {&step.inputs, &step.outputs})
+        for (int id : *ids)
+          if (Overlap(env, exe, out, id)) last = k + 1;
+  for (size_t k = 0; k < last; ++k) KILN_RETURN_IF_ERROR(steps_[in_flight[k]]->Finish(env));
+  in_flight.erase(in_flight.begin(), in_flight.begin() + static_cast<std::ptrdiff_t>(last));
+  return OkStatus();
 }
 
 bool Program::InvariantState::Current(const StepEnv& env,

@@ -67,6 +67,10 @@ class Program {
  private:
   Program() = default;
 
+  // Finishes the in-flight steps (StepRunner::finishes_later) whose outputs step i reads or
+  // overwrites, with those started before them.
+  Status FinishTouched(size_t i, std::vector<size_t>& in_flight, StepEnv& env);
+
   // An invariant step's variable buffers and their (version, address) when it last ran.
   struct InvariantState {
     std::vector<int> roots;

@@ -34,8 +34,9 @@ class ReferenceStep : public StepRunner {
     }
     std::vector<TensorType> types;
     for (int id : step_.outputs) types.push_back(exe.buffers[id].type);
-    reference::KernelContext ctx(step_.node, attrs_, std::move(inputs), types,
-                                 reference::RunState{env.variables, env.counters, env.bodies, -1, env.communicator});
+    reference::KernelContext ctx(
+        step_.node, attrs_, std::move(inputs), types,
+        reference::RunState{env.variables, env.counters, env.bodies, -1, env.communicator});
     for (size_t i = 0; i < types.size(); ++i)
       ctx.set_output(static_cast<int>(i), Tensor(types[i].dtype, types[i].shape));
     KILN_RETURN_IF_ERROR((*kernel_)(ctx));
@@ -91,6 +92,9 @@ Result<std::unique_ptr<StepRunner>> MakeReferenceStep(const Step& step, const Ex
                                      inferred[i].ToString(), " but its step writes ",
                                      buffer.ToString());
   }
+  // A collective starts its messages and lets the next steps run while they travel.
+  if (step.node.op == "AllReduce")
+    return MakeAllReduceStep(step, exe, def->WithDefaults(step.node.attrs));
   return std::unique_ptr<StepRunner>(
       new ReferenceStep(step, kernel, def->WithDefaults(step.node.attrs)));
 }

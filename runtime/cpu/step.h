@@ -44,11 +44,19 @@ class StepRunner {
   // Bytes the step keeps for itself from run to run (prepacked or reordered weights, scratch
   // memory), allocated at load or by its first run: part of a plan's peak (memory_budget.h).
   virtual int64_t kept_bytes() const { return 0; }
+  // A step whose work goes on after Run returns (a collective in flight) says so until Finish has
+  // completed it, writing its outputs: Program calls Finish before any later step touches their
+  // memory, and before the run ends.
+  virtual bool finishes_later() const { return false; }
+  virtual Status Finish(StepEnv& env) const { return OkStatus(); }
 };
 
 Result<std::unique_ptr<StepRunner>> MakeKernelStep(const Step& step, const Executable& exe,
                                                    const KernelLibrary* kernels);
 Result<std::unique_ptr<StepRunner>> MakeLibraryStep(const Step& step, const Executable& exe);
 Result<std::unique_ptr<StepRunner>> MakeReferenceStep(const Step& step, const Executable& exe);
+// AllReduce's step (verified by MakeReferenceStep as any reference step's node, which makes it).
+Result<std::unique_ptr<StepRunner>> MakeAllReduceStep(const Step& step, const Executable& exe,
+                                                      const AttrMap& attrs);
 
 }  // namespace kiln::cpu

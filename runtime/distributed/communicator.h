@@ -34,6 +34,13 @@ class Communicator {
 
   // Replaces `count` values at `data` (f32 or f64) by their element-wise sum over the ranks.
   virtual Status AllReduceSum(void* data, int64_t count, DType dtype) = 0;
+  // The same, begun: returns a ticket at once, while the sum goes on behind the caller's back
+  // (MPI: on the shim's progress thread); `data` must stay untouched until FinishAllReduce(ticket)
+  // has returned, which waits for it (at most the timeout). Every started sum must be finished;
+  // collectives run in the order they were called on every rank. This default sums in
+  // StartAllReduceSum itself (no overlap).
+  virtual Result<int64_t> StartAllReduceSum(void* data, int64_t count, DType dtype);
+  virtual Status FinishAllReduce(int64_t ticket);
   // Copies `bytes` bytes at root's `data` into every other rank's `data`.
   virtual Status Broadcast(void* data, int64_t bytes, int root) = 0;
   // Every rank's `bytes` bytes at `mine`, in rank order, into `all` (size() * bytes).
@@ -48,23 +55,31 @@ class Communicator {
   double share() const { return share_ >= 0 ? share_ : 1.0 / size(); }
   void set_share(double share) { share_ = share; }
 
-  // What the graph's all-reduces have cost so far (the AllReduce kernel counts each): messages,
-  // their bytes, and the seconds spent waiting for them (packing included).
+  // What the graph's all-reduces have cost so far: messages, their bytes, the seconds the runs
+  // waited for them (packing included: AllReduce's kernels count it) and the seconds the sums
+  // themselves took (each implementation's AllReduceSum and FinishAllReduce count it; behind
+  // backward, where a sum overlaps it).
   struct Traffic {
     int64_t messages = 0;
     int64_t bytes = 0;
-    double seconds = 0;
+    double waited = 0;
+    double travelled = 0;
   };
   const Traffic& traffic() const { return traffic_; }
-  void CountAllReduce(int64_t bytes, double seconds) {
+  void CountAllReduce(int64_t bytes, double waited) {
     ++traffic_.messages;
     traffic_.bytes += bytes;
-    traffic_.seconds += seconds;
+    traffic_.waited += waited;
   }
+
+ protected:
+  void CountTravel(double seconds) { traffic_.travelled += seconds; }
 
  private:
   double share_ = -1;
   Traffic traffic_;
+  std::vector<std::pair<int64_t, Status>> finished_;  // the default's sums, by ticket
+  int64_t next_ticket_ = 1;
 };
 
 // Opens MPI (MPI_Init on first use; MPI_Finalize at exit) through libkiln_mpi.so, found from

@@ -136,9 +136,11 @@ class InProcessCommunicator : public Communicator {
       return MakeError(ErrorCode::kInvalidArgument, "all-reduce of ", DTypeName(dtype),
                        " values: only f32 and f64 are summed");
     const int64_t bytes = count * static_cast<int64_t>(DTypeSize(dtype));
+    const auto start = std::chrono::steady_clock::now();
     KILN_ASSIGN_OR_RETURN(
         auto out, group_->Round(rank_, Collective::kAllReduceSum, data, bytes, count, dtype, 0));
     std::memcpy(data, out->data(), bytes);
+    CountTravel(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     return OkStatus();
   }
   Status Broadcast(void* data, int64_t bytes, int root) override {

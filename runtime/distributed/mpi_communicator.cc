@@ -2,6 +2,7 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <climits>
 #include <cstdlib>
 #include <mutex>
@@ -56,9 +57,12 @@ class MpiCommunicator : public Communicator {
     if (dtype != DType::kF32 && dtype != DType::kF64)
       return MakeError(ErrorCode::kInvalidArgument, "all-reduce of ", DTypeName(dtype),
                        " values: only f32 and f64 are summed");
-    return Call([&](char* error, size_t size) {
+    const auto start = std::chrono::steady_clock::now();
+    KILN_RETURN_IF_ERROR(Call([&](char* error, size_t size) {
       return shim_.all_reduce_sum(data, count, dtype == DType::kF64, timeout_, error, size);
-    });
+    }));
+    CountTravel(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    return OkStatus();
   }
   Status Broadcast(void* data, int64_t bytes, int root) override {
     if (root < 0 || root >= size())
@@ -73,6 +77,24 @@ class MpiCommunicator : public Communicator {
     });
   }
 
+  Result<int64_t> StartAllReduceSum(void* data, int64_t count, DType dtype) override {
+    if (dtype != DType::kF32 && dtype != DType::kF64)
+      return MakeError(ErrorCode::kInvalidArgument, "all-reduce of ", DTypeName(dtype),
+                       " values: only f32 and f64 are summed");
+    int64_t ticket = 0;
+    KILN_RETURN_IF_ERROR(Call([&](char* error, size_t size) {
+      return shim_.start_all_reduce_sum(data, count, dtype == DType::kF64, &ticket, error, size);
+    }));
+    return ticket;
+  }
+  Status FinishAllReduce(int64_t ticket) override {
+    double seconds = 0;
+    KILN_RETURN_IF_ERROR(Call([&](char* error, size_t size) {
+      return shim_.finish(ticket, timeout_, &seconds, error, size);
+    }));
+    CountTravel(seconds);
+    return OkStatus();
+  }
   void Abort(int exit_code) override { shim_.abort(exit_code); }
 
  private:

@@ -30,6 +30,13 @@ struct KilnMpiShim {
                    size_t error_size);
   int (*all_gather)(const void* mine, int64_t bytes, void* all, double timeout_seconds, char* error,
                     size_t error_size);
+  // all_reduce_sum begun on the progress thread: its ticket in *ticket at once; finish waits for
+  // it (at most timeout_seconds) and gives its outcome. Tickets finish in the order they started.
+  int (*start_all_reduce_sum)(void* data, int64_t count, int is_f64, int64_t* ticket, char* error,
+                              size_t error_size);
+  // *seconds: how long MPI took over it (on the progress thread).
+  int (*finish)(int64_t ticket, double timeout_seconds, double* seconds, char* error,
+                size_t error_size);
   // MPI_Abort: ends every rank's process with `exit_code`; does not return.
   void (*abort)(int exit_code);
 };

@@ -273,3 +273,101 @@ TEST_CASE("data parallel: the cuda backends refuse a communicator until their co
   REQUIRE_FALSE(e.ok());
   CHECK_THAT(e.error().message(), Catch::Contains("data-parallel run on the cuda-sim backend"));
 }
+
+namespace {
+
+// Two ranks that hold the same values: a started sum does nothing until it is finished, then
+// doubles the message; a step that read an all-reduce's outputs before Program finished it would
+// read what was there before.
+class LateTwin : public Communicator {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 2; }
+  std::string kind() const override { return "late twin"; }
+  Status AllReduceSum(void* data, int64_t count, DType dtype) override {
+    Double(data, count, dtype);
+    return OkStatus();
+  }
+  Result<int64_t> StartAllReduceSum(void* data, int64_t count, DType dtype) override {
+    started_.push_back({data, count, dtype});
+    return static_cast<int64_t>(started_.size());
+  }
+  Status FinishAllReduce(int64_t ticket) override {
+    const Started& s = started_.at(static_cast<size_t>(ticket - 1));
+    Double(s.data, s.count, s.dtype);
+    ++finished_;
+    return OkStatus();
+  }
+  Status Broadcast(void*, int64_t, int) override { return OkStatus(); }
+  Status AllGather(const void* mine, int64_t bytes, void* all) override {
+    std::memcpy(all, mine, bytes);
+    std::memcpy(static_cast<char*>(all) + bytes, mine, bytes);
+    return OkStatus();
+  }
+  void Abort(int) override {}
+  int finished() const { return finished_; }
+
+ private:
+  struct Started {
+    void* data;
+    int64_t count;
+    DType dtype;
+  };
+  static void Double(void* data, int64_t count, DType dtype) {
+    for (int64_t i = 0; i < count; ++i)
+      if (dtype == f64)
+        static_cast<double*>(data)[i] *= 2;
+      else
+        static_cast<float*>(data)[i] *= 2;
+  }
+  std::vector<Started> started_;
+  int finished_ = 0;
+};
+
+}  // namespace
+
+TEST_CASE("data parallel: a compiled step reads an all-reduce's outputs only once it finished",
+          "[data_parallel]") {
+  GraphBuilder g;
+  Value a = g.Placeholder("a", f32, {4});
+  std::vector<Value> r = AllReduce({a * 3.0, a + 1.0}, "sum");
+  r[1].Named("fetched");  // output 1 is read by no step: finished before the run copies it out
+  (r[0] + 1.0).Named("consumed");
+  Result<Graph> graph = g.Build();
+  INFO((graph.ok() ? "" : graph.error().ToString()));
+  REQUIRE(graph.ok());
+  for (const std::string& backend : HostBackends()) {
+    INFO(backend);
+    auto comm = std::make_shared<LateTwin>();
+    Session s(*graph, {.backend = backend, .distributed = comm});
+    auto out = s.Run({{"a", Tensor::FromDoubles(f32, {4}, {1, 2, 3, 4})}},
+                     {"consumed", "fetched:1"});
+    REQUIRE(out.ok());
+    CHECK((*out)[0].ToDoubles() == std::vector<double>{7, 13, 19, 25});
+    CHECK((*out)[1].ToDoubles() == std::vector<double>{4, 6, 8, 10});
+  }
+}
+
+TEST_CASE("data parallel: a bucket's all-reduce starts as soon as backward has produced it",
+          "[data_parallel]") {
+  Model m = Classifier(true, 1);  // one bucket per gradient
+  Session s(m.graph, {.backend = "reference"});
+  auto x = Rows(0, 4, 0);
+  Result<RunPlan> plan = s.Plan({{"x", x.first}, {"y", x.second}}, {m.loss}, {m.train});
+  REQUIRE(plan.ok());
+  std::map<std::string, size_t> at;
+  for (size_t i = 0; i < plan->nodes.size(); ++i) at[plan->nodes[i]->name] = i;
+  // The first bucket (fc2's gradient, backward's first) goes before the gradient of fc1 is made;
+  // each bucket right after its gradient.
+  size_t first = plan->nodes.size(), last_fc1_grad = 0;
+  for (size_t i = 0; i < plan->nodes.size(); ++i) {
+    const Node& node = *plan->nodes[i];
+    if (node.op == "AllReduce") {
+      first = std::min(first, i);
+      CHECK(i == at.at(node.inputs[0].node) + 1);
+    }
+    if (node.name.find("fc1") != std::string::npos && node.name.find("grad") != std::string::npos)
+      last_fc1_grad = std::max(last_fc1_grad, i);
+  }
+  CHECK(first < last_fc1_grad);
+}

@@ -59,4 +59,14 @@ void CheckFails(const CommandResult& r, const std::string& text, int code) {
   CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
 }
 
+std::vector<double> EpochLosses(const std::string& out) {
+  std::vector<double> losses;
+  std::istringstream lines(out);
+  std::string line;
+  while (std::getline(lines, line))
+    if (auto at = line.find("mean loss "); at != std::string::npos)
+      losses.push_back(std::stod(line.substr(at + 10)));
+  return losses;
+}
+
 }  // namespace kiln::testing

@@ -19,4 +19,7 @@ CommandResult RunCommand(const std::string& binary, const std::vector<std::strin
 // Exit `code`, no signal, exactly one line on stderr, containing `text`.
 void CheckFails(const CommandResult& r, const std::string& text, int code = 1);
 
+// The mean loss of each epoch line `kiln train` printed ("epoch N: mean loss X, ...").
+std::vector<double> EpochLosses(const std::string& out);
+
 }  // namespace kiln::testing

@@ -33,6 +33,7 @@ namespace {
 
 using testing::CheckFails;
 using testing::CommandResult;
+using testing::EpochLosses;
 
 std::string ReadAll(const std::string& path) {
   std::ifstream f(path);
@@ -301,15 +302,6 @@ std::string RegressionModel(int64_t batch = -1) {
   REQUIRE(WriteNpy(Dir() + "/rx.npy", Tensor::FromVector<float>({64, 1}, xs)).ok());
   REQUIRE(WriteNpy(Dir() + "/rt.npy", Tensor::FromVector<float>({64, 1}, ts)).ok());
   return path;
-}
-std::vector<double> EpochLosses(const std::string& out) {
-  std::vector<double> losses;
-  std::istringstream lines(out);
-  std::string line;
-  while (std::getline(lines, line))
-    if (auto at = line.find("mean loss "); at != std::string::npos)
-      losses.push_back(std::stod(line.substr(at + 10)));
-  return losses;
 }
 }  // namespace
 

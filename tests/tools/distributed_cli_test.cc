@@ -29,6 +29,7 @@
 using namespace kiln;
 using kiln::testing::CheckFails;
 using kiln::testing::CommandResult;
+using kiln::testing::EpochLosses;
 
 namespace {
 
@@ -88,16 +89,6 @@ std::vector<std::string> TrainArgs(const std::string& checkpoint, int epochs) {
           "--epochs",     std::to_string(epochs),
           "--threads",    "1",
           "--checkpoint", checkpoint};
-}
-
-std::vector<double> EpochLosses(const std::string& out) {
-  std::vector<double> losses;
-  std::istringstream lines(out);
-  std::string line;
-  while (std::getline(lines, line))
-    if (auto at = line.find("mean loss "); at != std::string::npos)
-      losses.push_back(std::stod(line.substr(at + 10)));
-  return losses;
 }
 
 #ifdef KILN_MPIEXEC

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -40,8 +41,11 @@ void Finish() {
 // One collective: `run` returns MPI's code; `done` once it has.
 struct Job {
   std::function<int()> run;
+  const char* what = "";
+  long long bytes = 0;
   int code = MPI_SUCCESS;
   bool done = false;
+  double seconds = 0;  // in MPI
 };
 
 class ProgressThread {
@@ -50,31 +54,54 @@ class ProgressThread {
     std::thread([this] { Loop(); }).detach();
   }
 
-  // Runs `run` on the progress thread; 0 when it succeeded within `timeout` seconds, else 1 with
-  // the reason in `error`.
-  int Run(std::function<int()> run, double timeout, const char* what, long long bytes, char* error,
-          size_t size) {
+  // Queues `run` for the progress thread; its ticket.
+  int64_t Start(std::function<int()> run, const char* what, long long bytes) {
     auto job = std::make_shared<Job>();
     job->run = std::move(run);
-    std::unique_lock<std::mutex> lock(mutex_);
+    job->what = what;
+    job->bytes = bytes;
+    std::lock_guard<std::mutex> lock(mutex_);
     queue_.push_back(job);
+    const int64_t ticket = next_ticket_++;
+    started_[ticket] = job;
     cv_.notify_all();
+    return ticket;
+  }
+
+  // Waits for a started job: 0 when it succeeded within `timeout` seconds, else 1 with the reason
+  // in `error`.
+  int Finish(int64_t ticket, double timeout, double* seconds, char* error, size_t size) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    auto it = started_.find(ticket);
+    if (it == started_.end()) {
+      std::snprintf(error, size, "collective ticket %lld was never started",
+                    static_cast<long long>(ticket));
+      return 1;
+    }
+    std::shared_ptr<Job> job = it->second;
+    started_.erase(it);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout);
     if (!cv_.wait_until(lock, deadline, [&] { return job->done; })) {
       failed = true;
       std::snprintf(error, size,
                     "the %s of %lld bytes did not complete within %lld s: another rank stopped "
                     "or died",
-                    what, bytes, static_cast<long long>(timeout));
+                    job->what, job->bytes, static_cast<long long>(timeout));
       return 1;
     }
+    if (seconds) *seconds = job->seconds;
     if (job->code == MPI_SUCCESS) return 0;
     char text[MPI_MAX_ERROR_STRING] = {0};
     int length = 0;
     MPI_Error_string(job->code, text, &length);
-    std::snprintf(error, size, "MPI %s failed: %s", what, text);
+    std::snprintf(error, size, "MPI %s failed: %s", job->what, text);
     failed = true;
     return 1;
+  }
+
+  int Run(std::function<int()> run, double timeout, const char* what, long long bytes, char* error,
+          size_t size) {
+    return Finish(Start(std::move(run), what, bytes), timeout, nullptr, error, size);
   }
 
  private:
@@ -85,8 +112,12 @@ class ProgressThread {
       std::shared_ptr<Job> job = queue_.front();
       queue_.pop_front();
       lock.unlock();
+      const auto start = std::chrono::steady_clock::now();
       const int code = job->run();
+      const double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       lock.lock();
+      job->seconds = seconds;
       job->code = code;
       job->done = true;
       cv_.notify_all();
@@ -96,6 +127,8 @@ class ProgressThread {
   std::mutex mutex_;
   std::condition_variable cv_;
   std::deque<std::shared_ptr<Job>> queue_;
+  std::map<int64_t, std::shared_ptr<Job>> started_;  // not yet finished, by ticket
+  int64_t next_ticket_ = 1;
 };
 
 ProgressThread* progress = nullptr;  // made by kiln_mpi_open, kept for the process
@@ -103,22 +136,36 @@ ProgressThread* progress = nullptr;  // made by kiln_mpi_open, kept for the proc
 // MPI counts are ints: larger transfers go in pieces of at most 2^30 elements.
 constexpr int64_t kMostPerCall = int64_t{1} << 30;
 
-int AllReduceSum(void* data, int64_t count, int is_f64, double timeout, char* error, size_t size) {
+std::function<int()> AllReduceJob(void* data, int64_t count, int is_f64) {
   const MPI_Datatype type = is_f64 ? MPI_DOUBLE : MPI_FLOAT;
   const int64_t width = is_f64 ? 8 : 4;
-  return progress->Run(
-      [=] {
-        for (int64_t done = 0; done < count;) {
-          const int n = static_cast<int>(std::min(kMostPerCall, count - done));
-          char* at = static_cast<char*>(data) + done * width;
-          if (int code = MPI_Allreduce(MPI_IN_PLACE, at, n, type, MPI_SUM, MPI_COMM_WORLD);
-              code != MPI_SUCCESS)
-            return code;
-          done += n;
-        }
-        return MPI_SUCCESS;
-      },
-      timeout, "all-reduce", count * width, error, size);
+  return [=] {
+    for (int64_t done = 0; done < count;) {
+      const int n = static_cast<int>(std::min(kMostPerCall, count - done));
+      char* at = static_cast<char*>(data) + done * width;
+      if (int code = MPI_Allreduce(MPI_IN_PLACE, at, n, type, MPI_SUM, MPI_COMM_WORLD);
+          code != MPI_SUCCESS)
+        return code;
+      done += n;
+    }
+    return MPI_SUCCESS;
+  };
+}
+
+int Finish(int64_t ticket, double timeout, double* seconds, char* error, size_t size) {
+  return progress->Finish(ticket, timeout, seconds, error, size);
+}
+
+int AllReduceSum(void* data, int64_t count, int is_f64, double timeout, char* error, size_t size) {
+  int64_t ticket =
+      progress->Start(AllReduceJob(data, count, is_f64), "all-reduce", count * (is_f64 ? 8 : 4));
+  return Finish(ticket, timeout, nullptr, error, size);
+}
+
+int StartAllReduceSum(void* data, int64_t count, int is_f64, int64_t* ticket, char*, size_t) {
+  *ticket =
+      progress->Start(AllReduceJob(data, count, is_f64), "all-reduce", count * (is_f64 ? 8 : 4));
+  return 0;
 }
 
 int Broadcast(void* data, int64_t bytes, int root, double timeout, char* error, size_t size) {
@@ -196,6 +243,8 @@ extern "C" __attribute__((visibility("default"))) int kiln_mpi_open(KilnMpiShim*
   shim->all_reduce_sum = AllReduceSum;
   shim->broadcast = Broadcast;
   shim->all_gather = AllGather;
+  shim->start_all_reduce_sum = StartAllReduceSum;
+  shim->finish = Finish;
   shim->abort = Abort;
   return 0;
 }
