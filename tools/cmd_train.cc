@@ -399,13 +399,11 @@ int RunTrain(const Command& cmd, const std::vector<std::string>& args) {
       break;
     }
   }
-  if (!lead) {
-  } else if (quiet) {
+  if (lead && quiet)
     std::printf("%s%s%s\n", epoch_line.c_str(), checkpoint.empty() ? "" : "; wrote ",
                 checkpoint.c_str());
-  } else if (!checkpoint.empty()) {
+  else if (lead && !checkpoint.empty())
     std::printf("wrote %s\n", checkpoint.c_str());
-  }
   end_others.done = true;
   return 0;
 }

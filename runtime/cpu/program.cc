@@ -10,6 +10,24 @@
 #include "runtime/invariant_steps.h"
 
 namespace kiln::cpu {
+namespace {
+
+// OpenMP's default team on this thread is `threads` for as long as it lives, then what it was
+// (the caller's own parallel regions keep theirs).
+class DefaultTeam {
+ public:
+  explicit DefaultTeam(int threads) : before_(omp_get_max_threads()) {
+    omp_set_num_threads(threads);
+  }
+  ~DefaultTeam() { omp_set_num_threads(before_); }
+  DefaultTeam(const DefaultTeam&) = delete;
+  DefaultTeam& operator=(const DefaultTeam&) = delete;
+
+ private:
+  const int before_;
+};
+
+}  // namespace
 
 bool IsCopyAcross(const Step& step) {
   return step.kind == Step::Kind::kLibrary &&
@@ -118,7 +136,7 @@ Result<std::unique_ptr<Program>> Program::Load(CompiledPlan plan, int threads, i
   // Libraries that size their work by OpenMP's default team (oneDNN, as its primitives are made
   // and run) get the plan's threads, not every core: two processes of one thread each must not
   // each start teams of all cores (their barriers would wait on each other's descheduled threads).
-  omp_set_num_threads(program->threads_);
+  const DefaultTeam team(program->threads_);
   program->plan_ = std::move(plan);  // steps keep references into it
   const Executable& exe = program->plan_.executable;
   KILN_RETURN_IF_ERROR(CheckExecutable(exe));
@@ -162,7 +180,7 @@ Result<std::vector<Tensor>> Program::Run(const std::vector<Tensor>& feeds, Varia
   env.counters = &counters;
   env.communicator = communicator_.get();
   env.threads = threads_;
-  omp_set_num_threads(threads_);  // as at load
+  const DefaultTeam team(threads_);  // as at load
   if (compile_bodies_)
     env.bodies = [this](const Graph& body) -> Executor* {
       std::unique_ptr<Executor>& executor = bodies_[&body];
