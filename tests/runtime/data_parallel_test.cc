@@ -340,8 +340,8 @@ TEST_CASE("data parallel: a compiled step reads an all-reduce's outputs only onc
     INFO(backend);
     auto comm = std::make_shared<LateTwin>();
     Session s(*graph, {.backend = backend, .distributed = comm});
-    auto out = s.Run({{"a", Tensor::FromDoubles(f32, {4}, {1, 2, 3, 4})}},
-                     {"consumed", "fetched:1"});
+    auto out =
+        s.Run({{"a", Tensor::FromDoubles(f32, {4}, {1, 2, 3, 4})}}, {"consumed", "fetched:1"});
     REQUIRE(out.ok());
     CHECK((*out)[0].ToDoubles() == std::vector<double>{7, 13, 19, 25});
     CHECK((*out)[1].ToDoubles() == std::vector<double>{4, 6, 8, 10});

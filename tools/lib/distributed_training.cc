@@ -9,6 +9,15 @@
 #include "tools/command.h"
 
 namespace kiln::cli {
+namespace {
+
+// FNV-1a over bytes or 8-byte words: the same digest in every process.
+struct Fnv {
+  uint64_t value = 1469598103934665603ull;
+  void Mix(uint64_t word) { value = (value ^ word) * 1099511628211ull; }
+};
+
+}  // namespace
 
 void DeclareDistributedFlags(Flags& flags) {
   flags.Option("distributed").Option("distributed-timeout").Option("bucket-size");
@@ -58,13 +67,12 @@ Status CheckRanksAgree(Communicator& comm,
                        const std::vector<std::pair<std::string, std::string>>& facts) {
   // Each fact as a fixed-size digest, gathered from every rank; the values travel only to name
   // the first difference.
-  auto digest = [](const std::string& text) {
-    uint64_t h = 1469598103934665603ull;  // FNV-1a
-    for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
-    return h;
-  };
   std::vector<uint64_t> mine;
-  for (const auto& [what, value] : facts) mine.push_back(digest(value));
+  for (const auto& [what, value] : facts) {
+    Fnv digest;
+    for (unsigned char c : value) digest.Mix(c);
+    mine.push_back(digest.value);
+  }
   const int64_t bytes = static_cast<int64_t>(mine.size() * sizeof(uint64_t));
   std::vector<uint64_t> all(mine.size() * static_cast<size_t>(comm.size()));
   KILN_RETURN_IF_ERROR(comm.AllGather(mine.data(), bytes, all.data()));
@@ -112,22 +120,21 @@ std::set<std::string> LocalStateVariables(const Graph& graph) {
 }
 
 std::string VariablesDigest(const std::map<std::string, Tensor>& variables) {
-  uint64_t h = 1469598103934665603ull;
-  auto mix = [&](uint64_t word) { h = (h ^ word) * 1099511628211ull; };
+  Fnv digest;
   for (const auto& [name, t] : variables) {
-    for (unsigned char c : name) mix(c);
+    for (unsigned char c : name) digest.Mix(c);
     const auto* bytes = static_cast<const unsigned char*>(t.raw_data());
     const int64_t n = t.byte_size();
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) {
       uint64_t word;
       std::memcpy(&word, bytes + i, 8);
-      mix(word);
+      digest.Mix(word);
     }
-    for (; i < n; ++i) mix(bytes[i]);
+    for (; i < n; ++i) digest.Mix(bytes[i]);
   }
   char text[17];
-  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(h));
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(digest.value));
   return text;
 }
 
