@@ -10,6 +10,7 @@
 #include "compiler/mlir/jit.h"
 #include "compiler/plan_executable.h"
 #include "ir/file_util.h"
+#include "runtime/cuda/collectives.h"
 #include "runtime/cuda/device_copies.h"
 #include "runtime/cuda/matmul_call.h"
 
@@ -46,7 +47,9 @@ bool IsCopyOfFeedForDevice(const Step& step, const Executable& exe) {
 }  // namespace
 
 Where PlaceOnDevice(const Step& step, const Executable& exe) {
-  if (step.kind == Step::Kind::kKernel || cuda::IsDeviceGemm(step, exe)) return Where::kDevice;
+  if (step.kind == Step::Kind::kKernel || cuda::IsDeviceGemm(step, exe) ||
+      cuda::IsDeviceCollective(step, exe))
+    return Where::kDevice;
   if (cuda::IsDeviceCopy(step, exe))
     return IsCopyOfFeedForDevice(step, exe) ? Where::kDevice : Where::kWhereInputsAre;
   if (cuda::IsDeviceAssign(step, exe)) return Where::kWhereValueIs;

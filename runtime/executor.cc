@@ -19,14 +19,8 @@ Result<std::unique_ptr<Executor>> CreateExecutor(const std::string& name,
   if (backend == "cpu")
     return std::unique_ptr<Executor>(
         new cpu::CpuExecutor(options.threads, options.memory_limit, options.communicator));
-  if (backend == "cuda" || backend == "cuda-sim") {
-    if (options.communicator)
-      return MakeError(ErrorCode::kUnimplemented, "a data-parallel run on the ", backend,
-                       " backend (its collectives come with NCCL); the cpu and reference "
-                       "backends run them through ",
-                       options.communicator->kind());
+  if (backend == "cuda" || backend == "cuda-sim")
     return cuda::CudaExecutor::Create(backend, options);
-  }
   return MakeError(ErrorCode::kNotFound, "unknown backend '", backend,
                    "' (available: auto, cpu, cuda, cuda-sim, reference)");
 }

@@ -50,7 +50,9 @@ struct SessionOptions {
   std::vector<std::string> plugins;
   // The ranks of a data-parallel run (runtime/distributed/communicator.h: OpenMpiCommunicator),
   // which the graph's collective ops (AllReduce, put in by passes/data_parallel.h) talk to; null:
-  // this process alone (an AllReduce is then the identity). The cpu and reference backends.
+  // this process alone (an AllReduce is then the identity). Every backend: the cuda backends run
+  // the device's AllReduce steps through NCCL (the simulator through this communicator), opened
+  // when the session is created (runtime/cuda/collectives.h).
   std::shared_ptr<Communicator> distributed;
 };
 

@@ -224,8 +224,8 @@ int RunTrain(const Command& cmd, const std::vector<std::string>& args) {
   if (Status s = session.BroadcastVariables(); !s.ok()) return Fail(cmd, s.error());
   if (comm && !quiet)
     std::printf("data-parallel over %d ranks (%s): %lld examples per rank of each batch of %lld\n",
-                ranks, comm->kind().c_str(), static_cast<long long>(rank_batch),
-                static_cast<long long>(batch_size));
+                ranks, distributed->on_device ? "mpi, gradients by nccl" : comm->kind().c_str(),
+                static_cast<long long>(rank_batch), static_cast<long long>(batch_size));
   if (trained < examples && !quiet)
     std::printf("each epoch drops its last %lld examples (a partial batch): %s\n",
                 static_cast<long long>(examples - trained),
@@ -338,9 +338,12 @@ int RunTrain(const Command& cmd, const std::vector<std::string>& args) {
       const double waited = (now.waited - traffic_before.waited) * 1e3 * per_step;
       const double travelled = (now.travelled - traffic_before.travelled) * 1e3 * per_step;
       const double mb = static_cast<double>(now.bytes - traffic_before.bytes) / 1e6 * per_step;
-      std::snprintf(text, sizeof text,
-                    "; all-reduce %.2f MB a step, %.2f ms in flight (%.2f GB/s), %.2f ms waited",
-                    mb, travelled, travelled > 0 ? mb / travelled : 0.0, waited);
+      if (distributed->on_device)  // in the stream's order: the host neither waits nor times it
+        std::snprintf(text, sizeof text, "; all-reduce %.2f MB a step on the device", mb);
+      else
+        std::snprintf(text, sizeof text,
+                      "; all-reduce %.2f MB a step, %.2f ms in flight (%.2f GB/s), %.2f ms waited",
+                      mb, travelled, travelled > 0 ? mb / travelled : 0.0, waited);
       epoch_line += text;
     }
     for (Status s : {log("train/loss", epoch, loss_sum / static_cast<double>(trained)),

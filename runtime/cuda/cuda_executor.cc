@@ -14,8 +14,19 @@ Result<std::unique_ptr<Executor>> CudaExecutor::Create(const std::string& backen
   const bool simulated = backend == "cuda-sim";
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<Device> device,
                         OpenDevice(backend, threads, simulated ? options.memory_limit : 0));
-  return std::unique_ptr<Executor>(new CudaExecutor(
-      backend, std::move(device), threads, options.tf32, simulated ? 0 : options.memory_limit));
+  std::unique_ptr<CudaExecutor> executor(
+      new CudaExecutor(backend, std::move(device), threads, options.tf32,
+                       simulated ? 0 : options.memory_limit, options.communicator));
+  if (options.communicator) {
+    Result<std::shared_ptr<DeviceCollectives>> collectives =
+        executor->device_->OpenCollectives(options.communicator);
+    if (!collectives.ok())
+      return collectives.error().WithContext(
+          "opening the " + backend + " backend's collectives among " +
+          std::to_string(options.communicator->size()) + " ranks");
+    executor->collectives_ = std::move(*collectives);
+  }
+  return std::unique_ptr<Executor>(std::move(executor));
 }
 
 Result<std::unique_ptr<CudaProgram>> CudaExecutor::CompileAndLoad(
@@ -44,6 +55,8 @@ Result<std::unique_ptr<CudaProgram>> CudaExecutor::CompileAndLoad(
   ProgramOptions program_options = ProgramOptions::FromEnvironment();
   program_options.memory_limit = memory_limit_;
   program_options.stored_variables = &variables;
+  program_options.communicator = communicator_;
+  program_options.collectives = collectives_;
   return CudaProgram::Load(std::move(*compiled), *device_, threads_, variables_, program_options);
 }
 

@@ -8,6 +8,9 @@
 // host and, once a device step has read them, in device copies shared by the executor's programs
 // (DeviceVariables), uploaded again only when the store's value changed. A value a device assign
 // writes stays in the device copy until the host asks for it (VariableStore::SetElsewhere).
+// With a communicator (a data-parallel run) the executor opens the device's collectives among its
+// ranks when it is created (NCCL on a GPU: every rank creates its executor at the same point), and
+// its plans' AllReduce steps run through them (collectives.h).
 #pragma once
 
 #include <map>
@@ -37,13 +40,14 @@ class CudaExecutor : public Executor {
 
  private:
   CudaExecutor(std::string backend, std::unique_ptr<Device> device, int threads, bool tf32,
-               int64_t memory_limit)
+               int64_t memory_limit, std::shared_ptr<Communicator> communicator)
       : backend_(std::move(backend)),
         device_(std::move(device)),
         threads_(threads),
         tf32_(tf32),
         memory_limit_(memory_limit),
-        fallback_(memory_limit) {}
+        communicator_(communicator),
+        fallback_(memory_limit, communicator) {}
 
   // Compiles `plan` (for the values of `known` feeds) and loads it; null when it is not static.
   Result<std::unique_ptr<CudaProgram>> CompileAndLoad(const RunPlan& plan,
@@ -58,6 +62,8 @@ class CudaExecutor : public Executor {
   int compiled_ = 0;
   int fallbacks_ = 0;
   int64_t memory_limit_;  // the host budget (on cuda-sim, the device's size is the limit)
+  std::shared_ptr<Communicator> communicator_;      // a data-parallel run's ranks (or null)
+  std::shared_ptr<DeviceCollectives> collectives_;  // theirs on the device, before the programs
   std::shared_ptr<DeviceVariables> variables_ = std::make_shared<DeviceVariables>(*device_);
   std::map<std::string, SpecializedPrograms<CudaProgram>> cache_;
   std::map<std::string, uint64_t> counters_;

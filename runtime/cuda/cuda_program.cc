@@ -217,6 +217,13 @@ Status CudaProgram::Prepare(int threads) {
       if (!matmul.ok()) return matmul.error().WithContext("step gemm (" + step.node.name + ")");
       action.kind = Action::Kind::kMatmul;
       action.matmul = std::move(*matmul);
+    } else if (step.on_device && IsDeviceCollective(step, exe)) {
+      action.kind = Action::Kind::kAllReduce;
+      action.reduced_dtype = exe.buffers[step.inputs[0]].type.dtype;
+      action.reduction = step.node.attrs.GetString("reduction").value();
+      for (size_t i = 0; i < step.inputs.size(); ++i)
+        action.reduced.push_back({address_[step.inputs[i]], address_[step.outputs[i]],
+                                  exe.buffers[step.inputs[i]].type.shape.NumElements()});
     } else if (step.on_device && options_.cudnn && cpu::IsConvStep(step) &&
                PrepareConv(step, action)) {
       ++cudnn_steps_;

@@ -19,6 +19,9 @@
 // the store's version binds nothing and uploads nothing.
 // Convolution steps on the device run through cuDNN (conv_call.h) where the device can prepare
 // them at load, else as the generated kernels their steps carry (one warning on stderr says why).
+// A data-parallel plan's AllReduce steps run on the device through the ranks' collectives
+// (collectives.h, ProgramOptions::collectives), in the stream's order; host steps get the
+// communicator (a "share_of_sum" AllReduce runs there).
 // CUDA graphs: when the plan is capturable (graph_capture.h) and graphs are on (the default;
 // KILN_CUDA_GRAPHS=0 turns them off), the first run issues the device steps one by one (a
 // warm-up; until one succeeds), the next captures them as one graph and replays it, and every
@@ -38,9 +41,11 @@
 #include "runtime/cpu/plan_compiler.h"
 #include "runtime/cpu/step.h"
 #include "runtime/cpu/step_profile.h"
+#include "runtime/cuda/collectives.h"
 #include "runtime/cuda/device.h"
 #include "runtime/cuda/device_variables.h"
 #include "runtime/cuda/graph_capture.h"
+#include "runtime/distributed/communicator.h"
 #include "runtime/memory_budget.h"
 #include "runtime/variable_store.h"
 
@@ -57,6 +62,11 @@ struct ProgramOptions {
   // The variables' values on the host (the session's or module's store), which the host budget
   // counts as allocated already; null: none are.
   const VariableStore* stored_variables = nullptr;
+  // A data-parallel run's ranks (null: this process alone), for the host's collective steps and
+  // the ranks' shares, and their collectives on this device (collectives.h; null: each device
+  // AllReduce's output is its input).
+  std::shared_ptr<Communicator> communicator;
+  std::shared_ptr<DeviceCollectives> collectives;
   static ProgramOptions FromEnvironment();
 };
 
@@ -87,7 +97,17 @@ class CudaProgram {
 
  private:
   struct Action {
-    enum class Kind { kHost, kToDevice, kToHost, kLaunch, kMatmul, kConv, kCopyOnDevice, kAssign };
+    enum class Kind {
+      kHost,
+      kToDevice,
+      kToHost,
+      kLaunch,
+      kMatmul,
+      kConv,
+      kCopyOnDevice,
+      kAssign,
+      kAllReduce
+    };
     Kind kind = Kind::kHost;
     int buffer = -1;  // copies; kCopyOnDevice, kAssign: the output
     int source = -1;  // kCopyOnDevice, kAssign: the buffer copied
@@ -103,6 +123,9 @@ class CudaProgram {
     std::vector<LaunchOperand> operands;      // kLaunch, kAssign: the kernel's operands
     std::shared_ptr<PreparedMatmul> matmul;   // kMatmul: a gemm step through cuBLASLt
     std::shared_ptr<PreparedConv> conv;       // kConv: a convolution step through cuDNN
+    std::vector<ReduceBuffers> reduced;       // kAllReduce: the bucket's inputs and outputs
+    DType reduced_dtype = DType::kF32;        // kAllReduce: their dtype
+    std::string reduction;                    // kAllReduce: "sum" or "mean"
     // Offset in pinned_: kToDevice (but a variable's upload), kToHost: the copy's staging; kAssign:
     // the new value's, read back for the store.
     int64_t staged = -1;
@@ -120,6 +143,8 @@ class CudaProgram {
   Status CheckLaunches(const DeviceKernel& kernel, const std::vector<int>& ids);
   // The launches of the action's kernel, with its operands.
   Status LaunchAll(const Action& action);
+  // A device AllReduce: through the collectives, or each output its input without them.
+  Status AllReduce(const Action& action);
   // An action's host half (a host step; the staging of a copy to the device, or a variable's
   // upload; a device assign's bookkeeping) and its device half (what goes on the stream).
   Status HostHalf(const Action& action, cpu::StepEnv& env);

@@ -10,6 +10,7 @@
 #include "runtime/cpu/parallel_ranges.h"
 #include "runtime/cpu/program.h"
 #include "runtime/cuda/cuda_program.h"
+#include "runtime/distributed/all_reduce_message.h"
 
 namespace kiln::cuda {
 namespace {
@@ -46,6 +47,23 @@ Status CudaProgram::LaunchAll(const Action& action) {
   return OkStatus();
 }
 
+Status CudaProgram::AllReduce(const Action& action) {
+  const int64_t size = DTypeSize(action.reduced_dtype);
+  if (!options_.collectives) {
+    for (const ReduceBuffers& b : action.reduced)
+      KILN_RETURN_IF_ERROR(device_.CopyOnDevice(b.recv, b.send, b.count * size));
+    return OkStatus();
+  }
+  Communicator& ranks = *options_.communicator;
+  const double scale = ScalesOf(action.reduction, ranks.share()).before;
+  KILN_RETURN_IF_ERROR(
+      options_.collectives->AllReduce(action.reduced, action.reduced_dtype, scale));
+  int64_t bytes = 0;
+  for (const ReduceBuffers& b : action.reduced) bytes += b.count * size;
+  ranks.CountAllReduce(bytes, 0);  // the stream waits for it, not the host
+  return OkStatus();
+}
+
 Status CudaProgram::HostHalf(const Action& action, cpu::StepEnv& env) {
   const Executable& exe = plan_.executable;
   switch (action.kind) {
@@ -54,7 +72,9 @@ Status CudaProgram::HostHalf(const Action& action, cpu::StepEnv& env) {
       // the device only).
       if (!action.variable.empty() && DeviceHolds(action.variable, *env.variables))
         return OkStatus();
-      return action.runner->Run(env);
+      KILN_RETURN_IF_ERROR(action.runner->Run(env));
+      // A step that finishes later (a host all-reduce) finishes at once: nothing overlaps it here.
+      return action.runner->finishes_later() ? action.runner->Finish(env) : OkStatus();
     case Action::Kind::kToDevice: {
       const BufferDesc& b = exe.buffers[action.buffer];
       if (!action.variable.empty() && DeviceHolds(action.variable, *env.variables)) {
@@ -116,6 +136,8 @@ Status CudaProgram::DeviceHalf(const Action& action) {
       return device_.Matmul(*action.matmul);
     case Action::Kind::kConv:
       return device_.Conv(*action.conv);
+    case Action::Kind::kAllReduce:
+      return AllReduce(action);
     case Action::Kind::kCopyOnDevice:
       return device_.CopyOnDevice(address_[action.buffer], address_[action.source],
                                   exe.buffers[action.buffer].bytes());
@@ -265,6 +287,7 @@ Result<std::vector<Tensor>> CudaProgram::RunSteps(const std::vector<Tensor>& fee
   env.variables = &variables;
   env.counters = &counters;
   env.threads = threads_;
+  env.communicator = options_.communicator.get();
   KILN_RETURN_IF_ERROR(cpu::BindBuffers(exe, host_arena_.get(), feeds, env));
   assigned_.clear();
   pending_to_host_.clear();

@@ -34,6 +34,10 @@
 #include "runtime/cpu/plan_compiler.h"
 #include "runtime/executable.h"
 
+namespace kiln {
+class Communicator;
+}  // namespace kiln
+
 namespace kiln::cuda {
 
 using DevicePtr = uint64_t;
@@ -48,6 +52,7 @@ struct DeviceMemory {
 
 struct ConvCall;
 struct ConvOperands;
+class DeviceCollectives;
 struct MatmulCall;
 struct MatmulOperands;
 
@@ -147,6 +152,12 @@ class Device {
   virtual Result<std::shared_ptr<PreparedConv>> PrepareConv(const ConvCall& call,
                                                             const ConvOperands& operands) = 0;
   virtual Status Conv(const PreparedConv& conv) = 0;
+
+  // The collectives of a data-parallel run (collectives.h) among the ranks of `ranks`, on this
+  // device's stream: NCCL on a GPU (kFailedPrecondition where NCCL cannot load), the communicator
+  // itself on the simulator. Every rank calls it at the same point (NCCL's ranks join together).
+  virtual Result<std::shared_ptr<DeviceCollectives>> OpenCollectives(
+      std::shared_ptr<Communicator> ranks) = 0;
 
   virtual Status Synchronize() = 0;
 

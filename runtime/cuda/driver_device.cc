@@ -2,7 +2,7 @@
 // through pinned host memory, kernels loaded from the plan's cubin or PTX (PTX JIT-compiled by the
 // driver for the GPU at hand), matmuls through cuBLASLt (driver_matmul.h), loaded when a plan first
 // has one; graphs by stream capture (thread-local mode), instantiated once and launched on the
-// stream.
+// stream; a data-parallel plan's all-reduces through NCCL on the same stream (nccl_collectives.h).
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -11,6 +11,7 @@
 #include "runtime/cuda/driver_api.h"
 #include "runtime/cuda/driver_conv.h"
 #include "runtime/cuda/driver_matmul.h"
+#include "runtime/cuda/nccl_collectives.h"
 
 namespace kiln::cuda {
 namespace {
@@ -310,6 +311,12 @@ class DriverDevice : public Device {
     if (!convs_)
       return MakeError(ErrorCode::kInternal, "a convolution run before any was prepared");
     return convs_->Run(conv);
+  }
+
+  Result<std::shared_ptr<DeviceCollectives>> OpenCollectives(
+      std::shared_ptr<Communicator> ranks) override {
+    return OpenNcclCollectives(
+        stream_, [this] { return Current(); }, std::move(ranks));
   }
 
   Status Synchronize() override {

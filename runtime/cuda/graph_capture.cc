@@ -4,6 +4,7 @@
 #include <set>
 
 #include "runtime/cpu/program.h"
+#include "runtime/cuda/collectives.h"
 #include "runtime/cuda/device_variables.h"
 
 namespace kiln::cuda {
@@ -46,6 +47,12 @@ GraphCapture AnalyzeGraphCapture(const Executable& exe) {
     if (!IsDeviceWork(step)) {
       if (step.kind == Step::Kind::kLibrary && step.callee == "variable_read") continue;
       capture.why_not = Describe(step) + " runs on the host between device steps";
+      return capture;
+    }
+    if (step.on_device && IsDeviceCollective(step, exe)) {
+      capture.why_not = Describe(step) +
+                        " all-reduces over the ranks, with each run's share of the batch as its "
+                        "scale";
       return capture;
     }
     if (step.callee == "to_host") to_host.insert(step.inputs[0]);

@@ -4,7 +4,8 @@
 // (Synchronize, a synchronous copy, a free), not when they are issued, so that a host that reads
 // a result before waiting for it, or rewrites the pinned memory of a copy not yet made, computes
 // wrong numbers here as it would on a GPU. A captured graph is the list of the operations issued
-// while capturing; a replay queues them again.
+// while capturing; a replay queues them again. A data-parallel plan's all-reduces go through the
+// session's communicator when the stream reaches them (collectives.h).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -16,9 +17,12 @@
 #include <optional>
 
 #include "runtime/cpu/parallel_ranges.h"
+#include "runtime/cuda/collectives.h"
 #include "runtime/cuda/conv_call.h"
 #include "runtime/cuda/device.h"
 #include "runtime/cuda/matmul_call.h"
+#include "runtime/distributed/all_reduce_message.h"
+#include "runtime/distributed/communicator.h"
 #include "runtime/memory_budget.h"
 
 namespace kiln::cuda {
@@ -311,6 +315,40 @@ class SimulatedDevice : public Device {
     return Drain();
   }
 
+  Result<std::shared_ptr<DeviceCollectives>> OpenCollectives(
+      std::shared_ptr<Communicator> ranks) override;
+
+  // The simulated ncclAllReduce of a bucket (collectives.h): its buffers are checked when it is
+  // issued; when the stream reaches it, they are packed into one message that `ranks` sums.
+  Status IssueAllReduce(std::shared_ptr<Communicator> ranks,
+                        const std::vector<ReduceBuffers>& buffers, DType dtype, double scale) {
+    if (!IsFloat(dtype))
+      return MakeError(ErrorCode::kInvalidArgument, "an all-reduce of ", DTypeName(dtype),
+                       " values (expected f32, f64, bf16 or f16)");
+    int64_t total = 0;
+    for (const ReduceBuffers& b : buffers) {
+      const int64_t bytes = b.count * DTypeSize(dtype);
+      KILN_RETURN_IF_ERROR(CheckRange(b.send, bytes, "an all-reduce's input"));
+      KILN_RETURN_IF_ERROR(CheckRange(b.recv, bytes, "an all-reduce's output"));
+      total += b.count;
+    }
+    return Issue([ranks, buffers, dtype, scale, total]() -> Status {
+      AllReduceMessage message(dtype, total);
+      int64_t at = 0;
+      for (const ReduceBuffers& b : buffers) {
+        message.Pack(at, reinterpret_cast<const void*>(b.send), b.count, scale);
+        at += b.count;
+      }
+      KILN_RETURN_IF_ERROR(ranks->AllReduceSum(message.data(), message.count(), message.wide()));
+      at = 0;
+      for (const ReduceBuffers& b : buffers) {
+        message.Unpack(at, reinterpret_cast<void*>(b.recv), b.count, 1.0);
+        at += b.count;
+      }
+      return OkStatus();
+    });
+  }
+
   // A mark is the host's clock when the stream reaches it.
   void ClearMarks() override { marks_.clear(); }
   Result<int> Mark() override {
@@ -506,6 +544,29 @@ class SimulatedDevice : public Device {
   std::unique_ptr<SimGraph> capture_;        // the graph being captured (none: not capturing)
   std::string capture_error_;                // what invalidated the capture
 };
+
+// NCCL's stand-in on the simulated device: the session's communicator itself.
+class SimCollectives : public DeviceCollectives {
+ public:
+  SimCollectives(SimulatedDevice& device, std::shared_ptr<Communicator> ranks)
+      : device_(device), ranks_(std::move(ranks)) {}
+  std::string Describe() const override {
+    return "simulated NCCL over " + ranks_->kind() + ", rank " + std::to_string(ranks_->rank()) +
+           " of " + std::to_string(ranks_->size());
+  }
+  Status AllReduce(const std::vector<ReduceBuffers>& buffers, DType dtype, double scale) override {
+    return device_.IssueAllReduce(ranks_, buffers, dtype, scale);
+  }
+
+ private:
+  SimulatedDevice& device_;
+  std::shared_ptr<Communicator> ranks_;
+};
+
+Result<std::shared_ptr<DeviceCollectives>> SimulatedDevice::OpenCollectives(
+    std::shared_ptr<Communicator> ranks) {
+  return std::shared_ptr<DeviceCollectives>(new SimCollectives(*this, std::move(ranks)));
+}
 
 }  // namespace
 

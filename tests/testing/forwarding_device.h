@@ -60,6 +60,10 @@ class ForwardingDevice : public cuda::Device {
     return sim_->PrepareConv(call, operands);
   }
   Status Conv(const cuda::PreparedConv& conv) override { return sim_->Conv(conv); }
+  Result<std::shared_ptr<cuda::DeviceCollectives>> OpenCollectives(
+      std::shared_ptr<Communicator> ranks) override {
+    return sim_->OpenCollectives(std::move(ranks));
+  }
   Status Synchronize() override { return sim_->Synchronize(); }
   void ClearMarks() override { sim_->ClearMarks(); }
   Result<int> Mark() override { return sim_->Mark(); }

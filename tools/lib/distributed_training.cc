@@ -36,19 +36,23 @@ Result<Distributed> DistributedFromFlags(const Flags& flags, const std::string& 
   if (!flags.Has("distributed")) {
     if (flags.Has("distributed-timeout") || flags.Has("bucket-size"))
       return MakeError(ErrorCode::kInvalidArgument,
-                       "--distributed-timeout and --bucket-size need --distributed mpi");
+                       "--distributed-timeout and --bucket-size need --distributed mpi or nccl");
     return out;
   }
   const std::string kind = flags.Get("distributed");
-  if (kind == "nccl")
-    return MakeError(ErrorCode::kInvalidArgument,
-                     "--distributed nccl: data-parallel runs on a CUDA device are not built yet; "
-                     "--distributed mpi runs on the cpu and reference backends");
-  if (kind != "mpi")
-    return MakeError(ErrorCode::kInvalidArgument, "--distributed '", kind, "': expected mpi");
-  if (backend.rfind("cuda", 0) == 0)
+  if (kind != "mpi" && kind != "nccl")
+    return MakeError(ErrorCode::kInvalidArgument, "--distributed '", kind,
+                     "': expected mpi (cpu and reference backends) or nccl (cuda backends)");
+  const bool cuda = backend.rfind("cuda", 0) == 0;
+  if (kind == "nccl" && !cuda)
+    return MakeError(ErrorCode::kInvalidArgument, "--distributed nccl with --backend ", backend,
+                     ": NCCL all-reduces on a CUDA device (--backend cuda or cuda-sim); "
+                     "--distributed mpi runs on the host backends");
+  if (kind == "mpi" && cuda)
     return MakeError(ErrorCode::kInvalidArgument, "--distributed mpi with --backend ", backend,
-                     ": the cuda backends' collectives come with NCCL (not built yet)");
+                     ": the cuda backends all-reduce on the device, through NCCL "
+                     "(--distributed nccl)");
+  out.on_device = kind == "nccl";
   double timeout = 60;
   if (flags.Has("distributed-timeout")) {
     const std::string text = flags.Get("distributed-timeout");

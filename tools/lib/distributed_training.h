@@ -1,8 +1,11 @@
-// kiln train's data-parallel side (--distributed mpi, under mpirun): every rank runs the same
+// kiln train's data-parallel side (--distributed mpi|nccl, under mpirun): every rank runs the same
 // command; each reads only its shard of every global batch, the gradients are all-reduced
 // (passes/data_parallel.h) and rank 0 alone prints, logs and writes checkpoints.
 //
-//   --distributed mpi           the ranks are MPI's (runtime/distributed/communicator.h)
+//   --distributed mpi           the ranks are MPI's (runtime/distributed/communicator.h), and so
+//                               are the gradients' all-reduces (cpu and reference backends)
+//   --distributed nccl          the ranks are MPI's; the gradients are all-reduced on the device
+//                               by NCCL (runtime/cuda/collectives.h; cuda and cuda-sim backends)
 //   --distributed-timeout S     a collective waiting longer than S seconds (default 60) fails:
 //                               the rank that waits exits 1 naming what it waited for
 //   --bucket-size SIZE          gradients travel in all-reduces of about SIZE bytes (4M)
@@ -27,11 +30,12 @@ namespace kiln::cli {
 void DeclareDistributedFlags(Flags& flags);
 
 // The communicator --distributed asks for (null without it) and the bucketing --bucket-size asks
-// for. kInvalidArgument for a malformed flag or --distributed nccl on a backend other than cuda;
-// the communicator's own error where MPI cannot start.
+// for. kInvalidArgument for a malformed flag, --distributed nccl on a backend other than cuda and
+// cuda-sim, or mpi on one of those; the communicator's own error where MPI cannot start.
 struct Distributed {
   std::shared_ptr<Communicator> comm;
   DataParallelOptions options;
+  bool on_device = false;  // --distributed nccl: the gradients' all-reduces run on the device
 };
 Result<Distributed> DistributedFromFlags(const Flags& flags, const std::string& backend);
 
