@@ -11,7 +11,8 @@
 // autodiff adds from the loss back), one dtype per bucket, closed once a bucket holds
 // bucket_bytes (a larger gradient travels alone). Fewer, larger messages amortize each
 // collective's latency; the first buckets are ready while the rest of backward still runs.
-// BatchNorm's batch statistics stay each rank's own.
+// BatchNorm's batch statistics stay each rank's own, unless passes/sync_batch_norm.h made them the
+// global batch's.
 #pragma once
 
 #include <cstdint>

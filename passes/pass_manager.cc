@@ -16,6 +16,7 @@
 #include "passes/fold_batch_norm.h"
 #include "passes/mixed_precision.h"
 #include "passes/simplify.h"
+#include "passes/sync_batch_norm.h"
 
 namespace kiln {
 namespace {
@@ -46,6 +47,10 @@ const std::vector<PassEntry>& Registry() {
        [](const PassOptions& o) { return std::make_unique<MixedPrecision>(o.precision); }},
       {{"simplify", "algebraic identities (x*1, x+0, Identity, Transpose/Reshape/Cast chains)"},
        [](const PassOptions&) { return std::make_unique<AlgebraicSimplifier>(); }},
+      {{"sync-batch-norm",
+        "training BatchNorm over the global batch of a data-parallel run (kiln train --sync-bn)",
+        /*exact=*/false},
+       [](const PassOptions&) { return std::make_unique<SyncBatchNorm>(); }},
   };
   return entries;
 }

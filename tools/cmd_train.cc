@@ -20,6 +20,7 @@
 
 #include "ir/random.h"
 #include "passes/optim.h"
+#include "passes/sync_batch_norm.h"
 #include "runtime/session.h"
 #include "tools/command.h"
 #include "tools/lib/batch_pipeline.h"
@@ -192,6 +193,9 @@ int RunTrain(const Command& cmd, const std::vector<std::string>& args) {
       OptimizerFromFlags(flags, "adam", 0.001, steps_per_epoch * static_cast<int64_t>(*epochs));
   if (!optimizer.ok()) return UsageError(cmd, optimizer.error().message());
   if (comm) *optimizer = optimizer->DataParallel(distributed->options);
+  if (distributed->sync_batch_norm)  // BatchNorm over the global batch (the validation's is not)
+    if (Result<bool> synced = SyncBatchNorm().Run(*graph); !synced.ok())
+      return Fail(cmd, synced.error());
   Result<TrainingGraph> training = AddOptimizer(std::move(*graph), flags.Get("loss"), *optimizer);
   if (!training.ok()) return Fail(cmd, training.error());
   const std::string loss = training->loss, update = training->update,

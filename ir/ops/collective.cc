@@ -16,8 +16,8 @@ namespace {
 
 Status InferAllReduce(InferContext& ctx) {
   KILN_ASSIGN_OR_RETURN(std::string reduction, ctx.attrs().GetString("reduction"));
-  if (reduction != "sum" && reduction != "mean" && reduction != "share_of_sum")
-    return ctx.Fail("reduction '", reduction, "': expected sum, mean or share_of_sum");
+  if (reduction != "sum" && reduction != "mean" && reduction != "mean_over_share")
+    return ctx.Fail("reduction '", reduction, "': expected sum, mean or mean_over_share");
   if (ctx.num_inputs() == 0) return ctx.Fail("needs at least one input");
   for (int i = 0; i < ctx.num_inputs(); ++i) {
     if (ctx.dtype(i) != ctx.dtype(0))
@@ -38,10 +38,11 @@ Status AllReduceGrad(GradContext& ctx) {
     }
   if (grads.empty()) return OkStatus();
   KILN_ASSIGN_OR_RETURN(std::string reduction, ctx.attrs().GetString("reduction"));
-  if (reduction == "share_of_sum")
-    return ctx.node().MakeNodeError(ErrorCode::kUnimplemented,
-                                    "the gradient of a share_of_sum all-reduce");
-  std::vector<Value> reduced = AllReduce(grads, reduction == "sum" ? "sum" : "share_of_sum");
+  // The data-parallel convention's adjoints (collective.h).
+  const std::string adjoint = reduction == "sum"    ? "mean_over_share"
+                              : reduction == "mean" ? "mean"
+                                                    : "sum";
+  std::vector<Value> reduced = AllReduce(grads, adjoint);
   for (size_t k = 0; k < which.size(); ++k) ctx.SetInputGrad(which[k], reduced[k]);
   return OkStatus();
 }

@@ -9,9 +9,17 @@
 //   "mean"  Σ_r share_r · x_r, where share_r is rank r's share of the global batch (1 / ranks
 //           unless the runner sets it: Communicator::set_share): per-rank mean gradients combine
 //           into the global batch's mean gradient also when the shards differ in size.
-//   "share_of_sum"  share_this_rank · Σ_r x_r: the gradient of "mean" (that of "sum" is "sum").
-// Every rank gets the same bits ("share_of_sum": the same sum). Outside a data-parallel run (no
-// communicator: one rank, share 1) each output is its input.
+//   "mean_over_share"  (Σ_r share_r · x_r) / share_this_rank.
+// Every rank gets the same bits ("mean_over_share": the same mean). Outside a data-parallel run
+// (no communicator: one rank, share 1) each output is its input.
+//
+// Gradients follow the data-parallel convention: the objective is Σ_r share_r · loss_r (the
+// global batch's mean loss), each rank differentiates its own loss_r, and the parameters'
+// gradients are then combined by "mean" (passes/data_parallel.h). So the gradient a rank passes
+// back through an AllReduce must be what, weighted by its share, gives the objective's derivative:
+// that of "mean" is "mean" of the incoming gradients, of "sum" is "mean_over_share", and of
+// "mean_over_share" is "sum". (With equal shares these equal the plain derivatives of the summed
+// losses.) passes/sync_batch_norm.h differentiates through them.
 #pragma once
 
 #include <string>

@@ -48,8 +48,8 @@ class DeviceCollectives {
 
 // Whether the cuda backends run `step` on the device: an AllReduce of reduction "sum" or "mean"
 // whose inputs and outputs pair up in bytes and share one dtype of f32, f64, bf16 or f16.
-// ("share_of_sum" scales after the sum, which NCCL cannot: that step runs on the host, through the
-// communicator.)
+// ("mean_over_share" scales after the sum, which NCCL cannot: that step runs on the host, through
+// the communicator.)
 bool IsDeviceCollective(const Step& step, const Executable& exe);
 
 }  // namespace kiln::cuda

@@ -21,7 +21,7 @@
 // them at load, else as the generated kernels their steps carry (one warning on stderr says why).
 // A data-parallel plan's AllReduce steps run on the device through the ranks' collectives
 // (collectives.h, ProgramOptions::collectives), in the stream's order; host steps get the
-// communicator (a "share_of_sum" AllReduce runs there).
+// communicator (a "mean_over_share" AllReduce runs there).
 // CUDA graphs: when the plan is capturable (graph_capture.h) and graphs are on (the default;
 // KILN_CUDA_GRAPHS=0 turns them off), the first run issues the device steps one by one (a
 // warm-up; until one succeeds), the next captures them as one graph and replays it, and every

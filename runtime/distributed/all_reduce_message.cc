@@ -79,7 +79,7 @@ void AllReduceMessage::Unpack(int64_t at, void* values, int64_t n, double scale)
 
 AllReduceScales ScalesOf(const std::string& reduction, double share) {
   if (reduction == "mean") return {share, 1};
-  if (reduction == "share_of_sum") return {1, share};
+  if (reduction == "mean_over_share") return {share, 1 / share};
   return {1, 1};
 }
 

@@ -1,8 +1,8 @@
 // One AllReduce bucket as one message (ir/ops/collective.h): its inputs packed end to end, each
 // scaled as it is packed (a rank's share, for "mean"), in f64 for f64 values and in f32 for f32,
 // bf16 and f16 values (16-bit values are summed in f32); after the sum, unpacked into the outputs
-// (scaled again for "share_of_sum"), narrowed back to their dtype. Shared by the reference kernel
-// and the cpu backend's asynchronous all-reduce step.
+// (scaled again for "mean_over_share"), narrowed back to their dtype. Shared by the reference
+// kernel and the cpu backend's asynchronous all-reduce step.
 #pragma once
 
 #include <cstdint>
@@ -36,7 +36,7 @@ class AllReduceMessage {
   std::vector<double> f64_;
 };
 
-// The scales of a reduction by name ("sum", "mean", "share_of_sum") for a rank of `share`: what
+// The scales of a reduction by name ("sum", "mean", "mean_over_share") for a rank of `share`: what
 // its values are multiplied by as they are packed, and as they are unpacked.
 struct AllReduceScales {
   double before = 1, after = 1;

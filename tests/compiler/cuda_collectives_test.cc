@@ -22,7 +22,7 @@ using namespace kiln;
 namespace {
 
 // y0..y2: AllReduce(sum) of an f32, a bf16 and an f64 input; z: AllReduce(mean) of x0 + 1;
-// s: AllReduce(share_of_sum) of x0.
+// s: AllReduce(mean_over_share) of x0.
 Graph Collectives() {
   GraphBuilder g;
   Value x0 = g.Placeholder("x0", f32, {5});
@@ -32,7 +32,7 @@ Graph Collectives() {
   g.Output("y1", AllReduce({x1}, "sum")[0]);
   g.Output("y2", AllReduce({x2}, "sum")[0]);
   g.Output("z", AllReduce({x0 + 1.0}, "mean")[0]);
-  g.Output("s", AllReduce({x0}, "share_of_sum")[0]);
+  g.Output("s", AllReduce({x0}, "mean_over_share")[0]);
   Result<Graph> graph = g.Build();
   INFO(graph.status().ToString());
   REQUIRE(graph.ok());
@@ -62,7 +62,7 @@ TEST_CASE("cuda collectives: sum and mean all-reduces are placed on the device",
     Result<std::string> reduction = step.node.attrs.GetString("reduction");
     REQUIRE(reduction.ok());
     INFO(step.node.name << " " << *reduction);
-    CHECK(step.on_device == (*reduction != "share_of_sum"));
+    CHECK(step.on_device == (*reduction != "mean_over_share"));
     CHECK(cuda::IsDeviceCollective(step, exe) == step.on_device);
     (step.on_device ? on_device : on_host) += 1;
   }
@@ -107,10 +107,10 @@ TEST_CASE("cuda collectives: three ranks on cuda-sim sum, average and share alik
     for (int i = 0; i < 5; ++i) mean[i] += shares[r] * (x[i] + 1);
   }
   for (int i = 0; i < 5; ++i) CHECK(got[0][3].GetDouble(i) == Approx(mean[i]).epsilon(1e-6));
-  // share_of_sum (on the host): this rank's share of the sum.
+  // mean_over_share (on the host): the mean of x0 (z less 1), over this rank's share.
   for (int r = 0; r < kRanks; ++r)
     for (int i = 0; i < 5; ++i)
-      CHECK(got[r][4].GetDouble(i) == Approx(shares[r] * got[0][0].GetDouble(i)).epsilon(1e-6));
+      CHECK(got[r][4].GetDouble(i) == Approx((mean[i] - 1) / shares[r]).epsilon(1e-6));
   for (int r = 1; r < kRanks; ++r)
     for (int k = 0; k < 4; ++k) CHECK(got[r][k].BitwiseEquals(got[0][k]));
   // Every device all-reduce was counted: four messages a rank.

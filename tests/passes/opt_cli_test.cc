@@ -88,7 +88,7 @@ TEST_CASE("kiln opt: usage errors exit 2 with one line", "[passes][cli]") {
   std::string out = TempPath("never.kgraph");
   CheckFails(Opt({DigitsPath(), "--passes=cse,fold", "-o", out}),
              "unknown pass 'fold' (available: check-numerics, constant-fold, conv-taps, cse, dce, "
-             "fold-batch-norm, mixed-precision, simplify)",
+             "fold-batch-norm, mixed-precision, simplify, sync-batch-norm)",
              2);
   CheckFails(Opt({DigitsPath(), "--passes=cse,,dce", "-o", out}), "has an empty pass name", 2);
   CheckFails(Opt({DigitsPath(), "--passes=", "-o", out}), "has an empty pass name", 2);

@@ -79,7 +79,7 @@ class FailingPass : public Pass {
 TEST_CASE("pass manager: the registry names every pass and refuses unknown ones", "[passes]") {
   CHECK(AvailablePassNames() ==
         "check-numerics, constant-fold, conv-taps, cse, dce, fold-batch-norm, mixed-precision, "
-        "simplify");
+        "simplify, sync-batch-norm");
   for (const PassInfo& p : AvailablePasses()) {
     Result<std::unique_ptr<Pass>> pass = CreatePass(p.name);
     REQUIRE(pass.ok());
@@ -92,7 +92,7 @@ TEST_CASE("pass manager: the registry names every pass and refuses unknown ones"
   CHECK(unknown.error().code() == ErrorCode::kNotFound);
   CHECK(unknown.error().message() ==
         "unknown pass 'fold' (available: check-numerics, constant-fold, conv-taps, cse, dce, "
-        "fold-batch-norm, mixed-precision, simplify)");
+        "fold-batch-norm, mixed-precision, simplify, sync-batch-norm)");
 }
 
 TEST_CASE("pass manager: passes run in order and say what they changed", "[passes]") {
@@ -120,7 +120,7 @@ TEST_CASE("pass manager: every name is checked before any pass runs", "[passes]"
   REQUIRE_FALSE(runs.ok());
   CHECK(runs.error().message() ==
         "unknown pass 'nope' (available: check-numerics, constant-fold, conv-taps, cse, dce, "
-        "fold-batch-norm, mixed-precision, simplify)");
+        "fold-batch-norm, mixed-precision, simplify, sync-batch-norm)");
   CHECK(g.FindNode("dead") != nullptr);
   CHECK(RunPasses(g, {}).ok());
 }

@@ -20,7 +20,7 @@ struct Fnv {
 }  // namespace
 
 void DeclareDistributedFlags(Flags& flags) {
-  flags.Option("distributed").Option("distributed-timeout").Option("bucket-size");
+  flags.Option("distributed").Option("distributed-timeout").Option("bucket-size").Switch("sync-bn");
 }
 
 Result<Distributed> DistributedFromFlags(const Flags& flags, const std::string& backend) {
@@ -34,9 +34,10 @@ Result<Distributed> DistributedFromFlags(const Flags& flags, const std::string& 
     out.options.bucket_bytes = *bytes;
   }
   if (!flags.Has("distributed")) {
-    if (flags.Has("distributed-timeout") || flags.Has("bucket-size"))
+    if (flags.Has("distributed-timeout") || flags.Has("bucket-size") || flags.On("sync-bn"))
       return MakeError(ErrorCode::kInvalidArgument,
-                       "--distributed-timeout and --bucket-size need --distributed mpi or nccl");
+                       "--distributed-timeout, --bucket-size and --sync-bn need --distributed mpi "
+                       "or nccl");
     return out;
   }
   const std::string kind = flags.Get("distributed");
@@ -53,6 +54,7 @@ Result<Distributed> DistributedFromFlags(const Flags& flags, const std::string& 
                      ": the cuda backends all-reduce on the device, through NCCL "
                      "(--distributed nccl)");
   out.on_device = kind == "nccl";
+  out.sync_batch_norm = flags.On("sync-bn");
   double timeout = 60;
   if (flags.Has("distributed-timeout")) {
     const std::string text = flags.Get("distributed-timeout");

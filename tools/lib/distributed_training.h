@@ -9,6 +9,8 @@
 //   --distributed-timeout S     a collective waiting longer than S seconds (default 60) fails:
 //                               the rank that waits exits 1 naming what it waited for
 //   --bucket-size SIZE          gradients travel in all-reduces of about SIZE bytes (4M)
+//   --sync-bn                   BatchNorm in training normalizes over the global batch, not each
+//                               rank's shard (passes/sync_batch_norm.h)
 #pragma once
 
 #include <cstdint>
@@ -35,7 +37,8 @@ void DeclareDistributedFlags(Flags& flags);
 struct Distributed {
   std::shared_ptr<Communicator> comm;
   DataParallelOptions options;
-  bool on_device = false;  // --distributed nccl: the gradients' all-reduces run on the device
+  bool on_device = false;        // --distributed nccl: the gradients' all-reduces run on the device
+  bool sync_batch_norm = false;  // --sync-bn: passes/sync_batch_norm.h on the model
 };
 Result<Distributed> DistributedFromFlags(const Flags& flags, const std::string& backend);
 
