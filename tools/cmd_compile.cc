@@ -1,15 +1,19 @@
 // kiln compile: compiles a model ahead of time into one module file (.kmod) that the runtime
 // library, `kilnrt` and `kiln run` load and run without the compiler (compiler/aot.h). With
 // --train the module runs one training step per call (forward, backward, the optimizer's update)
-// and keeps its variables. With --header it also writes a typed C++ header for the module
-// (tools/lib/module_header.h).
+// and keeps its variables; with --data-parallel (and --bucket-size, --sync-bn) that step is one
+// rank's of a data-parallel run, its gradients all-reduced among the ranks the runtime is given
+// (kilnrt --distributed, ModuleOptions::distributed). With --header it also writes a typed C++
+// header for the module (tools/lib/module_header.h).
 #include <cstdio>
 #include <cstdlib>
 
 #include "ir/file_util.h"
+#include "passes/sync_batch_norm.h"
 #include "runtime/memory_budget.h"
 #include "runtime/module/module_file.h"
 #include "tools/command.h"
+#include "tools/lib/distributed_training.h"
 #include "tools/lib/model_flags.h"
 #include "tools/lib/module_header.h"
 #include "tools/lib/session_flags.h"
@@ -31,6 +35,8 @@ int RunCompile(const Command& cmd, const std::vector<std::string>& args) {
       .Switch("no-variables");
   flags.Switch("train").Option("loss").Positional(1, 1);
   DeclareOptimizerFlags(flags);
+  flags.Switch("data-parallel");
+  DeclareDataParallelFlags(flags);
   flags.Option("header").Option("class").Option("memory-limit");
   DeclarePrecisionFlags(flags);
   DeclareModelFlags(flags);
@@ -59,6 +65,10 @@ int RunCompile(const Command& cmd, const std::vector<std::string>& args) {
   if (train && flags.On("inference"))
     return UsageError(cmd,
                       "--inference and --train: a module runs either a training step or inference");
+  if (flags.On("data-parallel") && !train)
+    return UsageError(cmd, "--data-parallel makes a training step data-parallel: it needs --train");
+  Result<DataParallelFlags> data_parallel = DataParallelFromFlags(flags, flags.On("data-parallel"));
+  if (!data_parallel.ok()) return UsageError(cmd, data_parallel.error().message());
 #ifndef KILN_HAS_COMPILER
   return Fail(cmd, MakeError(ErrorCode::kUnimplemented,
                              "this kiln was built without the compiler (KILN_BUILD_COMPILER=OFF)"));
@@ -83,6 +93,10 @@ int RunCompile(const Command& cmd, const std::vector<std::string>& args) {
     options.input_shapes[spec.substr(0, eq)] = *shape;
   }
   if (train) {
+    if (data_parallel->sync_batch_norm)
+      if (Result<bool> synced = SyncBatchNorm().Run(*graph); !synced.ok())
+        return Fail(cmd, synced.error());
+    if (flags.On("data-parallel")) **optimizer = (*optimizer)->DataParallel(data_parallel->options);
     Result<TrainingGraph> training =
         AddOptimizer(std::move(*graph), flags.Get("loss"), **optimizer);
     if (!training.ok()) return Fail(cmd, training.error());

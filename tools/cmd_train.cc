@@ -192,8 +192,9 @@ int RunTrain(const Command& cmd, const std::vector<std::string>& args) {
   Result<optim::Optimizer> optimizer =
       OptimizerFromFlags(flags, "adam", 0.001, steps_per_epoch * static_cast<int64_t>(*epochs));
   if (!optimizer.ok()) return UsageError(cmd, optimizer.error().message());
-  if (comm) *optimizer = optimizer->DataParallel(distributed->options);
-  if (distributed->sync_batch_norm)  // BatchNorm over the global batch (the validation's is not)
+  if (comm) *optimizer = optimizer->DataParallel(distributed->data_parallel.options);
+  if (distributed->data_parallel
+          .sync_batch_norm)  // BatchNorm over the global batch (the validation's is not)
     if (Result<bool> synced = SyncBatchNorm().Run(*graph); !synced.ok())
       return Fail(cmd, synced.error());
   Result<TrainingGraph> training = AddOptimizer(std::move(*graph), flags.Get("loss"), *optimizer);

@@ -48,12 +48,16 @@ int UsageError(const Command& cmd, const std::string& message) {
 
 int EmitOutputs(const Command& cmd, const Flags& flags, const std::vector<std::string>& names,
                 const std::vector<Tensor>& outputs) {
-  if (!flags.Has("out")) {
+  return EmitOutputsTo(cmd, flags.Has("out") ? flags.Get("out") : "", names, outputs);
+}
+
+int EmitOutputsTo(const Command& cmd, const std::string& dir, const std::vector<std::string>& names,
+                  const std::vector<Tensor>& outputs) {
+  if (dir.empty()) {
     for (size_t i = 0; i < names.size(); ++i)
       std::printf("%s: %s\n", names[i].c_str(), outputs[i].Summary(8).c_str());
     return 0;
   }
-  std::string dir = flags.Get("out");
   if (Status s = MakeDirectories(dir); !s.ok()) return Fail(cmd, s.error());
   for (size_t i = 0; i < names.size(); ++i) {
     std::string path = dir + "/" + SafeFileName(names[i]) + ".npy";

@@ -40,6 +40,9 @@ int UsageError(const Command& cmd, const std::string& message);
 // so; otherwise prints a summary of each. Returns the exit code.
 int EmitOutputs(const Command& cmd, const Flags& flags, const std::vector<std::string>& names,
                 const std::vector<Tensor>& outputs);
+// The same into `dir` (empty: printed).
+int EmitOutputsTo(const Command& cmd, const std::string& dir, const std::vector<std::string>& names,
+                  const std::vector<Tensor>& outputs);
 // Loads a model file: .kgraph (binary), .kgraph.txt (text) or .onnx (imported, see
 // ir/onnx/import.h).
 Result<Graph> LoadModel(const std::string& path);

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "runtime/module/module.h"
+#include "tools/distributed_flags.h"
 
 namespace kiln::cli {
 
@@ -13,13 +14,30 @@ int RunModuleFile(const Command& cmd, const Flags& flags, const std::string& pat
   if (!threads.ok()) return UsageError(cmd, threads.error().message());
   Result<int64_t> memory_limit = ParseMemoryLimit(flags);
   if (!memory_limit.ok()) return UsageError(cmd, memory_limit.error().message());
+  Result<Ranks> ranks = RanksFromFlags(flags, flags.Get("backend"));
+  if (!ranks.ok()) {
+    if (ranks.error().code() == ErrorCode::kInvalidArgument)
+      return UsageError(cmd, ranks.error().message());
+    return Fail(cmd, ranks.error());
+  }
+  Communicator* const comm = ranks->comm.get();
+  // A rank that fails ends the others (each would otherwise wait for it until the timeout).
+  auto fail = [&](const Error& error) {
+    const int code = Fail(cmd, error);
+    if (comm) comm->Abort(code);
+    return code;
+  };
   Result<std::unique_ptr<Module>> module =
       Module::Load(path, ModuleOptions{.threads = static_cast<int>(*threads),
                                        .backend = flags.Get("backend"),
-                                       .memory_limit = *memory_limit});
-  if (!module.ok()) return Fail(cmd, module.error());
-  Result<std::vector<std::pair<std::string, Tensor>>> inputs = LoadInputs(flags.GetAll("input"));
-  if (!inputs.ok()) return Fail(cmd, inputs.error());
+                                       .memory_limit = *memory_limit,
+                                       .distributed = ranks->comm});
+  if (!module.ok()) return fail(module.error());
+  if (Status s = (*module)->BroadcastVariables(); !s.ok()) return fail(s.error());
+  std::vector<std::string> input_specs;
+  for (const std::string& spec : flags.GetAll("input")) input_specs.push_back(ForRank(spec, comm));
+  Result<std::vector<std::pair<std::string, Tensor>>> inputs = LoadInputs(input_specs);
+  if (!inputs.ok()) return fail(inputs.error());
 
   const std::vector<ModuleTensorSpec>& outputs = (*module)->outputs();
   std::vector<std::string> names = flags.GetAll("fetch");
@@ -36,8 +54,7 @@ int RunModuleFile(const Command& cmd, const Flags& flags, const std::string& pat
     if (i == outputs.size()) {
       std::string all;
       for (const ModuleTensorSpec& o : outputs) all += (all.empty() ? "" : ", ") + o.name;
-      return Fail(cmd,
-                  MakeError(ErrorCode::kInvalidArgument, path, ": '", names[n],
+      return fail(MakeError(ErrorCode::kInvalidArgument, path, ": '", names[n],
                             "' is not an output of the module (its outputs: ",
                             all.empty() ? "none" : all, "); compile it with --fetch ", names[n]));
     }
@@ -46,25 +63,30 @@ int RunModuleFile(const Command& cmd, const Flags& flags, const std::string& pat
   Result<int64_t> repeat = ParseCount("repeat", flags.Get("repeat", "0"), 0);
   if (!repeat.ok()) return UsageError(cmd, repeat.error().message());
   Result<std::vector<Tensor>> results = (*module)->Run(*inputs);
-  if (!results.ok()) return Fail(cmd, results.error());
+  if (!results.ok()) return fail(results.error());
   if (*repeat > 0) {
     // Timed runs after the first (which loads code and warms caches): inputs in, outputs out.
     std::vector<double> ms;
     for (int64_t r = 0; r < *repeat; ++r) {
       const auto start = std::chrono::steady_clock::now();
       results = (*module)->Run(*inputs);
-      if (!results.ok()) return Fail(cmd, results.error());
+      if (!results.ok()) return fail(results.error());
       ms.push_back(
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
               .count());
     }
     std::sort(ms.begin(), ms.end());
-    std::fprintf(stderr, "timed runs: %zu, median_ms: %.4f, min_ms: %.4f\n", ms.size(),
-                 ms[ms.size() / 2], ms[0]);
+    if (!comm || comm->rank() == 0)
+      std::fprintf(stderr, "timed runs: %zu, median_ms: %.4f, min_ms: %.4f\n", ms.size(),
+                   ms[ms.size() / 2], ms[0]);
   }
+  // Under --distributed rank 0 alone prints or writes the outputs, unless --out names a folder
+  // per rank ("{rank}" in it).
+  const std::string out = flags.Has("out") ? flags.Get("out") : "";
+  if (comm && comm->rank() != 0 && out.find("{rank}") == std::string::npos) return 0;
   std::vector<Tensor> chosen;
   for (size_t i : picked) chosen.push_back((*results)[i]);
-  return EmitOutputs(cmd, flags, names, chosen);
+  return EmitOutputsTo(cmd, ForRank(out, comm), names, chosen);
 }
 
 int DescribeModuleFile(const Command& cmd, const std::string& path) {

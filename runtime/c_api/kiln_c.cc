@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ir/dtype.h"
+#include "runtime/distributed/communicator.h"
 #include "runtime/module/module.h"
 #include "runtime/plugins.h"
 
@@ -22,6 +23,7 @@ struct kiln_status {
 
 struct kiln_module {
   std::unique_ptr<kiln::Module> module;
+  std::shared_ptr<kiln::Communicator> ranks;  // a data-parallel run's (or null)
 };
 
 namespace kiln {
@@ -176,6 +178,40 @@ Status Run(kiln_module* m, const void* const* inputs, const int64_t* input_bytes
   return OkStatus();
 }
 
+// The loads' shared body: `ranks` null, or a data-parallel run's (whose variables become rank
+// 0's once loaded).
+kiln_module* LoadModule(const char* function, const char* path, const char* backend, int threads,
+                        int64_t memory_limit, double timeout_seconds, bool distributed,
+                        kiln_status** status) {
+  kiln_module* loaded = nullptr;
+  Guard(status, [&]() -> Status {
+    if (!path) return NullArgument(function, "path");
+    if (threads < 0)
+      return MakeError(ErrorCode::kInvalidArgument, function,
+                       ": threads must be 0 (every core) or more, got ", threads);
+    if (memory_limit < 0)
+      return MakeError(ErrorCode::kInvalidArgument, function,
+                       ": memory_limit must be 0 (what the process can get) or more bytes, got ",
+                       memory_limit);
+    std::shared_ptr<Communicator> ranks;
+    if (distributed) {
+      if (!(timeout_seconds > 0))
+        return MakeError(ErrorCode::kInvalidArgument, function,
+                         ": timeout_seconds must be positive, got ", timeout_seconds);
+      KILN_ASSIGN_OR_RETURN(ranks, OpenMpiCommunicator(timeout_seconds));
+    }
+    KILN_ASSIGN_OR_RETURN(std::unique_ptr<Module> module,
+                          Module::Load(path, ModuleOptions{.threads = threads,
+                                                           .backend = backend ? backend : "",
+                                                           .memory_limit = memory_limit,
+                                                           .distributed = ranks}));
+    KILN_RETURN_IF_ERROR(module->BroadcastVariables());
+    loaded = new kiln_module{std::move(module), std::move(ranks)};
+    return OkStatus();
+  });
+  return loaded;
+}
+
 }  // namespace
 }  // namespace kiln
 
@@ -215,27 +251,39 @@ kiln_module* kiln_module_load_on(const char* path, const char* backend, int thre
 
 kiln_module* kiln_module_load_within(const char* path, const char* backend, int threads,
                                      int64_t memory_limit, kiln_status** status) {
-  kiln_module* loaded = nullptr;
-  kiln::Guard(status, [&]() -> kiln::Status {
-    if (!path) return kiln::NullArgument("kiln_module_load", "path");
-    if (threads < 0)
+  return kiln::LoadModule("kiln_module_load", path, backend, threads, memory_limit, 0,
+                          /*distributed=*/false, status);
+}
+
+kiln_module* kiln_module_load_distributed(const char* path, const char* backend, int threads,
+                                          double timeout_seconds, kiln_status** status) {
+  return kiln::LoadModule("kiln_module_load_distributed", path, backend, threads, 0,
+                          timeout_seconds, /*distributed=*/true, status);
+}
+
+int kiln_module_rank(const kiln_module* m) {
+  if (!m) return -1;
+  return m->ranks ? m->ranks->rank() : 0;
+}
+
+int kiln_module_ranks(const kiln_module* m) {
+  if (!m) return -1;
+  return m->ranks ? m->ranks->size() : 1;
+}
+
+int kiln_module_set_share(kiln_module* m, double share, kiln_status** status) {
+  return kiln::Guard(status, [&]() -> kiln::Status {
+    if (!m) return kiln::NullArgument("kiln_module_set_share", "module");
+    if (!(share > 0 && share <= 1))
       return kiln::MakeError(kiln::ErrorCode::kInvalidArgument,
-                             "kiln_module_load: threads must be 0 (every core) or more, got ",
-                             threads);
-    if (memory_limit < 0)
-      return kiln::MakeError(kiln::ErrorCode::kInvalidArgument,
-                             "kiln_module_load: memory_limit must be 0 (what the process can get) "
-                             "or more bytes, got ",
-                             memory_limit);
-    KILN_ASSIGN_OR_RETURN(
-        std::unique_ptr<kiln::Module> module,
-        kiln::Module::Load(path, kiln::ModuleOptions{.threads = threads,
-                                                     .backend = backend ? backend : "",
-                                                     .memory_limit = memory_limit}));
-    loaded = new kiln_module{std::move(module)};
+                             "kiln_module_set_share: a share is in (0, 1], got ", share);
+    if (!m->ranks)
+      return kiln::MakeError(kiln::ErrorCode::kFailedPrecondition,
+                             "kiln_module_set_share: the module was not loaded as a rank of a "
+                             "data-parallel run (kiln_module_load_distributed)");
+    m->ranks->set_share(share);
     return kiln::OkStatus();
   });
-  return loaded;
 }
 
 void kiln_module_free(kiln_module* module) { delete module; }

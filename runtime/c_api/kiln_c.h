@@ -97,6 +97,24 @@ kiln_module* kiln_module_load_within(const char* path, const char* backend, int 
                                      int64_t memory_limit, kiln_status** status);
 /* Frees a module; NULL is fine. */
 void kiln_module_free(kiln_module* module);
+
+/* ---- data-parallel training (docs/distributed.md) ---- */
+/* Loads a module compiled with `kiln compile --train --data-parallel` as this process's rank of a
+ * data-parallel run under mpirun: opens MPI (kiln's MPI library, libkiln_mpi.so, loaded at run
+ * time), the device's collectives for a cuda module (NCCL on a GPU), and makes every rank's
+ * variables rank 0's. Every rank calls it at the same point; each then runs its shard of every
+ * global batch, one training step per kiln_module_run. A collective that waits longer than
+ * timeout_seconds (> 0) fails that run instead of waiting for a lost rank forever. */
+kiln_module* kiln_module_load_distributed(const char* path, const char* backend, int threads,
+                                          double timeout_seconds, kiln_status** status);
+/* This process's rank and the number of ranks: 0 and 1 for a module loaded otherwise; -1 for
+ * NULL. */
+int kiln_module_rank(const kiln_module* module);
+int kiln_module_ranks(const kiln_module* module);
+/* This rank's share of the global batch the next runs train on (its examples over all ranks'),
+ * where the shards differ in size; 1 / ranks until set. KILN_FAILED_PRECONDITION for a module not
+ * loaded by kiln_module_load_distributed. */
+int kiln_module_set_share(kiln_module* module, double share, kiln_status** status);
 /* Loads a shared library of user-defined ops (runtime/plugins.h) that modules may use; call it
  * before loading such a module. Loading the same file twice is fine. Returns 0 or the error's
  * kiln_code. */

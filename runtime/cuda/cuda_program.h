@@ -65,8 +65,8 @@ struct ProgramOptions {
   // A data-parallel run's ranks (null: this process alone), for the host's collective steps and
   // the ranks' shares, and their collectives on this device (collectives.h; null: each device
   // AllReduce's output is its input).
-  std::shared_ptr<Communicator> communicator;
-  std::shared_ptr<DeviceCollectives> collectives;
+  std::shared_ptr<Communicator> communicator = nullptr;
+  std::shared_ptr<DeviceCollectives> collectives = nullptr;
   static ProgramOptions FromEnvironment();
 };
 

@@ -31,9 +31,12 @@ Status CheckElfHeader(const std::string& bytes, const std::string& origin) {
 
 class SharedObjectKernels : public KernelLibrary {
  public:
-  SharedObjectKernels(void* handle, std::string origin)
-      : handle_(handle), origin_(std::move(origin)) {}
-  ~SharedObjectKernels() override { dlclose(handle_); }
+  SharedObjectKernels(void* handle, int fd, std::string origin)
+      : handle_(handle), fd_(fd), origin_(std::move(origin)) {}
+  ~SharedObjectKernels() override {
+    dlclose(handle_);
+    close(fd_);  // only now may another object be opened by the same name
+  }
 
   Result<KernelEntry> Find(const std::string& symbol) const override {
     const std::string packed = "_mlir_" + symbol;
@@ -47,6 +50,7 @@ class SharedObjectKernels : public KernelLibrary {
 
  private:
   void* handle_;
+  int fd_;  // the memfd the object was opened from (its name: /proc/self/fd/<fd_>)
   std::string origin_;
 };
 
@@ -70,16 +74,19 @@ Result<std::shared_ptr<const KernelLibrary>> OpenKernelObject(const std::string&
     }
     written += static_cast<size_t>(n);
   }
+  // The loader knows an object by the name it was opened by, and answers a second dlopen of the
+  // same name with the first object: the memfd stays open while the object is loaded, so that no
+  // other module's kernels get its descriptor number, hence its name.
   const std::string path = "/proc/self/fd/" + std::to_string(fd);
   dlerror();
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  close(fd);  // the mapping keeps the memory alive
   if (!handle) {
     const char* why = dlerror();
+    close(fd);
     return MakeError(ErrorCode::kInvalidArgument, origin,
                      ": its kernel code does not load: ", why ? why : "unknown dlopen error");
   }
-  return std::shared_ptr<const KernelLibrary>(new SharedObjectKernels(handle, origin));
+  return std::shared_ptr<const KernelLibrary>(new SharedObjectKernels(handle, fd, origin));
 }
 
 }  // namespace kiln

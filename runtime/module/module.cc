@@ -7,6 +7,7 @@
 #include "runtime/cpu/cpu_executor.h"
 #include "runtime/cpu/program.h"
 #include "runtime/cuda/cuda_program.h"
+#include "runtime/distributed/broadcast_variables.h"
 #include "runtime/module/cpu_features.h"
 #include "runtime/module/kernel_object.h"
 
@@ -45,6 +46,7 @@ Result<std::unique_ptr<Module>> Module::LoadFromBytes(const std::string& bytes,
                      "' (cpu modules run on cpu; cuda modules on cuda and cuda-sim)");
   std::unique_ptr<Module> module(new Module());
   module->origin_ = origin;
+  module->distributed_ = options.distributed;
   int threads = options.threads > 0 ? options.threads : cpu::AvailableCores();
   CompiledPlan plan;
   plan.executable = std::move(file.executable);  // the program keeps the plan
@@ -84,10 +86,21 @@ Result<std::unique_ptr<Module>> Module::LoadFromBytes(const std::string& bytes,
         cpu::Program::Load(std::move(plan), threads, options.memory_limit, &module->variables_);
     if (!program.ok()) return program.error().WithContext(origin + ": its plan does not load");
     module->program_ = std::move(*program);
+    module->program_->set_communicator(options.distributed);
   } else {
     cuda::ProgramOptions program_options = cuda::ProgramOptions::FromEnvironment();
     program_options.memory_limit = backend == "cuda-sim" ? 0 : options.memory_limit;
     program_options.stored_variables = &module->variables_;
+    if (options.distributed) {
+      program_options.communicator = options.distributed;
+      Result<std::shared_ptr<cuda::DeviceCollectives>> collectives =
+          module->device_->OpenCollectives(options.distributed);
+      if (!collectives.ok())
+        return collectives.error().WithContext(origin + ": its collectives among " +
+                                               std::to_string(options.distributed->size()) +
+                                               " ranks");
+      program_options.collectives = std::move(*collectives);
+    }
     Result<std::unique_ptr<cuda::CudaProgram>> program = cuda::CudaProgram::Load(
         std::move(plan), *module->device_, threads, nullptr, program_options);
     if (!program.ok() && with_ptx) {
@@ -140,6 +153,12 @@ Result<std::vector<Tensor>> Module::Run(const std::vector<std::pair<std::string,
 Status Module::SaveCheckpoint(const std::string& path) const {
   KILN_RETURN_IF_ERROR(variables_.MaterializeAll());
   return WriteCheckpoint(path, variables_.values());
+}
+
+Status Module::BroadcastVariables(int root) {
+  if (!distributed_ || distributed_->size() == 1) return OkStatus();
+  KILN_RETURN_IF_ERROR(variables_.MaterializeAll());
+  return kiln::BroadcastVariables(*distributed_, variables_, root);
 }
 
 Status Module::RestoreCheckpoint(const std::string& path) {

@@ -13,7 +13,9 @@
 // tensor per input of the signature (by name: "x" or "x:0"), each of exactly the signature's dtype
 // and shape, and returns the outputs in signature order. Every Run also runs the module's targets:
 // a module compiled with --train performs one training step per Run and keeps its variables, which
-// SaveCheckpoint/RestoreCheckpoint write and read (the same .kckpt files a Session uses).
+// SaveCheckpoint/RestoreCheckpoint write and read (the same .kckpt files a Session uses); one
+// compiled with --train --data-parallel trains as one rank of a data-parallel run
+// (ModuleOptions::distributed, docs/distributed.md).
 // A Module is run by one caller at a time.
 #pragma once
 
@@ -25,6 +27,7 @@
 
 #include "ir/status.h"
 #include "ir/tensor.h"
+#include "runtime/distributed/communicator.h"
 #include "runtime/module/module_file.h"
 #include "runtime/variable_store.h"
 
@@ -46,6 +49,12 @@ struct ModuleOptions {
   // backend "cuda-sim" the simulated device's size instead (0: kSimulatedDeviceBytes). A module
   // whose plan does not fit is refused at load, before its arena is allocated.
   int64_t memory_limit = 0;
+  // The ranks of a data-parallel run (runtime/distributed/communicator.h), which a module
+  // compiled with `kiln compile --train --data-parallel` all-reduces its gradients among (on a
+  // cuda module's device through NCCL, opened at load: every rank loads at the same point); null:
+  // this process alone, where an AllReduce is its input. Each rank feeds its shard of the global
+  // batch and sets its share (Communicator::set_share) where shards differ in size.
+  std::shared_ptr<Communicator> distributed = nullptr;
 };
 
 class Module {
@@ -68,6 +77,10 @@ class Module {
 
   const VariableStore& variables() const { return variables_; }
   Status SaveCheckpoint(const std::string& path) const;
+  // Data-parallel runs: makes every rank's variables rank `root`'s (after RestoreCheckpoint on
+  // root, say); fails naming the rank where the modules' variables differ (different modules).
+  // Without `distributed`: nothing to do.
+  Status BroadcastVariables(int root = 0);
   // All or nothing: every variable of the module must be in the file with its dtype and shape.
   Status RestoreCheckpoint(const std::string& path);
 
@@ -80,6 +93,7 @@ class Module {
   std::unique_ptr<cuda::CudaProgram> cuda_program_;
   VariableStore variables_;
   std::map<std::string, uint64_t> counters_;
+  std::shared_ptr<Communicator> distributed_;
 };
 
 }  // namespace kiln

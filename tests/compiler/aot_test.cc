@@ -88,6 +88,29 @@ TEST_CASE("AOT: a module computes bitwise what the cpu backend computes", "[aot]
   }
 }
 
+TEST_CASE("AOT: modules loaded side by side each run their own kernels", "[aot]") {
+  // Two modules whose generated kernels have the same names and signatures: the second loaded
+  // while the first lives must not be given the first's code (the loader knows objects by name).
+  auto module_of = [](bool second) {
+    GraphBuilder g;
+    Value x = g.Placeholder("x", f32, {4});
+    g.Output("y", second ? Exp(x) + 1.0 : Tanh(x) * 2.0);
+    return Compile(*g.Build(), {});
+  };
+  std::unique_ptr<Module> first = Load(module_of(false));
+  std::unique_ptr<Module> second = Load(module_of(true));
+  const Tensor x = Tensor::FromDoubles(f32, {4}, {0.5, -1, 2, 0});
+  Result<std::vector<Tensor>> a = first->Run({{"x", x}});
+  Result<std::vector<Tensor>> b = second->Run({{"x", x}});
+  REQUIRE(a.ok());
+  INFO(b.status().ToString());
+  REQUIRE(b.ok());
+  for (int64_t i = 0; i < 4; ++i) {
+    CHECK((*a)[0].GetDouble(i) == Approx(2 * std::tanh(x.GetDouble(i))));
+    CHECK((*b)[0].GetDouble(i) == Approx(std::exp(x.GetDouble(i)) + 1));
+  }
+}
+
 TEST_CASE("AOT: the manifest records the signature, target and CPU features", "[aot]") {
   GraphBuilder g;
   models::BuildDigitsCnn(g);

@@ -135,6 +135,32 @@ TEST_CASE("C API: NULL handles and arguments give errors, never crashes", "[capi
   CHECK(kiln_module_find_input(loaded.m, nullptr) == -1);
 }
 
+TEST_CASE("C API: a module loaded alone is rank 0 of 1, and data-parallel loads check arguments",
+          "[capi][data_parallel]") {
+  CHECK(kiln_module_rank(nullptr) == -1);
+  CHECK(kiln_module_ranks(nullptr) == -1);
+  Loaded loaded(WriteModule("alone.kmod", HandBuiltModule()));
+  CHECK(kiln_module_rank(loaded.m) == 0);
+  CHECK(kiln_module_ranks(loaded.m) == 1);
+  CheckError([&](kiln_status** s) { kiln_module_set_share(loaded.m, 0.5, s); },
+             KILN_FAILED_PRECONDITION, "not loaded as a rank of a data-parallel run");
+  CheckError([&](kiln_status** s) { kiln_module_set_share(loaded.m, 0, s); }, KILN_INVALID_ARGUMENT,
+             "a share is in (0, 1], got 0");
+  CheckError([](kiln_status** s) { kiln_module_set_share(nullptr, 0.5, s); }, KILN_INVALID_ARGUMENT,
+             "kiln_module_set_share: module is NULL");
+  CheckError(
+      [](kiln_status** s) {
+        CHECK(kiln_module_load_distributed(nullptr, "", 0, 60, s) == nullptr);
+      },
+      KILN_INVALID_ARGUMENT, "kiln_module_load_distributed: path is NULL");
+  // Checked before MPI is opened.
+  CheckError(
+      [](kiln_status** s) {
+        CHECK(kiln_module_load_distributed("m.kmod", "", 0, 0, s) == nullptr);
+      },
+      KILN_INVALID_ARGUMENT, "timeout_seconds must be positive, got 0");
+}
+
 TEST_CASE("C API: dtypes mirror kiln's", "[capi]") {
   for (DType t : AllDTypes()) {
     kiln_dtype c = static_cast<kiln_dtype>(t);

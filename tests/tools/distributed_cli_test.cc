@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -208,6 +209,84 @@ TEST_CASE("distributed: two ranks on cuda-sim all-reduce through NCCL's stand-in
   CheckTwoRanksTrainAsOne("cuda-sim", "nccl");
 }
 
+TEST_CASE("distributed: a module compiled data-parallel trains under mpirun as one on the whole",
+          "[distributed][mpi][aot]") {
+  const std::vector<std::string> backends = kiln::testing::AvailableBackends();
+  if (std::find(backends.begin(), backends.end(), "cpu") == backends.end()) {
+    WARN("no compiler in this build: kiln compile cannot run");
+    return;
+  }
+  const Problem& p = Classifier();
+  // The first 64 examples: the whole batch, and its halves in files named by rank.
+  Result<Tensor> x = ReadNpy(p.images), y = ReadNpy(p.labels);
+  REQUIRE(x.ok());
+  REQUIRE(y.ok());
+  auto rows = [](const Tensor& t, int64_t begin, int64_t end) {
+    std::vector<int64_t> dims = t.shape().dims();
+    const int64_t row_bytes = t.byte_size() / dims[0];
+    dims[0] = end - begin;
+    Tensor part(t.dtype(), Shape(dims));
+    std::memcpy(part.raw_data(), static_cast<const char*>(t.raw_data()) + begin * row_bytes,
+                static_cast<size_t>(part.byte_size()));
+    return part;
+  };
+  const std::string d = Dir() + "/module";
+  std::filesystem::create_directories(d);
+  REQUIRE(WriteNpy(d + "/x.npy", rows(*x, 0, 64)).ok());
+  REQUIRE(WriteNpy(d + "/y.npy", rows(*y, 0, 64)).ok());
+  for (int r = 0; r < 2; ++r) {
+    REQUIRE(WriteNpy(d + "/x" + std::to_string(r) + ".npy", rows(*x, 32 * r, 32 * r + 32)).ok());
+    REQUIRE(WriteNpy(d + "/y" + std::to_string(r) + ".npy", rows(*y, 32 * r, 32 * r + 32)).ok());
+  }
+  auto compile = [&](const std::string& out, int64_t batch, std::vector<std::string> extra) {
+    std::vector<std::string> args = {"compile",
+                                     p.model,
+                                     "--train",
+                                     "--loss",
+                                     "loss",
+                                     "--optimizer",
+                                     "adam",
+                                     "--lr",
+                                     "0.01",
+                                     "--input",
+                                     "x=" + std::to_string(batch) + "x16",
+                                     "--input",
+                                     "y=" + std::to_string(batch),
+                                     "-o",
+                                     out};
+    args.insert(args.end(), extra.begin(), extra.end());
+    CommandResult compiled = kiln::testing::RunCommand(KILN_BINARY, args);
+    INFO(compiled.out << compiled.err);
+    REQUIRE(compiled.exit_code == 0);
+  };
+  compile(d + "/one.kmod", 64, {});
+  compile(d + "/ranks.kmod", 32, {"--data-parallel", "--bucket-size", "1K"});
+  // Three steps each; the outputs are the third step's losses, before its update.
+  CommandResult one = kiln::testing::RunCommand(
+      KILNRT_BINARY, {d + "/one.kmod", "--input", "x=" + d + "/x.npy", "--input",
+                      "y=" + d + "/y.npy", "--repeat", "2", "--threads", "1", "--out", d + "/one"});
+  INFO(one.out << one.err);
+  REQUIRE(one.exit_code == 0);
+  std::vector<std::string> args = MpiOptions();
+  args.insert(args.end(),
+              {"-n", "2", KILNRT_BINARY, d + "/ranks.kmod", "--distributed", "mpi", "--input",
+               "x=" + d + "/x{rank}.npy", "--input", "y=" + d + "/y{rank}.npy", "--repeat", "2",
+               "--threads", "1", "--out", d + "/two{rank}"});
+  CommandResult two = kiln::testing::RunCommand(KILN_MPIEXEC, args);
+  INFO(two.out << two.err);
+  REQUIRE(two.exit_code == 0);
+  Result<Tensor> want = ReadNpy(d + "/one/SoftmaxCrossEntropy_0.npy");
+  Result<Tensor> l0 = ReadNpy(d + "/two0/SoftmaxCrossEntropy_0.npy"),
+                 l1 = ReadNpy(d + "/two1/SoftmaxCrossEntropy_0.npy");
+  REQUIRE(want.ok());
+  REQUIRE(l0.ok());
+  REQUIRE(l1.ok());
+  // Each rank's loss is its half's mean: the whole batch's is their mean.
+  const double got = (l0->GetDouble(0) + l1->GetDouble(0)) / 2;
+  CHECK(got == Approx(want->GetDouble(0)).epsilon(1e-5));
+  CHECK(l0->GetDouble(0) != l1->GetDouble(0));  // the ranks did run different shards
+}
+
 TEST_CASE("distributed: a rank killed mid-epoch ends the run naming it, the checkpoint loads",
           "[distributed][mpi]") {
   const std::string ckpt = Dir() + "/killed.kckpt", log = Dir() + "/killed.log";
@@ -294,6 +373,16 @@ TEST_CASE("distributed: malformed distributed flags are usage errors", "[distrib
              "the cuda backends all-reduce on the device, through NCCL", 2);
   CheckFails(with({"--bucket-size", "1M"}), "need --distributed mpi or nccl", 2);
   CheckFails(with({"--sync-bn"}), "--sync-bn need --distributed", 2);
+  // kiln compile: a data-parallel module is a training step's; kilnrt: the ranks' flags.
+  const std::string model = Classifier().model, module = Dir() + "/flags.kmod";
+  CheckFails(
+      kiln::testing::RunCommand(KILN_BINARY, {"compile", model, "--data-parallel", "-o", module}),
+      "--data-parallel makes a training step data-parallel: it needs --train", 2);
+  CheckFails(kiln::testing::RunCommand(KILN_BINARY, {"compile", model, "--train", "--loss", "loss",
+                                                     "--sync-bn", "-o", module}),
+             "--bucket-size and --sync-bn need a data-parallel run", 2);
+  CheckFails(kiln::testing::RunCommand(KILNRT_BINARY, {module, "--distributed", "gloo"}),
+             "--distributed 'gloo': expected mpi", 2);
   CheckFails(with({"--distributed", "mpi", "--distributed-timeout", "-3"}),
              "--distributed-timeout must be a positive number", 2);
 }

@@ -5,6 +5,7 @@
 
 #include "runtime/plugins.h"
 #include "tools/command.h"
+#include "tools/distributed_flags.h"
 #include "tools/run_module.h"
 
 namespace kiln::cli {
@@ -14,6 +15,7 @@ int RunKilnrt(const Command& cmd, const std::vector<std::string>& args) {
   Flags flags;
   flags.Repeated("input").Repeated("fetch").Option("out").Option("threads").Switch("describe");
   flags.Option("backend").Option("repeat").Option("memory-limit").Repeated("plugin");
+  DeclareRanksFlags(flags);
   flags.Positional(1, 1);
   if (int code = ParseOrExit(cmd, flags, args); code >= 0) return code;
   for (const std::string& plugin : flags.GetAll("plugin"))
@@ -31,7 +33,8 @@ int main(int argc, char** argv) {
       "", "run a compiled module",
       "usage: kilnrt MODULE.kmod [--input NAME=FILE]... [--fetch NAME]... [--out DIR]\n"
       "              [--threads N] [--backend B] [--repeat N] [--memory-limit SIZE]\n"
-      "              [--plugin LIB.so]... [--describe]\n\n"
+      "              [--plugin LIB.so]... [--describe]\n"
+      "              [--distributed mpi|nccl [--distributed-timeout S]]\n\n"
       "Runs a module written by `kiln compile` with the runtime alone. Inputs are .npy or ONNX\n"
       "TensorProto .pb files, each of exactly the dtype and shape the module was compiled for.\n"
       "With --out, each output is written to DIR/NAME.npy; without it a summary of each is\n"
@@ -45,7 +48,13 @@ int main(int argc, char** argv) {
       "the process can get (the smaller of MemAvailable and the cgroup's limit). A module whose\n"
       "plan does not fit is refused before it allocates anything, naming its largest buffers.\n"
       "--plugin LIB.so loads a shared library of user-defined ops the module uses (a module\n"
-      "that needs one names it, and is refused without it).\n",
+      "that needs one names it, and is refused without it).\n"
+      "Under mpirun, --distributed makes each process one rank of a data-parallel run of a\n"
+      "module compiled with `kiln compile --train --data-parallel`: rank 0's variables are\n"
+      "given to all, each run is one training step whose gradients are all-reduced among the\n"
+      "ranks (mpi: on the host; nccl: on the device of a cuda module), \"{rank}\" in an --input\n"
+      "file or the --out folder becomes the rank (each rank's shard, each rank's outputs), and\n"
+      "otherwise rank 0 alone prints or writes the outputs. A rank that fails ends the others.\n",
       RunKilnrt, "kilnrt"};
   return kilnrt.run(kilnrt, std::vector<std::string>(argv + 1, argv + argc));
 }

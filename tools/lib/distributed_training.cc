@@ -20,11 +20,20 @@ struct Fnv {
 }  // namespace
 
 void DeclareDistributedFlags(Flags& flags) {
-  flags.Option("distributed").Option("distributed-timeout").Option("bucket-size").Switch("sync-bn");
+  DeclareRanksFlags(flags);
+  DeclareDataParallelFlags(flags);
 }
 
-Result<Distributed> DistributedFromFlags(const Flags& flags, const std::string& backend) {
-  Distributed out;
+void DeclareDataParallelFlags(Flags& flags) { flags.Option("bucket-size").Switch("sync-bn"); }
+
+Result<DataParallelFlags> DataParallelFromFlags(const Flags& flags, bool data_parallel) {
+  DataParallelFlags out;
+  if (!data_parallel) {
+    if (flags.Has("bucket-size") || flags.On("sync-bn"))
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "--bucket-size and --sync-bn need a data-parallel run");
+    return out;
+  }
   if (flags.Has("bucket-size")) {
     Result<int64_t> bytes = ParseByteSize(flags.Get("bucket-size"));
     if (!bytes.ok())
@@ -33,39 +42,21 @@ Result<Distributed> DistributedFromFlags(const Flags& flags, const std::string& 
       return MakeError(ErrorCode::kInvalidArgument, "--bucket-size must be positive");
     out.options.bucket_bytes = *bytes;
   }
-  if (!flags.Has("distributed")) {
-    if (flags.Has("distributed-timeout") || flags.Has("bucket-size") || flags.On("sync-bn"))
-      return MakeError(ErrorCode::kInvalidArgument,
-                       "--distributed-timeout, --bucket-size and --sync-bn need --distributed mpi "
-                       "or nccl");
-    return out;
-  }
-  const std::string kind = flags.Get("distributed");
-  if (kind != "mpi" && kind != "nccl")
-    return MakeError(ErrorCode::kInvalidArgument, "--distributed '", kind,
-                     "': expected mpi (cpu and reference backends) or nccl (cuda backends)");
-  const bool cuda = backend.rfind("cuda", 0) == 0;
-  if (kind == "nccl" && !cuda)
-    return MakeError(ErrorCode::kInvalidArgument, "--distributed nccl with --backend ", backend,
-                     ": NCCL all-reduces on a CUDA device (--backend cuda or cuda-sim); "
-                     "--distributed mpi runs on the host backends");
-  if (kind == "mpi" && cuda)
-    return MakeError(ErrorCode::kInvalidArgument, "--distributed mpi with --backend ", backend,
-                     ": the cuda backends all-reduce on the device, through NCCL "
-                     "(--distributed nccl)");
-  out.on_device = kind == "nccl";
   out.sync_batch_norm = flags.On("sync-bn");
-  double timeout = 60;
-  if (flags.Has("distributed-timeout")) {
-    const std::string text = flags.Get("distributed-timeout");
-    char* end = nullptr;
-    timeout = std::strtod(text.c_str(), &end);
-    if (text.empty() || *end || !(timeout > 0))
-      return MakeError(ErrorCode::kInvalidArgument,
-                       "--distributed-timeout must be a positive number of seconds, got '", text,
-                       "'");
-  }
-  KILN_ASSIGN_OR_RETURN(out.comm, OpenMpiCommunicator(timeout));
+  return out;
+}
+
+Result<Distributed> DistributedFromFlags(const Flags& flags, const std::string& backend) {
+  Distributed out;
+  if (!flags.Has("distributed") &&
+      (flags.Has("distributed-timeout") || flags.Has("bucket-size") || flags.On("sync-bn")))
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "--distributed-timeout, --bucket-size and --sync-bn need --distributed mpi "
+                     "or nccl");
+  KILN_ASSIGN_OR_RETURN(out.data_parallel, DataParallelFromFlags(flags, flags.Has("distributed")));
+  KILN_ASSIGN_OR_RETURN(Ranks ranks, RanksFromFlags(flags, backend));
+  out.comm = std::move(ranks.comm);
+  out.on_device = ranks.on_device;
   return out;
 }
 

@@ -1,16 +1,12 @@
 // kiln train's data-parallel side (--distributed mpi|nccl, under mpirun): every rank runs the same
 // command; each reads only its shard of every global batch, the gradients are all-reduced
-// (passes/data_parallel.h) and rank 0 alone prints, logs and writes checkpoints.
-//
-//   --distributed mpi           the ranks are MPI's (runtime/distributed/communicator.h), and so
-//                               are the gradients' all-reduces (cpu and reference backends)
-//   --distributed nccl          the ranks are MPI's; the gradients are all-reduced on the device
-//                               by NCCL (runtime/cuda/collectives.h; cuda and cuda-sim backends)
-//   --distributed-timeout S     a collective waiting longer than S seconds (default 60) fails:
-//                               the rank that waits exits 1 naming what it waited for
+// (passes/data_parallel.h) and rank 0 alone prints, logs and writes checkpoints. The ranks' flags
+// are tools/distributed_flags.h's (--distributed, --distributed-timeout); the data-parallel
+// graph's:
 //   --bucket-size SIZE          gradients travel in all-reduces of about SIZE bytes (4M)
 //   --sync-bn                   BatchNorm in training normalizes over the global batch, not each
 //                               rank's shard (passes/sync_batch_norm.h)
+// (kiln compile --train --data-parallel takes these two as well.)
 #pragma once
 
 #include <cstdint>
@@ -25,20 +21,31 @@
 #include "ir/tensor.h"
 #include "passes/data_parallel.h"
 #include "runtime/distributed/communicator.h"
+#include "tools/distributed_flags.h"
 #include "tools/flags.h"
 
 namespace kiln::cli {
 
+// The ranks' flags and the data-parallel graph's (kiln train).
 void DeclareDistributedFlags(Flags& flags);
+// The data-parallel graph's alone (kiln compile).
+void DeclareDataParallelFlags(Flags& flags);
 
-// The communicator --distributed asks for (null without it) and the bucketing --bucket-size asks
-// for. kInvalidArgument for a malformed flag, --distributed nccl on a backend other than cuda and
-// cuda-sim, or mpi on one of those; the communicator's own error where MPI cannot start.
+struct DataParallelFlags {
+  DataParallelOptions options;   // --bucket-size
+  bool sync_batch_norm = false;  // --sync-bn: passes/sync_batch_norm.h on the model
+};
+// The graph's flags for a data-parallel run (`data_parallel`); without one, kInvalidArgument where
+// any is given.
+Result<DataParallelFlags> DataParallelFromFlags(const Flags& flags, bool data_parallel);
+
+// The communicator --distributed asks for (null without it), and the data-parallel flags.
+// kInvalidArgument as RanksFromFlags and DataParallelFromFlags say (--bucket-size, --sync-bn and
+// --distributed-timeout need --distributed); the communicator's own error where MPI cannot start.
 struct Distributed {
   std::shared_ptr<Communicator> comm;
-  DataParallelOptions options;
-  bool on_device = false;        // --distributed nccl: the gradients' all-reduces run on the device
-  bool sync_batch_norm = false;  // --sync-bn: passes/sync_batch_norm.h on the model
+  DataParallelFlags data_parallel;
+  bool on_device = false;  // --distributed nccl: the gradients' all-reduces run on the device
 };
 Result<Distributed> DistributedFromFlags(const Flags& flags, const std::string& backend);
 
