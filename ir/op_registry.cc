@@ -89,6 +89,11 @@ OpDefBuilder& OpDefBuilder::GivesContainers() {
   def_.gives_containers = true;
   return *this;
 }
+OpDefBuilder& OpDefBuilder::Collective() {
+  def_.collective = true;
+  def_.stateful = true;
+  return *this;
+}
 OpDefBuilder& OpDefBuilder::Stateful() {
   def_.stateful = true;
   return *this;

@@ -146,7 +146,10 @@ struct OpDef {
   StaticValueFn static_value;     // null: its values depend on its inputs' values
   bool stateful = false;          // reads or writes state (variables, RNG): never folded or merged
   bool gives_containers = false;  // may output a seq or optional (ir/dtype.h); others never do
-  GradFn grad;                    // how to differentiate it (see passes/autodiff.h)
+  // Talks to the other ranks of a data-parallel run (ir/ops/collective.h): every rank must run
+  // it in the same order, and plans start it as early as its inputs allow.
+  bool collective = false;
+  GradFn grad;                      // how to differentiate it (see passes/autodiff.h)
   bool not_differentiable = false;  // explicitly has no gradient (comparisons, ArgMax, Shape, ...)
   // Its default list in mixed precision (ir/precision.h), or explicitly none (no_precision_list:
   // state, constants, casts, logic and integer work, and math left to float32): one of the two.
@@ -179,6 +182,8 @@ class OpDefBuilder {
   OpDefBuilder& Stateful();
   // The op may output sequences and optionals (its kernel makes them, or passes them through).
   OpDefBuilder& GivesContainers();
+  // The op is a collective (OpDef::collective); it is stateful too (never folded or merged).
+  OpDefBuilder& Collective();
   OpDefBuilder& Grad(GradFn fn);
   OpDefBuilder& NotDifferentiable();
   OpDefBuilder& Precision(PrecisionList list);

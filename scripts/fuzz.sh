@@ -5,6 +5,8 @@
 # build-asan/tests/fuzz/new_inputs/TARGET (never into the committed corpus).
 # Usage: scripts/fuzz.sh SECONDS [TARGET...]        (default: every target)
 #        RUNS=10000000 scripts/fuzz.sh 0 TARGET    (a run of that many executions, no time limit)
+#        MAX_LEN=8192 ...                          (inputs of at most that many bytes; libFuzzer's
+#                                                  default is the largest seed's size)
 # scripts/test.sh runs each target for 20 s through CTest; docs/fuzzing.md records long runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,6 +24,7 @@ targets=("$@")
                               fuzz_module_run fuzz_checkpoint_reader fuzz_npy_reader)
 limits=(-timeout=10 -rss_limit_mb=4096 -seed=7)
 if [[ -n ${RUNS:-} ]]; then limits+=(-runs="$RUNS"); fi
+if [[ -n ${MAX_LEN:-} ]]; then limits+=(-max_len="$MAX_LEN"); fi
 if ((seconds > 0)); then limits+=(-max_total_time="$seconds"); fi
 findings=0
 for target in "${targets[@]}"; do

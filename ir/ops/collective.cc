@@ -1,5 +1,6 @@
 #include "ir/ops/collective.h"
 
+#include "ir/op_registry.h"
 #include "ir/ops/op_helpers.h"
 #include "ir/ops/registration.h"
 
@@ -10,6 +11,11 @@ std::vector<Value> AllReduce(const std::vector<Value>& xs, const std::string& re
   AttrMap attrs;
   attrs.Set("reduction", reduction);
   return internal::MakeOpN("AllReduce", xs, std::move(attrs), loc, xs.size());
+}
+
+bool IsCollective(const Node& node) {
+  const OpDef* def = OpRegistry::Global().Find(node.op);
+  return def && def->collective;
 }
 
 namespace {
@@ -56,7 +62,7 @@ void RegisterCollectiveOps(OpRegistry& r) {
                  .Types("T", FloatTypes())
                  .RequiredAttr("reduction", AttrType::kString)
                  .Infer(InferAllReduce)
-                 .Stateful()  // its values come from the other ranks: never folded or merged
+                 .Collective()  // its values come from the other ranks: never folded or merged
                  .Grad(AllReduceGrad)
                  .NoPrecisionList()
                  .Flops(NoFlops())

@@ -32,4 +32,7 @@ namespace kiln {
 std::vector<Value> AllReduce(const std::vector<Value>& xs, const std::string& reduction = "mean",
                              SourceLocation loc = SourceLocation::current());
 
+// Whether `node`'s op is a collective (OpDef::collective: AllReduce, or a plugin's).
+bool IsCollective(const Node& node);
+
 }  // namespace kiln

@@ -38,8 +38,6 @@ struct ReduceBuffers {
 class DeviceCollectives {
  public:
   virtual ~DeviceCollectives() = default;
-  // "NCCL 2.28.5, rank 0 of 2" or "simulated NCCL over mpi, rank 1 of 2".
-  virtual std::string Describe() const = 0;
   // Issues on the device's stream: each recv becomes Σ_r scale_r · send_r over the ranks (scale:
   // this rank's), element-wise, for values of `dtype` (f32, f64, bf16 or f16).
   virtual Status AllReduce(const std::vector<ReduceBuffers>& buffers, DType dtype,

@@ -47,13 +47,8 @@ Scalar ScalarOf(DType dtype, double scale) {
 class NcclCollectives : public DeviceCollectives {
  public:
   NcclCollectives(const NcclApi& api, ncclComm_t comm, CUstream stream,
-                  std::function<Status()> current, int rank, int size)
-      : api_(api),
-        comm_(comm),
-        stream_(stream),
-        current_(std::move(current)),
-        rank_(rank),
-        size_(size) {}
+                  std::function<Status()> current)
+      : api_(api), comm_(comm), stream_(stream), current_(std::move(current)) {}
   ~NcclCollectives() override {
     (void)current_();
     ncclResult_t async = ncclSuccess;
@@ -61,12 +56,6 @@ class NcclCollectives : public DeviceCollectives {
       api_.ncclCommAbort(comm_);  // a peer failed: destroying would wait for it
     else
       api_.ncclCommDestroy(comm_);
-  }
-
-  std::string Describe() const override {
-    return "NCCL " + std::to_string(api_.version / 10000) + "." +
-           std::to_string(api_.version / 100 % 100) + "." + std::to_string(api_.version % 100) +
-           ", rank " + std::to_string(rank_) + " of " + std::to_string(size_);
   }
 
   Status AllReduce(const std::vector<ReduceBuffers>& buffers, DType dtype, double scale) override {
@@ -100,7 +89,6 @@ class NcclCollectives : public DeviceCollectives {
   ncclComm_t comm_;
   CUstream stream_;
   std::function<Status()> current_;
-  int rank_, size_;
 };
 
 }  // namespace
@@ -138,7 +126,7 @@ Result<std::shared_ptr<DeviceCollectives>> OpenNcclCollectives(
       CheckNccl(api, api.ncclCommInitRank(&comm, ranks->size(), clique.id, ranks->rank()),
                 "ncclCommInitRank"));
   return std::shared_ptr<DeviceCollectives>(
-      new NcclCollectives(api, comm, stream, std::move(current), ranks->rank(), ranks->size()));
+      new NcclCollectives(api, comm, stream, std::move(current)));
 }
 
 }  // namespace kiln::cuda

@@ -550,10 +550,6 @@ class SimCollectives : public DeviceCollectives {
  public:
   SimCollectives(SimulatedDevice& device, std::shared_ptr<Communicator> ranks)
       : device_(device), ranks_(std::move(ranks)) {}
-  std::string Describe() const override {
-    return "simulated NCCL over " + ranks_->kind() + ", rank " + std::to_string(ranks_->rank()) +
-           " of " + std::to_string(ranks_->size());
-  }
   Status AllReduce(const std::vector<ReduceBuffers>& buffers, DType dtype, double scale) override {
     return device_.IssueAllReduce(ranks_, buffers, dtype, scale);
   }

@@ -4,11 +4,13 @@
 #include <map>
 #include <string>
 
+#include "ir/ops/collective.h"
+
 namespace kiln {
 
 void StartCollectivesEarly(std::vector<const Node*>& order) {
   std::vector<const Node*> collectives, rest;
-  for (const Node* node : order) (node->op == "AllReduce" ? collectives : rest).push_back(node);
+  for (const Node* node : order) (IsCollective(*node) ? collectives : rest).push_back(node);
   if (collectives.empty()) return;
   // Each goes after the last of its producers that is in the order (in the order they had, so
   // that every rank starts them in the same order).
@@ -24,7 +26,7 @@ void StartCollectivesEarly(std::vector<const Node*>& order) {
     for (const std::string& dep : c->control_inputs) depends_on(dep);
     // After the collectives placed before it too (their order is kept).
     for (size_t i = after; i < rest.size(); ++i)
-      if (rest[i]->op == "AllReduce") after = i + 1;
+      if (IsCollective(*rest[i])) after = i + 1;
     rest.insert(rest.begin() + static_cast<std::ptrdiff_t>(after), c);
   }
   order = std::move(rest);

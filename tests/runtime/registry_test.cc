@@ -21,6 +21,8 @@ TEST_CASE("registry: every op has a reference kernel and a family", "[registry]"
     INFO("op " << def->name);
     CHECK(kernels.count(def->name) == 1);
     CHECK(families.count(def->family) == 1);
+    // The ops that talk to other ranks, and only they, say so (plans order them by it).
+    CHECK(def->collective == (def->family == "collective"));
     CHECK(def->infer != nullptr);
     // Differentiable (a gradient is registered) or explicitly not, never neither.
     CHECK((def->grad != nullptr) != def->not_differentiable);

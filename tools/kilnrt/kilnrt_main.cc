@@ -52,7 +52,7 @@ int main(int argc, char** argv) {
       "Under mpirun, --distributed makes each process one rank of a data-parallel run of a\n"
       "module compiled with `kiln compile --train --data-parallel`: rank 0's variables are\n"
       "given to all, each run is one training step whose gradients are all-reduced among the\n"
-      "ranks (mpi: on the host; nccl: on the device of a cuda module), \"{rank}\" in an --input\n"
+      "ranks (a cuda module's on its device, by NCCL), \"{rank}\" in an --input\n"
       "file or the --out folder becomes the rank (each rank's shard, each rank's outputs), and\n"
       "otherwise rank 0 alone prints or writes the outputs. A rank that fails ends the others.\n",
       RunKilnrt, "kilnrt"};
