@@ -9,7 +9,6 @@
 #include <cstdlib>
 
 #include "ir/file_util.h"
-#include "passes/sync_batch_norm.h"
 #include "runtime/memory_budget.h"
 #include "runtime/module/module_file.h"
 #include "tools/command.h"
@@ -93,10 +92,9 @@ int RunCompile(const Command& cmd, const std::vector<std::string>& args) {
     options.input_shapes[spec.substr(0, eq)] = *shape;
   }
   if (train) {
-    if (data_parallel->sync_batch_norm)
-      if (Result<bool> synced = SyncBatchNorm().Run(*graph); !synced.ok())
-        return Fail(cmd, synced.error());
-    if (flags.On("data-parallel")) **optimizer = (*optimizer)->DataParallel(data_parallel->options);
+    if (flags.On("data-parallel"))
+      if (Status s = MakeDataParallel(*data_parallel, *graph, **optimizer); !s.ok())
+        return Fail(cmd, s.error());
     Result<TrainingGraph> training =
         AddOptimizer(std::move(*graph), flags.Get("loss"), **optimizer);
     if (!training.ok()) return Fail(cmd, training.error());

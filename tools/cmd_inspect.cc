@@ -8,6 +8,7 @@
 #include "tools/command.h"
 #include "tools/inspect_plan.h"
 #include "tools/inspect_precision.h"
+#include "tools/lib/distributed_training.h"
 #include "tools/lib/model_flags.h"
 #include "tools/lib/training_graph.h"
 
@@ -34,8 +35,9 @@ int RunInspect(const Command& cmd, const std::vector<std::string>& args) {
   flags.Option("memory-limit");
   flags.Repeated("input").Repeated("fetch").Repeated("target");
   flags.Switch("precision").Repeated("precision-op").Repeated("precision-node").Switch("tf32");
-  flags.Switch("train").Option("loss");
+  flags.Switch("train").Option("loss").Switch("data-parallel");
   DeclareOptimizerFlags(flags);
+  DeclareDataParallelFlags(flags);
   flags.Positional(1, 1);
   DeclareModelFlags(flags);
   if (int code = ParseOrExit(cmd, flags, args); code >= 0) return code;
@@ -45,6 +47,10 @@ int RunInspect(const Command& cmd, const std::vector<std::string>& args) {
                       "--memory");
   Result<std::optional<optim::Optimizer>> optimizer = OptimizerFromFlags(flags);
   if (!optimizer.ok()) return UsageError(cmd, optimizer.error().message());
+  if (flags.On("data-parallel") && !optimizer->has_value())
+    return UsageError(cmd, "--data-parallel describes a data-parallel training step: add --train");
+  Result<DataParallelFlags> data_parallel = DataParallelFromFlags(flags, flags.On("data-parallel"));
+  if (!data_parallel.ok()) return UsageError(cmd, data_parallel.error().message());
   Result<Graph> graph = LoadModelAsFlagsSay(flags, flags.positional()[0]);
   if (!graph.ok()) return Fail(cmd, graph.error());
   if (optimizer->has_value()) {
@@ -57,6 +63,9 @@ int RunInspect(const Command& cmd, const std::vector<std::string>& args) {
                         "--placement or --cost");
     if (flags.Has("fetch") || flags.Has("target"))
       return UsageError(cmd, "--train plans the loss and the update; drop --fetch/--target");
+    if (flags.On("data-parallel"))
+      if (Status s = MakeDataParallel(*data_parallel, *graph, **optimizer); !s.ok())
+        return Fail(cmd, s.error());
     Result<TrainingGraph> training =
         AddOptimizer(std::move(*graph), flags.Get("loss"), **optimizer);
     if (!training.ok()) return Fail(cmd, training.error());

@@ -20,7 +20,6 @@
 
 #include "ir/random.h"
 #include "passes/optim.h"
-#include "passes/sync_batch_norm.h"
 #include "runtime/session.h"
 #include "tools/command.h"
 #include "tools/lib/batch_pipeline.h"
@@ -192,11 +191,9 @@ int RunTrain(const Command& cmd, const std::vector<std::string>& args) {
   Result<optim::Optimizer> optimizer =
       OptimizerFromFlags(flags, "adam", 0.001, steps_per_epoch * static_cast<int64_t>(*epochs));
   if (!optimizer.ok()) return UsageError(cmd, optimizer.error().message());
-  if (comm) *optimizer = optimizer->DataParallel(distributed->data_parallel.options);
-  if (distributed->data_parallel
-          .sync_batch_norm)  // BatchNorm over the global batch (the validation's is not)
-    if (Result<bool> synced = SyncBatchNorm().Run(*graph); !synced.ok())
-      return Fail(cmd, synced.error());
+  if (comm)  // the validation's model (above) keeps its own BatchNorms
+    if (Status s = MakeDataParallel(distributed->data_parallel, *graph, *optimizer); !s.ok())
+      return Fail(cmd, s.error());
   Result<TrainingGraph> training = AddOptimizer(std::move(*graph), flags.Get("loss"), *optimizer);
   if (!training.ok()) return Fail(cmd, training.error());
   const std::string loss = training->loss, update = training->update,

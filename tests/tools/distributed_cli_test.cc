@@ -287,6 +287,21 @@ TEST_CASE("distributed: a module compiled data-parallel trains under mpirun as o
   CHECK(l0->GetDouble(0) != l1->GetDouble(0));  // the ranks did run different shards
 }
 
+TEST_CASE("distributed: kiln inspect shows a data-parallel step's all-reduces", "[distributed]") {
+  const std::vector<std::string> backends = kiln::testing::AvailableBackends();
+  if (std::find(backends.begin(), backends.end(), "cpu") == backends.end()) {
+    WARN("no compiler in this build: kiln inspect --fusion cannot plan");
+    return;
+  }
+  CommandResult r = kiln::testing::RunCommand(
+      KILN_BINARY, {"inspect", Classifier().normalized, "--train", "--loss", "loss",
+                    "--data-parallel", "--sync-bn", "--fusion"});
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("AllReduce 'optimizer/data_parallel/all_reduce'"));
+  CHECK_THAT(r.out, Catch::Contains("AllReduce 'bn/BatchNorm/sync/AllReduce'"));
+}
+
 TEST_CASE("distributed: a rank killed mid-epoch ends the run naming it, the checkpoint loads",
           "[distributed][mpi]") {
   const std::string ckpt = Dir() + "/killed.kckpt", log = Dir() + "/killed.log";

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "passes/sync_batch_norm.h"
 #include "runtime/memory_budget.h"
 #include "tools/command.h"
 
@@ -43,6 +44,12 @@ Result<DataParallelFlags> DataParallelFromFlags(const Flags& flags, bool data_pa
   }
   out.sync_batch_norm = flags.On("sync-bn");
   return out;
+}
+
+Status MakeDataParallel(const DataParallelFlags& flags, Graph& model, optim::Optimizer& optimizer) {
+  if (flags.sync_batch_norm) KILN_RETURN_IF_ERROR(SyncBatchNorm().Run(model).status());
+  optimizer = optimizer.DataParallel(flags.options);
+  return OkStatus();
 }
 
 Result<Distributed> DistributedFromFlags(const Flags& flags, const std::string& backend) {

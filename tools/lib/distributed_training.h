@@ -20,6 +20,7 @@
 #include "ir/graph.h"
 #include "ir/tensor.h"
 #include "passes/data_parallel.h"
+#include "passes/optim.h"
 #include "runtime/distributed/communicator.h"
 #include "tools/distributed_flags.h"
 #include "tools/flags.h"
@@ -38,6 +39,9 @@ struct DataParallelFlags {
 // The graph's flags for a data-parallel run (`data_parallel`); without one, kInvalidArgument where
 // any is given.
 Result<DataParallelFlags> DataParallelFromFlags(const Flags& flags, bool data_parallel);
+// kiln compile and inspect with --train --data-parallel: --sync-bn rewrites the model's training
+// BatchNorms (before it is differentiated), and the optimizer all-reduces its gradients.
+Status MakeDataParallel(const DataParallelFlags& flags, Graph& model, optim::Optimizer& optimizer);
 
 // The communicator --distributed asks for (null without it), and the data-parallel flags.
 // kInvalidArgument as RanksFromFlags and DataParallelFromFlags say (--bucket-size, --sync-bn and
