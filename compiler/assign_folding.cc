@@ -18,6 +18,9 @@ bool IsLoneWideningCast(const KernelSpec& spec) {
 constexpr const char* kRegionAttributes[] = {"dims", "src_offset", "src_strides", "dst_offset",
                                              "dst_strides"};
 
+constexpr const char* kGemmAttributes[] = {"m",       "n",     "k",        "trans_a",
+                                           "trans_b", "batch", "stride_a", "stride_b"};
+
 // A strided_copy step that fills its output with zeros first.
 bool IsZeroFilledCopy(const Step& step) {
   if (step.kind != Step::Kind::kLibrary || step.callee != "strided_copy" ||
@@ -48,6 +51,7 @@ class AssignFolder {
         continue;
       FoldCast(assign);
       FoldZeroFilledCopy(assign);
+      FoldProduct(assign);
     }
     if (folded_.empty()) return 0;
     std::vector<Step> kept;
@@ -100,6 +104,31 @@ class AssignFolder {
       if (!copy.attrs.Has(key)) return;
     assign.inputs[1] = copy.inputs[0];
     for (const char* key : kRegionAttributes) assign.attrs.Set(key, *copy.attrs.Find(key));
+    folded_.insert(static_cast<size_t>(s));
+  }
+
+  void FoldProduct(Step& assign) {
+    const int value = assign.inputs[1];
+    const TensorType& variable = exe_.buffers[assign.outputs[0]].type;
+    Result<int64_t> mode = assign.attrs.GetInt("mode");
+    const int s = SoleProducer(value);
+    if (variable.dtype != f32 || !mode.ok() || *mode == 0 || assign.attrs.Has("dims") || s < 0 ||
+        !(exe_.buffers[value].type == variable))
+      return;
+    const Step& gemm = exe_.steps[s];
+    Result<int64_t> batch = gemm.attrs.GetInt("batch");
+    if (gemm.kind != Step::Kind::kLibrary || gemm.callee != "gemm" || gemm.inputs.size() != 2 ||
+        gemm.outputs.size() != 1 || gemm.attrs.Has("post_ops") || !batch.ok() || *batch != 1 ||
+        exe_.buffers[gemm.inputs[0]].type.dtype != f32 ||
+        exe_.buffers[gemm.inputs[1]].type.dtype != f32)
+      return;
+    for (const char* key : kGemmAttributes)
+      if (!gemm.attrs.Has(key)) return;
+    std::vector<int> inputs = {assign.inputs[0], gemm.inputs[0], gemm.inputs[1]};
+    if (assign.inputs.size() > 2) inputs.push_back(assign.inputs[2]);  // the scale
+    assign.inputs = std::move(inputs);
+    for (const char* key : kGemmAttributes) assign.attrs.Set(key, *gemm.attrs.Find(key));
+    assign.attrs.Set("product", int64_t{1});
     folded_.insert(static_cast<size_t>(s));
   }
 

@@ -1,5 +1,5 @@
 // The producers of a variable update's value folded into the update, on a cpu plan's steps (after
-// lowering, before buffers are placed). Both shapes come from training steps:
+// lowering, before buffers are placed). All three shapes come from training steps:
 //
 // - A widening cast. Mixed precision keeps f32 master weights and computes their gradients in
 //   bf16, so a step updates each weight by AssignSub(w, Cast(g, f32), lr): a generated kernel
@@ -16,6 +16,13 @@
 //   strided_copy's: runtime/cpu/strided_region.h); the rest of the weight is neither read nor
 //   written. The same values, except that an element of -0 outside the region stays -0 under
 //   AssignAdd (+0 before: -0 + 0) and a non-finite scale no longer turns it NaN (scale * 0).
+// - A matrix product. A weight's gradient (an f32 MatMul, x^T dy) is written whole, then read by
+//   its update and the weight read and written again. Where an f32 AssignAdd or AssignSub of the
+//   whole variable reads the output of a "gemm" step (batch 1, no epilogue), the assign adds the
+//   product itself (attribute "product", gemm's attributes, inputs variable, a, b and the scale):
+//   the packed sgemm accumulates scale * op(a) op(b) into the weights block by block
+//   (runtime/cpu/state_steps.cc). Rounded as a blocked gemm's sum is: within the differential
+//   tests' tolerance of the unfused update, not bitwise.
 //
 // Each fold needs the value read by that assign alone and not fetched; the cast folds first, so
 // a bf16 gradient scattered into zeros and widened folds both ways. The folded steps leave the

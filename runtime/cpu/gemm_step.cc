@@ -137,6 +137,16 @@ class GemmStep : public StepRunner {
 
 }  // namespace
 
+bool HasHostBlas() { return true; }
+
+void BlasAccumulateSgemm(const GemmParams& p, const float* a, const float* b, float* c, float alpha,
+                         int threads) {
+  openblas_set_num_threads(threads);
+  cblas_sgemm(CblasRowMajor, p.trans_a ? CblasTrans : CblasNoTrans,
+              p.trans_b ? CblasTrans : CblasNoTrans, p.m, p.n, p.k, alpha, a, p.trans_a ? p.m : p.k,
+              b, p.trans_b ? p.k : p.n, 1.0f, c, p.n);
+}
+
 Result<std::unique_ptr<StepRunner>> MakeGemmStep(const Step& step, const Executable& exe) {
   KILN_ASSIGN_OR_RETURN(GemmParams p, ReadGemmParams(step, exe));
   if (p.dtype != f32 && p.dtype != f64)

@@ -182,13 +182,15 @@ void PackB(const float* b, bool trans, int64_t ldb, int64_t p0, int64_t kc, int6
   }
 }
 
-// c[i][j] = start(i, j) + sum over p < kc of pa[p][i] pb[p][j] for i < rows <= MR, j < cols, where
-// start is c's value when `accumulate`, else bias[j] (0 without a bias). MR is kMr, or fewer for
-// a product of fewer rows (a batch of one: no work on padding rows).
+// c[i][j] = start(i, j) + alpha * sum over p < kc of pa[p][i] pb[p][j] for i < rows <= MR,
+// j < cols, where start is c's value when `accumulate`, else bias[j] (0 without a bias); one fused
+// multiply-add, so alpha 1 rounds as a plain sum. MR is kMr, or fewer for a product of fewer rows
+// (a batch of one: no work on padding rows).
 template <int MR>
 __attribute__((target("avx512f"))) void MicroKernel(int64_t kc, const float* pa, const float* pb,
                                                     float* c, int64_t ldc, int rows, int cols,
-                                                    const float* bias, bool accumulate) {
+                                                    const float* bias, bool accumulate,
+                                                    float alpha) {
   __m512 acc[MR][2];
 #pragma GCC unroll 14
   for (int i = 0; i < MR; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
@@ -217,6 +219,7 @@ __attribute__((target("avx512f"))) void MicroKernel(int64_t kc, const float* pa,
   const __mmask16 m1 = cols >= 32   ? __mmask16(0xffff)
                        : cols <= 16 ? __mmask16(0)
                                     : __mmask16((1u << (cols - 16)) - 1);
+  const __m512 scale = _mm512_set1_ps(alpha);
   __m512 start0 = _mm512_setzero_ps(), start1 = _mm512_setzero_ps();
   if (bias && !accumulate) {
     start0 = _mm512_maskz_loadu_ps(m0, bias);
@@ -231,13 +234,13 @@ __attribute__((target("avx512f"))) void MicroKernel(int64_t kc, const float* pa,
       s0 = _mm512_maskz_loadu_ps(m0, row);
       s1 = _mm512_maskz_loadu_ps(m1, row + 16);
     }
-    _mm512_mask_storeu_ps(row, m0, _mm512_add_ps(s0, acc[i][0]));
-    _mm512_mask_storeu_ps(row + 16, m1, _mm512_add_ps(s1, acc[i][1]));
+    _mm512_mask_storeu_ps(row, m0, _mm512_fmadd_ps(scale, acc[i][0], s0));
+    _mm512_mask_storeu_ps(row + 16, m1, _mm512_fmadd_ps(scale, acc[i][1], s1));
   }
 }
 
 using MicroKernelFn = void (*)(int64_t, const float*, const float*, float*, int64_t, int, int,
-                               const float*, bool);
+                               const float*, bool, float);
 
 // The micro-tile's rows for a product of m rows, and its kernel.
 int MicroRows(int64_t m) { return m >= kMr ? kMr : m <= 1 ? 1 : m <= 2 ? 2 : m <= 4 ? 4 : 8; }
@@ -283,6 +286,7 @@ void Unit(const SgemmProblem& p, int64_t bi, const float* packed_b, int64_t i0, 
   const float* bias = p.bias ? p.bias + j0 : nullptr;
   const bool epilogue = p.relu || p.gelu_tanh;
   if (p.k == 0) {
+    if (p.accumulate) return;  // c += nothing
     for (int64_t i = 0; i < mc; ++i)
       for (int64_t j = 0; j < nc; ++j) c[i * p.n + j] = bias ? bias[j] : 0.0f;
     if (epilogue) ApplySgemmEpilogue(p, c, mc, nc);
@@ -315,7 +319,7 @@ void Unit(const SgemmProblem& p, int64_t bi, const float* packed_b, int64_t i0, 
           for (int64_t s = 0; s < jn; s += kNr) {
             const int cols = static_cast<int>(std::min<int64_t>(kNr, jn - s));
             kernel(kc, pa + r * kc, pb_block + s * kc, c + (ic + r) * p.n + jc + s, p.n, rows, cols,
-                   bias ? bias + jc + s : nullptr, p0 > 0);
+                   bias ? bias + jc + s : nullptr, p.accumulate || p0 > 0, p.alpha);
           }
         }
       }

@@ -17,9 +17,10 @@
 namespace kiln::cpu {
 
 // One batched product c[i] = op(a[i]) x op(b[i]) (+ bias) for i < batch, c row-major m x n with
-// leading dimension n; op(a) is m x k (a stored k x m, leading dimension m, when trans_a; m x k,
-// leading dimension k, otherwise), op(b) k x n likewise. a[i] starts at i * stride_a elements (0
-// repeats one matrix), b[i] at i * stride_b, c[i] at i * m * n.
+// leading dimension n (or c[i] += alpha op(a[i]) x op(b[i]) when `accumulate`); op(a) is m x k (a
+// stored k x m, leading dimension m, when trans_a; m x k, leading dimension k, otherwise), op(b) k
+// x n likewise. a[i] starts at i * stride_a elements (0 repeats one matrix), b[i] at i * stride_b,
+// c[i] at i * m * n.
 struct SgemmProblem {
   int64_t m = 0, n = 0, k = 0, batch = 1, stride_a = 0, stride_b = 0;
   bool trans_a = false, trans_b = false;
@@ -32,6 +33,11 @@ struct SgemmProblem {
   const float* packed_b = nullptr;
   bool relu = false;
   bool gelu_tanh = false;  // GeluTanhValue (ir/ops/math.h), in f64 as the reference computes it
+  // c += alpha * op(a) x op(b), adding to c's values (a weight updated by its gradient's product:
+  // runtime/cpu/state_steps.cc); without a bias or an epilogue. Each block of k adds its partial
+  // product, times alpha, to c. alpha 1 rounds as a plain product.
+  bool accumulate = false;
+  float alpha = 1.0f;
 };
 
 // The rows of k a block of the kernel covers on this CPU (chosen once per process).

@@ -16,6 +16,12 @@
 //             only); otherwise into a fresh tensor, so that earlier reads keep theirs. In place,
 //             a training step's update costs one pass over the weights instead of an allocation,
 //             its zeroing and page faults (for FCN-R's 64 MB matrices, most of the update).
+//             With the attribute "product" (compiler/assign_folding.h), an f32 AssignAdd or
+//             AssignSub adds (times the scale) the product op(a) x op(b) of its inputs 1 and 2
+//             (gemm's attributes, batch 1, no epilogue; a scale is input 3) instead of a value:
+//             the weight gradient's product accumulates into the weights, blocks of k at a time
+//             (rounded as a blocked gemm's sum is, not as one product and one update), and no
+//             buffer holds the gradient. In place unless a or b lies in the variable's storage.
 #include <algorithm>
 #include <cstring>
 #include <optional>
@@ -24,6 +30,7 @@
 #include <vector>
 
 #include "runtime/cpu/library_steps.h"
+#include "runtime/cpu/packed_sgemm.h"
 #include "runtime/cpu/strided_region.h"
 
 namespace kiln::cpu {
@@ -141,12 +148,13 @@ bool IsAssignable(DType dtype) {
 class AssignStep : public StepRunner {
  public:
   AssignStep(const Step& step, int64_t mode, bool may_update_in_place, bool bf16_value,
-             std::optional<StridedRegion> region)
+             std::optional<StridedRegion> region, std::optional<GemmParams> product)
       : step_(step),
         mode_(mode),
         may_update_in_place_(may_update_in_place),
         bf16_value_(bf16_value),
-        region_(std::move(region)) {}
+        region_(std::move(region)),
+        product_(product) {}
   Status Run(StepEnv& env) const override {
     const Executable& exe = *env.executable;
     const std::string& name = step_.node.inputs[0].node;
@@ -160,11 +168,16 @@ class AssignStep : public StepRunner {
       return step_.node.MakeNodeError(ErrorCode::kInvalidArgument, "stored value of '", name,
                                       "' is ", DTypeName(current->dtype()),
                                       current->shape().ToString(), ", expected ", type.ToString());
-    const void* value = env.data[step_.inputs[1]];
-    const void* scale = step_.inputs.size() > 2 ? env.data[step_.inputs[2]] : nullptr;
-    if (current && may_update_in_place_ && OnlyThisRunHolds(*current, env)) {
+    const void* value = product_ ? nullptr : env.data[step_.inputs[1]];
+    const size_t scale_input = product_ ? 3 : 2;
+    const void* scale =
+        step_.inputs.size() > scale_input ? env.data[step_.inputs[scale_input]] : nullptr;
+    if (current && may_update_in_place_ && OnlyThisRunHolds(*current, env) &&
+        !ProductReads(*current, env)) {
       Tensor& stored = *env.variables->FindMutable(name);
-      if (region_)
+      if (product_)
+        AddProduct(stored.raw_data(), scale, stored.raw_data(), env);
+      else if (region_)
         ApplyToRegion(value, scale, stored.raw_data(), type.dtype, env.threads);
       else
         Apply(base, value, scale, stored.raw_data(), stored.num_elements(), type.dtype,
@@ -173,7 +186,9 @@ class AssignStep : public StepRunner {
       return OkStatus();
     }
     Tensor result = Tensor::Uninitialized(type.dtype, type.shape);  // every element is written
-    if (region_) {
+    if (product_) {
+      AddProduct(base, scale, result.raw_data(), env);
+    } else if (region_) {
       std::memcpy(result.raw_data(), base, static_cast<size_t>(result.byte_size()));
       ApplyToRegion(value, scale, result.raw_data(), type.dtype, env.threads);
     } else {
@@ -212,6 +227,42 @@ class AssignStep : public StepRunner {
       UpdateRegion<double>(mode_, *region_, value, scale, static_cast<double*>(out), threads);
   }
 
+  // out = base + sign * scale * op(a) x op(b) (out may be base), f32.
+  void AddProduct(const void* base, const void* scale, void* out, const StepEnv& env) const {
+    const GemmParams& g = *product_;
+    float* c = static_cast<float*>(out);
+    if (base != out) std::memcpy(c, base, static_cast<size_t>(g.m * g.n) * sizeof(float));
+    const float alpha =
+        (mode_ > 0 ? 1.0f : -1.0f) * (scale ? *static_cast<const float*>(scale) : 1.0f);
+    const float* a = static_cast<const float*>(env.data[step_.inputs[1]]);
+    const float* b = static_cast<const float*>(env.data[step_.inputs[2]]);
+    if (!HasPackedSgemm()) {
+      BlasAccumulateSgemm(g, a, b, c, alpha, env.threads);
+      return;
+    }
+    SgemmProblem p;
+    p.m = g.m, p.n = g.n, p.k = g.k;
+    p.trans_a = g.trans_a, p.trans_b = g.trans_b;
+    p.a = a, p.b = b, p.c = c;
+    p.accumulate = true;
+    p.alpha = alpha;
+    PackedSgemm(p, env.threads);
+  }
+
+  // Whether a folded product reads an operand that lies in `stored`'s bytes (a weight's gradient
+  // that reads the weight itself), which an update in place would overwrite as it reads it.
+  bool ProductReads(const Tensor& stored, const StepEnv& env) const {
+    if (!product_) return false;
+    const char* begin = static_cast<const char*>(stored.raw_data());
+    const char* end = begin + stored.byte_size();
+    for (int input : {step_.inputs[1], step_.inputs[2]}) {
+      const char* operand = static_cast<const char*>(env.data[input]);
+      const int64_t bytes = env.executable->buffers[input].bytes();
+      if (operand < end && begin < operand + bytes) return true;
+    }
+    return false;
+  }
+
   // Whether the stored tensor's storage is held only by the store and this run's pins.
   static bool OnlyThisRunHolds(const Tensor& stored, const StepEnv& env) {
     long pins = 0;
@@ -224,6 +275,7 @@ class AssignStep : public StepRunner {
   bool may_update_in_place_;
   bool bf16_value_;                      // an f32 variable's value is bf16
   std::optional<StridedRegion> region_;  // the part of the variable updated; none: all of it
+  std::optional<GemmParams> product_;    // a folded product added instead of a value
 };
 
 // Whether no step after `assign` reads a buffer that a variable_read of the same variable bound,
@@ -246,6 +298,51 @@ bool NoLaterReadOfOldValue(const Step& assign, const Executable& exe) {
   return true;
 }
 
+Status CheckWritesVariable(const Step& step, const Executable& exe) {
+  if (exe.buffers[step.outputs[0]].kind != BufferDesc::Kind::kVariable)
+    return MakeError(ErrorCode::kInternal, "assign '", step.node.name,
+                     "': its output must be a variable buffer");
+  return OkStatus();
+}
+
+// A folded product's parameters: inputs variable, a, b and perhaps a scale, gemm's attributes,
+// an f32 AssignAdd or AssignSub of the whole variable by op(a) x op(b) (batch 1, no epilogue).
+Result<GemmParams> ReadFoldedProduct(const Step& step, const Executable& exe, int64_t mode) {
+  if ((step.inputs.size() != 3 && step.inputs.size() != 4) || step.outputs.size() != 1 ||
+      step.node.inputs.empty())
+    return MakeError(ErrorCode::kInternal, "assign '", step.node.name,
+                     "': a product update needs the variable, a, b, perhaps a scale, and one "
+                     "output");
+  const TensorType& out = exe.buffers[step.outputs[0]].type;
+  if (mode == 0 || out.dtype != f32 || step.attrs.Has("dims") ||
+      !(exe.buffers[step.inputs[0]].type == out))
+    return MakeError(ErrorCode::kInternal, "assign '", step.node.name,
+                     "': only an f32 AssignAdd or AssignSub of a whole variable adds a product, "
+                     "got ",
+                     exe.buffers[step.inputs[0]].type.ToString(), " -> ", out.ToString());
+  if (step.inputs.size() == 4 && !(exe.buffers[step.inputs[3]].type == TensorType{f32, Shape{}}))
+    return MakeError(ErrorCode::kInternal, "assign '", step.node.name,
+                     "': a product update's scale must be an f32 scalar, got ",
+                     exe.buffers[step.inputs[3]].type.ToString());
+  Step product = step;  // the gemm the compiler folded, over the variable's buffer
+  product.callee = "gemm";
+  product.inputs = {step.inputs[1], step.inputs[2]};
+  Result<GemmParams> read = ReadGemmParams(product, exe);
+  if (!read.ok())
+    return MakeError(ErrorCode::kInternal, "assign '", step.node.name,
+                     "' adding a product: ", read.error().message());
+  const GemmParams& p = *read;
+  if (p.batch != 1 || p.bias || p.relu || p.gelu_tanh || p.dtype != f32)
+    return MakeError(ErrorCode::kInternal, "assign '", step.node.name,
+                     "': a product update multiplies one pair of f32 matrices, without an "
+                     "epilogue");
+  if (!HasPackedSgemm() && !HasHostBlas())
+    return MakeError(ErrorCode::kUnimplemented, "assign '", step.node.name,
+                     "' adds a matrix product, which needs AVX-512 or OpenBLAS, and this runtime "
+                     "was built without OpenBLAS for a CPU without AVX-512");
+  return p;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<StepRunner>> MakeCopyStep(const Step& step, const Executable& exe) {
@@ -259,6 +356,12 @@ Result<std::unique_ptr<StepRunner>> MakeCopyStep(const Step& step, const Executa
 
 Result<std::unique_ptr<StepRunner>> MakeAssignStep(const Step& step, const Executable& exe) {
   KILN_ASSIGN_OR_RETURN(int64_t mode, step.attrs.GetInt("mode"));
+  if (step.attrs.Has("product")) {
+    KILN_ASSIGN_OR_RETURN(GemmParams product, ReadFoldedProduct(step, exe, mode));
+    KILN_RETURN_IF_ERROR(CheckWritesVariable(step, exe));
+    return std::unique_ptr<StepRunner>(
+        new AssignStep(step, mode, NoLaterReadOfOldValue(step, exe), false, std::nullopt, product));
+  }
   if ((step.inputs.size() != 2 && step.inputs.size() != 3) || step.outputs.size() != 1 ||
       step.node.inputs.empty())
     return MakeError(ErrorCode::kInternal, "assign '", step.node.name,
@@ -287,11 +390,9 @@ Result<std::unique_ptr<StepRunner>> MakeAssignStep(const Step& step, const Execu
        !(exe.buffers[step.inputs[2]].type == TensorType{out.dtype, Shape{}})))
     return MakeError(ErrorCode::kInternal, "assign '", step.node.name,
                      "': a scaled update needs an f32 or f64 variable and a scalar scale");
-  if (exe.buffers[step.outputs[0]].kind != BufferDesc::Kind::kVariable)
-    return MakeError(ErrorCode::kInternal, "assign '", step.node.name,
-                     "': its output must be a variable buffer");
-  return std::unique_ptr<StepRunner>(
-      new AssignStep(step, mode, NoLaterReadOfOldValue(step, exe), bf16_value, std::move(region)));
+  KILN_RETURN_IF_ERROR(CheckWritesVariable(step, exe));
+  return std::unique_ptr<StepRunner>(new AssignStep(step, mode, NoLaterReadOfOldValue(step, exe),
+                                                    bf16_value, std::move(region), std::nullopt));
 }
 
 }  // namespace kiln::cpu

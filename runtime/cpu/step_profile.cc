@@ -25,9 +25,11 @@ std::unique_ptr<StepProfile> StepProfile::FromEnvironment(const Executable& exe)
 
 namespace {
 
-// 2 m n k per product for a gemm step, else 0.
+// 2 m n k per product for a gemm step or an update that adds a product, else 0.
 double GemmFlops(const Step& step) {
-  if (step.kind != Step::Kind::kLibrary || step.callee != "gemm") return 0;
+  if (step.kind != Step::Kind::kLibrary ||
+      (step.callee != "gemm" && !(step.callee == "assign" && step.attrs.Has("product"))))
+    return 0;
   double flops = 2;
   for (const char* key : {"m", "n", "k", "batch"}) {
     Result<int64_t> v = step.attrs.GetInt(key);

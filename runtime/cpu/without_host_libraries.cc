@@ -20,6 +20,10 @@ Error Refused(const Step& step) {
 Result<std::unique_ptr<StepRunner>> MakeGemmStep(const Step& step, const Executable&) {
   return Refused(step);
 }
+bool HasHostBlas() { return false; }
+// Never called: MakeAssignStep refuses a folded product at load where neither the packed sgemm
+// nor OpenBLAS can run it.
+void BlasAccumulateSgemm(const GemmParams&, const float*, const float*, float*, float, int) {}
 // (Its products are OpenBLAS's on CPUs without AVX-512.)
 Result<std::unique_ptr<StepRunner>> MakeAttentionStep(const Step& step, const Executable&) {
   return Refused(step);

@@ -33,7 +33,9 @@ namespace kiln {
 // 6: an "assign" step may read a bf16 value for an f32 variable, and update only a region of the
 // variable (strided_copy's region attributes); a version-5 runtime would refuse such a step as
 // malformed instead of naming the format.
-inline constexpr int kModuleFormatVersion = 6;
+// 7: an "assign" step may add a matrix product of two inputs (attribute "product": a weight
+// gradient folded into its update), which a version-6 runtime would refuse as malformed.
+inline constexpr int kModuleFormatVersion = 7;
 // The first format whose cpu kernel code defines the kernel-step signatures.
 inline constexpr int kFirstSignedModuleFormat = 4;
 inline constexpr int64_t kMaxModuleBytes = int64_t{16} << 30;

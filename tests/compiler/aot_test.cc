@@ -388,6 +388,43 @@ TEST_CASE("AOT: a region update whose region its buffers do not hold is refused 
   refused("dims", std::vector<int64_t>{-4, 3, 1, 1});
 }
 
+TEST_CASE("AOT: an update that adds a product its buffers do not hold is refused at load",
+          "[aot]") {
+  // A weight's gradient x^T dy subtracted: one assign that adds the product.
+  GraphBuilder g;
+  Value x = g.Placeholder("x", f32, {4, 6});
+  Value dy = g.Placeholder("dy", f32, {4, 5});
+  Value w = Variable(g, "w", f32, {6, 5}, Initializer::Constant(0.5));
+  AssignSub(w, MatMul(x, dy, /*transpose_a=*/true), g.Scalar(0.1f)).Named("update");
+  g.Output("y", Mul(w, g.Scalar(2.0f)));
+  Graph graph = *g.Build();
+  const ModuleFile file =
+      Compile(graph, {.targets = {"update"}, .input_shapes = {{"x", {4, 6}}, {"dy", {4, 5}}}});
+  Load(file);  // as compiled: accepted
+  int assign = -1;
+  for (size_t i = 0; i < file.executable.steps.size(); ++i)
+    if (file.executable.steps[i].callee == "assign" &&
+        file.executable.steps[i].attrs.Has("product"))
+      assign = static_cast<int>(i);
+  REQUIRE(assign >= 0);
+  auto refused = [&](const char* attr, AttrValue value) {
+    INFO(attr);
+    ModuleFile changed = file;
+    changed.executable.steps[assign].attrs.Set(attr, std::move(value));
+    Result<std::unique_ptr<Module>> m = Module::LoadFromBytes(SerializeModule(changed), "m.kmod");
+    REQUIRE_FALSE(m.ok());
+    CHECK_THAT(m.error().message(), Catch::Contains("update"));
+  };
+  refused("k", int64_t{5});               // rows past x and dy
+  refused("m", int64_t{7});               // more than w holds
+  refused("batch", int64_t{2});           // one product only
+  refused("stride_a", int64_t{1} << 62);  // overflowing
+  refused("trans_a", int64_t{-1});
+  refused("mode", int64_t{0});  // Assign does not add
+  refused("post_ops", std::vector<int64_t>{2});
+  refused("dims", std::vector<int64_t>{6, 5});  // a region and a product
+}
+
 TEST_CASE("AOT: feeds that do not match the signature are refused", "[aot]") {
   GraphBuilder g;
   models::BuildDigitsCnn(g);

@@ -2,15 +2,19 @@
 // widened through a Cast reads the bf16 value itself, with no kernel step for the Cast; an
 // AssignAdd or AssignSub by a value scattered into zeros (a Pad) updates only the scattered
 // region, from the Pad's input. Either way the variable ends bitwise as the reference executor
-// leaves it.
+// leaves it. An AssignAdd or AssignSub by an f32 matrix product (a weight's gradient) adds the
+// product into the variable itself, with no gemm step: within the f32 tolerance of the reference.
 #include <catch2/catch.hpp>
+#include <cmath>
 
 #include "compiler/plan_executable.h"
 #include "ir/builder.h"
 #include "ir/ops/array.h"
+#include "ir/ops/linalg.h"
 #include "ir/ops/math.h"
 #include "ir/ops/state.h"
 #include "runtime/session.h"
+#include "tests/testing/differential.h"
 #include "tests/testing/gradcheck_op.h"
 
 namespace kiln {
@@ -153,6 +157,73 @@ TEST_CASE("Assign by a scattered value, and a scattered value also fetched, keep
   }
   const Tensor expected = UpdatedTwice(graph, feeds, "reference");
   CHECK(UpdatedTwice(graph, feeds, "cpu").BitwiseEquals(expected));
+}
+
+double MaxAbsDifference(const Tensor& a, const Tensor& b) {
+  REQUIRE(a.shape() == b.shape());
+  const std::vector<double> x = a.ToDoubles(), y = b.ToDoubles();
+  double worst = 0;
+  for (size_t i = 0; i < x.size(); ++i) worst = std::max(worst, std::abs(x[i] - y[i]));
+  return worst;
+}
+
+// w [m, n] updated by x^T dy (x [k, m], dy [k, n] fed): AssignSub scaled by a learning rate, or
+// AssignAdd unscaled. With `reads_w`, the product is w dy' instead (dy' [n, n]): the gradient reads
+// the weight it updates. "dw" names the product.
+Graph ProductUpdateGraph(bool add, bool reads_w, int64_t m, int64_t n, int64_t k) {
+  GraphBuilder g;
+  Value w = Variable(g, "w", f32, {m, n}, Initializer::Constant(0.75));
+  Value dw = reads_w ? MatMul(w, g.Placeholder("dy", f32, {n, n}))
+                     : MatMul(g.Placeholder("x", f32, {k, m}), g.Placeholder("dy", f32, {k, n}),
+                              /*transpose_a=*/true);
+  dw = dw.Named("dw");
+  (add ? AssignAdd(w, dw) : AssignSub(w, dw, g.Scalar(0.01f))).Named("update");
+  return *g.Build();
+}
+
+TEST_CASE("an update by a matrix product adds the product into the variable, without a gemm step",
+          "[cpu][training]") {
+  const bool add = GENERATE(false, true);
+  // Small; and over the size that splits the product over threads, with several blocks of k.
+  const auto [m, n, k] = GENERATE(std::tuple{5, 7, 3}, std::tuple{300, 257, 1100});
+  INFO((add ? "AssignAdd" : "AssignSub") << " of [" << m << ", " << n << "], k " << k);
+  const Graph graph = ProductUpdateGraph(add, false, m, n, k);
+  const FeedList feeds = {{"x", testing::RandomTensor(Shape{k, m}, 5).CastTo(f32)},
+                          {"dy", testing::RandomTensor(Shape{k, n}, 6).CastTo(f32)}};
+  const Executable exe = CpuPlan(graph, feeds, {});
+  int products = 0, gemms = 0;
+  for (const Step& step : exe.steps) {
+    gemms += step.callee == "gemm";
+    products += step.callee == "assign" && step.attrs.Has("product");
+  }
+  CHECK(products == 1);
+  CHECK(gemms == 0);
+  const Tensor expected = UpdatedTwice(graph, feeds, "reference");
+  const Tensor got = UpdatedTwice(graph, feeds, "cpu");
+  // Sums of k products of magnitude <= 1 in f32 (the blocked sum cancels to small values here).
+  const double tolerance = 1e-5 + 2.4e-7 * static_cast<double>(k);
+  CHECK(MaxAbsDifference(expected, got) <= tolerance);
+}
+
+TEST_CASE("a product also fetched keeps its gemm, and one that reads its own variable still adds",
+          "[cpu][training]") {
+  const Graph fetched = ProductUpdateGraph(false, false, 6, 5, 4);
+  const FeedList feeds = {{"x", testing::RandomTensor(Shape{4, 6}, 1).CastTo(f32)},
+                          {"dy", testing::RandomTensor(Shape{4, 5}, 2).CastTo(f32)}};
+  for (const Step& step : CpuPlan(fetched, feeds, {"dw"}).steps)
+    CHECK_FALSE((step.callee == "assign" && step.attrs.Has("product")));
+  // w -= 0.01 w dy': the product reads w, so it cannot be added into w's storage as it is read.
+  const Graph own = ProductUpdateGraph(false, true, 40, 33, 0);
+  const FeedList own_feeds = {{"dy", testing::RandomTensor(Shape{33, 33}, 3).CastTo(f32)}};
+  int products = 0;
+  for (const Step& step : CpuPlan(own, own_feeds, {}).steps)
+    products += step.callee == "assign" && step.attrs.Has("product");
+  CHECK(products == 1);
+  const Tensor expected = UpdatedTwice(own, own_feeds, "reference");
+  std::string why;
+  const bool close = testing::CloseForDType(expected, UpdatedTwice(own, own_feeds, "cpu"), &why);
+  INFO(why);
+  CHECK(close);
 }
 
 }  // namespace

@@ -3,7 +3,8 @@
 // few-rows path (runtime/cpu/few_rows_sgemm.h: up to 4 rows, 64-column stripes, dot products of
 // 16 lanes) and of the blocking's units, column blocks and k blocks (PackedSgemmKc()), a batch
 // with one operand repeated (stride 0), the fused bias, relu and GELU, one thread and several
-// (rows spread evenly over 2 or 3 of them), and b packed beforehand.
+// (rows spread evenly over 2 or 3 of them), b packed beforehand, and products added into c's
+// values (alpha op(a) op(b) accumulated: a weight updated by its gradient).
 #include "runtime/cpu/packed_sgemm.h"
 
 #include <catch2/catch.hpp>
@@ -21,6 +22,7 @@ struct Case {
   int64_t m, n, k, batch = 1;
   bool trans_a = false, trans_b = false, repeat_b = false;
   bool bias = false, relu = false, gelu = false;
+  float alpha = 0;  // not 0: c += alpha * op(a) x op(b) over c's given values (accumulate)
 };
 
 std::vector<float> Random(int64_t count, uint32_t seed) {
@@ -35,17 +37,23 @@ std::vector<float> Random(int64_t count, uint32_t seed) {
 void Check(const Case& t, int threads) {
   INFO("m " << t.m << " n " << t.n << " k " << t.k << " batch " << t.batch << " trans_a "
             << t.trans_a << " trans_b " << t.trans_b << " repeat_b " << t.repeat_b << " bias "
-            << t.bias << " relu " << t.relu << " gelu " << t.gelu << " threads " << threads);
+            << t.bias << " relu " << t.relu << " gelu " << t.gelu << " alpha " << t.alpha
+            << " threads " << threads);
   const std::vector<float> a = Random(t.batch * t.m * t.k, 1);
   const std::vector<float> b = Random((t.repeat_b ? 1 : t.batch) * t.k * t.n, 2);
   const std::vector<float> bias = Random(t.n, 3);
-  std::vector<float> c(t.batch * t.m * t.n, std::nanf(""));  // every entry must be written
+  const bool accumulate = t.alpha != 0;
+  const std::vector<float> c_start = Random(t.batch * t.m * t.n, 4);
+  // Every entry must be written (or, accumulating, added to).
+  std::vector<float> c = accumulate ? c_start : std::vector<float>(c_start.size(), std::nanf(""));
   SgemmProblem p;
   p.m = t.m, p.n = t.n, p.k = t.k, p.batch = t.batch;
   p.stride_a = t.m * t.k, p.stride_b = t.repeat_b ? 0 : t.k * t.n;
   p.trans_a = t.trans_a, p.trans_b = t.trans_b;
   p.a = a.data(), p.b = b.data(), p.c = c.data(), p.bias = t.bias ? bias.data() : nullptr;
   p.relu = t.relu, p.gelu_tanh = t.gelu;
+  p.accumulate = accumulate;
+  p.alpha = accumulate ? t.alpha : 1.0f;
   PackedSgemm(p, threads);
   // b packed beforehand: the same bits (products of a few rows read b unpacked instead: the gemm
   // step never prepacks theirs, so their sums need not agree with the packed path's bit for bit).
@@ -53,7 +61,7 @@ void Check(const Case& t, int threads) {
     PackedSgemmB packed;
     packed.Pack(p, threads);
     SgemmProblem q = p;
-    std::vector<float> c2(c.size(), std::nanf(""));
+    std::vector<float> c2 = accumulate ? c_start : std::vector<float>(c.size(), std::nanf(""));
     q.c = c2.data(), q.packed_b = packed.data();
     PackedSgemm(q, threads);
     CHECK(std::memcmp(c.data(), c2.data(), sizeof(float) * c.size()) == 0);
@@ -70,6 +78,7 @@ void Check(const Case& t, int threads) {
           double y = t.trans_b ? bb[j * t.k + q] : bb[q * t.n + j];
           sum += x * y;
         }
+        if (accumulate) sum = c_start[(bi * t.m + i) * t.n + j] + t.alpha * sum;
         if (t.relu) sum = sum > 0 ? sum : 0;
         if (t.gelu) sum = GeluTanhValue(sum);
         const double got = c[(bi * t.m + i) * t.n + j];
@@ -106,6 +115,17 @@ TEST_CASE("The packed sgemm matches a float64 product for every shape, transpose
   // Several units of rows, blocks of columns and blocks of k, epilogue after the last k block.
   cases.push_back({479, 1100, 2 * PackedSgemmKc() + 5, 1, false, false, false, true, true});
   cases.push_back({479, 1100, 2 * PackedSgemmKc() + 5, 1, true, true, false, false, false, true});
+  // A few rows over a b larger than the caches: the threads split b's rows (partial sums added).
+  cases.push_back({3, 2100, 2003, 1, false, false, false, true, true});
+  // Accumulated into c (a weight's update by its gradient's product): every transpose, few rows
+  // (the packed path: the few-rows one does not accumulate), blocks of k, k = 0 (c unchanged).
+  for (int trans = 0; trans < 4; ++trans) {
+    const bool ta = (trans & 1) != 0, tb = (trans & 2) != 0;
+    cases.push_back(
+        {300, 257, 2 * PackedSgemmKc() + 3, 1, ta, tb, false, false, false, false, -0.25f});
+    cases.push_back({3, 70, 40, 1, ta, tb, false, false, false, false, 1.0f});
+  }
+  cases.push_back({20, 33, 0, 1, false, false, false, false, false, false, -0.5f});
   for (const Case& t : cases) {
     Check(t, 1);
     if (t.m * t.n * t.k >= 100000) Check(t, 2);
