@@ -357,6 +357,26 @@ TEST_CASE("AOT: an attention step whose attributes its buffers do not fit is ref
   refused("batch", int64_t{1} << 62);  // overflowing sizes
 }
 
+// `file` loads, and each change to the attributes of its assign step that has attribute `marker`
+// is refused at load, naming the update.
+void ExpectAssignChangesRefused(const ModuleFile& file, const char* marker,
+                                const std::vector<std::pair<const char*, AttrValue>>& changes) {
+  Load(file);  // as compiled: accepted
+  int assign = -1;
+  for (size_t i = 0; i < file.executable.steps.size(); ++i)
+    if (file.executable.steps[i].callee == "assign" && file.executable.steps[i].attrs.Has(marker))
+      assign = static_cast<int>(i);
+  REQUIRE(assign >= 0);
+  for (const auto& [attr, value] : changes) {
+    INFO(attr);
+    ModuleFile changed = file;
+    changed.executable.steps[assign].attrs.Set(attr, value);
+    Result<std::unique_ptr<Module>> m = Module::LoadFromBytes(SerializeModule(changed), "m.kmod");
+    REQUIRE_FALSE(m.ok());
+    CHECK_THAT(m.error().message(), Catch::Contains("update"));
+  }
+}
+
 TEST_CASE("AOT: a region update whose region its buffers do not hold is refused at load", "[aot]") {
   // The centre taps' gradient scattered into zeros and subtracted: one assign of a region.
   GraphBuilder g;
@@ -367,25 +387,13 @@ TEST_CASE("AOT: a region update whose region its buffers do not hold is refused 
   Graph graph = *g.Build();
   const ModuleFile file =
       Compile(graph, {.targets = {"update"}, .input_shapes = {{"g", {4, 3, 1, 1}}}});
-  Load(file);  // as compiled: accepted
-  int assign = -1;
-  for (size_t i = 0; i < file.executable.steps.size(); ++i)
-    if (file.executable.steps[i].callee == "assign" && file.executable.steps[i].attrs.Has("dims"))
-      assign = static_cast<int>(i);
-  REQUIRE(assign >= 0);
-  auto refused = [&](const char* attr, AttrValue value) {
-    INFO(attr);
-    ModuleFile changed = file;
-    changed.executable.steps[assign].attrs.Set(attr, std::move(value));
-    Result<std::unique_ptr<Module>> m = Module::LoadFromBytes(SerializeModule(changed), "m.kmod");
-    REQUIRE_FALSE(m.ok());
-    CHECK_THAT(m.error().message(), Catch::Contains("update"));
-  };
-  refused("dst_offset", int64_t{100});                                      // past w
-  refused("src_strides", std::vector<int64_t>{30, 1, 1, 1});                // past the value
-  refused("dst_strides", std::vector<int64_t>{int64_t{1} << 62, 9, 3, 1});  // overflowing
-  refused("dims", std::vector<int64_t>{4, 3, 1});  // fewer dims than strides
-  refused("dims", std::vector<int64_t>{-4, 3, 1, 1});
+  ExpectAssignChangesRefused(
+      file, "dims",
+      {{"dst_offset", int64_t{100}},                                      // past w
+       {"src_strides", std::vector<int64_t>{30, 1, 1, 1}},                // past the value
+       {"dst_strides", std::vector<int64_t>{int64_t{1} << 62, 9, 3, 1}},  // overflowing
+       {"dims", std::vector<int64_t>{4, 3, 1}},                           // fewer dims than strides
+       {"dims", std::vector<int64_t>{-4, 3, 1, 1}}});
 }
 
 TEST_CASE("AOT: an update that adds a product its buffers do not hold is refused at load",
@@ -400,29 +408,15 @@ TEST_CASE("AOT: an update that adds a product its buffers do not hold is refused
   Graph graph = *g.Build();
   const ModuleFile file =
       Compile(graph, {.targets = {"update"}, .input_shapes = {{"x", {4, 6}}, {"dy", {4, 5}}}});
-  Load(file);  // as compiled: accepted
-  int assign = -1;
-  for (size_t i = 0; i < file.executable.steps.size(); ++i)
-    if (file.executable.steps[i].callee == "assign" &&
-        file.executable.steps[i].attrs.Has("product"))
-      assign = static_cast<int>(i);
-  REQUIRE(assign >= 0);
-  auto refused = [&](const char* attr, AttrValue value) {
-    INFO(attr);
-    ModuleFile changed = file;
-    changed.executable.steps[assign].attrs.Set(attr, std::move(value));
-    Result<std::unique_ptr<Module>> m = Module::LoadFromBytes(SerializeModule(changed), "m.kmod");
-    REQUIRE_FALSE(m.ok());
-    CHECK_THAT(m.error().message(), Catch::Contains("update"));
-  };
-  refused("k", int64_t{5});               // rows past x and dy
-  refused("m", int64_t{7});               // more than w holds
-  refused("batch", int64_t{2});           // one product only
-  refused("stride_a", int64_t{1} << 62);  // overflowing
-  refused("trans_a", int64_t{-1});
-  refused("mode", int64_t{0});  // Assign does not add
-  refused("post_ops", std::vector<int64_t>{2});
-  refused("dims", std::vector<int64_t>{6, 5});  // a region and a product
+  ExpectAssignChangesRefused(file, "product",
+                             {{"k", int64_t{5}},               // rows past x and dy
+                              {"m", int64_t{7}},               // more than w holds
+                              {"batch", int64_t{2}},           // one product only
+                              {"stride_a", int64_t{1} << 62},  // overflowing
+                              {"trans_a", int64_t{-1}},
+                              {"mode", int64_t{0}},  // Assign does not add
+                              {"post_ops", std::vector<int64_t>{2}},
+                              {"dims", std::vector<int64_t>{6, 5}}});  // a region and a product
 }
 
 TEST_CASE("AOT: feeds that do not match the signature are refused", "[aot]") {
