@@ -21,6 +21,10 @@ constexpr const char* kRegionAttributes[] = {"dims", "src_offset", "src_strides"
 constexpr const char* kGemmAttributes[] = {"m",       "n",     "k",        "trans_a",
                                            "trans_b", "batch", "stride_a", "stride_b"};
 
+// The operands' dtype of a product an f32 update may add: f32, or bf16 (mixed precision's
+// gradients, their product written in f32).
+bool IsProductOperand(DType dtype) { return dtype == f32 || dtype == bf16; }
+
 // A strided_copy step that fills its output with zeros first.
 bool IsZeroFilledCopy(const Step& step) {
   if (step.kind != Step::Kind::kLibrary || step.callee != "strided_copy" ||
@@ -119,8 +123,8 @@ class AssignFolder {
     Result<int64_t> batch = gemm.attrs.GetInt("batch");
     if (gemm.kind != Step::Kind::kLibrary || gemm.callee != "gemm" || gemm.inputs.size() != 2 ||
         gemm.outputs.size() != 1 || gemm.attrs.Has("post_ops") || !batch.ok() || *batch != 1 ||
-        exe_.buffers[gemm.inputs[0]].type.dtype != f32 ||
-        exe_.buffers[gemm.inputs[1]].type.dtype != f32)
+        !IsProductOperand(exe_.buffers[gemm.inputs[0]].type.dtype) ||
+        exe_.buffers[gemm.inputs[1]].type.dtype != exe_.buffers[gemm.inputs[0]].type.dtype)
       return;
     for (const char* key : kGemmAttributes)
       if (!gemm.attrs.Has(key)) return;

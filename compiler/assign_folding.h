@@ -16,13 +16,13 @@
 //   strided_copy's: runtime/cpu/strided_region.h); the rest of the weight is neither read nor
 //   written. The same values, except that an element of -0 outside the region stays -0 under
 //   AssignAdd (+0 before: -0 + 0) and a non-finite scale no longer turns it NaN (scale * 0).
-// - A matrix product. A weight's gradient (an f32 MatMul, x^T dy) is written whole, then read by
-//   its update and the weight read and written again. Where an f32 AssignAdd or AssignSub of the
-//   whole variable reads the output of a "gemm" step (batch 1, no epilogue), the assign adds the
-//   product itself (attribute "product", gemm's attributes, inputs variable, a, b and the scale):
-//   the packed sgemm accumulates scale * op(a) op(b) into the weights block by block
-//   (runtime/cpu/state_steps.cc). Rounded as a blocked gemm's sum is: within the differential
-//   tests' tolerance of the unfused update, not bitwise.
+// - A matrix product. A weight's gradient (a MatMul x^T dy into f32, of f32 or, under mixed
+//   precision, bf16 operands) is written whole, then read by its update and the weight read and
+//   written again. Where an f32 AssignAdd or AssignSub of the whole variable reads the output of
+//   a "gemm" step (batch 1, no epilogue), the assign adds the product itself (attribute
+//   "product", gemm's attributes, inputs variable, a, b and the scale): scale * op(a) op(b) is
+//   accumulated into the weights (runtime/cpu/product_adder.h). Rounded as a blocked gemm's sum
+//   is: within the differential tests' tolerance of the unfused update, not bitwise.
 //
 // Each fold needs the value read by that assign alone and not fetched; the cast folds first, so
 // a bf16 gradient scattered into zeros and widened folds both ways. The folded steps leave the

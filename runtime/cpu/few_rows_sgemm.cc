@@ -11,7 +11,7 @@ namespace kiln::cpu {
 namespace {
 
 constexpr int64_t kStripe = 64;  // columns of c per stripe: four zmm per row
-constexpr int64_t kKBlock = 8;  // rows of b per pass over a thread's stripes
+constexpr int64_t kKBlock = 8;   // rows of b per pass over a thread's stripes
 // From this many elements of b (16 MiB), the threads split b's rows instead of its columns.
 constexpr int64_t kSplitKElements = int64_t{1} << 22;
 

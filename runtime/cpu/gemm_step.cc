@@ -21,6 +21,7 @@
 #include "runtime/cpu/gemm_params.h"
 #include "runtime/cpu/library_steps.h"
 #include "runtime/cpu/packed_sgemm.h"
+#include "runtime/cpu/product_adder.h"
 
 namespace kiln::cpu {
 namespace {
@@ -135,16 +136,27 @@ class GemmStep : public StepRunner {
   mutable Weights weights_;
 };
 
+// c += alpha * op(a) x op(b) through OpenBLAS's sgemm with beta 1 (CPUs without AVX-512).
+class BlasProductAdder : public ProductAdder {
+ public:
+  explicit BlasProductAdder(const GemmParams& p) : p_(p) {}
+  Status Add(const void* a, const void* b, float* c, float alpha, int threads) const override {
+    openblas_set_num_threads(threads);
+    cblas_sgemm(CblasRowMajor, p_.trans_a ? CblasTrans : CblasNoTrans,
+                p_.trans_b ? CblasTrans : CblasNoTrans, p_.m, p_.n, p_.k, alpha,
+                static_cast<const float*>(a), p_.trans_a ? p_.m : p_.k,
+                static_cast<const float*>(b), p_.trans_b ? p_.k : p_.n, 1.0f, c, p_.n);
+    return OkStatus();
+  }
+
+ private:
+  GemmParams p_;
+};
+
 }  // namespace
 
-bool HasHostBlas() { return true; }
-
-void BlasAccumulateSgemm(const GemmParams& p, const float* a, const float* b, float* c, float alpha,
-                         int threads) {
-  openblas_set_num_threads(threads);
-  cblas_sgemm(CblasRowMajor, p.trans_a ? CblasTrans : CblasNoTrans,
-              p.trans_b ? CblasTrans : CblasNoTrans, p.m, p.n, p.k, alpha, a, p.trans_a ? p.m : p.k,
-              b, p.trans_b ? p.k : p.n, 1.0f, c, p.n);
+Result<std::unique_ptr<ProductAdder>> MakeBlasProductAdder(const Step&, const GemmParams& p) {
+  return std::unique_ptr<ProductAdder>(new BlasProductAdder(p));
 }
 
 Result<std::unique_ptr<StepRunner>> MakeGemmStep(const Step& step, const Executable& exe) {

@@ -4,19 +4,11 @@
 
 #include <functional>
 
-#include "runtime/cpu/gemm_params.h"
 #include "runtime/cpu/step.h"
 
 namespace kiln::cpu {
 
 Result<std::unique_ptr<StepRunner>> MakeGemmStep(const Step& step, const Executable& exe);
-// c += alpha * op(a) x op(b) through OpenBLAS's sgemm, for a batch-1 f32 product `p` without an
-// epilogue (an "assign" step's folded weight gradient on a CPU without AVX-512, where the packed
-// sgemm cannot run). HasHostBlas() is false in a runtime built without OpenBLAS, which refuses
-// such steps at load and never calls this.
-bool HasHostBlas();
-void BlasAccumulateSgemm(const GemmParams& p, const float* a, const float* b, float* c, float alpha,
-                         int threads);
 // gemm over bf16 through oneDNN's native bf16 matmul; kUnimplemented where this CPU has none.
 Result<std::unique_ptr<StepRunner>> MakeOnednnMatmulStep(const Step& step, const Executable& exe);
 // Whether this CPU runs bf16 MatMul natively through oneDNN (asked once, by creating one).

@@ -6,7 +6,8 @@
 // it as is when c is float32: MatMul's out_dtype). The
 // primitive is created once, at load; where oneDNN offers only its reference implementation or
 // none (AVX2 CPUs), the factory returns kUnimplemented and the caller widens to OpenBLAS sgemm
-// instead (library_step.cc).
+// instead (library_step.cc). Also the bf16 way of runtime/cpu/product_adder.h: the same matmul
+// adding into an f32 c (a sum post-op, the scale an output scale given per run).
 #include <omp.h>
 
 #include <dnnl.hpp>
@@ -15,6 +16,7 @@
 #include "runtime/cpu/gemm_params.h"
 #include "runtime/cpu/library_steps.h"
 #include "runtime/cpu/onednn.h"
+#include "runtime/cpu/product_adder.h"
 
 namespace kiln::cpu {
 namespace {
@@ -56,7 +58,80 @@ class OnednnMatmulStep : public StepRunner {
   std::optional<memory::desc> bias_;
 };
 
+// c += alpha * op(a) x op(b): the matmul with a sum post-op, alpha its output scale given per run.
+class OnednnProductAdder : public ProductAdder {
+ public:
+  OnednnProductAdder(dnnl::matmul primitive, memory::desc a, memory::desc b, memory::desc c)
+      : primitive_(std::move(primitive)), a_(std::move(a)), b_(std::move(b)), c_(std::move(c)) {}
+
+  Status Add(const void* a, const void* b, float* c, float alpha, int threads) const override {
+    omp_set_num_threads(threads);
+    try {
+      dnnl::stream stream(OnednnEngine());
+      memory::desc scale_desc({1}, memory::data_type::f32, memory::format_tag::x);
+      primitive_.execute(
+          stream, {{DNNL_ARG_SRC, memory(a_, OnednnEngine(), const_cast<void*>(a))},
+                   {DNNL_ARG_WEIGHTS, memory(b_, OnednnEngine(), const_cast<void*>(b))},
+                   {DNNL_ARG_DST, memory(c_, OnednnEngine(), c)},
+                   {DNNL_ARG_ATTR_OUTPUT_SCALES, memory(scale_desc, OnednnEngine(), &alpha)}});
+      stream.wait();
+    } catch (const dnnl::error& e) {
+      return MakeError(ErrorCode::kInternal, "oneDNN matmul failed: ", e.what());
+    }
+    return OkStatus();
+  }
+
+ private:
+  dnnl::matmul primitive_;
+  memory::desc a_, b_, c_;
+};
+
+// The bf16 operands a and b of `p` as oneDNN describes them: [batch, rows, cols] with element
+// strides (a transposed operand is stored [cols, rows]), a batch that repeats one matrix (stride
+// 0) as a batch of 1 that oneDNN broadcasts.
+std::pair<memory::desc, memory::desc> Operands(const GemmParams& p) {
+  auto operand = [&](int64_t stride, int64_t rows, int64_t cols, bool transposed) {
+    const memory::dim batch = stride == 0 ? 1 : p.batch;
+    const memory::dim step = batch == 1 ? rows * cols : stride;
+    const memory::dims strides =
+        transposed ? memory::dims{step, 1, rows} : memory::dims{step, cols, 1};
+    return memory::desc({batch, rows, cols}, memory::data_type::bf16, strides);
+  };
+  return {operand(p.stride_a, p.m, p.k, p.trans_a), operand(p.stride_b, p.k, p.n, p.trans_b)};
+}
+
+// kUnimplemented unless oneDNN has a native (not reference) implementation of `pd`.
+Status CheckNative(const dnnl::matmul::primitive_desc& pd) {
+  const std::string impl = pd.impl_info_str();
+  if (impl.rfind("ref", 0) == 0)
+    return MakeError(ErrorCode::kUnimplemented,
+                     "oneDNN has only its reference bf16 matmul on this CPU (", impl, ")");
+  return OkStatus();
+}
+
 }  // namespace
+
+Result<std::unique_ptr<ProductAdder>> MakeOnednnProductAdder(const Step& step,
+                                                             const GemmParams& p) {
+  if (p.dtype != bf16 || p.out_dtype != f32 || p.batch != 1)
+    return MakeError(ErrorCode::kInternal, "assign '", step.node.name,
+                     "': oneDNN adds bf16 products into f32 only");
+  auto [a, b] = Operands(p);
+  memory::desc c({1, p.m, p.n}, memory::data_type::f32, memory::format_tag::abc);
+  dnnl::primitive_attr attr;
+  attr.set_output_scales(0, {DNNL_RUNTIME_F32_VAL});
+  dnnl::post_ops ops;
+  ops.append_sum(1.0f);
+  attr.set_post_ops(ops);
+  try {
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), attr, OnednnEngine());
+    KILN_RETURN_IF_ERROR(CheckNative(pd));
+    return std::unique_ptr<ProductAdder>(new OnednnProductAdder(dnnl::matmul(pd), a, b, c));
+  } catch (const dnnl::error& e) {
+    return MakeError(ErrorCode::kUnimplemented,
+                     "oneDNN has no bf16 matmul that adds into f32 on this CPU: ", e.what());
+  }
+}
 
 Result<std::unique_ptr<StepRunner>> MakeOnednnMatmulStep(const Step& step, const Executable& exe) {
   KILN_ASSIGN_OR_RETURN(GemmParams p, ReadGemmParams(step, exe));
@@ -64,16 +139,7 @@ Result<std::unique_ptr<StepRunner>> MakeOnednnMatmulStep(const Step& step, const
     return MakeError(ErrorCode::kUnimplemented, "oneDNN matmul step: bf16 only, got ",
                      DTypeName(p.dtype));
   const auto bf = memory::data_type::bf16;
-  // [batch, rows, cols] with element strides; a transposed operand is stored [cols, rows].
-  auto operand = [&](int64_t stride, int64_t rows, int64_t cols, bool transposed) {
-    const memory::dim batch = stride == 0 ? 1 : p.batch;
-    const memory::dim step = batch == 1 ? rows * cols : stride;
-    const memory::dims strides =
-        transposed ? memory::dims{step, 1, rows} : memory::dims{step, cols, 1};
-    return memory::desc({batch, rows, cols}, bf, strides);
-  };
-  memory::desc a = operand(p.stride_a, p.m, p.k, p.trans_a);
-  memory::desc b = operand(p.stride_b, p.k, p.n, p.trans_b);
+  auto [a, b] = Operands(p);
   const auto out = p.out_dtype == f32 ? memory::data_type::f32 : bf;
   memory::desc c({p.batch, p.m, p.n}, out, memory::format_tag::abc);
   std::optional<memory::desc> bias;
@@ -89,10 +155,7 @@ Result<std::unique_ptr<StepRunner>> MakeOnednnMatmulStep(const Step& step, const
     dnnl::matmul::primitive_desc pd(
         bias ? dnnl::matmul::desc(a, b, *bias, c) : dnnl::matmul::desc(a, b, c), attr,
         OnednnEngine());
-    const std::string impl = pd.impl_info_str();
-    if (impl.rfind("ref", 0) == 0)
-      return MakeError(ErrorCode::kUnimplemented,
-                       "oneDNN has only its reference bf16 matmul on this CPU (", impl, ")");
+    KILN_RETURN_IF_ERROR(CheckNative(pd));
     return std::unique_ptr<StepRunner>(new OnednnMatmulStep(step, dnnl::matmul(pd), a, b, c, bias));
   } catch (const dnnl::error& e) {
     return MakeError(ErrorCode::kUnimplemented,

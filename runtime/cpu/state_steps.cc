@@ -18,7 +18,8 @@
 //             its zeroing and page faults (for FCN-R's 64 MB matrices, most of the update).
 //             With the attribute "product" (compiler/assign_folding.h), an f32 AssignAdd or
 //             AssignSub adds (times the scale) the product op(a) x op(b) of its inputs 1 and 2
-//             (gemm's attributes, batch 1, no epilogue; a scale is input 3) instead of a value:
+//             (gemm's attributes, batch 1, no epilogue, f32 or bf16 operands; a scale is input
+//             3; runtime/cpu/product_adder.h) instead of a value:
 //             the weight gradient's product accumulates into the weights, blocks of k at a time
 //             (rounded as a blocked gemm's sum is, not as one product and one update), and no
 //             buffer holds the gradient. In place unless a or b lies in the variable's storage.
@@ -30,7 +31,7 @@
 #include <vector>
 
 #include "runtime/cpu/library_steps.h"
-#include "runtime/cpu/packed_sgemm.h"
+#include "runtime/cpu/product_adder.h"
 #include "runtime/cpu/strided_region.h"
 
 namespace kiln::cpu {
@@ -148,13 +149,13 @@ bool IsAssignable(DType dtype) {
 class AssignStep : public StepRunner {
  public:
   AssignStep(const Step& step, int64_t mode, bool may_update_in_place, bool bf16_value,
-             std::optional<StridedRegion> region, std::optional<GemmParams> product)
+             std::optional<StridedRegion> region, std::unique_ptr<ProductAdder> product = nullptr)
       : step_(step),
         mode_(mode),
         may_update_in_place_(may_update_in_place),
         bf16_value_(bf16_value),
         region_(std::move(region)),
-        product_(product) {}
+        product_(std::move(product)) {}
   Status Run(StepEnv& env) const override {
     const Executable& exe = *env.executable;
     const std::string& name = step_.node.inputs[0].node;
@@ -176,7 +177,7 @@ class AssignStep : public StepRunner {
         !ProductReads(*current, env)) {
       Tensor& stored = *env.variables->FindMutable(name);
       if (product_)
-        AddProduct(stored.raw_data(), scale, stored.raw_data(), env);
+        KILN_RETURN_IF_ERROR(AddProduct(stored.raw_data(), scale, stored.raw_data(), env));
       else if (region_)
         ApplyToRegion(value, scale, stored.raw_data(), type.dtype, env.threads);
       else
@@ -187,7 +188,7 @@ class AssignStep : public StepRunner {
     }
     Tensor result = Tensor::Uninitialized(type.dtype, type.shape);  // every element is written
     if (product_) {
-      AddProduct(base, scale, result.raw_data(), env);
+      KILN_RETURN_IF_ERROR(AddProduct(base, scale, result.raw_data(), env));
     } else if (region_) {
       std::memcpy(result.raw_data(), base, static_cast<size_t>(result.byte_size()));
       ApplyToRegion(value, scale, result.raw_data(), type.dtype, env.threads);
@@ -228,25 +229,13 @@ class AssignStep : public StepRunner {
   }
 
   // out = base + sign * scale * op(a) x op(b) (out may be base), f32.
-  void AddProduct(const void* base, const void* scale, void* out, const StepEnv& env) const {
-    const GemmParams& g = *product_;
-    float* c = static_cast<float*>(out);
-    if (base != out) std::memcpy(c, base, static_cast<size_t>(g.m * g.n) * sizeof(float));
+  Status AddProduct(const void* base, const void* scale, void* out, const StepEnv& env) const {
+    const int64_t bytes = env.executable->buffers[step_.outputs[0]].bytes();
+    if (base != out) std::memcpy(out, base, static_cast<size_t>(bytes));
     const float alpha =
         (mode_ > 0 ? 1.0f : -1.0f) * (scale ? *static_cast<const float*>(scale) : 1.0f);
-    const float* a = static_cast<const float*>(env.data[step_.inputs[1]]);
-    const float* b = static_cast<const float*>(env.data[step_.inputs[2]]);
-    if (!HasPackedSgemm()) {
-      BlasAccumulateSgemm(g, a, b, c, alpha, env.threads);
-      return;
-    }
-    SgemmProblem p;
-    p.m = g.m, p.n = g.n, p.k = g.k;
-    p.trans_a = g.trans_a, p.trans_b = g.trans_b;
-    p.a = a, p.b = b, p.c = c;
-    p.accumulate = true;
-    p.alpha = alpha;
-    PackedSgemm(p, env.threads);
+    return product_->Add(env.data[step_.inputs[1]], env.data[step_.inputs[2]],
+                         static_cast<float*>(out), alpha, env.threads);
   }
 
   // Whether a folded product reads an operand that lies in `stored`'s bytes (a weight's gradient
@@ -273,9 +262,9 @@ class AssignStep : public StepRunner {
   const Step& step_;
   int64_t mode_;
   bool may_update_in_place_;
-  bool bf16_value_;                      // an f32 variable's value is bf16
-  std::optional<StridedRegion> region_;  // the part of the variable updated; none: all of it
-  std::optional<GemmParams> product_;    // a folded product added instead of a value
+  bool bf16_value_;                        // an f32 variable's value is bf16
+  std::optional<StridedRegion> region_;    // the part of the variable updated; none: all of it
+  std::unique_ptr<ProductAdder> product_;  // a folded product added instead of a value
 };
 
 // Whether no step after `assign` reads a buffer that a variable_read of the same variable bound,
@@ -305,9 +294,11 @@ Status CheckWritesVariable(const Step& step, const Executable& exe) {
   return OkStatus();
 }
 
-// A folded product's parameters: inputs variable, a, b and perhaps a scale, gemm's attributes,
-// an f32 AssignAdd or AssignSub of the whole variable by op(a) x op(b) (batch 1, no epilogue).
-Result<GemmParams> ReadFoldedProduct(const Step& step, const Executable& exe, int64_t mode) {
+// How a folded product is added: inputs variable, a, b and perhaps a scale, gemm's attributes,
+// an f32 AssignAdd or AssignSub of the whole variable by op(a) x op(b) (batch 1, no epilogue, f32
+// or bf16 operands).
+Result<std::unique_ptr<ProductAdder>> ReadFoldedProduct(const Step& step, const Executable& exe,
+                                                        int64_t mode) {
   if ((step.inputs.size() != 3 && step.inputs.size() != 4) || step.outputs.size() != 1 ||
       step.node.inputs.empty())
     return MakeError(ErrorCode::kInternal, "assign '", step.node.name,
@@ -331,16 +322,7 @@ Result<GemmParams> ReadFoldedProduct(const Step& step, const Executable& exe, in
   if (!read.ok())
     return MakeError(ErrorCode::kInternal, "assign '", step.node.name,
                      "' adding a product: ", read.error().message());
-  const GemmParams& p = *read;
-  if (p.batch != 1 || p.bias || p.relu || p.gelu_tanh || p.dtype != f32)
-    return MakeError(ErrorCode::kInternal, "assign '", step.node.name,
-                     "': a product update multiplies one pair of f32 matrices, without an "
-                     "epilogue");
-  if (!HasPackedSgemm() && !HasHostBlas())
-    return MakeError(ErrorCode::kUnimplemented, "assign '", step.node.name,
-                     "' adds a matrix product, which needs AVX-512 or OpenBLAS, and this runtime "
-                     "was built without OpenBLAS for a CPU without AVX-512");
-  return p;
+  return MakeProductAdder(step, *read);
 }
 
 }  // namespace
@@ -357,10 +339,11 @@ Result<std::unique_ptr<StepRunner>> MakeCopyStep(const Step& step, const Executa
 Result<std::unique_ptr<StepRunner>> MakeAssignStep(const Step& step, const Executable& exe) {
   KILN_ASSIGN_OR_RETURN(int64_t mode, step.attrs.GetInt("mode"));
   if (step.attrs.Has("product")) {
-    KILN_ASSIGN_OR_RETURN(GemmParams product, ReadFoldedProduct(step, exe, mode));
+    KILN_ASSIGN_OR_RETURN(std::unique_ptr<ProductAdder> product,
+                          ReadFoldedProduct(step, exe, mode));
     KILN_RETURN_IF_ERROR(CheckWritesVariable(step, exe));
-    return std::unique_ptr<StepRunner>(
-        new AssignStep(step, mode, NoLaterReadOfOldValue(step, exe), false, std::nullopt, product));
+    return std::unique_ptr<StepRunner>(new AssignStep(step, mode, NoLaterReadOfOldValue(step, exe),
+                                                      false, std::nullopt, std::move(product)));
   }
   if ((step.inputs.size() != 2 && step.inputs.size() != 3) || step.outputs.size() != 1 ||
       step.node.inputs.empty())
@@ -391,8 +374,8 @@ Result<std::unique_ptr<StepRunner>> MakeAssignStep(const Step& step, const Execu
     return MakeError(ErrorCode::kInternal, "assign '", step.node.name,
                      "': a scaled update needs an f32 or f64 variable and a scalar scale");
   KILN_RETURN_IF_ERROR(CheckWritesVariable(step, exe));
-  return std::unique_ptr<StepRunner>(new AssignStep(step, mode, NoLaterReadOfOldValue(step, exe),
-                                                    bf16_value, std::move(region), std::nullopt));
+  return std::unique_ptr<StepRunner>(
+      new AssignStep(step, mode, NoLaterReadOfOldValue(step, exe), bf16_value, std::move(region)));
 }
 
 }  // namespace kiln::cpu

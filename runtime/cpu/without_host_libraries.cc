@@ -4,6 +4,7 @@
 // steps kiln implements itself (copies, concat/split, reduce_sum, bias_add, cross-entropy,
 // assign), reference steps and everything on a CUDA device work as in a full build.
 #include "runtime/cpu/library_steps.h"
+#include "runtime/cpu/product_adder.h"
 
 namespace kiln::cpu {
 namespace {
@@ -20,10 +21,13 @@ Error Refused(const Step& step) {
 Result<std::unique_ptr<StepRunner>> MakeGemmStep(const Step& step, const Executable&) {
   return Refused(step);
 }
-bool HasHostBlas() { return false; }
-// Never called: MakeAssignStep refuses a folded product at load where neither the packed sgemm
-// nor OpenBLAS can run it.
-void BlasAccumulateSgemm(const GemmParams&, const float*, const float*, float*, float, int) {}
+// (A bf16 product's refusal makes MakeProductAdder widen it for kiln's packed sgemm.)
+Result<std::unique_ptr<ProductAdder>> MakeBlasProductAdder(const Step& step, const GemmParams&) {
+  return Refused(step);
+}
+Result<std::unique_ptr<ProductAdder>> MakeOnednnProductAdder(const Step& step, const GemmParams&) {
+  return Refused(step);
+}
 // (Its products are OpenBLAS's on CPUs without AVX-512.)
 Result<std::unique_ptr<StepRunner>> MakeAttentionStep(const Step& step, const Executable&) {
   return Refused(step);

@@ -170,12 +170,13 @@ double MaxAbsDifference(const Tensor& a, const Tensor& b) {
 // w [m, n] updated by x^T dy (x [k, m], dy [k, n] fed): AssignSub scaled by a learning rate, or
 // AssignAdd unscaled. With `reads_w`, the product is w dy' instead (dy' [n, n]): the gradient reads
 // the weight it updates. "dw" names the product.
-Graph ProductUpdateGraph(bool add, bool reads_w, int64_t m, int64_t n, int64_t k) {
+Graph ProductUpdateGraph(bool add, bool reads_w, int64_t m, int64_t n, int64_t k,
+                         DType dtype = f32) {
   GraphBuilder g;
   Value w = Variable(g, "w", f32, {m, n}, Initializer::Constant(0.75));
   Value dw = reads_w ? MatMul(w, g.Placeholder("dy", f32, {n, n}))
-                     : MatMul(g.Placeholder("x", f32, {k, m}), g.Placeholder("dy", f32, {k, n}),
-                              /*transpose_a=*/true);
+                     : MatMul(g.Placeholder("x", dtype, {k, m}), g.Placeholder("dy", dtype, {k, n}),
+                              /*transpose_a=*/true, /*transpose_b=*/false, /*out_dtype=*/f32);
   dw = dw.Named("dw");
   (add ? AssignAdd(w, dw) : AssignSub(w, dw, g.Scalar(0.01f))).Named("update");
   return *g.Build();
@@ -184,12 +185,14 @@ Graph ProductUpdateGraph(bool add, bool reads_w, int64_t m, int64_t n, int64_t k
 TEST_CASE("an update by a matrix product adds the product into the variable, without a gemm step",
           "[cpu][training]") {
   const bool add = GENERATE(false, true);
+  const DType dtype = GENERATE(f32, bf16);  // bf16: mixed precision's gradient, written in f32
   // Small; and over the size that splits the product over threads, with several blocks of k.
   const auto [m, n, k] = GENERATE(std::tuple{5, 7, 3}, std::tuple{300, 257, 1100});
-  INFO((add ? "AssignAdd" : "AssignSub") << " of [" << m << ", " << n << "], k " << k);
-  const Graph graph = ProductUpdateGraph(add, false, m, n, k);
-  const FeedList feeds = {{"x", testing::RandomTensor(Shape{k, m}, 5).CastTo(f32)},
-                          {"dy", testing::RandomTensor(Shape{k, n}, 6).CastTo(f32)}};
+  INFO((add ? "AssignAdd" : "AssignSub")
+       << " of [" << m << ", " << n << "], k " << k << ", " << DTypeName(dtype) << " operands");
+  const Graph graph = ProductUpdateGraph(add, false, m, n, k, dtype);
+  const FeedList feeds = {{"x", testing::RandomTensor(Shape{k, m}, 5).CastTo(dtype)},
+                          {"dy", testing::RandomTensor(Shape{k, n}, 6).CastTo(dtype)}};
   const Executable exe = CpuPlan(graph, feeds, {});
   int products = 0, gemms = 0;
   for (const Step& step : exe.steps) {
