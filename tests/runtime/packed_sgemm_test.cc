@@ -117,14 +117,16 @@ TEST_CASE("The packed sgemm matches a float64 product for every shape, transpose
   cases.push_back({479, 1100, 2 * PackedSgemmKc() + 5, 1, true, true, false, false, false, true});
   // A few rows over a b larger than the caches: the threads split b's rows (partial sums added).
   cases.push_back({3, 2100, 2003, 1, false, false, false, true, true});
-  // Accumulated into c (a weight's update by its gradient's product): every transpose, few rows
-  // (the packed path: the few-rows one does not accumulate), blocks of k, k = 0 (c unchanged).
+  // Accumulated into c (a weight's update by its gradient's product): every transpose with blocks
+  // of k, few rows (the packed path: the few-rows one does not accumulate), units of rows and
+  // blocks of columns (one large case), k = 0 (c unchanged).
   for (int trans = 0; trans < 4; ++trans) {
     const bool ta = (trans & 1) != 0, tb = (trans & 2) != 0;
     cases.push_back(
-        {300, 257, 2 * PackedSgemmKc() + 3, 1, ta, tb, false, false, false, false, -0.25f});
+        {60, 70, 2 * PackedSgemmKc() + 3, 1, ta, tb, false, false, false, false, -0.25f});
     cases.push_back({3, 70, 40, 1, ta, tb, false, false, false, false, 1.0f});
   }
+  cases.push_back({300, 600, PackedSgemmKc() + 3, 1, true, true, false, false, false, false, 0.5f});
   cases.push_back({20, 33, 0, 1, false, false, false, false, false, false, -0.5f});
   for (const Case& t : cases) {
     Check(t, 1);
