@@ -5,6 +5,13 @@
 // so that no [batch, Lq, Lk] tensor is ever written. Blocks of all matrices are spread over the
 // session's threads (each product then on one thread); fewer blocks than threads run one after
 // another, each product on all of them. Without AVX-512 the products are OpenBLAS's sgemm.
+// The key columns that a mask sets to -inf for every row of a block (a key-padding mask's
+// padding; a causal mask's columns past the block's last row) are skipped in both products and
+// the softmax: their exponentials are exactly 0, so the result is the same, except that a NaN or
+// inf in q k^T or v at a masked-out position does not reach the output (as in flash-style
+// kernels). A block whose rows are all masked everywhere runs whole (NaN rows, as the reference's
+// softmax gives). Blocks are not made smaller for a causal mask: re-packing k for each block and
+// packing the probabilities already bound this step at a head depth of 64 (docs/performance.md).
 // Attributes: m (Lq), n (Lk), k (the depth of q and k), batch, stride_a and stride_b (q's and k's
 // elements per matrix, 0: one shared), trans_b (k stored [Lk, depth]), n_v (v's columns),
 // stride_v, mask (0: none; 1: one [Lq, Lk] for every matrix; 2: one per matrix). Inputs q, k,
@@ -14,6 +21,8 @@
 #include <xmmintrin.h>
 
 #include <algorithm>
+#include <limits>
+#include <utility>
 #include <vector>
 
 #include "runtime/cpu/library_steps.h"
@@ -36,7 +45,26 @@ void Product(const SgemmProblem& p, int threads) {
   cblas_sgemm(CblasRowMajor, p.trans_a ? CblasTrans : CblasNoTrans,
               p.trans_b ? CblasTrans : CblasNoTrans, static_cast<int>(p.m), static_cast<int>(p.n),
               static_cast<int>(p.k), 1.0f, p.a, static_cast<int>(p.trans_a ? p.m : p.k), p.b,
-              static_cast<int>(p.trans_b ? p.k : p.n), 0.0f, p.c, static_cast<int>(p.n));
+              static_cast<int>(SgemmLdb(p)), 0.0f, p.c, static_cast<int>(p.n));
+}
+
+// The key columns [first, last) outside which every one of `rows` rows of a mask (leading
+// dimension n) is -inf; [0, n) when every row is -inf everywhere (or n is 0). Each row is read
+// from its ends only as far as the bounds found so far, so a causal block reads about n values.
+std::pair<int64_t, int64_t> LiveColumns(const float* mask, int64_t rows, int64_t n) {
+  constexpr float kMinusInf = -std::numeric_limits<float>::infinity();
+  int64_t first = n, last = 0;
+  for (int64_t i = 0; i < rows; ++i) {
+    const float* row = mask + i * n;
+    int64_t j = 0;
+    while (j < first && row[j] == kMinusInf) ++j;
+    first = std::min(first, j);
+    int64_t end = n;
+    while (end > last && row[end - 1] == kMinusInf) --end;
+    last = std::max(last, end);
+  }
+  if (first >= last) return {0, n};
+  return {first, last};
 }
 
 class AttentionStep : public StepRunner {
@@ -80,27 +108,34 @@ class AttentionStep : public StepRunner {
     const int64_t r0 = block * rows_per_block_;
     const int64_t rows = std::min(rows_per_block_, p_.m - r0);
     float* scores = scores_buffer.Get(rows_per_block_ * p_.n);
+    const float* mask_rows =
+        mask ? mask + (p_.mask == 2 ? b * p_.m * p_.n : 0) + r0 * p_.n : nullptr;
+    // Scores of the live key columns [c0, c0 + n) only, row-major with leading dimension n.
+    const auto [c0, c1] =
+        mask_rows ? LiveColumns(mask_rows, rows, p_.n) : std::pair<int64_t, int64_t>{0, p_.n};
+    const int64_t n = c1 - c0;
     SgemmProblem s;
-    s.m = rows, s.n = p_.n, s.k = p_.k;
+    s.m = rows, s.n = n, s.k = p_.k;
     s.a = q + b * p_.stride_q + r0 * p_.k;
-    s.b = k + b * p_.stride_k;
+    s.b = k + b * p_.stride_k + (p_.trans_k ? c0 * p_.k : c0);
+    s.ldb = p_.trans_k ? p_.k : p_.n;
     s.trans_b = p_.trans_k;
     s.c = scores;
     Product(s, threads);
-    const float* mask_rows =
-        mask ? mask + (p_.mask == 2 ? b * p_.m * p_.n : 0) + r0 * p_.n : nullptr;
     for (int64_t i = 0; i < rows; ++i) {
-      float* row = scores + i * p_.n;
-      if (mask_rows)
-        for (int64_t j = 0; j < p_.n; ++j) row[j] += mask_rows[i * p_.n + j];
-      const float max = RowMax(row, p_.n);
-      const float scale = static_cast<float>(1.0 / SumExp(row, p_.n, max, row));
-      for (int64_t j = 0; j < p_.n; ++j) row[j] *= scale;
+      float* row = scores + i * n;
+      if (mask_rows) {
+        const float* mask_row = mask_rows + i * p_.n + c0;
+        for (int64_t j = 0; j < n; ++j) row[j] += mask_row[j];
+      }
+      const float max = RowMax(row, n);
+      const float scale = static_cast<float>(1.0 / SumExp(row, n, max, row));
+      for (int64_t j = 0; j < n; ++j) row[j] *= scale;
     }
     SgemmProblem o;
-    o.m = rows, o.n = p_.n_v, o.k = p_.n;
+    o.m = rows, o.n = p_.n_v, o.k = n;
     o.a = scores;
-    o.b = v + b * p_.stride_v;
+    o.b = v + b * p_.stride_v + c0 * p_.n_v;
     o.c = y + (b * p_.m + r0) * p_.n_v;
     Product(o, threads);
     _mm_setcsr(csr);

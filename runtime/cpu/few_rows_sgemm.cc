@@ -49,9 +49,10 @@ __attribute__((target("avx512f"))) void Stripe(const float* a, int64_t lda, int6
     for (int q = 0; q < 4; ++q) _mm512_mask_storeu_ps(c + i * ldc + 16 * q, mask[q], acc[i][q]);
 }
 
-// c[i][j] = bias[j] + dot(a[i], b[j]) for i < M and four rows j of b (stored n x k), j < count.
+// c[i][j] = bias[j] + dot(a[i], b[j]) for i < M and four rows j of b (stored n x k, leading
+// dimension ldb), j < count.
 template <int M>
-__attribute__((target("avx512f"))) void Dots(const float* a, int64_t k, const float* b,
+__attribute__((target("avx512f"))) void Dots(const float* a, int64_t k, const float* b, int64_t ldb,
                                              const float* bias, float* c, int64_t ldc, int count) {
   __m512 acc[M][4];
   for (int i = 0; i < M; ++i)
@@ -60,7 +61,7 @@ __attribute__((target("avx512f"))) void Dots(const float* a, int64_t k, const fl
     const __mmask16 m = Mask(k - p);
     __m512 bq[4];
     for (int q = 0; q < 4; ++q)
-      bq[q] = q < count ? _mm512_maskz_loadu_ps(m, b + q * k + p) : _mm512_setzero_ps();
+      bq[q] = q < count ? _mm512_maskz_loadu_ps(m, b + q * ldb + p) : _mm512_setzero_ps();
     for (int i = 0; i < M; ++i) {
       const __m512 ai = _mm512_maskz_loadu_ps(m, a + i * k + p);
       for (int q = 0; q < 4; ++q) acc[i][q] = _mm512_fmadd_ps(ai, bq[q], acc[i][q]);
@@ -81,7 +82,7 @@ void Stripes(const SgemmProblem& p, const float* a, const float* b, int64_t k0, 
     const int64_t kc = std::min(kKBlock, k1 - p0);
     for (int64_t s = s0; s < s1; ++s) {
       const int64_t j0 = s * kStripe, cols = std::min(kStripe, p.n - j0);
-      Stripe<M>(a + p0, p.k, std::max<int64_t>(kc, 0), b + p0 * p.n + j0, p.n,
+      Stripe<M>(a + p0, p.k, std::max<int64_t>(kc, 0), b + p0 * SgemmLdb(p) + j0, SgemmLdb(p),
                 bias ? bias + j0 : nullptr, p0 > k0, c + j0, p.n, cols);
     }
   }
@@ -129,7 +130,8 @@ void Product(const SgemmProblem& p, const float* a, const float* b, float* c, in
     for (int64_t g = begin; g < end; ++g) {
       const int64_t j0 = g * 4;
       const int count = static_cast<int>(std::min<int64_t>(4, p.n - j0));
-      Dots<M>(a, p.k, b + j0 * p.k, p.bias ? p.bias + j0 : nullptr, c + j0, p.n, count);
+      Dots<M>(a, p.k, b + j0 * SgemmLdb(p), SgemmLdb(p), p.bias ? p.bias + j0 : nullptr, c + j0,
+              p.n, count);
       ApplySgemmEpilogue(p, c + j0, M, count);
     }
   });

@@ -299,7 +299,7 @@ void Unit(const SgemmProblem& p, int64_t bi, const float* packed_b, int64_t i0, 
   float* pa = a_rows.Get((std::min(mc, row_block) + mr - 1) / mr * mr * kc_max);
   float* pb_own = packed_b ? nullptr : b_block.Get(kc_max * Panels(blocking.nc) * kNr);
   const float* b = p.b + bi * p.stride_b;
-  const int64_t ldb = p.trans_b ? p.k : p.n;
+  const int64_t ldb = SgemmLdb(p);
   for (int64_t p0 = 0; p0 < p.k; p0 += blocking.kc) {
     const int64_t kc = std::min(blocking.kc, p.k - p0);
     const bool last = p0 + kc == p.k;
@@ -403,7 +403,7 @@ void PackBUnit(const SgemmProblem& p, const float* b, float* packed, int64_t u) 
   const int64_t block_rows = CpuBlocking().kc;
   const int64_t p0 = u / panels * block_rows, s = u % panels * kNr;
   const int64_t kc = std::min(block_rows, p.k - p0);
-  PackB(b, p.trans_b, p.trans_b ? p.k : p.n, p0, kc, s, std::min<int64_t>(kNr, p.n - s),
+  PackB(b, p.trans_b, SgemmLdb(p), p0, kc, s, std::min<int64_t>(kNr, p.n - s),
         packed + PackedBBlock(p, p0) + s * kc);
 }
 

@@ -19,11 +19,12 @@ namespace kiln::cpu {
 // One batched product c[i] = op(a[i]) x op(b[i]) (+ bias) for i < batch, c row-major m x n with
 // leading dimension n (or c[i] += alpha op(a[i]) x op(b[i]) when `accumulate`); op(a) is m x k (a
 // stored k x m, leading dimension m, when trans_a; m x k, leading dimension k, otherwise), op(b) k
-// x n likewise. a[i] starts at i * stride_a elements (0 repeats one matrix), b[i] at i * stride_b,
-// c[i] at i * m * n.
+// x n likewise (leading dimension `ldb` where it is set: a window of a wider matrix). a[i] starts
+// at i * stride_a elements (0 repeats one matrix), b[i] at i * stride_b, c[i] at i * m * n.
 struct SgemmProblem {
   int64_t m = 0, n = 0, k = 0, batch = 1, stride_a = 0, stride_b = 0;
   bool trans_a = false, trans_b = false;
+  int64_t ldb = 0;  // b's leading dimension; 0: k when trans_b, else n (b dense)
   const float* a = nullptr;
   const float* b = nullptr;
   float* c = nullptr;
@@ -39,6 +40,9 @@ struct SgemmProblem {
   bool accumulate = false;
   float alpha = 1.0f;
 };
+
+// b's leading dimension in `p` (p.ldb, or what a dense b has).
+inline int64_t SgemmLdb(const SgemmProblem& p) { return p.ldb ? p.ldb : p.trans_b ? p.k : p.n; }
 
 // The rows of k a block of the kernel covers on this CPU (chosen once per process).
 int64_t PackedSgemmKc();

@@ -1,8 +1,10 @@
 // Attention on the cpu backend (compiler/epilogue_fusion.h, runtime/cpu/attention_step.cc):
 // softmax(q k^T + mask) v as one "attention" step, against the reference executor: with and
 // without a mask (one for every matrix, or one per matrix, -inf where masked), k stored either
-// way, rows split into blocks (long key sequences), scores far apart (subnormal exponentials);
-// and left unfused, saying why not, where the scores or probabilities are read elsewhere.
+// way, rows split into blocks (long key sequences), scores far apart (subnormal exponentials),
+// masks whose -inf columns a block skips (causal, key padding, sliding window, rows masked
+// everywhere); and left unfused, saying why not, where the scores or probabilities are read
+// elsewhere.
 #include <catch2/catch.hpp>
 #include <limits>
 
@@ -18,11 +20,34 @@
 namespace kiln {
 namespace {
 
+// Where a mask is -inf (row i, column j of its last two dims; elsewhere random in [-2, 2]).
+enum class Masked {
+  kCausal,      // j > i + cols - rows (the last row sees every column)
+  kKeyPadding,  // the last third of the columns
+  kWindow,      // outside the causal bound's 21 columns
+  kRowsFrom40,  // every column of rows i >= 40
+};
+
+bool IsMasked(Masked kind, int64_t i, int64_t j, int64_t rows, int64_t cols) {
+  switch (kind) {
+    case Masked::kCausal:
+      return j > i + cols - rows;
+    case Masked::kKeyPadding:
+      return j >= cols - cols / 3;
+    case Masked::kWindow:
+      return j > i + cols - rows || j < i + cols - rows - 20;
+    case Masked::kRowsFrom40:
+      return i >= 40;
+  }
+  return false;
+}
+
 struct Case {
   Shape q, k, v;  // k: [.., Lk, D] when transpose_b, else [.., D, Lk]
   bool transpose_b = true;
   Shape mask;          // empty rank: none
   double scale = 1.0;  // of q, to spread the scores
+  Masked masked = Masked::kCausal;
 };
 
 int AttentionSteps(const Executable& exe) {
@@ -43,11 +68,10 @@ void Check(const Case& c, int expected_steps = 1, bool fetch_probabilities = fal
   if (c.mask.rank() > 0) {
     Value mask = g.Placeholder("mask", f32, c.mask);
     Tensor m = testing::RandomTensor(c.mask, 4, -2, 2).CastTo(f32);
-    // Causal where the mask is square in its last dims: -inf above the diagonal.
-    const int64_t cols = c.mask[c.mask.rank() - 1];
-    for (int64_t i = 0; i < m.num_elements(); ++i)
-      if (i % cols > (i / cols) % c.mask[c.mask.rank() - 2])
-        m.data<float>()[i] = -std::numeric_limits<float>::infinity();
+    const int64_t rows = c.mask[c.mask.rank() - 2], cols = c.mask[c.mask.rank() - 1];
+    for (int64_t e = 0; e < m.num_elements(); ++e)
+      if (IsMasked(c.masked, e / cols % rows, e % cols, rows, cols))
+        m.data<float>()[e] = -std::numeric_limits<float>::infinity();
     feeds.push_back({"mask", m});
     scores = Add(scores, mask);
   }
@@ -83,6 +107,31 @@ TEST_CASE("cpu: attention over broadcast operands stays unfused", "[cpu]") {
 TEST_CASE("cpu: attention over long key sequences runs in blocks of query rows", "[cpu]") {
   // 65536 / 4096 = 16 query rows at a time: 40 rows are three blocks, on every thread count.
   Check({.q = {1, 2, 40, 8}, .k = {1, 2, 4096, 8}, .v = {1, 2, 4096, 5}});
+}
+
+TEST_CASE("cpu: attention skips the key columns a mask removes from a block of query rows",
+          "[cpu]") {
+  // 65536 / 1200 = 54 query rows at a time: 150 rows are three blocks (54, 54, 42). Causal
+  // (aligned to the last key, as with cached keys): the blocks read 1104, 1158 and 1200 columns;
+  // key padding: the first 800 for each block; the window: 74, 74 and 62 columns inside.
+  for (bool transpose_b : {true, false}) {
+    const Shape k = transpose_b ? Shape{2, 2, 1200, 8} : Shape{2, 2, 8, 1200};
+    for (Masked masked : {Masked::kCausal, Masked::kKeyPadding, Masked::kWindow})
+      for (const Shape& mask : {Shape{150, 1200}, Shape{2, 2, 150, 1200}})
+        Check({.q = {2, 2, 150, 8},
+               .k = k,
+               .v = {2, 2, 1200, 5},
+               .transpose_b = transpose_b,
+               .mask = mask,
+               .masked = masked});
+  }
+  // Rows masked everywhere are NaN, as the reference's softmax makes them (the second and third
+  // blocks are all such rows).
+  Check({.q = {1, 2, 150, 8},
+         .k = {1, 2, 1200, 8},
+         .v = {1, 2, 1200, 5},
+         .mask = {150, 1200},
+         .masked = Masked::kRowsFrom40});
 }
 
 TEST_CASE("cpu: attention with scores far apart (subnormal weights) matches the reference",

@@ -3,8 +3,9 @@
 // few-rows path (runtime/cpu/few_rows_sgemm.h: up to 4 rows, 64-column stripes, dot products of
 // 16 lanes) and of the blocking's units, column blocks and k blocks (PackedSgemmKc()), a batch
 // with one operand repeated (stride 0), the fused bias, relu and GELU, one thread and several
-// (rows spread evenly over 2 or 3 of them), b packed beforehand, and products added into c's
-// values (alpha op(a) op(b) accumulated: a weight updated by its gradient).
+// (rows spread evenly over 2 or 3 of them), b packed beforehand, products added into c's
+// values (alpha op(a) op(b) accumulated: a weight updated by its gradient), and b a window of a
+// wider matrix (its leading dimension set: attention's live key columns).
 #include "runtime/cpu/packed_sgemm.h"
 
 #include <catch2/catch.hpp>
@@ -22,7 +23,8 @@ struct Case {
   int64_t m, n, k, batch = 1;
   bool trans_a = false, trans_b = false, repeat_b = false;
   bool bias = false, relu = false, gelu = false;
-  float alpha = 0;  // not 0: c += alpha * op(a) x op(b) over c's given values (accumulate)
+  float alpha = 0;    // not 0: c += alpha * op(a) x op(b) over c's given values (accumulate)
+  int64_t pad_b = 0;  // b's leading dimension exceeds a dense one's by this
 };
 
 std::vector<float> Random(int64_t count, uint32_t seed) {
@@ -38,9 +40,10 @@ void Check(const Case& t, int threads) {
   INFO("m " << t.m << " n " << t.n << " k " << t.k << " batch " << t.batch << " trans_a "
             << t.trans_a << " trans_b " << t.trans_b << " repeat_b " << t.repeat_b << " bias "
             << t.bias << " relu " << t.relu << " gelu " << t.gelu << " alpha " << t.alpha
-            << " threads " << threads);
+            << " pad_b " << t.pad_b << " threads " << threads);
+  const int64_t ldb = (t.trans_b ? t.k : t.n) + t.pad_b, b_size = (t.trans_b ? t.n : t.k) * ldb;
   const std::vector<float> a = Random(t.batch * t.m * t.k, 1);
-  const std::vector<float> b = Random((t.repeat_b ? 1 : t.batch) * t.k * t.n, 2);
+  const std::vector<float> b = Random((t.repeat_b ? 1 : t.batch) * b_size, 2);
   const std::vector<float> bias = Random(t.n, 3);
   const bool accumulate = t.alpha != 0;
   const std::vector<float> c_start = Random(t.batch * t.m * t.n, 4);
@@ -48,8 +51,9 @@ void Check(const Case& t, int threads) {
   std::vector<float> c = accumulate ? c_start : std::vector<float>(c_start.size(), std::nanf(""));
   SgemmProblem p;
   p.m = t.m, p.n = t.n, p.k = t.k, p.batch = t.batch;
-  p.stride_a = t.m * t.k, p.stride_b = t.repeat_b ? 0 : t.k * t.n;
+  p.stride_a = t.m * t.k, p.stride_b = t.repeat_b ? 0 : b_size;
   p.trans_a = t.trans_a, p.trans_b = t.trans_b;
+  p.ldb = t.pad_b ? ldb : 0;
   p.a = a.data(), p.b = b.data(), p.c = c.data(), p.bias = t.bias ? bias.data() : nullptr;
   p.relu = t.relu, p.gelu_tanh = t.gelu;
   p.accumulate = accumulate;
@@ -75,7 +79,7 @@ void Check(const Case& t, int threads) {
         double sum = t.bias ? bias[j] : 0.0;
         for (int64_t q = 0; q < t.k; ++q) {
           double x = t.trans_a ? ai[q * t.m + i] : ai[i * t.k + q];
-          double y = t.trans_b ? bb[j * t.k + q] : bb[q * t.n + j];
+          double y = t.trans_b ? bb[j * ldb + q] : bb[q * ldb + j];
           sum += x * y;
         }
         if (accumulate) sum = c_start[(bi * t.m + i) * t.n + j] + t.alpha * sum;
@@ -128,6 +132,12 @@ TEST_CASE("The packed sgemm matches a float64 product for every shape, transpose
   }
   cases.push_back({300, 600, PackedSgemmKc() + 3, 1, true, true, false, false, false, false, 0.5f});
   cases.push_back({20, 33, 0, 1, false, false, false, false, false, false, -0.5f});
+  // b a window of a wider matrix: every transpose, few rows and the packed path, a batch.
+  for (int trans = 0; trans < 4; ++trans)
+    for (int64_t m : {3, 40}) {
+      const bool ta = (trans & 1) != 0, tb = (trans & 2) != 0;
+      cases.push_back({m, 70, 45, 2, ta, tb, false, false, false, false, 0.0f, 13});
+    }
   for (const Case& t : cases) {
     Check(t, 1);
     if (t.m * t.n * t.k >= 100000) Check(t, 2);
