@@ -15,8 +15,9 @@
 // Attributes: m (Lq), n (Lk), k (the depth of q and k), batch, stride_a and stride_b (q's and k's
 // elements per matrix, 0: one shared), trans_b (k stored [Lk, depth]), n_v (v's columns),
 // stride_v, mask (0: none; 1: one [Lq, Lk] for every matrix; 2: one per matrix). Inputs q, k,
-// [mask], v; output y [batch, Lq, n_v]. Rounding: the softmax as the generated kernel's (f32
-// exponentials summed in double), the products as the gemm step's, subnormals flushed (Block).
+// [mask], v; output y [batch, Lq, n_v]. Rounding: the softmax's exponentials as the generated
+// kernel's (f32, summed in double), normalized after the p v product (each output row times
+// 1 / its sum), the products as the gemm step's, subnormals flushed (Block).
 #include <cblas.h>
 #include <xmmintrin.h>
 
@@ -50,7 +51,9 @@ void Product(const SgemmProblem& p, int threads) {
 
 // The key columns [first, last) outside which every one of `rows` rows of a mask (leading
 // dimension n) is -inf; [0, n) when every row is -inf everywhere (or n is 0). Each row is read
-// from its ends only as far as the bounds found so far, so a causal block reads about n values.
+// from its ends only as far as the bounds found so far: the first columns top down, the last ones
+// bottom up (a causal block's last row sees the most columns), so that besides the -inf columns
+// skipped a block reads about 2 rows' worth.
 std::pair<int64_t, int64_t> LiveColumns(const float* mask, int64_t rows, int64_t n) {
   constexpr float kMinusInf = -std::numeric_limits<float>::infinity();
   int64_t first = n, last = 0;
@@ -59,6 +62,9 @@ std::pair<int64_t, int64_t> LiveColumns(const float* mask, int64_t rows, int64_t
     int64_t j = 0;
     while (j < first && row[j] == kMinusInf) ++j;
     first = std::min(first, j);
+  }
+  for (int64_t i = rows - 1; i >= 0; --i) {
+    const float* row = mask + i * n;
     int64_t end = n;
     while (end > last && row[end - 1] == kMinusInf) --end;
     last = std::max(last, end);
@@ -122,15 +128,14 @@ class AttentionStep : public StepRunner {
     s.trans_b = p_.trans_k;
     s.c = scores;
     Product(s, threads);
+    // Each row's exponentials stay unnormalized through the p v product: its output row (n_v
+    // values, where the row has n) is scaled by 1 / sum instead.
+    thread_local std::vector<float> inverse_sums;
+    inverse_sums.resize(static_cast<size_t>(rows));
     for (int64_t i = 0; i < rows; ++i) {
       float* row = scores + i * n;
-      if (mask_rows) {
-        const float* mask_row = mask_rows + i * p_.n + c0;
-        for (int64_t j = 0; j < n; ++j) row[j] += mask_row[j];
-      }
-      const float max = RowMax(row, n);
-      const float scale = static_cast<float>(1.0 / SumExp(row, n, max, row));
-      for (int64_t j = 0; j < n; ++j) row[j] *= scale;
+      const float max = mask_rows ? AddRowMax(row, mask_rows + i * p_.n + c0, n) : RowMax(row, n);
+      inverse_sums[i] = static_cast<float>(1.0 / SumExp(row, n, max, row));
     }
     SgemmProblem o;
     o.m = rows, o.n = p_.n_v, o.k = n;
@@ -138,6 +143,10 @@ class AttentionStep : public StepRunner {
     o.b = v + b * p_.stride_v + c0 * p_.n_v;
     o.c = y + (b * p_.m + r0) * p_.n_v;
     Product(o, threads);
+    for (int64_t i = 0; i < rows; ++i) {
+      float* out = o.c + i * p_.n_v;
+      for (int64_t j = 0; j < p_.n_v; ++j) out[j] *= inverse_sums[i];
+    }
     _mm_setcsr(csr);
   }
 

@@ -42,6 +42,22 @@ __attribute__((target("avx512f"))) float RowMax16(const float* x, int64_t n) {
   return max;
 }
 
+__attribute__((target("avx512f"))) float AddRowMax16(float* x, const float* add, int64_t n) {
+  __m512 m = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  int64_t c = 0;
+  for (; c + 16 <= n; c += 16) {
+    const __m512 sum = _mm512_add_ps(_mm512_loadu_ps(x + c), _mm512_loadu_ps(add + c));
+    _mm512_storeu_ps(x + c, sum);
+    m = _mm512_max_ps(sum, m);  // NaN: keeps m
+  }
+  float max = _mm512_reduce_max_ps(m);
+  for (; c < n; ++c) {
+    x[c] += add[c];
+    max = std::max(max, x[c]);
+  }
+  return max;
+}
+
 __attribute__((target("avx512f"))) double SumExp16(const float* x, int64_t n, float shift,
                                                    float* out) {
   const __m512 s = _mm512_set1_ps(shift);
@@ -70,6 +86,12 @@ float RowMax(const float* x, int64_t n) {
   float max = -std::numeric_limits<float>::infinity();
   for (int64_t c = 0; c < n; ++c) max = std::max(max, x[c]);
   return max;
+}
+
+float AddRowMax(float* x, const float* add, int64_t n) {
+  if (HasAvx512()) return AddRowMax16(x, add, n);
+  for (int64_t c = 0; c < n; ++c) x[c] += add[c];
+  return RowMax(x, n);
 }
 
 double SumExp(const float* x, int64_t n, float shift, float* out) {

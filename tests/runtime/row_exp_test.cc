@@ -1,6 +1,7 @@
 // The softmax row loops of runtime/cpu/row_exp.h against double-precision std::exp: every exp
 // within 2 ulp over the range a softmax feeds it (x - max in [-110, 0], below which f32 is 0),
-// the double sum within 1e-6, NaN carried, -inf giving 0, any length (vector body and tail).
+// the double sum within 1e-6, NaN carried, -inf giving 0, any length (vector body and tail); an
+// added mask and the max in one pass as the two apart.
 #include "runtime/cpu/row_exp.h"
 
 #include <catch2/catch.hpp>
@@ -47,6 +48,26 @@ TEST_CASE("row max and sum of exponentials match double precision, any length", 
     x[at] = std::numeric_limits<float>::quiet_NaN();
     CHECK(RowMax(x.data(), 18) == -1.0f);
     CHECK(std::isnan(SumExp(x.data(), 18, 0.0f, nullptr)));
+  }
+}
+
+TEST_CASE("an added mask and the row's max in one pass match the two apart, any length", "[cpu]") {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> value(-8.0f, 8.0f);
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  for (int64_t n : {0, 1, 15, 16, 17, 100, 4096 + 5}) {
+    INFO("n = " << n);
+    std::vector<float> x(n), mask(n);
+    for (float& v : x) v = value(rng);
+    for (float& v : mask) v = value(rng);
+    for (int64_t c = 5; c < n; c += 7) mask[c] = -kInf;
+    if (n > 2) x[n - 2] = std::numeric_limits<float>::quiet_NaN();  // in the tail or the body
+    std::vector<float> want = x;
+    for (int64_t c = 0; c < n; ++c) want[c] += mask[c];
+    const float max = AddRowMax(x.data(), mask.data(), n);
+    CHECK(max == RowMax(want.data(), n));
+    for (int64_t c = 0; c < n; ++c)
+      CHECK((x[c] == want[c] || (std::isnan(x[c]) && std::isnan(want[c]))));
   }
 }
 
