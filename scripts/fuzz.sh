@@ -48,10 +48,16 @@ for target in "${targets[@]}"; do
     "$OLDPWD/$new" "$OLDPWD/tests/fuzz/corpus/${corpus[$target]}" >driver.log 2>&1) || rc=$?
   elapsed=$(($(date +%s) - start))
   log=$(mktemp)
-  if ((jobs > 1)); then cat "$logs"/fuzz-*.log; else cat "$logs/driver.log"; fi >"$log"
-  done_line=$(grep -E '^#[0-9]+[[:space:]]+DONE' "$log" | tail -n 1 || true)
+  workers=("$logs"/fuzz-*.log)  # none when a run fails before its workers start
+  if ((jobs > 1)) && [[ -f ${workers[0]} ]]; then
+    cat "${workers[@]}" >"$log"
+  else
+    cat "$logs/driver.log" >"$log"
+  fi
+  # The runs of every worker, and the most edges any one of them covered.
   runs=$(sed -n 's/^Done \([0-9]*\) runs.*/\1/p' "$log" | awk '{ s += $1 } END { print s }')
-  coverage=$(sed -n 's/.* cov: \([0-9]*\).*/\1/p' <<<"$done_line")
+  coverage=$(grep -E '^#[0-9]+[[:space:]]+DONE' "$log" | sed -n 's/.* cov: \([0-9]*\).*/\1/p' |
+    sort -n | tail -n 1 || true)
   if ((rc == 0)); then
     echo "$target: ${runs:-?} runs in ${elapsed} s ($(( ${runs:-0} / (elapsed > 0 ? elapsed : 1) ))/s), coverage ${coverage:-?} edges, no finding"
   else

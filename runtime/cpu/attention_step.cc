@@ -8,16 +8,18 @@
 // The key columns that a mask sets to -inf for every row of a block (a key-padding mask's
 // padding; a causal mask's columns past the block's last row) are skipped in both products and
 // the softmax: their exponentials are exactly 0, so the result is the same, except that a NaN or
-// inf in q k^T or v at a masked-out position does not reach the output (as in flash-style
-// kernels). A block whose rows are all masked everywhere runs whole (NaN rows, as the reference's
-// softmax gives). Blocks are not made smaller for a causal mask: re-packing k for each block and
-// packing the probabilities already bound this step at a head depth of 64 (docs/performance.md).
-// Attributes: m (Lq), n (Lk), k (the depth of q and k), batch, stride_a and stride_b (q's and k's
-// elements per matrix, 0: one shared), trans_b (k stored [Lk, depth]), n_v (v's columns),
-// stride_v, mask (0: none; 1: one [Lq, Lk] for every matrix; 2: one per matrix). Inputs q, k,
-// [mask], v; output y [batch, Lq, n_v]. Rounding: the softmax's exponentials as the generated
-// kernel's (f32, summed in double), normalized after the p v product (each output row times
-// 1 / its sum), the products as the gemm step's, subnormals flushed (Block).
+// inf in q k^T or v at a column skipped for the whole block does not reach the block's output (as
+// in flash-style kernels; which columns a block skips depends on its rows). A block whose rows are
+// all masked everywhere runs whole (NaN rows, as the reference's softmax gives). Blocks are not
+// made smaller for a causal mask: re-packing k for each block and packing the probabilities already
+// bound this step at a head depth of 64 (docs/performance.md). Attributes: m (Lq), n (Lk), k (the
+// depth of q and k), batch, stride_a and stride_b (q's and k's elements per matrix, 0: one shared),
+// trans_b (k stored [Lk, depth]), n_v (v's columns), stride_v, mask (0: none; 1: one [Lq, Lk] for
+// every matrix; 2: one per matrix). Inputs q, k, [mask], v; output y [batch, Lq, n_v]. Rounding:
+// the softmax's exponentials as the generated kernel's (f32, summed in double), normalized after
+// the p v product (each output row times 1 / its sum, at least 1: an unnormalized row reaches at
+// most Lk max|v|, past f32's range only for |v| above 3e38 / Lk), the products as the gemm step's,
+// subnormals flushed (Block).
 #include <cblas.h>
 #include <xmmintrin.h>
 

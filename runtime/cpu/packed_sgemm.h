@@ -24,7 +24,9 @@ namespace kiln::cpu {
 struct SgemmProblem {
   int64_t m = 0, n = 0, k = 0, batch = 1, stride_a = 0, stride_b = 0;
   bool trans_a = false, trans_b = false;
-  int64_t ldb = 0;  // b's leading dimension; 0: k when trans_b, else n (b dense)
+  // b's leading dimension, at least op(b)'s stored row length (k when trans_b, else n); 0: that
+  // length (b dense).
+  int64_t ldb = 0;
   const float* a = nullptr;
   const float* b = nullptr;
   float* c = nullptr;

@@ -4,7 +4,7 @@
 // round(x log2 e), r = x - n ln 2 (ln 2 split in two), e^r a degree-6 polynomial (within 2 ulp of
 // expf over the range a softmax uses, x - max <= 0), 2^n by vscalefps (so results below FLT_MIN
 // underflow gracefully to 0); the sum in double, 8 lanes at a time. Without AVX-512F, scalar
-// std::exp and the same double sum. NaN propagates through both.
+// std::exp and the same double sum. NaN is skipped by the max and carried by the sum.
 #pragma once
 
 #include <cstdint>

@@ -3,9 +3,10 @@
 // without a mask (one for every matrix, or one per matrix, -inf where masked), k stored either
 // way, rows split into blocks (long key sequences), scores far apart (subnormal exponentials),
 // masks whose -inf columns a block skips (causal, key padding, sliding window, rows masked
-// everywhere); and left unfused, saying why not, where the scores or probabilities are read
-// elsewhere.
+// everywhere; a NaN in a skipped key); and left unfused, saying why not, where the scores or
+// probabilities are read elsewhere.
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <limits>
 
 #include "ir/builder.h"
@@ -132,6 +133,44 @@ TEST_CASE("cpu: attention skips the key columns a mask removes from a block of q
          .v = {1, 2, 1200, 5},
          .mask = {150, 1200},
          .masked = Masked::kRowsFrom40});
+}
+
+TEST_CASE("cpu: a NaN in a key that a block's mask removes does not reach that block's rows",
+          "[cpu]") {
+  // 65536 / 1200 = 54 query rows at a time, causal aligned to the last key: the first block (rows
+  // 0 to 53) reads keys 0 to 1103 only. A NaN in key 1150 makes every row of the reference NaN
+  // (a NaN score stays NaN with -inf added), but not the first block's rows here: they are the
+  // reference's without the NaN.
+  GraphBuilder g;
+  Value q = g.Placeholder("q", f32, {1, 1, 150, 8});
+  Value k = g.Placeholder("k", f32, {1, 1, 1200, 8});
+  Value v = g.Placeholder("v", f32, {1, 1, 1200, 5});
+  Value mask = g.Placeholder("mask", f32, {150, 1200});
+  g.Output("y", MatMul(Softmax(Add(MatMul(q, k, false, true), mask), -1), v));
+  Graph graph = *g.Build();
+  Tensor m = testing::RandomTensor({150, 1200}, 4, -2, 2).CastTo(f32);
+  for (int64_t e = 0; e < m.num_elements(); ++e)
+    if (IsMasked(Masked::kCausal, e / 1200, e % 1200, 150, 1200))
+      m.data<float>()[e] = -std::numeric_limits<float>::infinity();
+  FeedList feeds = {{"q", testing::RandomTensor({1, 1, 150, 8}, 1, -1, 1).CastTo(f32)},
+                    {"k", testing::RandomTensor({1, 1, 1200, 8}, 2, -1, 1).CastTo(f32)},
+                    {"v", testing::RandomTensor({1, 1, 1200, 5}, 3, -1, 1).CastTo(f32)},
+                    {"mask", m}};
+  Session reference(graph, SessionOptions{.backend = "reference"});
+  Result<std::vector<Tensor>> expected = reference.Run(feeds, {"y"});
+  REQUIRE(expected.ok());
+  feeds[1].second.data<float>()[1150 * 8 + 3] = std::numeric_limits<float>::quiet_NaN();
+  Session compiled(graph, SessionOptions{.backend = "cpu"});
+  Result<std::vector<Tensor>> got = compiled.Run(feeds, {"y"});
+  REQUIRE(got.ok());
+  CHECK(AttentionSteps(testing::CpuExecutable(graph, feeds, {"y"})) == 1);
+  for (int64_t e = 0; e < 150 * 5; ++e) {
+    INFO("row " << e / 5 << ", column " << e % 5);
+    if (e / 5 < 54)
+      CHECK((*got)[0].data<float>()[e] == Approx((*expected)[0].data<float>()[e]).margin(1e-5));
+    else
+      CHECK(std::isnan((*got)[0].data<float>()[e]));
+  }
 }
 
 TEST_CASE("cpu: attention with scores far apart (subnormal weights) matches the reference",

@@ -132,12 +132,17 @@ TEST_CASE("The packed sgemm matches a float64 product for every shape, transpose
   }
   cases.push_back({300, 600, PackedSgemmKc() + 3, 1, true, true, false, false, false, false, 0.5f});
   cases.push_back({20, 33, 0, 1, false, false, false, false, false, false, -0.5f});
-  // b a window of a wider matrix: every transpose, few rows and the packed path, a batch.
+  // b a window of a wider matrix: every transpose, few rows and the packed path, a batch, blocks
+  // of k, a few rows over a b split by rows across threads, units of all rows by column blocks.
   for (int trans = 0; trans < 4; ++trans)
     for (int64_t m : {3, 40}) {
       const bool ta = (trans & 1) != 0, tb = (trans & 2) != 0;
       cases.push_back({m, 70, 45, 2, ta, tb, false, false, false, false, 0.0f, 13});
+      cases.push_back(
+          {m, 70, 2 * PackedSgemmKc() + 5, 1, ta, tb, false, false, false, false, 0.0f, 13});
     }
+  cases.push_back({3, 2100, 2003, 1, false, false, false, true, true, false, 0.0f, 13});
+  cases.push_back({256, 1100, 60, 1, false, false, false, false, false, false, 0.0f, 13});
   for (const Case& t : cases) {
     Check(t, 1);
     if (t.m * t.n * t.k >= 100000) Check(t, 2);
