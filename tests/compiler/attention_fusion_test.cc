@@ -43,6 +43,16 @@ bool IsMasked(Masked kind, int64_t i, int64_t j, int64_t rows, int64_t cols) {
   return false;
 }
 
+// A mask of `shape` (rank >= 2): random in [-2, 2], -inf where `masked` says.
+Tensor MaskFeed(const Shape& shape, Masked masked) {
+  Tensor m = testing::RandomTensor(shape, 4, -2, 2).CastTo(f32);
+  const int64_t rows = shape[shape.rank() - 2], cols = shape[shape.rank() - 1];
+  for (int64_t e = 0; e < m.num_elements(); ++e)
+    if (IsMasked(masked, e / cols % rows, e % cols, rows, cols))
+      m.data<float>()[e] = -std::numeric_limits<float>::infinity();
+  return m;
+}
+
 struct Case {
   Shape q, k, v;  // k: [.., Lk, D] when transpose_b, else [.., D, Lk]
   bool transpose_b = true;
@@ -68,12 +78,7 @@ void Check(const Case& c, int expected_steps = 1, bool fetch_probabilities = fal
                     {"v", testing::RandomTensor(c.v, 3, -1, 1).CastTo(f32)}};
   if (c.mask.rank() > 0) {
     Value mask = g.Placeholder("mask", f32, c.mask);
-    Tensor m = testing::RandomTensor(c.mask, 4, -2, 2).CastTo(f32);
-    const int64_t rows = c.mask[c.mask.rank() - 2], cols = c.mask[c.mask.rank() - 1];
-    for (int64_t e = 0; e < m.num_elements(); ++e)
-      if (IsMasked(c.masked, e / cols % rows, e % cols, rows, cols))
-        m.data<float>()[e] = -std::numeric_limits<float>::infinity();
-    feeds.push_back({"mask", m});
+    feeds.push_back({"mask", MaskFeed(c.mask, c.masked)});
     scores = Add(scores, mask);
   }
   Value p = Softmax(scores, -1).Named("p");
@@ -148,14 +153,10 @@ TEST_CASE("cpu: a NaN in a key that a block's mask removes does not reach that b
   Value mask = g.Placeholder("mask", f32, {150, 1200});
   g.Output("y", MatMul(Softmax(Add(MatMul(q, k, false, true), mask), -1), v));
   Graph graph = *g.Build();
-  Tensor m = testing::RandomTensor({150, 1200}, 4, -2, 2).CastTo(f32);
-  for (int64_t e = 0; e < m.num_elements(); ++e)
-    if (IsMasked(Masked::kCausal, e / 1200, e % 1200, 150, 1200))
-      m.data<float>()[e] = -std::numeric_limits<float>::infinity();
   FeedList feeds = {{"q", testing::RandomTensor({1, 1, 150, 8}, 1, -1, 1).CastTo(f32)},
                     {"k", testing::RandomTensor({1, 1, 1200, 8}, 2, -1, 1).CastTo(f32)},
                     {"v", testing::RandomTensor({1, 1, 1200, 5}, 3, -1, 1).CastTo(f32)},
-                    {"mask", m}};
+                    {"mask", MaskFeed({150, 1200}, Masked::kCausal)}};
   Session reference(graph, SessionOptions{.backend = "reference"});
   Result<std::vector<Tensor>> expected = reference.Run(feeds, {"y"});
   REQUIRE(expected.ok());
