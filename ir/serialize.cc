@@ -242,6 +242,16 @@ Result<Tensor> TensorFromProto(const proto::TensorProto& p) {
   if (!shape.IsFullyKnown())
     return MakeError(ErrorCode::kInvalidArgument, "tensor shape ", shape.ToString(),
                      " is not fully known");
+  // The data's length is checked against the shape before anything is allocated: a few bytes that
+  // declare a huge shape (a corrupt checkpoint, graph or module) are refused, not allocated.
+  if (!IsContainer(dtype)) {
+    int64_t bytes = DTypeSize(dtype);
+    bool overflow = false;
+    for (int64_t d : shape.dims()) overflow = overflow || __builtin_mul_overflow(bytes, d, &bytes);
+    if (!overflow && bytes != static_cast<int64_t>(p.data().size()))
+      return MakeError(ErrorCode::kDataLoss, "tensor ", DTypeName(dtype), shape.ToString(),
+                       " needs ", bytes, " bytes of data, has ", p.data().size());
+  }
   KILN_ASSIGN_OR_RETURN(Tensor t, Tensor::Create(dtype, shape));
   if (static_cast<int64_t>(p.data().size()) != t.byte_size())
     return MakeError(ErrorCode::kDataLoss, "tensor ", DTypeName(dtype), shape.ToString(), " needs ",

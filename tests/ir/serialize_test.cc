@@ -159,6 +159,13 @@ TEST_CASE("serialize: structural errors in a file name the node", "[serialize][b
                  .error()
                  .message(),
              Catch::Contains("needs 8 bytes of data, has 3"));
+  // A shape of 7 GB declared over 3 bytes is refused before it is allocated (the checkpoint
+  // fuzzer's finding: the reader allocated the whole tensor, then compared the data's length).
+  CHECK_THAT(load("nodes { name: \"c\" op: \"Constant\" attrs { key: \"value\" value { tensor { "
+                  "dtype: DT_F32 shape { dims: 1731429 dims: 1024 } data: \"abc\" } } } }")
+                 .error()
+                 .message(),
+             Catch::Contains("needs 7091933184 bytes of data, has 3"));
   CHECK_THAT(load("nodes { name: \"a\" op: \"Relu\" inputs: \"b:x\" }").error().message(),
              Catch::Contains("bad tensor reference 'b:x'"));
 }

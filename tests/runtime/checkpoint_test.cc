@@ -103,6 +103,26 @@ TEST_CASE("checkpoint: a corrupt tensor is caught by its own checksum", "[checkp
              Catch::Contains("variable 'w' fails its checksum"));
 }
 
+TEST_CASE("checkpoint: a tensor declaring more data than it has is refused before allocation",
+          "[checkpoint][bad-input]") {
+  // The checkpoint fuzzer's finding: a few bytes under a shape of 7 GB were allocated whole before
+  // their length was compared. The same message came after the allocation; the fuzz target's CTest
+  // run, whose malloc limit is 4 GB, runs the input that found it
+  // (tests/fuzz/corpus/checkpoint/regression_huge_shape_few_bytes.kckpt) and fails if it returns.
+  Tensor w = Tensor::FromVector<float>({2}, {1, 2});
+  REQUIRE(WriteCheckpoint(Path("huge.kckpt"), {{"w", w}}).ok());
+  proto::CheckpointProto ckpt;
+  std::string bytes = ReadAll(Path("huge.kckpt"));
+  REQUIRE(ckpt.ParseFromArray(bytes.data(), static_cast<int>(bytes.size() - 5)));
+  proto::TensorProto* tensor = ckpt.mutable_variables(0)->mutable_tensor();
+  tensor->mutable_shape()->set_dims(0, 1731429);
+  tensor->mutable_shape()->add_dims(1024);
+  tensor->set_data("abc");
+  REQUIRE(WriteFileAtomically(Path("huge2.kckpt"), SerializeWithChecksum(ckpt)).ok());
+  CHECK_THAT(ReadCheckpoint(Path("huge2.kckpt")).error().message(),
+             Catch::Contains("needs 7091933184 bytes of data, has 3"));
+}
+
 TEST_CASE("checkpoint: a save removes what killed saves of the same file left behind",
           "[checkpoint][bad-input]") {
   const std::string path = Path("stale.kckpt");
