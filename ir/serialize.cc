@@ -243,7 +243,8 @@ Result<Tensor> TensorFromProto(const proto::TensorProto& p) {
     return MakeError(ErrorCode::kInvalidArgument, "tensor shape ", shape.ToString(),
                      " is not fully known");
   // The data's length is checked against the shape before anything is allocated: a few bytes that
-  // declare a huge shape (a corrupt checkpoint, graph or module) are refused, not allocated.
+  // declare a huge shape (a corrupt checkpoint, graph or module) are refused, not allocated. A
+  // shape whose size overflows, or a container dtype, is refused by Tensor::Create below.
   if (!IsContainer(dtype)) {
     int64_t bytes = DTypeSize(dtype);
     bool overflow = false;
@@ -253,9 +254,6 @@ Result<Tensor> TensorFromProto(const proto::TensorProto& p) {
                        " needs ", bytes, " bytes of data, has ", p.data().size());
   }
   KILN_ASSIGN_OR_RETURN(Tensor t, Tensor::Create(dtype, shape));
-  if (static_cast<int64_t>(p.data().size()) != t.byte_size())
-    return MakeError(ErrorCode::kDataLoss, "tensor ", DTypeName(dtype), shape.ToString(), " needs ",
-                     t.byte_size(), " bytes of data, has ", p.data().size());
   if (t.byte_size()) std::memcpy(t.raw_data(), p.data().data(), t.byte_size());
   return t;
 }
