@@ -4,6 +4,7 @@
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
 #include "ir/crc32c.h"
+#include "ir/protobuf_errors.h"
 
 namespace kiln {
 namespace {
@@ -44,9 +45,10 @@ Status ParseWithChecksum(const std::string& bytes, const std::string& origin,
   if (stored != Crc32c(bytes.data(), payload))
     return MakeError(ErrorCode::kDataLoss, origin,
                      ": checksum mismatch (the file is corrupt or truncated)");
+  ProtobufErrorCapture protobuf_says;
   if (!message->ParseFromArray(bytes.data(), static_cast<int>(payload)))
     return MakeError(ErrorCode::kDataLoss, origin, ": not a valid ", what,
-                     " (protobuf parse failed)");
+                     " (protobuf parse failed)", protobuf_says.Detail());
   return OkStatus();
 }
 

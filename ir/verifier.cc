@@ -4,6 +4,7 @@
 #include <set>
 
 #include "ir/checked_math.h"
+#include "ir/utf8.h"
 
 namespace kiln {
 namespace {
@@ -79,6 +80,28 @@ Status CheckAttrs(const OpDef& def, const Node& node) {
   return OkStatus();
 }
 
+// The node's name, device, source and string attributes are valid UTF-8: kiln's files keep them in
+// protobuf string fields, which a reader refuses otherwise (ir/utf8.h).
+Status CheckUtf8(const Node& node) {
+  const auto check = [&](std::string_view what, std::string_view s) -> Status {
+    const int64_t at = FirstInvalidUtf8(s);
+    if (at < 0) return OkStatus();
+    return node.MakeNodeError(ErrorCode::kInvalidArgument, what, " is not valid UTF-8 (byte ", at,
+                              " of ", s.size(), ")");
+  };
+  KILN_RETURN_IF_ERROR(check("its name", node.name));
+  KILN_RETURN_IF_ERROR(check("its device", node.device));
+  KILN_RETURN_IF_ERROR(check("its source", node.source));
+  for (const auto& [name, value] : node.attrs.items()) {
+    if (value.type() == AttrType::kString)
+      KILN_RETURN_IF_ERROR(check("attribute '" + name + "'", value.get<std::string>()));
+    if (value.type() == AttrType::kStrings)
+      for (const std::string& s : value.get<std::vector<std::string>>())
+        KILN_RETURN_IF_ERROR(check("attribute '" + name + "'", s));
+  }
+  return OkStatus();
+}
+
 }  // namespace
 
 Result<std::vector<TensorType>> InferNode(const Node& node, const std::vector<TensorType>& inputs,
@@ -129,6 +152,7 @@ Status Verify(Graph& graph) {
   KILN_ASSIGN_OR_RETURN(std::vector<const Node*> order, graph.TopologicalOrder());
   for (const Node* cnode : order) {
     Node* node = graph.FindNode(cnode->name);
+    KILN_RETURN_IF_ERROR(CheckUtf8(*node));
     std::vector<TensorType> input_types;
     std::vector<const Tensor*> input_values;
     for (const TensorRef& in : node->inputs) {
@@ -174,6 +198,9 @@ Status Verify(Graph& graph) {
   for (const GraphOutput& out : graph.outputs()) {
     if (out.name.empty())
       return MakeError(ErrorCode::kInvalidArgument, "a graph output has an empty name");
+    if (const int64_t at = FirstInvalidUtf8(out.name); at >= 0)
+      return MakeError(ErrorCode::kInvalidArgument, "graph output name '", out.name,
+                       "' is not valid UTF-8 (byte ", at, ")");
     if (!seen_outputs.insert(out.name).second)
       return MakeError(ErrorCode::kInvalidArgument, "graph output '", out.name,
                        "' is listed twice");

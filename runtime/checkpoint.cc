@@ -4,6 +4,7 @@
 #include "ir/crc32c.h"
 #include "ir/file_util.h"
 #include "ir/serialize.h"
+#include "ir/utf8.h"
 
 namespace kiln {
 
@@ -11,6 +12,9 @@ Status WriteCheckpoint(const std::string& path, const std::map<std::string, Tens
   proto::CheckpointProto ckpt;
   ckpt.set_format_version(kCheckpointFormatVersion);
   for (const auto& [name, tensor] : variables) {
+    if (const int64_t at = FirstInvalidUtf8(name); at >= 0)
+      return MakeError(ErrorCode::kInvalidArgument, path, ": variable name '", name,
+                       "' is not valid UTF-8 (byte ", at, "); the checkpoint was not written");
     proto::CheckpointProto::Entry* e = ckpt.add_variables();
     e->set_name(name);
     *e->mutable_tensor() = TensorToProto(tensor);

@@ -8,6 +8,7 @@
 
 #include "ir/file_util.h"
 #include "ir/io/tensor_file.h"
+#include "ir/protobuf_errors.h"
 #include "proto/onnx.pb.h"
 
 namespace kiln {
@@ -226,9 +227,10 @@ Result<Tensor> ReadOnnxTensor(const std::string& path) {
   KILN_ASSIGN_OR_RETURN(std::string bytes,
                         ReadFileToString(path, kMaxTensorBytes + (int64_t{1} << 20)));
   onnx::TensorProto p;
+  ProtobufErrorCapture protobuf_says;
   if (!p.ParseFromString(bytes))
     return MakeError(ErrorCode::kDataLoss, "'", path,
-                     "' is not a valid serialized ONNX TensorProto");
+                     "' is not a valid serialized ONNX TensorProto", protobuf_says.Detail());
   return OnnxTensorFromProto(p, path);
 }
 

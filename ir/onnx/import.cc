@@ -9,6 +9,7 @@
 #include "ir/onnx/deferred_node.h"
 #include "ir/onnx/external_data.h"
 #include "ir/ops/state.h"
+#include "ir/protobuf_errors.h"
 #include "proto/onnx.pb.h"
 
 namespace kiln {
@@ -287,10 +288,12 @@ class Importer {
 Result<Graph> ImportOnnxFromBytes(const std::string& bytes, const std::string& model_dir,
                                   const std::string& origin, const OnnxImportOptions& options) {
   onnx::ModelProto model;
+  ProtobufErrorCapture protobuf_says;
   if (bytes.empty() || !model.ParseFromString(bytes))
     return MakeError(ErrorCode::kDataLoss, origin,
                      ": not a valid ONNX model (the file is truncated, corrupt or not an ONNX "
-                     "ModelProto)");
+                     "ModelProto)",
+                     protobuf_says.Detail());
   return Importer(model, model_dir, origin, options).Run();
 }
 

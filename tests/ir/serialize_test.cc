@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <fstream>
 
+#include "ir/checksummed_proto.h"
 #include "ir/file_util.h"
 #include "ir/ops/math.h"
 #include "ir/ops/state.h"
@@ -120,6 +121,24 @@ TEST_CASE("serialize: corrupt, empty, garbage and oversized files are refused",
   Result<std::string> big = ReadFileToString("/proc/self/exe", 16);
   REQUIRE_FALSE(big.ok());
   CHECK(big.error().code() == ErrorCode::kResourceExhausted);
+}
+
+TEST_CASE("serialize: a string field that is not UTF-8 is refused naming the field",
+          "[serialize][bad-input]") {
+  // A file with a correct checksum whose output name "count" was overwritten with bytes that are
+  // not UTF-8: protobuf refuses it, and says why in kiln's error (not on stderr beside it).
+  std::string bytes = GraphToBinary(SampleGraph());
+  std::string payload = bytes.substr(0, bytes.size() - 5);  // without the checksum trailer
+  const size_t at = payload.find("count");
+  REQUIRE(at != std::string::npos);
+  payload.replace(at, 5, "\xff\xfe\xfd\xfc\xfb");
+  Result<Graph> g = GraphFromBinary(AppendChecksumTrailer(payload), "m.kgraph");
+  REQUIRE_FALSE(g.ok());
+  CHECK(g.error().code() == ErrorCode::kDataLoss);
+  CHECK_THAT(g.error().message(),
+             Catch::StartsWith("m.kgraph: not a valid kiln graph (protobuf parse failed): String "
+                               "field 'kiln.proto.") &&
+                 Catch::Contains("contains invalid UTF-8 data"));
 }
 
 TEST_CASE("serialize: a newer format version is refused", "[serialize][bad-input]") {

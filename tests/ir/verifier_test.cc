@@ -117,6 +117,30 @@ TEST_CASE("verifier: graph inputs, outputs and state ops", "[verifier]") {
   CHECK_THAT(VerifyError(assign), Catch::Contains("input 0 must be a Variable"));
 }
 
+TEST_CASE("verifier: names and strings a file could not hold are refused", "[verifier]") {
+  // kiln's files keep these in protobuf string fields, which must be UTF-8: a graph holding other
+  // bytes would be saved, then refused by every reader.
+  Graph g;
+  REQUIRE(g.AddNode(Feed("x", f32, {3})).ok());
+  Graph bad_name = g;
+  REQUIRE(bad_name.AddNode(MakeNode("r\xff", "Relu", {"x"})).ok());
+  CHECK_THAT(VerifyError(bad_name), Catch::Contains("its name is not valid UTF-8 (byte 1 of 2)"));
+  Graph bad_attr = g;
+  Node pad = MakeNode("p", "Pad", {"x"});
+  pad.attrs.Set("pads", std::vector<int64_t>{1, 1});
+  pad.attrs.Set("mode", std::string("constant\xc0\x80"));
+  REQUIRE(bad_attr.AddNode(std::move(pad)).ok());
+  CHECK_THAT(VerifyError(bad_attr),
+             Catch::Contains("node 'p' (Pad, built at models/example.cc:42): attribute 'mode' is "
+                             "not valid UTF-8 (byte 8 of 10)"));
+  Graph bad_output = g;
+  bad_output.mutable_outputs().push_back({"y\xed\xa0\x80", {"x", 0}});
+  CHECK_THAT(VerifyError(bad_output), Catch::Contains("is not valid UTF-8 (byte 1)"));
+  GraphBuilder b;
+  b.Output("y", Relu(b.Placeholder("caf\xc3\xa9", f32, {2})));  // valid: U+00E9
+  CHECK(b.Build().ok());
+}
+
 TEST_CASE("builder: errors carry the C++ source line and all are reported", "[verifier]") {
   GraphBuilder g;
   Value x = g.Placeholder("x", f32, {2, 3});

@@ -85,6 +85,12 @@ TEST_CASE("checkpoint: bad files are refused and variables stay as they were",
   refused(ReadAll(Path("partial.kckpt")), "no value for variable 'b'");
   CHECK_THAT(s.RestoreCheckpoint(Path("missing.kckpt")).error().message(),
              Catch::Contains("cannot open"));
+  // A name no reader could parse back is refused before anything is written.
+  Status bad_name = WriteCheckpoint(Path("utf8.kckpt"), {{"w\xc3", before}});
+  REQUIRE_FALSE(bad_name.ok());
+  CHECK_THAT(bad_name.error().message(),
+             Catch::Contains("variable name 'w") && Catch::Contains("is not valid UTF-8 (byte 1)"));
+  CHECK_FALSE(std::filesystem::exists(Path("utf8.kckpt")));
 }
 
 TEST_CASE("checkpoint: a corrupt tensor is caught by its own checksum", "[checkpoint][bad-input]") {

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "ir/checksummed_proto.h"
 #include "ir/io/npy.h"
 #include "ir/ops/control.h"
 #include "ir/ops/linalg.h"
@@ -170,6 +171,13 @@ TEST_CASE("cli: bad model files fail cleanly", "[cli][bad-input]") {
   CheckFails(Kiln({"run", cycle, "--fetch", "a"}), "the graph has a cycle");
   CheckFails(Kiln({"inspect", Write("dir.kgraph", good), "--bogus"}), "unknown option", 2);
   CheckFails(Kiln({"inspect", Dir()}), "is not a regular file");
+  // A correct checksum over a name that is not UTF-8: one line, saying what protobuf refused.
+  std::string payload = good.substr(0, good.size() - 5);
+  const size_t at = payload.find("scaled/x");
+  REQUIRE(at != std::string::npos);
+  payload[at + 6] = static_cast<char>(0xff);
+  CheckFails(Kiln({"inspect", Write("utf8.kgraph", AppendChecksumTrailer(payload))}),
+             "contains invalid UTF-8 data when parsing");
 }
 
 TEST_CASE("cli: bad feeds fail cleanly", "[cli][bad-input]") {
