@@ -3,6 +3,8 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
+#include <algorithm>
+
 #include "ir/crc32c.h"
 #include "ir/protobuf_errors.h"
 
@@ -13,7 +15,13 @@ constexpr unsigned char kChecksumTag = (15 << 3) | 5;
 constexpr size_t kTrailerBytes = 5;
 }  // namespace
 
-std::string SerializeWithChecksum(const google::protobuf::MessageLite& message) {
+Result<std::string> SerializeWithChecksum(const google::protobuf::MessageLite& message,
+                                          const std::string& what, int64_t max_bytes) {
+  const int64_t limit = std::min(max_bytes, kMaxChecksummedFileBytes);
+  const int64_t size = static_cast<int64_t>(message.ByteSizeLong()) + kTrailerBytes;
+  if (size > limit)
+    return MakeError(ErrorCode::kResourceExhausted, "the ", what, " would be ", size,
+                     " bytes, over the ", limit, " bytes a ", what, " file can hold");
   std::string bytes;
   {
     google::protobuf::io::StringOutputStream stream(&bytes);
@@ -46,6 +54,9 @@ Status ParseWithChecksum(const std::string& bytes, const std::string& origin,
     return MakeError(ErrorCode::kDataLoss, origin,
                      ": checksum mismatch (the file is corrupt or truncated)");
   ProtobufErrorCapture protobuf_says;
+  if (payload > static_cast<size_t>(kMaxChecksummedFileBytes))
+    return MakeError(ErrorCode::kDataLoss, origin, ": ", bytes.size(), " bytes, over the 2 GiB a ",
+                     what, " file can hold");
   if (!message->ParseFromArray(bytes.data(), static_cast<int>(payload)))
     return MakeError(ErrorCode::kDataLoss, origin, ": not a valid ", what,
                      " (protobuf parse failed)", protobuf_says.Detail());

@@ -334,7 +334,9 @@ std::string GraphToText(const Graph& graph) {
   return text;
 }
 
-std::string GraphToBinary(const Graph& graph) { return SerializeWithChecksum(GraphToProto(graph)); }
+Result<std::string> GraphToBinary(const Graph& graph) {
+  return SerializeWithChecksum(GraphToProto(graph), "kiln graph", kMaxGraphFileBytes);
+}
 
 Result<Graph> GraphFromText(const std::string& text, const std::string& origin) {
   proto::GraphDef def;
@@ -360,8 +362,10 @@ Result<Graph> LoadGraph(const std::string& path) {
 }
 
 Status SaveGraph(const Graph& graph, const std::string& path) {
-  return WriteFileAtomically(path,
-                             EndsWith(path, ".txt") ? GraphToText(graph) : GraphToBinary(graph));
+  if (EndsWith(path, ".txt")) return WriteFileAtomically(path, GraphToText(graph));
+  Result<std::string> bytes = GraphToBinary(graph);
+  if (!bytes.ok()) return bytes.error().WithContext(path + ": not written");
+  return WriteFileAtomically(path, *bytes);
 }
 
 }  // namespace kiln

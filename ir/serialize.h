@@ -33,7 +33,9 @@ proto::DataType DTypeToProto(DType t);
 Result<DType> DTypeFromProto(int t);
 
 std::string GraphToText(const Graph& graph);
-std::string GraphToBinary(const Graph& graph);
+// Refused (nothing serialized) when the file would be over kMaxGraphFileBytes, which LoadGraph
+// reads: a frozen graph whose constants are that large.
+Result<std::string> GraphToBinary(const Graph& graph);
 // Parse and verify. `origin` names the source in errors (a file name).
 Result<Graph> GraphFromText(const std::string& text, const std::string& origin = "<text>");
 Result<Graph> GraphFromBinary(const std::string& bytes, const std::string& origin = "<bytes>");

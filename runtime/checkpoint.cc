@@ -9,6 +9,14 @@
 namespace kiln {
 
 Status WriteCheckpoint(const std::string& path, const std::map<std::string, Tensor>& variables) {
+  // Refused before anything is copied when the variables' data alone would be over what one file
+  // holds (the file a previous save wrote is kept, in this case as in the next).
+  int64_t data_bytes = 0;
+  for (const auto& [name, tensor] : variables) data_bytes += tensor.byte_size();
+  if (data_bytes > kMaxChecksummedFileBytes)
+    return MakeError(ErrorCode::kResourceExhausted, path, ": not written: the variables hold ",
+                     data_bytes, " bytes, over the ", kMaxChecksummedFileBytes,
+                     " bytes a kiln checkpoint file can hold");
   proto::CheckpointProto ckpt;
   ckpt.set_format_version(kCheckpointFormatVersion);
   for (const auto& [name, tensor] : variables) {
@@ -20,7 +28,9 @@ Status WriteCheckpoint(const std::string& path, const std::map<std::string, Tens
     *e->mutable_tensor() = TensorToProto(tensor);
     e->set_crc32c(Crc32c(tensor.raw_data(), static_cast<size_t>(tensor.byte_size())));
   }
-  return WriteFileAtomically(path, SerializeWithChecksum(ckpt));
+  Result<std::string> bytes = SerializeWithChecksum(ckpt, "kiln checkpoint", kMaxCheckpointBytes);
+  if (!bytes.ok()) return bytes.error().WithContext(path + ": not written");
+  return WriteFileAtomically(path, *bytes);
 }
 
 Result<std::map<std::string, Tensor>> ReadCheckpoint(const std::string& path) {

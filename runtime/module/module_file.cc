@@ -81,14 +81,18 @@ proto::ModuleProto ToProto(const ModuleFile& m) {
 
 }  // namespace
 
-std::string SerializeModule(ModuleFile module) {
+Result<std::string> SerializeModule(ModuleFile module) {
   module.build_id.clear();
-  module.build_id = Digest(SerializeWithChecksum(ToProto(module)));  // deterministic bytes
-  return SerializeWithChecksum(ToProto(module));
+  KILN_ASSIGN_OR_RETURN(std::string unsigned_bytes,
+                        SerializeWithChecksum(ToProto(module), "kiln module", kMaxModuleBytes));
+  module.build_id = Digest(unsigned_bytes);  // deterministic bytes
+  return SerializeWithChecksum(ToProto(module), "kiln module", kMaxModuleBytes);
 }
 
 Status WriteModuleFile(const std::string& path, const ModuleFile& module) {
-  return WriteFileAtomically(path, SerializeModule(module));
+  Result<std::string> bytes = SerializeModule(module);
+  if (!bytes.ok()) return bytes.error().WithContext(path + ": not written");
+  return WriteFileAtomically(path, *bytes);
 }
 
 Result<ModuleFile> ParseModule(const std::string& bytes, const std::string& origin) {

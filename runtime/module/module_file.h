@@ -83,8 +83,9 @@ struct SelectedDeviceCode {
 Result<SelectedDeviceCode> SelectDeviceCode(const std::map<int, ModuleDeviceCode>& device_code,
                                             int gpu_sm, const std::string& gpu);
 
-// The file's bytes (sets the build id: a digest of the contents). Deterministic.
-std::string SerializeModule(ModuleFile module);
+// The file's bytes (sets the build id: a digest of the contents). Deterministic. Refused when over
+// protobuf's 2 GiB for one message.
+Result<std::string> SerializeModule(ModuleFile module);
 Status WriteModuleFile(const std::string& path, const ModuleFile& module);
 // `origin` names the bytes in errors (the file's path).
 Result<ModuleFile> ParseModule(const std::string& bytes, const std::string& origin);

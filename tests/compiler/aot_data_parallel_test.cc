@@ -64,11 +64,11 @@ TEST_CASE("data-parallel modules: two ranks on halves train as one module on the
        std::vector<std::pair<std::string, std::string>>{{"cpu", "cpu"}, {"cuda", "cuda-sim"}}) {
     INFO(backend);
     Result<std::unique_ptr<Module>> one = Module::LoadFromBytes(
-        SerializeModule(TrainingModule(false, 12, target)), "one.kmod", {.backend = backend});
+        *SerializeModule(TrainingModule(false, 12, target)), "one.kmod", {.backend = backend});
     REQUIRE(one.ok());
     for (int step = 0; step < kSteps; ++step) REQUIRE((*one)->Run(Rows(0, 12, step)).ok());
 
-    const std::string bytes = SerializeModule(TrainingModule(true, 6, target));
+    const std::string bytes = *SerializeModule(TrainingModule(true, 6, target));
     auto comms = MakeInProcessGroup(2, 60);
     std::vector<std::map<std::string, Tensor>> got(2);
     std::vector<Status> status(2, OkStatus());

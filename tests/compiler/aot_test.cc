@@ -41,7 +41,7 @@ ModuleFile Compile(const Graph& graph, compiler::AotOptions options) {
 }
 
 std::unique_ptr<Module> Load(const ModuleFile& file) {
-  Result<std::unique_ptr<Module>> module = Module::LoadFromBytes(SerializeModule(file), "m.kmod");
+  Result<std::unique_ptr<Module>> module = Module::LoadFromBytes(*SerializeModule(file), "m.kmod");
   INFO(module.status().ToString());
   REQUIRE(module.ok());
   return std::move(*module);
@@ -117,7 +117,7 @@ TEST_CASE("AOT: the manifest records the signature, target and CPU features", "[
   Graph graph = *g.Build();
   ModuleFile file =
       Compile(graph, {.fetches = {"logits"}, .input_shapes = {{"images", {4, 1, 8, 8}}}});
-  Result<ModuleFile> back = ParseModule(SerializeModule(file), "m.kmod");
+  Result<ModuleFile> back = ParseModule(*SerializeModule(file), "m.kmod");
   REQUIRE(back.ok());
   CHECK(back->target == "cpu");
   CHECK(back->build_id.size() == 16);
@@ -131,8 +131,8 @@ TEST_CASE("AOT: the manifest records the signature, target and CPU features", "[
   for (const std::string& f : back->cpu_features) CHECK(HostHasCpuFeature(f));
   CHECK(back->variables.size() > 0);
   // The same module twice: the same bytes (deterministic), hence the same build id.
-  CHECK(SerializeModule(file) ==
-        SerializeModule(
+  CHECK(*SerializeModule(file) ==
+        *SerializeModule(
             Compile(graph, {.fetches = {"logits"}, .input_shapes = {{"images", {4, 1, 8, 8}}}})));
 }
 
@@ -230,7 +230,7 @@ TEST_CASE("AOT: damaged, foreign or newer modules are refused with a clear error
   Graph graph = *g.Build();
   ModuleFile file =
       Compile(graph, {.fetches = {"logits"}, .input_shapes = {{"images", {2, 1, 8, 8}}}});
-  std::string bytes = SerializeModule(file);
+  std::string bytes = *SerializeModule(file);
   auto refused = [](const std::string& b, const std::string& expected) {
     Result<std::unique_ptr<Module>> m = Module::LoadFromBytes(b, "m.kmod");
     REQUIRE(!m.ok());
@@ -244,26 +244,26 @@ TEST_CASE("AOT: damaged, foreign or newer modules are refused with a clear error
   refused(flipped, "");
   ModuleFile newer = file;
   newer.format_version = kModuleFormatVersion + 1;
-  refused(SerializeModule(newer), "newer");
+  refused(*SerializeModule(newer), "newer");
   ModuleFile cuda = file;
   cuda.target = "cuda";
-  refused(SerializeModule(cuda), "target 'cuda'");
+  refused(*SerializeModule(cuda), "target 'cuda'");
   ModuleFile unknown_feature = file;
   unknown_feature.cpu_features.push_back("frobnicate");
-  refused(SerializeModule(unknown_feature), "frobnicate");
+  refused(*SerializeModule(unknown_feature), "frobnicate");
   for (const std::string& f : KnownCpuFeatures()) {
     if (HostHasCpuFeature(f)) continue;
     ModuleFile needs = file;
     needs.cpu_features.push_back(f);
-    refused(SerializeModule(needs), "lacks: " + f);
+    refused(*SerializeModule(needs), "lacks: " + f);
     break;
   }
   ModuleFile not_elf = file;
   not_elf.kernels = "this is not machine code";
-  refused(SerializeModule(not_elf), "not an ELF object");
+  refused(*SerializeModule(not_elf), "not an ELF object");
   ModuleFile bad_signature = file;
   bad_signature.outputs[0].type.shape = Shape{3, 10};
-  refused(SerializeModule(bad_signature), "in the signature but");
+  refused(*SerializeModule(bad_signature), "in the signature but");
 }
 
 TEST_CASE("AOT: a kernel step changed after compilation is refused at load, naming it", "[aot]") {
@@ -287,7 +287,7 @@ TEST_CASE("AOT: a kernel step changed after compilation is refused at load, nami
   const Step& step = file.executable.steps[kernel];
   auto refused = [&](const ModuleFile& changed, const std::string& what) {
     INFO(what);
-    Result<std::unique_ptr<Module>> m = Module::LoadFromBytes(SerializeModule(changed), "m.kmod");
+    Result<std::unique_ptr<Module>> m = Module::LoadFromBytes(*SerializeModule(changed), "m.kmod");
     REQUIRE_FALSE(m.ok());
     CHECK_THAT(m.error().message(), Catch::Contains("m.kmod") && Catch::Contains(step.callee) &&
                                         Catch::Contains(step.node.name) &&
@@ -311,7 +311,7 @@ TEST_CASE("AOT: a kernel step changed after compilation is refused at load, nami
   // A module of the format before signatures: refused with what to do.
   ModuleFile old = file;
   old.format_version = kFirstSignedModuleFormat - 1;
-  Result<std::unique_ptr<Module>> m = Module::LoadFromBytes(SerializeModule(old), "m.kmod");
+  Result<std::unique_ptr<Module>> m = Module::LoadFromBytes(*SerializeModule(old), "m.kmod");
   REQUIRE_FALSE(m.ok());
   CHECK_THAT(m.error().message(), Catch::Contains("predates") && Catch::Contains("kiln compile"));
 }
@@ -346,7 +346,7 @@ TEST_CASE("AOT: an attention step whose attributes its buffers do not fit is ref
     INFO(attr << " = " << value);
     ModuleFile changed = file;
     changed.executable.steps[attention].attrs.Set(attr, value);
-    Result<std::unique_ptr<Module>> m = Module::LoadFromBytes(SerializeModule(changed), "m.kmod");
+    Result<std::unique_ptr<Module>> m = Module::LoadFromBytes(*SerializeModule(changed), "m.kmod");
     REQUIRE_FALSE(m.ok());
     CHECK_THAT(m.error().message(), Catch::Contains("attention step of"));
   };
@@ -371,7 +371,7 @@ void ExpectAssignChangesRefused(const ModuleFile& file, const char* marker,
     INFO(attr);
     ModuleFile changed = file;
     changed.executable.steps[assign].attrs.Set(attr, value);
-    Result<std::unique_ptr<Module>> m = Module::LoadFromBytes(SerializeModule(changed), "m.kmod");
+    Result<std::unique_ptr<Module>> m = Module::LoadFromBytes(*SerializeModule(changed), "m.kmod");
     REQUIRE_FALSE(m.ok());
     CHECK_THAT(m.error().message(), Catch::Contains("update"));
   }

@@ -192,7 +192,7 @@ TEST_CASE("graphs with Cond and WhileLoop survive a save and load", "[control]")
   for (const Graph& g : {DoubleOrIncrement(), DoubleNTimes()}) {
     for (bool text : {false, true}) {
       Result<Graph> loaded =
-          text ? GraphFromText(GraphToText(g)) : GraphFromBinary(GraphToBinary(g));
+          text ? GraphFromText(GraphToText(g)) : GraphFromBinary(*GraphToBinary(g));
       INFO((loaded.ok() ? std::string() : loaded.error().ToString()));
       REQUIRE(loaded.ok());
       const bool is_cond = loaded->FindNode("pred") != nullptr;

@@ -198,7 +198,8 @@ TEST_CASE("a deferred node's bad value is an error naming the ONNX node", "[onnx
 TEST_CASE("a graph with deferred nodes survives a save and load", "[onnx]") {
   const Graph g = Import(FedSlice());
   for (bool text : {false, true}) {
-    Result<Graph> loaded = text ? GraphFromText(GraphToText(g)) : GraphFromBinary(GraphToBinary(g));
+    Result<Graph> loaded =
+        text ? GraphFromText(GraphToText(g)) : GraphFromBinary(*GraphToBinary(g));
     INFO((loaded.ok() ? std::string() : loaded.error().ToString()));
     REQUIRE(loaded.ok());
     auto out = RunOn(*loaded, "reference",

@@ -48,11 +48,11 @@ TEST_CASE("serialize: text form round trips exactly", "[serialize]") {
 
 TEST_CASE("serialize: binary form round trips exactly, through files too", "[serialize]") {
   Graph graph = SampleGraph();
-  std::string bytes = GraphToBinary(graph);
+  std::string bytes = *GraphToBinary(graph);
   Result<Graph> parsed = GraphFromBinary(bytes);
   REQUIRE(parsed.ok());
   CHECK(*parsed == graph);
-  CHECK(GraphToBinary(*parsed) == bytes);
+  CHECK(*GraphToBinary(*parsed) == bytes);
   for (const char* ext : {".kgraph", ".kgraph.txt"}) {
     std::string path = TempPath(std::string("roundtrip") + ext);
     REQUIRE(SaveGraph(graph, path).ok());
@@ -93,7 +93,7 @@ TEST_CASE("serialize: every attribute kind round trips, empty lists included", "
 }
 
 TEST_CASE("serialize: every truncation of a binary graph is refused", "[serialize][bad-input]") {
-  std::string bytes = GraphToBinary(SampleGraph());
+  std::string bytes = *GraphToBinary(SampleGraph());
   for (size_t n = 0; n < bytes.size(); ++n) {
     Result<Graph> g = GraphFromBinary(bytes.substr(0, n), "model.kgraph");
     INFO("truncated to " << n << " bytes");
@@ -105,7 +105,7 @@ TEST_CASE("serialize: every truncation of a binary graph is refused", "[serializ
 
 TEST_CASE("serialize: corrupt, empty, garbage and oversized files are refused",
           "[serialize][bad-input]") {
-  std::string bytes = GraphToBinary(SampleGraph());
+  std::string bytes = *GraphToBinary(SampleGraph());
   std::string flipped = bytes;
   flipped[flipped.size() / 2] ^= 0x20;
   CHECK_THAT(GraphFromBinary(flipped).error().message(), Catch::Contains("checksum mismatch"));
@@ -127,7 +127,7 @@ TEST_CASE("serialize: a string field that is not UTF-8 is refused naming the fie
           "[serialize][bad-input]") {
   // A file with a correct checksum whose output name "count" was overwritten with bytes that are
   // not UTF-8: protobuf refuses it, and says why in kiln's error (not on stderr beside it).
-  std::string bytes = GraphToBinary(SampleGraph());
+  std::string bytes = *GraphToBinary(SampleGraph());
   std::string payload = bytes.substr(0, bytes.size() - 5);  // without the checksum trailer
   const size_t at = payload.find("count");
   REQUIRE(at != std::string::npos);
@@ -139,6 +139,20 @@ TEST_CASE("serialize: a string field that is not UTF-8 is refused naming the fie
              Catch::StartsWith("m.kgraph: not a valid kiln graph (protobuf parse failed): String "
                                "field 'kiln.proto.") &&
                  Catch::Contains("contains invalid UTF-8 data"));
+}
+
+TEST_CASE("serialize: a file over what its reader accepts is refused, not written empty",
+          "[serialize][bad-input]") {
+  // Protobuf serializes nothing for a message over 2 GiB (a checkpoint of a large model): the
+  // writer refuses it, as it refuses a graph over kMaxGraphFileBytes, which LoadGraph would refuse.
+  const proto::GraphDef def = GraphToProto(SampleGraph());
+  Result<std::string> bytes = SerializeWithChecksum(def, "kiln graph", 16);
+  REQUIRE_FALSE(bytes.ok());
+  CHECK(bytes.error().code() == ErrorCode::kResourceExhausted);
+  CHECK_THAT(bytes.error().message(),
+             Catch::StartsWith("the kiln graph would be ") &&
+                 Catch::EndsWith(" bytes, over the 16 bytes a kiln graph file can hold"));
+  CHECK(SerializeWithChecksum(def, "kiln graph", kMaxGraphFileBytes).ok());
 }
 
 TEST_CASE("serialize: a newer format version is refused", "[serialize][bad-input]") {

@@ -93,6 +93,28 @@ TEST_CASE("checkpoint: bad files are refused and variables stay as they were",
   CHECK_FALSE(std::filesystem::exists(Path("utf8.kckpt")));
 }
 
+TEST_CASE("checkpoint: variables over 2 GiB are refused and the previous checkpoint kept",
+          "[checkpoint][bad-input]") {
+  // Protobuf serializes nothing for a message over 2 GiB: the save used to report success and
+  // replace the last good checkpoint with a 5-byte file.
+  const std::string path = Path("large.kckpt");
+  const Tensor small = Tensor::FromVector<float>({2}, {1, 2});
+  REQUIRE(WriteCheckpoint(path, {{"w", small}}).ok());
+  {
+    // 2.25 GiB, never touched: the writer refuses it before reading the data.
+    const Tensor large = Tensor::Uninitialized(f32, Shape({int64_t{9} << 26}));
+    Status st = WriteCheckpoint(path, {{"w", large}});
+    REQUIRE_FALSE(st.ok());
+    CHECK(st.error().code() == ErrorCode::kResourceExhausted);
+    CHECK_THAT(st.error().message(),
+               Catch::Contains("large.kckpt: not written: the variables hold 2415919104 bytes") &&
+                   Catch::Contains("over the 2147483647 bytes a kiln checkpoint file can hold"));
+  }
+  Result<std::map<std::string, Tensor>> kept = ReadCheckpoint(path);
+  REQUIRE(kept.ok());
+  CHECK(kept->at("w").BitwiseEquals(small));
+}
+
 TEST_CASE("checkpoint: a corrupt tensor is caught by its own checksum", "[checkpoint][bad-input]") {
   // Rewrite a valid file with one tensor byte changed but a recomputed file checksum: only the
   // per-tensor CRC32C can catch it.
@@ -104,7 +126,9 @@ TEST_CASE("checkpoint: a corrupt tensor is caught by its own checksum", "[checkp
   std::string bytes = ReadAll(Path("t.kckpt"));
   REQUIRE(ckpt.ParseFromArray(bytes.data(), static_cast<int>(bytes.size() - 5)));
   (*ckpt.mutable_variables(0)->mutable_tensor()->mutable_data())[0] ^= 1;
-  REQUIRE(WriteFileAtomically(Path("t2.kckpt"), SerializeWithChecksum(ckpt)).ok());
+  REQUIRE(WriteFileAtomically(Path("t2.kckpt"),
+                              *SerializeWithChecksum(ckpt, "kiln checkpoint", kMaxCheckpointBytes))
+              .ok());
   CHECK_THAT(ReadCheckpoint(Path("t2.kckpt")).error().message(),
              Catch::Contains("variable 'w' fails its checksum"));
 }
@@ -124,7 +148,9 @@ TEST_CASE("checkpoint: a tensor declaring more data than it has is refused befor
   tensor->mutable_shape()->set_dims(0, 1731429);
   tensor->mutable_shape()->add_dims(1024);
   tensor->set_data("abc");
-  REQUIRE(WriteFileAtomically(Path("huge2.kckpt"), SerializeWithChecksum(ckpt)).ok());
+  REQUIRE(WriteFileAtomically(Path("huge2.kckpt"),
+                              *SerializeWithChecksum(ckpt, "kiln checkpoint", kMaxCheckpointBytes))
+              .ok());
   CHECK_THAT(ReadCheckpoint(Path("huge2.kckpt")).error().message(),
              Catch::Contains("needs 7091933184 bytes of data, has 3"));
 }

@@ -52,7 +52,7 @@ TEST_CASE("Sequences are fed, built, read and fetched on every backend", "[runti
   // The container dtypes survive the text form and the binary form.
   Result<Graph> loaded = GraphFromText(GraphToText(*graph));
   REQUIRE(loaded.ok());
-  Result<Graph> reloaded = GraphFromBinary(GraphToBinary(*loaded));
+  Result<Graph> reloaded = GraphFromBinary(*GraphToBinary(*loaded));
   REQUIRE(reloaded.ok());
 
   const Tensor fed = Seq({F({2}, {1, 2}), F({3}, {3, 4, 5})});
