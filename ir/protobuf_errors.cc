@@ -5,6 +5,8 @@
 #if GOOGLE_PROTOBUF_VERSION < 4022000
 #include <google/protobuf/stubs/logging.h>
 
+#include <atomic>
+#include <cstdio>
 #include <mutex>
 #endif
 
@@ -13,13 +15,17 @@ namespace kiln {
 struct ProtobufLogRouting {
   static thread_local ProtobufErrorCapture* innermost;
 #if GOOGLE_PROTOBUF_VERSION < 4022000
-  static google::protobuf::LogHandler* previous;
+  static std::atomic<google::protobuf::LogHandler*> previous;
+  static std::atomic<bool> installed;
 
   static void Handle(google::protobuf::LogLevel level, const char* filename, int line,
                      const std::string& message) {
     ProtobufErrorCapture* capture = innermost;
     if (capture == nullptr || level >= google::protobuf::LOGLEVEL_FATAL) {
-      if (previous != nullptr) previous(level, filename, line, message);
+      if (!installed.load())  // another thread's message while the handler is being installed
+        std::fprintf(stderr, "[libprotobuf %s:%d] %s\n", filename, line, message.c_str());
+      else if (google::protobuf::LogHandler* chained = previous.load())
+        chained(level, filename, line, message);  // none: the application silenced protobuf
       return;
     }
     if (!capture->first_.empty()) return;
@@ -32,7 +38,10 @@ struct ProtobufLogRouting {
 
   static void InstallOnce() {
     static std::once_flag once;
-    std::call_once(once, [] { previous = google::protobuf::SetLogHandler(&Handle); });
+    std::call_once(once, [] {
+      previous.store(google::protobuf::SetLogHandler(&Handle));
+      installed.store(true);
+    });
   }
 #else
   static void InstallOnce() {}
@@ -41,7 +50,8 @@ struct ProtobufLogRouting {
 
 thread_local ProtobufErrorCapture* ProtobufLogRouting::innermost = nullptr;
 #if GOOGLE_PROTOBUF_VERSION < 4022000
-google::protobuf::LogHandler* ProtobufLogRouting::previous = nullptr;
+std::atomic<google::protobuf::LogHandler*> ProtobufLogRouting::previous{nullptr};
+std::atomic<bool> ProtobufLogRouting::installed{false};
 #endif
 
 ProtobufErrorCapture::ProtobufErrorCapture() : enclosing_(ProtobufLogRouting::innermost) {

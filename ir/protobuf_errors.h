@@ -5,8 +5,9 @@
 // ProtobufErrorCapture is alive, the messages protobuf logs on its thread (below FATAL) are kept
 // instead; the readers (ir/checksummed_proto.cc, the ONNX readers) name the first in their error.
 // Messages logged on other threads, or with no capture alive, go to the handler that was installed
-// before kiln's (protobuf's own: stderr). With protobuf 22 or newer, whose logging is Abseil's,
-// nothing is captured and first() stays empty.
+// before kiln's (protobuf's own: stderr). An application that installs its own handler after kiln's
+// first parse replaces kiln's: captures then stay empty, and its handler sees every message. With
+// protobuf 22 or newer, whose logging is Abseil's, nothing is captured and first() stays empty.
 #pragma once
 
 #include <string>

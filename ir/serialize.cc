@@ -8,6 +8,7 @@
 #include "ir/checksummed_proto.h"
 #include "ir/file_util.h"
 #include "ir/plugin_uses.h"
+#include "ir/utf8.h"
 #include "ir/verifier.h"
 
 namespace kiln {
@@ -267,7 +268,7 @@ proto::NodeDef NodeToProto(const Node& n) {
   for (const auto& [name, value] : n.attrs.items())
     (*nd.mutable_attrs())[name] = AttrToProto(value);
   nd.set_device(n.device);
-  nd.set_source(n.source);
+  nd.set_source(EscapeInvalidUtf8(n.source));  // only informs: kept readable, not refused
   return nd;
 }
 
@@ -362,7 +363,14 @@ Result<Graph> LoadGraph(const std::string& path) {
 }
 
 Status SaveGraph(const Graph& graph, const std::string& path) {
-  if (EndsWith(path, ".txt")) return WriteFileAtomically(path, GraphToText(graph));
+  if (EndsWith(path, ".txt")) {
+    std::string text = GraphToText(graph);
+    if (static_cast<int64_t>(text.size()) > kMaxGraphFileBytes)
+      return MakeError(ErrorCode::kResourceExhausted, path,
+                       ": not written: the text graph would be ", text.size(), " bytes, over the ",
+                       kMaxGraphFileBytes, " bytes a kiln graph file can hold");
+    return WriteFileAtomically(path, text);
+  }
   Result<std::string> bytes = GraphToBinary(graph);
   if (!bytes.ok()) return bytes.error().WithContext(path + ": not written");
   return WriteFileAtomically(path, *bytes);

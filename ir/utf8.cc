@@ -2,6 +2,20 @@
 
 namespace kiln {
 
+std::string EscapeInvalidUtf8(std::string_view s) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  while (!s.empty()) {
+    const int64_t bad = FirstInvalidUtf8(s);
+    if (bad < 0) return out.append(s);
+    out.append(s.substr(0, static_cast<size_t>(bad)));
+    const auto byte = static_cast<unsigned char>(s[static_cast<size_t>(bad)]);
+    out += {'\\', 'x', kHex[byte >> 4], kHex[byte & 15]};
+    s.remove_prefix(static_cast<size_t>(bad) + 1);
+  }
+  return out;
+}
+
 int64_t FirstInvalidUtf8(std::string_view s) {
   const auto byte = [&](size_t i) { return static_cast<unsigned char>(s[i]); };
   const auto continuation = [&](size_t i) { return i < s.size() && (byte(i) & 0xC0) == 0x80; };

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace kiln {
@@ -13,5 +14,10 @@ namespace kiln {
 // overlong forms, no surrogates, nothing above U+10FFFF, no truncated sequence), or -1 when all of
 // `s` is valid.
 int64_t FirstInvalidUtf8(std::string_view s);
+
+// `s` with each byte that does not begin a valid UTF-8 sequence written as "\xNN": for fields that
+// only inform (where a node was built or imported from, a model's path), which a file keeps
+// readable rather than refusing.
+std::string EscapeInvalidUtf8(std::string_view s);
 
 }  // namespace kiln

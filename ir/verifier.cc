@@ -80,8 +80,9 @@ Status CheckAttrs(const OpDef& def, const Node& node) {
   return OkStatus();
 }
 
-// The node's name, device, source and string attributes are valid UTF-8: kiln's files keep them in
-// protobuf string fields, which a reader refuses otherwise (ir/utf8.h).
+// The node's name, device and string attributes are valid UTF-8, and so are those of the nodes and
+// output names of its bodies (If, While): kiln's files keep them in protobuf string fields, which
+// a reader refuses otherwise (ir/utf8.h). A node's source only informs: the writer escapes it.
 Status CheckUtf8(const Node& node) {
   const auto check = [&](std::string_view what, std::string_view s) -> Status {
     const int64_t at = FirstInvalidUtf8(s);
@@ -91,13 +92,23 @@ Status CheckUtf8(const Node& node) {
   };
   KILN_RETURN_IF_ERROR(check("its name", node.name));
   KILN_RETURN_IF_ERROR(check("its device", node.device));
-  KILN_RETURN_IF_ERROR(check("its source", node.source));
   for (const auto& [name, value] : node.attrs.items()) {
     if (value.type() == AttrType::kString)
       KILN_RETURN_IF_ERROR(check("attribute '" + name + "'", value.get<std::string>()));
     if (value.type() == AttrType::kStrings)
       for (const std::string& s : value.get<std::vector<std::string>>())
         KILN_RETURN_IF_ERROR(check("attribute '" + name + "'", s));
+    if (value.type() == AttrType::kGraph && value.get<std::shared_ptr<const Graph>>()) {
+      const Graph& body = *value.get<std::shared_ptr<const Graph>>();
+      for (const Node& inner : body.nodes()) {
+        Status inner_status = CheckUtf8(inner);
+        if (!inner_status.ok())
+          return node.MakeNodeError(ErrorCode::kInvalidArgument, "body '", name,
+                                    "': ", inner_status.error().message());
+      }
+      for (const GraphOutput& out : body.outputs())
+        KILN_RETURN_IF_ERROR(check("body '" + name + "' output name", out.name));
+    }
   }
   return OkStatus();
 }

@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 
+#include "ir/checksummed_proto.h"
 #include "ir/graph.h"
 #include "ir/status.h"
 #include "ir/tensor.h"
@@ -13,7 +14,8 @@
 namespace kiln {
 
 inline constexpr int kCheckpointFormatVersion = 1;
-inline constexpr int64_t kMaxCheckpointBytes = int64_t{64} << 30;
+// Protobuf's limit for one message (ir/checksummed_proto.h): what a checkpoint file can hold.
+inline constexpr int64_t kMaxCheckpointBytes = kMaxChecksummedFileBytes;
 
 Status WriteCheckpoint(const std::string& path, const std::map<std::string, Tensor>& variables);
 // Refuses empty, truncated, corrupt (file or any tensor checksum), newer-version or malformed

@@ -227,8 +227,7 @@ Result<Tensor> ReadOnnxTensor(const std::string& path) {
   KILN_ASSIGN_OR_RETURN(std::string bytes,
                         ReadFileToString(path, kMaxTensorBytes + (int64_t{1} << 20)));
   onnx::TensorProto p;
-  ProtobufErrorCapture protobuf_says;
-  if (!p.ParseFromString(bytes))
+  if (ProtobufErrorCapture protobuf_says; !p.ParseFromString(bytes))
     return MakeError(ErrorCode::kDataLoss, "'", path,
                      "' is not a valid serialized ONNX TensorProto", protobuf_says.Detail());
   return OnnxTensorFromProto(p, path);

@@ -288,12 +288,14 @@ class Importer {
 Result<Graph> ImportOnnxFromBytes(const std::string& bytes, const std::string& model_dir,
                                   const std::string& origin, const OnnxImportOptions& options) {
   onnx::ModelProto model;
-  ProtobufErrorCapture protobuf_says;
-  if (bytes.empty() || !model.ParseFromString(bytes))
-    return MakeError(ErrorCode::kDataLoss, origin,
-                     ": not a valid ONNX model (the file is truncated, corrupt or not an ONNX "
-                     "ModelProto)",
-                     protobuf_says.Detail());
+  {
+    ProtobufErrorCapture protobuf_says;  // the parse's messages only
+    if (bytes.empty() || !model.ParseFromString(bytes))
+      return MakeError(ErrorCode::kDataLoss, origin,
+                       ": not a valid ONNX model (the file is truncated, corrupt or not an ONNX "
+                       "ModelProto)",
+                       protobuf_says.Detail());
+  }
   return Importer(model, model_dir, origin, options).Run();
 }
 

@@ -31,6 +31,7 @@ class ConcatStep : public StepRunner {
     for (int64_t o = 0; o < outer_; ++o) {
       int64_t at = o * row_bytes_;
       for (size_t i = 0; i < pieces; ++i) {
+        if (block_bytes_[i] == 0) continue;  // an empty piece (an empty feed's data may be null)
         char* p = piece[i] + o * block_bytes_[i];
         if (concat_)
           std::memcpy(whole + at, p, static_cast<size_t>(block_bytes_[i]));

@@ -27,6 +27,31 @@ class DefaultTeam {
   const int before_;
 };
 
+// A variable buffer points at its variable's storage only once a variable_read or assign step
+// binds it at run time (BindBuffers leaves it null): a step that reads one, or a fetch of one,
+// before any such step would read through a null pointer.
+Status CheckVariableBinding(const Executable& exe) {
+  std::vector<bool> bound(exe.buffers.size(), false);
+  const auto unbound = [&](int id) {
+    return exe.buffers[id].kind == BufferDesc::Kind::kVariable && !bound[id];
+  };
+  for (const Step& step : exe.steps) {
+    for (int id : step.inputs)
+      if (unbound(id))
+        return MakeError(ErrorCode::kInternal, "step ", step.callee, " reads variable buffer %", id,
+                         " (", exe.buffers[id].tensor,
+                         ") before a variable_read or assign step binds it");
+    if (step.kind == Step::Kind::kLibrary &&
+        (step.callee == "variable_read" || step.callee == "assign"))
+      for (int id : step.outputs) bound[id] = true;
+  }
+  for (int id : exe.fetches)
+    if (unbound(id))
+      return MakeError(ErrorCode::kInternal, "fetch of variable buffer %", id, " (",
+                       exe.buffers[id].tensor, "), which no variable_read or assign step binds");
+  return OkStatus();
+}
+
 }  // namespace
 
 bool IsCopyAcross(const Step& step) {
@@ -77,6 +102,7 @@ Status CheckExecutable(const Executable& exe) {
                                         : ", which is a constant, a feed or a variable");
     }
   }
+  KILN_RETURN_IF_ERROR(CheckVariableBinding(exe));
   KILN_RETURN_IF_ERROR(CheckInvariantSteps(exe));
   return CheckLayouts(exe);
 }

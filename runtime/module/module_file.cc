@@ -6,6 +6,7 @@
 #include "ir/file_util.h"
 #include "ir/plugin_uses.h"
 #include "ir/serialize.h"
+#include "ir/utf8.h"
 #include "proto/kiln.pb.h"
 #include "runtime/executable_proto.h"
 
@@ -55,7 +56,7 @@ proto::ModuleProto ToProto(const ModuleFile& m) {
   p.set_build_id(m.build_id);
   p.set_producer(m.producer);
   p.set_precision(m.precision);
-  p.set_source(m.source);
+  p.set_source(EscapeInvalidUtf8(m.source));  // a model's path: any bytes
   for (const ModuleTensorSpec& s : m.inputs) SpecToProto(s, p.add_inputs());
   for (const ModuleTensorSpec& s : m.outputs) SpecToProto(s, p.add_outputs());
   for (const std::string& t : m.targets) p.add_targets(t);

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/checksummed_proto.h"
 #include "ir/graph.h"
 #include "ir/status.h"
 #include "ir/tensor.h"
@@ -38,7 +39,8 @@ namespace kiln {
 inline constexpr int kModuleFormatVersion = 7;
 // The first format whose cpu kernel code defines the kernel-step signatures.
 inline constexpr int kFirstSignedModuleFormat = 4;
-inline constexpr int64_t kMaxModuleBytes = int64_t{16} << 30;
+// Protobuf's limit for one message (ir/checksummed_proto.h): what a module file can hold.
+inline constexpr int64_t kMaxModuleBytes = kMaxChecksummedFileBytes;
 
 struct ModuleTensorSpec {
   std::string name;  // inputs: the placeholder's name; outputs: the fetch's name

