@@ -140,6 +140,9 @@ std::optional<TensorType> ImpliedType(const OnnxNode& n, int i) {
 std::string TextOf(const onnx::NodeProto& node) {
   google::protobuf::TextFormat::Printer printer;
   printer.SetSingleLineMode(true);
+  // Fields this ONNX version does not know (a newer producer's) mean nothing to the converters,
+  // and the text parser would refuse them by number.
+  printer.SetHideUnknownFields(true);
   std::string text;
   printer.PrintToString(node, &text);
   return text;

@@ -79,6 +79,22 @@ TEST_CASE("ONNX Slice with fed starts and ends runs on every backend", "[onnx]")
   }
 }
 
+TEST_CASE("a deferred node with fields this ONNX version does not know still runs", "[onnx]") {
+  // A newer producer's NodeProto field (here number 708): the node kept as text used to fail to
+  // parse back when it expanded.
+  OnnxModel m = FedSlice();
+  onnx::NodeProto* slice = m.proto().mutable_graph()->mutable_node(0);
+  slice->GetReflection()->MutableUnknownFields(slice)->AddVarint(708, 1);
+  const Graph g = Import(m);
+  REQUIRE(CountOps(g, "Deferred") == 1);
+  Session s(g, {.backend = "reference"});
+  Result<std::vector<Tensor>> out =
+      s.Run({{"x", Iota({3, 5})}, {"starts", Ints({1})}, {"ends", Ints({3})}}, {"y"});
+  INFO((out.ok() ? std::string() : out.error().ToString()));
+  REQUIRE(out.ok());
+  CHECK(out->at(0).shape() == Shape{3, 2});
+}
+
 TEST_CASE("ONNX TopK with a fed K, and GatherND and ScatterND over a symbolic batch", "[onnx]") {
   // y = TopK(x, k) along axis 1; g = GatherND(x, idx) with idx [batch, 1, 2];
   // s = ScatterND(x, idx, upd) with upd [batch, 1] (one element per tuple).
