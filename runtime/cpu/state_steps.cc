@@ -41,9 +41,10 @@ class CopyStep : public StepRunner {
  public:
   CopyStep(int from, int to, int64_t bytes) : from_(from), to_(to), bytes_(bytes) {}
   Status Run(StepEnv& env) const override {
-    // In place (the memory plan put the output on its dying input): nothing to copy.
+    // In place (the memory plan put the output on its dying input): nothing to copy. memmove: a
+    // module's buffers may overlap in part (fuzz_module_run), where memcpy is undefined.
     if (env.data[to_] != env.data[from_])
-      std::memcpy(env.data[to_], env.data[from_], static_cast<size_t>(bytes_));
+      std::memmove(env.data[to_], env.data[from_], static_cast<size_t>(bytes_));
     return OkStatus();
   }
 
