@@ -20,6 +20,7 @@ void RegisterReferenceSteps(OpLowerings& lowerings) {
       {"Unique", "its length depends on its input's values"},
       {"NonMaxSuppression", "its length depends on its inputs' values"},
       {"RoiAlign", "no generated kernel yet"},
+      {"MaxPoolWithArgmax", "no generated kernel yet (windows of any rank, with dilations)"},
       {"TfIdfVectorizer", "n-gram lookups in a table: no generated kernel"},
       {"CheckNumerics", "it checks its input and names the node on the host"},
       {"AllReduce", "a collective: the ranks' values meet through the session's communicator"},

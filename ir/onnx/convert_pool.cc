@@ -4,20 +4,19 @@
 // - 3-D AveragePool without dilations: separable, an AvgPool2D over (H, W) of the [N, C*D, H, W]
 //   view, then one over D of the [N, C, D, H*W] view: per-axis divisors multiply to the 3-D
 //   window's (with or without the padding counted).
-// - MaxPool with dilations, with Indices or over 3 or more spatial dims: the maximum of the
-//   strided slices of the input padded with -inf, one slice per kernel offset; Indices (the
-//   first maximum's position in x flattened, its spatial dims row-major, or column-major with
-//   storage_order 1) follow the same slices of a constant index table. Needs the spatial dims
-//   known.
+// - MaxPool with dilations, with Indices or over 3 or more spatial dims: kiln's
+//   MaxPoolWithArgmax, whose argmax is ONNX's Indices (the first maximum's position in x
+//   flattened, its spatial dims row-major); with storage_order 1 the spatial part is renumbered
+//   column-major by integer arithmetic (needs the spatial dims known).
 // ceil_mode, count_include_pad and auto_pad as ONNX defines them; all differentiable.
 #include <algorithm>
-#include <limits>
 #include <vector>
 
 #include "ir/onnx/convert_context.h"
 #include "ir/onnx/onnx_window.h"
 #include "ir/ops/array.h"
 #include "ir/ops/math.h"
+#include "ir/ops/max_pool_with_argmax.h"
 #include "ir/ops/nn.h"
 
 namespace kiln::onnx_import {
@@ -31,87 +30,28 @@ Value Pool2D(Value x, const Pool2DOptions& o, bool max) {
   return IsFloat(dtype) ? y : Cast(y, dtype);
 }
 
-// MaxPool as the maximum of strided slices (see the header comment); returns Y and, when
-// `indices`, Indices.
-Result<std::vector<Value>> SlicedMaxPool(const OnnxNode& n, Value x, const OnnxWindow& w, bool ceil,
-                                         bool indices, bool column_major_indices) {
+// ONNX's Indices with storage_order 1 from row-major ones: within each (n, c) plane the spatial
+// dims (known) are numbered column-major (the first moves fastest); -1 (a window of padding)
+// stays.
+Value ColumnMajorIndices(GraphBuilder& g, Value row_major, const Shape& x) {
   const int k = x.rank() - 2;
-  // One Slice (and a Maximum or two Selects) per kernel offset.
-  int64_t offsets = 1;
-  for (int64_t size : w.kernel) {
-    if (size < 1) return n.NotKnownYet("needs kernel_shape");
-    offsets *= std::min<int64_t>(size, 1 << 13);
-    if (offsets > 4096)
-      return n.Unsupported("a window of more than 4096 points ", Shape(w.kernel).ToString(),
-                           " with dilations, Indices or 3 or more spatial dims");
+  int64_t plane = 1;
+  for (int d = 2; d < x.rank(); ++d) plane *= x[d];
+  auto constant = [&g](int64_t v) { return g.Scalar(static_cast<double>(v), i64); };
+  Value inside = GreaterEqual(row_major, constant(0));
+  Value at = Select(inside, row_major, ZerosLike(row_major));
+  Value rest = at - (at / constant(plane)) * constant(plane);  // the position in its plane
+  Value column_major = at - rest;
+  int64_t column_stride = 1;
+  for (int i = 0; i < k; ++i) column_stride *= x[2 + i];
+  for (int i = k - 1; i >= 0; --i) {  // the last dim's coordinate first
+    const int64_t size = x[2 + i];
+    column_stride /= size;
+    Value coordinate = rest - (rest / constant(size)) * constant(size);
+    column_major = column_major + coordinate * constant(column_stride);
+    rest = rest / constant(size);
   }
-  std::vector<int64_t> out(k), pads(2 * x.rank(), 0), axes(k);
-  for (int i = 0; i < k; ++i) {
-    const int64_t in = x.shape()[2 + i];
-    if (in < 0) return n.NotKnownYet("needs the spatial dims known");
-    const int64_t extent = (w.kernel[i] - 1) * w.dilations[i] + 1;
-    out[i] = PooledLength(in, w.pads[i], w.pads[k + i], extent, w.strides[i], ceil);
-    if (out[i] < 1) return n.Fail("the window does not fit the input ", x.shape().ToString());
-    // Padded so that every slice stays inside: the last window may reach past the given pads.
-    const int64_t needed = (out[i] - 1) * w.strides[i] + extent;
-    pads[2 + i] = w.pads[i];
-    pads[x.rank() + 2 + i] = std::max<int64_t>(needed - in - w.pads[i], 0);
-    axes[i] = 2 + i;
-  }
-  const DType dtype = x.dtype();
-  Value padded = Pad(IsFloat(dtype) ? x : Cast(x, f64), pads, "constant",
-                     -std::numeric_limits<double>::infinity());
-  Value positions;  // the flat index of every element of x, -1 in the padding
-  if (indices) {
-    if (!x.shape().IsFullyKnown()) return n.NotKnownYet("Indices need x's dims known");
-    // Row-major, or with the spatial dims in column-major order (storage_order 1): the first
-    // spatial dim then moves fastest.
-    const Shape& dims = x.shape();
-    std::vector<int64_t> column_stride(dims.rank(), 1);
-    for (int d = 3; d < dims.rank(); ++d) column_stride[d] = column_stride[d - 1] * dims[d - 1];
-    const int64_t plane = dims.NumElements() / std::max<int64_t>(dims[0] * dims[1], 1);
-    KILN_ASSIGN_OR_RETURN(Tensor table, NewTensor(n, i64, dims));
-    int64_t* at = table.data<int64_t>();
-    for (int64_t flat = 0; flat < table.num_elements(); ++flat) {
-      if (!column_major_indices) {
-        at[flat] = flat;
-        continue;
-      }
-      int64_t rest = flat % plane, moved = 0;
-      for (int d = dims.rank() - 1; d >= 2; --d) {
-        moved += (rest % dims[d]) * column_stride[d];
-        rest /= dims[d];
-      }
-      at[flat] = flat - flat % plane + moved;
-    }
-    positions = Pad(n.g().Constant(table), pads, "constant", -1);
-  }
-  Value best, best_at;
-  std::vector<int64_t> offset(k, 0);
-  while (true) {
-    std::vector<int64_t> begins(k), ends(k);
-    for (int i = 0; i < k; ++i) {
-      begins[i] = offset[i] * w.dilations[i];
-      ends[i] = begins[i] + (out[i] - 1) * w.strides[i] + 1;
-    }
-    Value v = Slice(padded, begins, ends, axes, w.strides);
-    if (!best.valid()) {
-      best = v;
-      if (indices) best_at = Slice(positions, begins, ends, axes, w.strides);
-    } else if (indices) {  // a later offset wins only when larger: the first maximum stays
-      Value larger = Greater(v, best);
-      best = Select(larger, v, best);
-      best_at = Select(larger, Slice(positions, begins, ends, axes, w.strides), best_at);
-    } else {
-      best = Maximum(best, v);
-    }
-    int i = k - 1;
-    while (i >= 0 && ++offset[i] == w.kernel[i]) offset[i--] = 0;
-    if (i < 0) break;
-  }
-  std::vector<Value> result = {IsFloat(dtype) ? best : Cast(best, dtype)};
-  if (indices) result.push_back(best_at);
-  return result;
+  return Select(inside, column_major, row_major);
 }
 
 // AveragePool over 3 spatial dims as two 2-D poolings (see the header comment).
@@ -155,9 +95,18 @@ Status ConvertPool(OnnxNode& n) {
   const bool indices = max && n.wants_output(1);
   KILN_ASSIGN_OR_RETURN(int64_t storage_order, n.Int("storage_order", 0));
   if (max && (dilated || indices || k > 2)) {
-    KILN_ASSIGN_OR_RETURN(std::vector<Value> y,
-                          SlicedMaxPool(n, x, w, ceil_mode != 0, indices, storage_order == 1));
-    for (size_t i = 0; i < y.size(); ++i) n.SetOutput(static_cast<int>(i), y[i]);
+    if (indices && storage_order == 1)
+      for (int d = 2; d < x.rank(); ++d)
+        if (x.shape()[d] < 0) return n.NotKnownYet("column-major Indices need the spatial dims");
+    MaxPoolWithArgmaxResult y = MaxPoolWithArgmax(x, {.kernel = w.kernel,
+                                                      .strides = w.strides,
+                                                      .dilations = w.dilations,
+                                                      .pads = w.pads,
+                                                      .ceil_mode = ceil_mode != 0});
+    n.SetOutput(0, y.y);
+    if (indices)
+      n.SetOutput(1,
+                  storage_order == 1 ? ColumnMajorIndices(n.g(), y.argmax, x.shape()) : y.argmax);
     return OkStatus();
   }
   if (dilated) return n.Unsupported("AveragePool with dilations is not supported");

@@ -142,6 +142,20 @@ OpExporter Pool(std::string onnx_op) {
   };
 }
 
+// MaxPoolWithArgmax is ONNX MaxPool with its Indices output (row-major, storage_order 0).
+Status ExportMaxPoolWithArgmax(NodeExport& e) {
+  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> kernel, e.attrs().GetInts("kernel"));
+  onnx::NodeProto& n = e.Add("MaxPool", {e.in(0)}, {e.out(0), e.out(1)});
+  SetAttr(n, "kernel_shape", kernel);
+  for (const char* name : {"strides", "dilations", "pads"}) {
+    KILN_ASSIGN_OR_RETURN(std::vector<int64_t> values, e.attrs().GetInts(name));
+    if (!values.empty()) SetAttr(n, name, values);
+  }
+  KILN_ASSIGN_OR_RETURN(bool ceil_mode, e.attrs().GetBool("ceil_mode"));
+  SetAttr(n, "ceil_mode", int64_t{ceil_mode});
+  return OkStatus();
+}
+
 Status ExportBatchNorm(NodeExport& e) {
   KILN_ASSIGN_OR_RETURN(bool training, e.attrs().GetBool("training"));
   if (training) return e.Unsupported("training mode");
@@ -459,6 +473,7 @@ std::map<std::string, OpExporter> BuildTable() {
   t["Conv2D"] = ExportConv;
   t["MaxPool2D"] = Pool("MaxPool");
   t["AvgPool2D"] = Pool("AveragePool");
+  t["MaxPoolWithArgmax"] = ExportMaxPoolWithArgmax;
   t["BatchNorm"] = ExportBatchNorm;
   t["LayerNorm"] = ExportLayerNorm;
   t["Softmax"] = WithAxis("Softmax");

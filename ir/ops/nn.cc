@@ -370,6 +370,7 @@ void RegisterNnOps(OpRegistry& registry) {
   // no second derivatives).
   internal::RegistryWithGradients r(registry, internal::NnGradients());
   RegisterDetectionOps(registry);
+  RegisterMaxPoolWithArgmaxOps(registry);
   // Pooling and its backward ops share the attributes.
   auto pool = [&r](const char* op, bool avg, std::vector<const char*> inputs, InferFn infer) {
     OpDefBuilder b(op, "nn");

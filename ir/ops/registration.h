@@ -8,8 +8,9 @@ void RegisterStateOps(OpRegistry& r);
 void RegisterMathOps(OpRegistry& r);
 void RegisterLinalgOps(OpRegistry& r);
 void RegisterNnOps(OpRegistry& r);
-void RegisterDetectionOps(OpRegistry& r);    // called by RegisterNnOps
-void RegisterDeterminantOps(OpRegistry& r);  // called by RegisterLinalgOps
+void RegisterDetectionOps(OpRegistry& r);          // called by RegisterNnOps
+void RegisterMaxPoolWithArgmaxOps(OpRegistry& r);  // called by RegisterNnOps
+void RegisterDeterminantOps(OpRegistry& r);        // called by RegisterLinalgOps
 void RegisterReduceOps(OpRegistry& r);
 void RegisterArrayOps(OpRegistry& r);
 void RegisterUniqueOps(OpRegistry& r);         // called by RegisterArrayOps

@@ -91,8 +91,9 @@ void RegisterStateKernels(KernelRegistry& r);
 void RegisterMathKernels(KernelRegistry& r);
 void RegisterLinalgKernels(KernelRegistry& r);
 void RegisterNnKernels(KernelRegistry& r);
-void RegisterDetectionKernels(KernelRegistry& r);    // called by RegisterNnKernels
-void RegisterDeterminantKernels(KernelRegistry& r);  // called by RegisterLinalgKernels
+void RegisterDetectionKernels(KernelRegistry& r);          // called by RegisterNnKernels
+void RegisterMaxPoolWithArgmaxKernels(KernelRegistry& r);  // called by RegisterNnKernels
+void RegisterDeterminantKernels(KernelRegistry& r);        // called by RegisterLinalgKernels
 void RegisterReduceKernels(KernelRegistry& r);
 void RegisterArrayKernels(KernelRegistry& r);
 void RegisterUniqueKernels(KernelRegistry& r);         // called by RegisterArrayKernels

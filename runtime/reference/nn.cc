@@ -358,6 +358,7 @@ void RegisterNnKernels(KernelRegistry& r) {
   r.Register("SoftmaxCrossEntropyGrad", SoftmaxCrossEntropyGradKernel);
   r.Register("Dropout", DropoutKernel);
   RegisterDetectionKernels(r);
+  RegisterMaxPoolWithArgmaxKernels(r);
 }
 
 }  // namespace kiln::reference

@@ -15,6 +15,7 @@
 #include "ir/ops/control.h"
 #include "ir/ops/linalg.h"
 #include "ir/ops/math.h"
+#include "ir/ops/max_pool_with_argmax.h"
 #include "ir/ops/nn.h"
 #include "ir/ops/reduce.h"
 #include "ir/ops/state.h"
@@ -180,6 +181,15 @@ std::map<std::string, Case> OpCases() {
                       .pads = {1, 1, 0, 1},
                       .ceil_mode = true,
                       .count_include_pad = true})};
+  };
+  c["MaxPoolWithArgmax"] = [](GraphBuilder&, Value x) {
+    MaxPoolWithArgmaxResult plain = MaxPoolWithArgmax(x, {.kernel = {2, 2}, .strides = {2, 2}});
+    MaxPoolWithArgmaxResult dilated = MaxPoolWithArgmax(x, {.kernel = {2, 3},
+                                                            .strides = {1, 2},
+                                                            .dilations = {2, 1},
+                                                            .pads = {1, 0, 0, 1},
+                                                            .ceil_mode = true});
+    return std::vector<Value>{plain.y, plain.argmax, dilated.y, dilated.argmax};
   };
   c["normalization"] = [](GraphBuilder& g, Value x) {
     Value scale = g.Constant(F32({4}, 1)), bias = g.Constant(F32({4}, 0.3));

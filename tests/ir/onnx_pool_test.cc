@@ -1,5 +1,6 @@
 // ONNX MaxPool and AveragePool beyond kiln's 2-D ops (ir/onnx/convert_pool.cc): 3-D windows,
 // dilations, ceil mode and MaxPool's Indices, against a direct loop over every window.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
@@ -118,4 +119,70 @@ TEST_CASE("ONNX 3-D AveragePool whose window does not fit is a clear error", "[o
   REQUIRE_FALSE(g.ok());
   CHECK_THAT(g.error().message(), Catch::Contains("node 'pool' (AveragePool): the window does not "
                                                   "fit the input f32[1, 1, 3, 3, 3]"));
+}
+
+TEST_CASE("ONNX MaxPool with Indices is one op over any batch, in either storage order", "[onnx]") {
+  // A 26 x 5 window: one node, not one per window position. The batch is unknown at import.
+  auto run = [](int64_t storage_order, int* nodes) {
+    OnnxModel m;
+    m.Input("x", 1, {-1, 2, 9, 7}).Output("y").Output("i", 7);
+    onnx::NodeProto* node = m.Node("MaxPool", {"x"}, {"y", "i"});
+    OnnxModel::AttrInts(node, "kernel_shape", {6, 5});
+    OnnxModel::AttrInts(node, "strides", {2, 1});
+    OnnxModel::AttrInts(node, "dilations", {1, 2});
+    OnnxModel::AttrInts(node, "pads", {2, 3, 3, 20});
+    OnnxModel::AttrInt(node, "storage_order", storage_order);
+    Graph graph = testing::Import(m);
+    *nodes = static_cast<int>(graph.nodes().size());
+    std::vector<float> v(3 * 2 * 9 * 7);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(std::cos(2.3 * i) * 10);
+    Session s(std::move(graph), {.backend = "reference"});
+    auto out = s.Run({{"x", Tensor::FromVector<float>({3, 2, 9, 7}, v)}}, {"y", "i"});
+    INFO((out.ok() ? std::string() : out.error().ToString()));
+    REQUIRE(out.ok());
+    return *out;
+  };
+  int row_nodes = 0, column_nodes = 0;
+  const std::vector<Tensor> row = run(0, &row_nodes);
+  const std::vector<Tensor> column = run(1, &column_nodes);
+  CHECK(row_nodes == 2);  // the input and MaxPoolWithArgmax
+  CHECK(column_nodes < 40);
+  CHECK(row[0].ToDoubles() == column[0].ToDoubles());
+  // Row-major r = plane * 63 + h * 7 + w is w * 9 + h in column-major order; -1 stays.
+  const std::vector<int64_t> r = row[1].ToInts(), c = column[1].ToInts();
+  REQUIRE(r.size() == c.size());
+  int empty = 0;
+  for (size_t i = 0; i < r.size(); ++i) {
+    INFO(i);
+    if (r[i] < 0) {
+      ++empty;
+      CHECK(c[i] == -1);
+      continue;
+    }
+    const int64_t plane = r[i] / 63, h = r[i] % 63 / 7, w = r[i] % 7;
+    CHECK(c[i] == plane * 63 + w * 9 + h);
+  }
+  CHECK(empty > 0);  // the wide end padding leaves windows with no element of x
+}
+
+TEST_CASE("ONNX MaxPool builds no table: a huge declared image, a 64^3 window", "[onnx]") {
+  // Indices over a declared 2^20 x 2^20 image import (a run would need the memory it declares).
+  OnnxModel huge;
+  huge.Input("x", 1, {1, 1, 1 << 20, 1 << 20}).Output("y").Output("i", 7);
+  OnnxModel::AttrInts(huge.Node("MaxPool", {"x"}, {"y", "i"}), "kernel_shape", {2, 2});
+  CHECK(testing::Import(huge).nodes().size() == 2);
+  // 64^3 windows over a 1 x 1 x 1 image padded by 63 all hold its one element.
+  OnnxModel cube;
+  cube.Input("x", 1, {1, 1, 1, 1, 1}).Output("y").Output("i", 7);
+  onnx::NodeProto* node = cube.Node("MaxPool", {"x"}, {"y", "i"});
+  OnnxModel::AttrInts(node, "kernel_shape", {64, 64, 64});
+  OnnxModel::AttrInts(node, "pads", {63, 63, 63, 63, 63, 63});
+  Session s(testing::Import(cube), {.backend = "reference"});
+  auto out = s.Run({{"x", Tensor::FromVector<float>({1, 1, 1, 1, 1}, {2.5f})}}, {"y", "i"});
+  REQUIRE(out.ok());
+  CHECK((*out)[0].shape() == Shape{1, 1, 64, 64, 64});
+  const std::vector<double> y = (*out)[0].ToDoubles();
+  CHECK(std::all_of(y.begin(), y.end(), [](double v) { return v == 2.5; }));
+  const std::vector<int64_t> at = (*out)[1].ToInts();
+  CHECK(std::all_of(at.begin(), at.end(), [](int64_t i) { return i == 0; }));
 }
