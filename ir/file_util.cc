@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <utility>
 
 namespace kiln {
 
@@ -64,36 +65,106 @@ void RemoveStaleTemporaries(const std::string& path) {
 
 }  // namespace
 
-Status WriteFileAtomically(const std::string& path, const std::string& contents) {
+Result<AtomicFileWriter> AtomicFileWriter::Open(const std::string& path) {
   RemoveStaleTemporaries(path);
   std::string tmp = path + ".tmp." + std::to_string(::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
     return MakeError(ErrorCode::kInvalidArgument, "cannot write '", tmp,
                      "': ", std::strerror(errno));
+  return AtomicFileWriter(path, std::move(tmp), fd);
+}
+
+AtomicFileWriter::AtomicFileWriter(AtomicFileWriter&& other) noexcept
+    : path_(std::move(other.path_)),
+      tmp_(std::move(other.tmp_)),
+      fd_(std::exchange(other.fd_, -1)),
+      size_(other.size_) {}
+
+AtomicFileWriter::~AtomicFileWriter() { Abandon(); }
+
+void AtomicFileWriter::Abandon() {
+  if (fd_ < 0) return;
+  ::close(fd_);
+  fd_ = -1;
+  ::unlink(tmp_.c_str());
+}
+
+Status AtomicFileWriter::Append(const void* data, size_t size) {
+  if (fd_ < 0) return MakeError(ErrorCode::kFailedPrecondition, "'", tmp_, "' is not open");
+  const char* bytes = static_cast<const char*>(data);
   size_t done = 0;
-  while (done < contents.size()) {
-    ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
+  while (done < size) {
+    ssize_t n = ::write(fd_, bytes + done, size - done);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       int err = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return MakeError(ErrorCode::kResourceExhausted, "writing '", tmp,
+      Abandon();
+      return MakeError(ErrorCode::kResourceExhausted, "writing '", tmp_,
                        "' failed: ", std::strerror(err));
     }
     done += static_cast<size_t>(n);
   }
+  size_ += static_cast<int64_t>(size);
+  return OkStatus();
+}
+
+Status AtomicFileWriter::Commit() {
+  if (fd_ < 0) return MakeError(ErrorCode::kFailedPrecondition, "'", tmp_, "' is not open");
+  const int fd = std::exchange(fd_, -1);
   if (::fsync(fd) != 0 || ::close(fd) != 0) {
     int err = errno;
-    ::unlink(tmp.c_str());
-    return MakeError(ErrorCode::kDataLoss, "syncing '", tmp, "' failed: ", std::strerror(err));
+    ::unlink(tmp_.c_str());
+    return MakeError(ErrorCode::kDataLoss, "syncing '", tmp_, "' failed: ", std::strerror(err));
   }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+  if (::rename(tmp_.c_str(), path_.c_str()) != 0) {
     int err = errno;
-    ::unlink(tmp.c_str());
-    return MakeError(ErrorCode::kInvalidArgument, "renaming to '", path,
+    ::unlink(tmp_.c_str());
+    return MakeError(ErrorCode::kInvalidArgument, "renaming to '", path_,
                      "' failed: ", std::strerror(err));
+  }
+  return OkStatus();
+}
+
+Status WriteFileAtomically(const std::string& path, const std::string& contents) {
+  KILN_ASSIGN_OR_RETURN(AtomicFileWriter file, AtomicFileWriter::Open(path));
+  KILN_RETURN_IF_ERROR(file.Append(contents.data(), contents.size()));
+  return file.Commit();
+}
+
+Result<RandomAccessFile> RandomAccessFile::Open(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return MakeError(errno == ENOENT ? ErrorCode::kNotFound : ErrorCode::kInvalidArgument,
+                     "cannot open '", path, "': ", std::strerror(errno));
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return MakeError(ErrorCode::kInvalidArgument, "'", path, "' is not a regular file");
+  }
+  return RandomAccessFile(path, fd, static_cast<int64_t>(st.st_size));
+}
+
+RandomAccessFile::RandomAccessFile(RandomAccessFile&& other) noexcept
+    : path_(std::move(other.path_)), fd_(std::exchange(other.fd_, -1)), size_(other.size_) {}
+
+RandomAccessFile::~RandomAccessFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Status RandomAccessFile::Read(int64_t offset, int64_t size, void* out) const {
+  char* bytes = static_cast<char*>(out);
+  int64_t done = 0;
+  while (done < size) {
+    ssize_t n = ::pread(fd_, bytes + done, static_cast<size_t>(size - done), offset + done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0)
+      return MakeError(ErrorCode::kDataLoss, "reading '", path_,
+                       "' failed: ", std::strerror(errno));
+    if (n == 0)
+      return MakeError(ErrorCode::kDataLoss, "'", path_, "' ends at byte ", offset + done,
+                       ", before the ", size, " bytes at ", offset, " it should hold");
+    done += n;
   }
   return OkStatus();
 }
