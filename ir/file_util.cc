@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -14,30 +15,12 @@
 namespace kiln {
 
 Result<std::string> ReadFileToString(const std::string& path, int64_t max_bytes) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return MakeError(errno == ENOENT ? ErrorCode::kNotFound : ErrorCode::kInvalidArgument,
-                     "cannot open '", path, "': ", std::strerror(errno));
-  struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return MakeError(ErrorCode::kInvalidArgument, "'", path, "' is not a regular file");
-  }
-  if (st.st_size > max_bytes) {
-    ::close(fd);
-    return MakeError(ErrorCode::kResourceExhausted, "'", path, "' is ", st.st_size,
+  KILN_ASSIGN_OR_RETURN(RandomAccessFile file, RandomAccessFile::Open(path));
+  if (file.size() > max_bytes)
+    return MakeError(ErrorCode::kResourceExhausted, "'", path, "' is ", file.size(),
                      " bytes, over the limit of ", max_bytes);
-  }
-  std::string data(static_cast<size_t>(st.st_size), '\0');
-  size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = ::read(fd, data.data() + done, data.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    done += static_cast<size_t>(n);
-  }
-  ::close(fd);
-  data.resize(done);
+  std::string data(static_cast<size_t>(file.size()), '\0');
+  KILN_RETURN_IF_ERROR(file.Read(0, file.size(), data.data()));
   return data;
 }
 
@@ -53,8 +36,17 @@ void RemoveStaleTemporaries(const std::string& path) {
   while (const dirent* entry = ::readdir(d)) {
     const std::string name = entry->d_name;
     if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
-    const std::string digits = name.substr(prefix.size());
-    if (digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+    // PID, or PID.N (the N-th write of that process).
+    std::string digits = name.substr(prefix.size());
+    if (const size_t dot = digits.find('.'); dot != std::string::npos) {
+      const std::string n = digits.substr(dot + 1);
+      if (n.empty() || n.size() > 19 || n.find_first_not_of("0123456789") != std::string::npos)
+        continue;
+      digits.resize(dot);
+    }
+    if (digits.empty() || digits.size() > 9 ||
+        digits.find_first_not_of("0123456789") != std::string::npos)
+      continue;
     const pid_t pid = static_cast<pid_t>(std::stol(digits));
     if (pid <= 0 || pid == ::getpid()) continue;
     if (::kill(pid, 0) == 0 || errno != ESRCH) continue;  // alive (or not ours to ask): keep it
@@ -67,7 +59,9 @@ void RemoveStaleTemporaries(const std::string& path) {
 
 Result<AtomicFileWriter> AtomicFileWriter::Open(const std::string& path) {
   RemoveStaleTemporaries(path);
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  // Writes of one path by threads of one process each have their own temporary file.
+  static std::atomic<uint64_t> writes{0};
+  std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(writes++);
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
     return MakeError(ErrorCode::kInvalidArgument, "cannot write '", tmp,
@@ -112,8 +106,9 @@ Status AtomicFileWriter::Append(const void* data, size_t size) {
 Status AtomicFileWriter::Commit() {
   if (fd_ < 0) return MakeError(ErrorCode::kFailedPrecondition, "'", tmp_, "' is not open");
   const int fd = std::exchange(fd_, -1);
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    int err = errno;
+  int err = ::fsync(fd) != 0 ? errno : 0;
+  if (::close(fd) != 0 && err == 0) err = errno;
+  if (err != 0) {
     ::unlink(tmp_.c_str());
     return MakeError(ErrorCode::kDataLoss, "syncing '", tmp_, "' failed: ", std::strerror(err));
   }
@@ -133,15 +128,22 @@ Status WriteFileAtomically(const std::string& path, const std::string& contents)
 }
 
 Result<RandomAccessFile> RandomAccessFile::Open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // Non-blocking, so that opening a FIFO does not wait for a writer; refused below.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
     return MakeError(errno == ENOENT ? ErrorCode::kNotFound : ErrorCode::kInvalidArgument,
                      "cannot open '", path, "': ", std::strerror(errno));
   struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return MakeError(ErrorCode::kInvalidArgument, "cannot stat '", path, "': ", std::strerror(err));
+  }
+  if (!S_ISREG(st.st_mode)) {
     ::close(fd);
     return MakeError(ErrorCode::kInvalidArgument, "'", path, "' is not a regular file");
   }
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   return RandomAccessFile(path, fd, static_cast<int64_t>(st.st_size));
 }
 

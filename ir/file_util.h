@@ -13,9 +13,10 @@ namespace kiln {
 
 // Reads a file; refuses (kResourceExhausted) files larger than `max_bytes`.
 Result<std::string> ReadFileToString(const std::string& path, int64_t max_bytes);
-// Writes `path` atomically: PATH.tmp.<pid>, fsync, rename over PATH. First removes what earlier
-// writes of PATH that were killed before their rename left behind: files PATH.tmp.<pid> in PATH's
-// folder whose process is gone (never another pattern, never one a live process may still write).
+// Writes `path` atomically: PATH.tmp.<pid>.<n> (the process's n-th write), fsync, rename over
+// PATH. First removes what earlier writes of PATH that were killed before their rename left
+// behind: files PATH.tmp.<pid> or PATH.tmp.<pid>.<n> in PATH's folder whose process is gone (never
+// another pattern, never one a live process may still write).
 Status WriteFileAtomically(const std::string& path, const std::string& contents);
 
 // The same, written piece by piece (a file larger than memory would hold twice): Open, Append

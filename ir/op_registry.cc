@@ -144,6 +144,16 @@ FlopsFn FlopsPerInputElement(int i, double k) {
   };
 }
 
+FlopsFn FlopsPerWindowElement() {
+  return [](const FlopsContext& c) {
+    const AttrValue* kernel = c.node.attrs.Find("kernel");
+    double window = 1;
+    if (kernel && kernel->type() == AttrType::kInts)
+      for (int64_t d : kernel->get<std::vector<int64_t>>()) window *= static_cast<double>(d);
+    return KnownElements(c.output) * window;
+  };
+}
+
 Value GradContext::grad_or_zeros(int i) {
   if (grads_[i].valid()) return grads_[i];
   return g_.AddOp1("ZerosLike", {outputs_[i]}, {}, SourceLocation::current());

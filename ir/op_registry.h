@@ -222,6 +222,9 @@ class OpRegistry {
 FlopsFn NoFlops();
 FlopsFn FlopsPerOutputElement(double k = 1);
 FlopsFn FlopsPerInputElement(int i, double k = 1);
+// One per window position per element of output 0, the window's size the product of the ints
+// attribute "kernel" (pooling).
+FlopsFn FlopsPerWindowElement();
 // The elements of `shape`, unknown dims counted as 1.
 double KnownElements(const Shape& shape);
 

@@ -134,9 +134,12 @@ Result<std::vector<Entry>> ReadIndex(const Source& source, const std::string& pa
   const uint64_t index_offset = GetU64(footer), index_size = GetU64(footer + 8);
   const auto index_end = static_cast<uint64_t>(source.size - kFooterBytes);
   if (index_offset < static_cast<uint64_t>(kHeaderBytes) || index_offset > index_end ||
-      index_size != index_end - index_offset ||
-      index_size > static_cast<uint64_t>(kMaxChecksummedFileBytes))
+      index_size != index_end - index_offset)
     return Corrupt(path, "corrupt kiln checkpoint (its index does not end at its footer)");
+  if (index_size == 0) return Corrupt(path, "corrupt kiln checkpoint (its index is empty)");
+  if (index_size > static_cast<uint64_t>(kMaxChecksummedFileBytes))
+    return Corrupt(path, "corrupt kiln checkpoint (its index is " + std::to_string(index_size) +
+                             " bytes, over the 2 GiB one can hold)");
   std::string bytes(index_size, '\0');
   KILN_RETURN_IF_ERROR(source.read(static_cast<int64_t>(index_offset),
                                    static_cast<int64_t>(index_size), bytes.data()));
@@ -175,8 +178,9 @@ Result<std::vector<Entry>> ReadIndex(const Source& source, const std::string& pa
   // In file order, each variable starts where the writer's padding after the one before ends.
   std::vector<const Entry*> by_offset;
   for (const Entry& e : entries) by_offset.push_back(&e);
-  std::sort(by_offset.begin(), by_offset.end(),
-            [](const Entry* a, const Entry* b) { return a->offset < b->offset; });
+  std::sort(by_offset.begin(), by_offset.end(), [](const Entry* a, const Entry* b) {
+    return std::pair(a->offset, a->size) < std::pair(b->offset, b->size);  // empty ones first
+  });
   int64_t end = kHeaderBytes;
   for (const Entry* e : by_offset) {
     if (e->offset != end + (kDataAlignment - end % kDataAlignment) % kDataAlignment)
@@ -239,10 +243,11 @@ Result<std::map<std::string, Tensor>> ParseFormat1(const std::string& bytes,
   proto::CheckpointProto ckpt;
   KILN_RETURN_IF_ERROR(ParseWithChecksum(bytes, path, "kiln checkpoint", &ckpt));
   if (ckpt.format_version() != 1)
-    return MakeError(
-        ckpt.format_version() > 1 ? ErrorCode::kFailedPrecondition : ErrorCode::kInvalidArgument,
-        path, ": checkpoint format version ", ckpt.format_version(),
-        " where a file without the format 2 header must have 1");
+    return MakeError(ckpt.format_version() > kCheckpointFormatVersion
+                         ? ErrorCode::kFailedPrecondition
+                         : ErrorCode::kDataLoss,
+                     path, ": checkpoint format version ", ckpt.format_version(),
+                     " where a file without the format 2 header must have 1");
   std::map<std::string, Tensor> variables;
   for (const proto::CheckpointProto::Entry& e : ckpt.variables()) {
     Result<Tensor> t = TensorFromProto(e.tensor());

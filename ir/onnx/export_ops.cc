@@ -144,6 +144,10 @@ OpExporter Pool(std::string onnx_op) {
 
 // MaxPoolWithArgmax is ONNX MaxPool with its Indices output (row-major, storage_order 0).
 Status ExportMaxPoolWithArgmax(NodeExport& e) {
+  const DType dtype = e.in_type(0).dtype;
+  if (dtype != f32 && dtype != f64 && dtype != f16 && dtype != i8 && dtype != u8)
+    return e.Unsupported("ONNX MaxPool (opset 17) takes float, double, float16, int8 and uint8, " +
+                         std::string("not ") + std::string(DTypeName(dtype)));
   KILN_ASSIGN_OR_RETURN(std::vector<int64_t> kernel, e.attrs().GetInts("kernel"));
   onnx::NodeProto& n = e.Add("MaxPool", {e.in(0)}, {e.out(0), e.out(1)});
   SetAttr(n, "kernel_shape", kernel);

@@ -19,6 +19,8 @@ namespace {
 // Window sizes, strides, dilations and pads past this are refused: the products and sums of the
 // geometry then stay far inside int64.
 constexpr int64_t kMaxWindowAttr = int64_t{1} << 31;
+// A declared spatial dim past this (no tensor has one) is refused for the same reason.
+constexpr int64_t kMaxSpatialDim = int64_t{1} << 60;
 
 std::string List(const std::vector<int64_t>& v) { return Shape(v).ToString(); }
 
@@ -52,6 +54,8 @@ Status InferMaxPoolWithArgmax(InferContext& ctx) {
     const int64_t in = x[static_cast<int>(2 + i)];
     if (in == kUnknownDim) continue;
     if (in == 0) return ctx.Fail("cannot pool an empty input ", ctx.input(0).ToString());
+    if (in > kMaxSpatialDim)
+      return ctx.Fail("spatial dim ", i, " of ", ctx.input(0).ToString(), " is over 2^60");
     const int64_t extent = (kernel[i] - 1) * dilations[i] + 1;
     const int64_t out = PooledLength(in, pads[i], pads[k + i], extent, strides[i], ceil_mode);
     if (out < 1)
@@ -77,15 +81,6 @@ Status MaxPoolWithArgmaxGradient(GradContext& ctx) {
   Value flat_x = Reshape(x, {-1});
   ctx.SetInputGrad(0, ReshapeLike(ScatterElements(ZerosLike(flat_x), at, share, 0, "add"), x));
   return OkStatus();
-}
-
-// One comparison per window position per output.
-double MaxPoolWithArgmaxFlops(const FlopsContext& c) {
-  const AttrValue* kernel = c.node.attrs.Find("kernel");
-  double window = 1;
-  if (kernel && kernel->type() == AttrType::kInts)
-    for (int64_t d : kernel->get<std::vector<int64_t>>()) window *= static_cast<double>(d);
-  return KnownElements(c.output) * window;
 }
 
 }  // namespace
@@ -116,7 +111,7 @@ void RegisterMaxPoolWithArgmaxOps(OpRegistry& r) {
                  .Infer(InferMaxPoolWithArgmax)
                  .Grad(MaxPoolWithArgmaxGradient)
                  .Precision(PrecisionList::kFollow)
-                 .Flops(MaxPoolWithArgmaxFlops)
+                 .Flops(FlopsPerWindowElement())  // one comparison each
                  .Build());
 }
 

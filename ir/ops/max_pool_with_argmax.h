@@ -11,7 +11,8 @@
 // Positions outside x (the padding) are ignored. y is each window's largest element and argmax
 // the flat row-major index into x of its first occurrence (N and C included, so it addresses x
 // flattened); a NaN counts as the largest, as in MaxPool2D. A window with no element inside x
-// (possible with dilations) gives -inf (the dtype's lowest for integers) and argmax -1.
+// (possible with dilations, or pads as long as the window) gives -inf (the dtype's lowest for
+// integers) and argmax -1.
 // Numeric dtypes; integers compare through float64 (exact up to 2^53).
 // Gradient: x gets dy added at argmax (ScatterElements "add" over x flattened; windows with
 // argmax -1 give nothing); argmax has none.

@@ -144,6 +144,11 @@ Result<int64_t> PooledSize(const InferContext& ctx, const char* what, int64_t in
                            int64_t s, int64_t pad_begin, int64_t pad_end, bool ceil_mode) {
   if (in == kUnknownDim) return kUnknownDim;
   if (in == 0) return ctx.Fail("cannot pool an empty input: its ", what, " is 0");
+  // Past 2^60 the window arithmetic below could overflow; no tensor is that long.
+  constexpr int64_t kLimit = int64_t{1} << 60;
+  if (in > kLimit || k > kLimit || s > kLimit || pad_begin > kLimit || pad_end > kLimit)
+    return ctx.Fail("the input ", what, " ", in, ", kernel ", k, ", stride ", s, " or padding ",
+                    pad_begin, " + ", pad_end, " is over 2^60");
   if (in + pad_begin + pad_end < k)
     return ctx.Fail("input ", what, " ", in, " plus padding ", pad_begin + pad_end,
                     " is smaller than the kernel ", what, " ", k);
@@ -354,15 +359,6 @@ Status InferDropout(InferContext& ctx) {
   return OkStatus();
 }
 
-// A pooling window's FLOPs: one per window element per output.
-double Pool2DFlops(const FlopsContext& c) {
-  const AttrValue* k = c.node.attrs.Find("kernel");
-  double window = 1;
-  if (k && k->type() == AttrType::kInts)
-    for (int64_t d : k->get<std::vector<int64_t>>()) window *= static_cast<double>(d);
-  return KnownElements(c.output) * window;
-}
-
 }  // namespace
 
 void RegisterNnOps(OpRegistry& registry) {
@@ -384,7 +380,7 @@ void RegisterNnOps(OpRegistry& registry) {
         .Infer(std::move(infer));
     if (avg) b.Attr("count_include_pad", AttrType::kBool, false);
     if (inputs.size() > 1) b.NotDifferentiable();  // a backward op
-    b.Flops(inputs.size() == 1 ? FlopsFn(Pool2DFlops) : NoFlops());
+    b.Flops(inputs.size() == 1 ? FlopsPerWindowElement() : NoFlops());
     r.Register(b.Precision(PrecisionList::kFollow).Build());
   };
   pool("MaxPool2D", false, {"x"}, InferPool2D);

@@ -177,6 +177,22 @@ TEST_CASE("checkpoint: every flipped byte and every truncation of a file is refu
              Catch::Contains("flip.kckpt: variable 'b' fails its checksum"));
 }
 
+TEST_CASE("checkpoint: empty tensors among many keep their places", "[checkpoint]") {
+  // An empty tensor starts where the next one does: the reader orders them by offset, then size.
+  std::map<std::string, Tensor> variables;
+  for (int i = 0; i < 40; ++i) {
+    const std::string name = "v" + std::to_string(100 + i);
+    variables[name] = i % 3 == 0 ? Tensor(f32, Shape({0, 4}))
+                                 : Tensor::FromVector<float>({2}, {1.0f * i, -2.0f * i});
+  }
+  REQUIRE(WriteCheckpoint(Path("empty.kckpt"), variables).ok());
+  Result<std::map<std::string, Tensor>> back = ReadCheckpoint(Path("empty.kckpt"));
+  INFO((back.ok() ? std::string() : back.error().ToString()));
+  REQUIRE(back.ok());
+  REQUIRE(back->size() == variables.size());
+  for (const auto& [name, tensor] : variables) CHECK(back->at(name).BitwiseEquals(tensor));
+}
+
 TEST_CASE("checkpoint: an index that does not describe its file is refused before allocation",
           "[checkpoint][bad-input]") {
   std::string data = std::string("KILNCKP2") + std::string(56, '\0') + std::string(8, '\x01');
@@ -216,6 +232,7 @@ TEST_CASE("checkpoint: an index that does not describe its file is refused befor
   const std::string index = *SerializeWithChecksum(index_of({2}, 64, 8), "index", 1 << 20);
   CHECK_THAT(error(data + index + Footer(2, data.size() + index.size() - 2)),
              Catch::Contains("its index does not end at its footer"));
+  CHECK_THAT(error(data + Footer(data.size(), 0)), Catch::Contains("its index is empty"));
 }
 
 TEST_CASE("checkpoint: format 1 files are still read, and checked as before",
@@ -256,16 +273,25 @@ TEST_CASE("checkpoint: a save removes what killed saves of the same file left be
   REQUIRE(child > 0);
   REQUIRE(waitpid(child, nullptr, 0) == child);
   const std::string dead = path + ".tmp." + std::to_string(child);
-  const std::string alive = path + ".tmp." + std::to_string(getppid());
+  const std::string dead_write = path + ".tmp." + std::to_string(child) + ".12";
+  const std::string alive = path + ".tmp." + std::to_string(getppid()) + ".0";
   const std::string other = path + ".tmp.notapid";
+  const std::string other_suffix = path + ".tmp." + std::to_string(child) + ".x";
   const std::string neighbour = Path("other.kckpt") + ".tmp." + std::to_string(child);
-  for (const std::string& f : {dead, alive, other, neighbour}) std::ofstream(f) << "partial";
+  for (const std::string& f : {dead, dead_write, alive, other, other_suffix, neighbour})
+    std::ofstream(f) << "partial";
   Session s(Model());
   REQUIRE(s.SaveCheckpoint(path).ok());
   CHECK_FALSE(std::filesystem::exists(dead));
+  CHECK_FALSE(std::filesystem::exists(dead_write));
   CHECK(std::filesystem::exists(alive));
   CHECK(std::filesystem::exists(other));
+  CHECK(std::filesystem::exists(other_suffix));
   CHECK(std::filesystem::exists(neighbour));
   CHECK(std::filesystem::exists(path));
-  CHECK_FALSE(std::filesystem::exists(path + ".tmp." + std::to_string(getpid())));
+  // Nothing of this process's own write is left.
+  const std::string own = "stale.kckpt.tmp." + std::to_string(getpid());
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::filesystem::path(path).parent_path()))
+    CHECK(entry.path().filename().string().rfind(own, 0) == std::string::npos);
 }
