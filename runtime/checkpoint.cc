@@ -13,15 +13,14 @@
 #include "ir/file_util.h"
 #include "ir/serialize.h"
 #include "ir/utf8.h"
+#include "runtime/checkpoint_format.h"
 
 namespace kiln {
 namespace {
 
-// Format 2's layout (runtime/checkpoint.h).
-constexpr char kHeaderMagic[8] = {'K', 'I', 'L', 'N', 'C', 'K', 'P', '2'};
 constexpr char kFooterMagic[4] = {'K', 'C', 'K', '2'};
-constexpr int64_t kHeaderBytes = sizeof(kHeaderMagic);
-constexpr int64_t kFooterBytes = 24;
+constexpr int64_t kHeaderBytes = kCheckpointHeaderBytes;
+constexpr int64_t kFooterBytes = kCheckpointFooterBytes;
 constexpr int64_t kDataAlignment = 64;
 
 void PutU64(char* out, uint64_t v) {
@@ -63,7 +62,7 @@ Source FromFile(const RandomAccessFile& file) {
 bool IsFormat2(const Source& source) {
   char magic[kHeaderBytes];
   return source.size >= kHeaderBytes && source.read(0, kHeaderBytes, magic).ok() &&
-         std::memcmp(magic, kHeaderMagic, kHeaderBytes) == 0;
+         std::memcmp(magic, kCheckpointHeader, kHeaderBytes) == 0;
 }
 
 Status WriteFormat2(const std::string& path, const std::map<std::string, Tensor>& variables) {
@@ -76,7 +75,7 @@ Status WriteFormat2(const std::string& path, const std::map<std::string, Tensor>
                        "' holds no tensor; the checkpoint was not written");
   }
   KILN_ASSIGN_OR_RETURN(AtomicFileWriter file, AtomicFileWriter::Open(path));
-  KILN_RETURN_IF_ERROR(file.Append(kHeaderMagic, kHeaderBytes));
+  KILN_RETURN_IF_ERROR(file.Append(kCheckpointHeader, kHeaderBytes));
   proto::CheckpointIndexProto index;
   index.set_format_version(kCheckpointFormatVersion);
   static const char kZeros[kDataAlignment] = {};
@@ -96,13 +95,9 @@ Status WriteFormat2(const std::string& path, const std::map<std::string, Tensor>
   Result<std::string> index_bytes =
       SerializeWithChecksum(index, "kiln checkpoint index", kMaxChecksummedFileBytes);
   if (!index_bytes.ok()) return index_bytes.error().WithContext(path + ": not written");
-  char footer[kFooterBytes];
-  PutU64(footer, static_cast<uint64_t>(file.size()));
-  PutU64(footer + 8, index_bytes->size());
-  PutU32(footer + 16, Crc32c(footer, 16));
-  std::memcpy(footer + 20, kFooterMagic, sizeof(kFooterMagic));
+  const std::string footer = CheckpointFooter(file.size(), index_bytes->size());
   KILN_RETURN_IF_ERROR(file.Append(index_bytes->data(), index_bytes->size()));
-  KILN_RETURN_IF_ERROR(file.Append(footer, kFooterBytes));
+  KILN_RETURN_IF_ERROR(file.Append(footer.data(), footer.size()));
   return file.Commit();
 }
 
@@ -126,12 +121,11 @@ Result<std::vector<Entry>> ReadIndex(const Source& source, const std::string& pa
     return Corrupt(path, "truncated kiln checkpoint (no footer)");
   char footer[kFooterBytes];
   KILN_RETURN_IF_ERROR(source.read(source.size - kFooterBytes, kFooterBytes, footer));
-  if (std::memcmp(footer + 20, kFooterMagic, sizeof(kFooterMagic)) != 0 ||
-      GetU32(footer + 16) != Crc32c(footer, 16))
+  uint64_t index_offset = 0, index_size = 0;
+  if (!ReadCheckpointFooter(footer, &index_offset, &index_size))
     return Corrupt(path,
                    "truncated or corrupt kiln checkpoint (its footer is missing or fails "
                    "its checksum)");
-  const uint64_t index_offset = GetU64(footer), index_size = GetU64(footer + 8);
   const auto index_end = static_cast<uint64_t>(source.size - kFooterBytes);
   if (index_offset < static_cast<uint64_t>(kHeaderBytes) || index_offset > index_end ||
       index_size != index_end - index_offset)
@@ -270,6 +264,24 @@ Result<std::map<std::string, Tensor>> ReadFile(const std::string& path,
 }
 
 }  // namespace
+
+std::string CheckpointFooter(uint64_t index_offset, uint64_t index_size) {
+  char footer[kFooterBytes];
+  PutU64(footer, index_offset);
+  PutU64(footer + 8, index_size);
+  PutU32(footer + 16, Crc32c(footer, 16));
+  std::memcpy(footer + 20, kFooterMagic, sizeof(kFooterMagic));
+  return std::string(footer, kFooterBytes);
+}
+
+bool ReadCheckpointFooter(const char* footer, uint64_t* index_offset, uint64_t* index_size) {
+  if (std::memcmp(footer + 20, kFooterMagic, sizeof(kFooterMagic)) != 0 ||
+      GetU32(footer + 16) != Crc32c(footer, 16))
+    return false;
+  *index_offset = GetU64(footer);
+  *index_size = GetU64(footer + 8);
+  return true;
+}
 
 Status WriteCheckpoint(const std::string& path, const std::map<std::string, Tensor>& variables) {
   return WriteFormat2(path, variables);

@@ -20,6 +20,7 @@
 #include "ir/ops/state.h"
 #include "ir/serialize.h"
 #include "proto/kiln.pb.h"
+#include "runtime/checkpoint_format.h"
 #include "runtime/session.h"
 #include "tests/testing/temp_path.h"
 
@@ -122,22 +123,10 @@ TEST_CASE("checkpoint: variables over 2 GiB are saved and read back", "[checkpoi
 
 namespace {
 
-// Format 2's footer (runtime/checkpoint.h) after `index_offset` bytes of header and data.
-std::string Footer(uint64_t index_offset, uint64_t index_size) {
-  std::string f(24, '\0');
-  for (int i = 0; i < 8; ++i) {
-    f[i] = static_cast<char>(index_offset >> (8 * i));
-    f[8 + i] = static_cast<char>(index_size >> (8 * i));
-  }
-  const uint32_t crc = Crc32c(f.data(), 16);
-  for (int i = 0; i < 4; ++i) f[16 + i] = static_cast<char>(crc >> (8 * i));
-  return f.substr(0, 20) + "KCK2";
-}
-
 // A format 2 file of `data` (header included) and `index`.
 std::string Format2(const std::string& data, const proto::CheckpointIndexProto& index) {
   const std::string bytes = *SerializeWithChecksum(index, "index", 1 << 20);
-  return data + bytes + Footer(data.size(), bytes.size());
+  return data + bytes + CheckpointFooter(data.size(), bytes.size());
 }
 
 // A format 1 file (one CheckpointProto) of `variables`.
@@ -230,9 +219,9 @@ TEST_CASE("checkpoint: an index that does not describe its file is refused befor
   CHECK_THAT(error(Format2(data, twice)), Catch::Contains("variable 'w' appears twice"));
   // A footer that points before the header.
   const std::string index = *SerializeWithChecksum(index_of({2}, 64, 8), "index", 1 << 20);
-  CHECK_THAT(error(data + index + Footer(2, data.size() + index.size() - 2)),
+  CHECK_THAT(error(data + index + CheckpointFooter(2, data.size() + index.size() - 2)),
              Catch::Contains("its index does not end at its footer"));
-  CHECK_THAT(error(data + Footer(data.size(), 0)), Catch::Contains("its index is empty"));
+  CHECK_THAT(error(data + CheckpointFooter(data.size(), 0)), Catch::Contains("its index is empty"));
 }
 
 TEST_CASE("checkpoint: format 1 files are still read, and checked as before",
