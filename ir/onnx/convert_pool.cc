@@ -96,8 +96,10 @@ Status ConvertPool(OnnxNode& n) {
   KILN_ASSIGN_OR_RETURN(int64_t storage_order, n.Int("storage_order", 0));
   if (max && (dilated || indices || k > 2)) {
     if (indices && storage_order == 1)
-      for (int d = 2; d < x.rank(); ++d)
+      for (int d = 2; d < x.rank(); ++d) {
         if (x.shape()[d] < 0) return n.NotKnownYet("column-major Indices need the spatial dims");
+        if (x.shape()[d] == 0) return n.Fail("cannot pool an empty input ", x.type().ToString());
+      }
     MaxPoolWithArgmaxResult y = MaxPoolWithArgmax(x, {.kernel = w.kernel,
                                                       .strides = w.strides,
                                                       .dilations = w.dilations,

@@ -186,3 +186,15 @@ TEST_CASE("ONNX MaxPool builds no table: a huge declared image, a 64^3 window", 
   const std::vector<int64_t> at = (*out)[1].ToInts();
   CHECK(std::all_of(at.begin(), at.end(), [](int64_t i) { return i == 0; }));
 }
+
+TEST_CASE("ONNX MaxPool with column-major Indices over an empty input is a clear error", "[onnx]") {
+  OnnxModel m;
+  m.Input("x", 1, {1, 1, 0, 3}).Output("y").Output("i", 7);
+  onnx::NodeProto* node = m.Node("MaxPool", {"x"}, {"y", "i"}, "pool");
+  OnnxModel::AttrInts(node, "kernel_shape", {1, 2});
+  OnnxModel::AttrInt(node, "storage_order", 1);
+  Result<Graph> g = ImportOnnxFromBytes(m.Bytes(), "", "pool.onnx");
+  REQUIRE_FALSE(g.ok());
+  CHECK_THAT(g.error().message(),
+             Catch::Contains("node 'pool' (MaxPool): cannot pool an empty input f32[1, 1, 0, 3]"));
+}
