@@ -2,7 +2,6 @@
 // and windows that hold no element of x, ties and NaN, integers, agreement with MaxPool2D where
 // both apply, gradients against float64 central differences, and the attributes it refuses. Eval
 // also runs every compiled backend against the reference kernel.
-#include "ir/ops/array.h"
 #include "ir/ops/max_pool_with_argmax.h"
 
 #include <catch2/catch.hpp>
@@ -10,6 +9,7 @@
 #include <limits>
 #include <vector>
 
+#include "ir/ops/array.h"
 #include "ir/ops/nn.h"
 #include "tests/testing/eval.h"
 #include "tests/testing/gradcheck_op.h"
